@@ -1,0 +1,55 @@
+"""The arm interface.  Every arm (keyword, exact, semantic, fact, entity, graph) is a
+value with a name, a routing decision and a run function; the pipeline stages never
+know which arms exist.  New arms plug in by being added to ``memo.retrieve.arms.ARMS``.
+
+Contract:
+* ``plan(ctx)`` returns ``(runs, reason)``: whether the arm runs for this request and a
+  short human reason either way ("mode exact", "query names no identifier", "no model").
+* ``run(ctx)`` returns at most ``ctx.fetch_depth`` ``ArmHit`` s, best first, rank 1-based,
+  with the scope filter already applied *inside* the arm's query (``ctx.scope_sql``),
+  before its top-k.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ArmName = Literal["keyword", "exact", "semantic", "fact", "entity", "graph"]
+ARM_NAMES: tuple[str, ...] = ("semantic", "keyword", "exact", "fact", "entity", "graph")
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSQL:
+    """A WHERE fragment over ``passages p JOIN records r`` and its parameters."""
+
+    where: str
+    params: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArmHit:
+    pk: int          # passages.pk
+    rank: int        # 1-based, within this arm
+    raw: float       # the arm's own score (bm25 negated so higher is better; cosine; ...)
+
+
+@dataclass(frozen=True, slots=True)
+class ArmContext:
+    conn: sqlite3.Connection
+    query: str
+    mode: str                      # auto | keyword | exact | semantic
+    scope_sql: ScopeSQL
+    fetch_depth: int
+    # Extra state an arm may need (the embedder, a query vector cache...), filled by the
+    # pipeline's caller; arms read it with .get() and report "not available" otherwise.
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Arm(Protocol):
+    name: ArmName
+
+    def plan(self, ctx: ArmContext) -> tuple[bool, str]: ...
+
+    def run(self, ctx: ArmContext) -> list[ArmHit]: ...

@@ -1,0 +1,1 @@
+"""SQLite store: connection factory, migrations, canonical writes and derived indexes."""

@@ -1,0 +1,54 @@
+"""Derived indexes: kept in step with canonical rows in the caller's transaction, and
+rebuildable from them at any time (``rebuild_derived``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from memo.text.identifiers import exact_terms
+
+
+def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
+    """Add passages (already inserted in ``passages``) to the keyword and exact indexes."""
+    for pk in pks:
+        row = conn.execute("SELECT text, section FROM passages WHERE pk = ?", (pk,)).fetchone()
+        conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
+                     (pk, row["text"], row["section"]))
+        conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
+                     (pk, exact_terms(row["section"] + "\n" + row["text"])))
+
+
+def unindex_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
+    """Remove passages from the derived indexes (before their canonical rows go)."""
+    for pk in pks:
+        row = conn.execute("SELECT text, section FROM passages WHERE pk = ?", (pk,)).fetchone()
+        if row is None:
+            continue
+        # External-content FTS5: a delete must repeat the indexed values.
+        conn.execute("INSERT INTO passages_fts(passages_fts, rowid, text, section) "
+                     "VALUES ('delete', ?, ?, ?)", (pk, row["text"], row["section"]))
+        conn.execute("DELETE FROM exact_fts WHERE rowid = ?", (pk,))
+    bump_vectors_epoch(conn)
+
+
+def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
+    """Tell in-memory vector matrices that rows went away: reload fully."""
+    conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch'")
+
+
+def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
+    """Rebuild the keyword and exact indexes from ``passages`` (caller holds a write tx).
+    Vectors are rebuilt by ``memo backfill`` (they need the model)."""
+    conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('rebuild')")
+    conn.execute("DELETE FROM exact_fts")
+    n = 0
+    for row in conn.execute("SELECT pk, text, section FROM passages ORDER BY pk").fetchall():
+        conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
+                     (row["pk"], exact_terms(row["section"] + "\n" + row["text"])))
+        n += 1
+    # Drop vectors of passages that no longer exist (foreign keys already do this; this
+    # guards databases written with foreign_keys off by another tool).
+    conn.execute("DELETE FROM vectors WHERE passage_pk NOT IN (SELECT pk FROM passages)")
+    bump_vectors_epoch(conn)
+    return {"passages": n}

@@ -1,0 +1,145 @@
+"""Numbered schema migrations, gated by ``PRAGMA user_version``.
+
+Canonical rows: ``records``, ``record_tags``, ``passages``.  Derived (rebuildable with
+``memo reindex`` / ``memo backfill``): ``passages_fts`` (keyword arm), ``exact_fts``
+(exact arm) and ``vectors`` (semantic arm).
+
+Migrations run only from the write path (``ensure_schema``), all pending ones inside one
+``BEGIN IMMEDIATE``; the read path only *checks* the version (``check_schema``) and never
+issues DDL, so concurrent readers never race on schema objects (tobi/qmd #925).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from memo.errors import SchemaTooNew, StoreError
+from memo.store.connect import write_tx
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute statements one by one.  ``executescript`` would COMMIT the open
+    transaction first, breaking the all-or-nothing migration."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--") and not buf.strip():
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            conn.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise StoreError(f"incomplete migration statement: {buf[:80]!r}")
+
+
+def m001_core(conn: sqlite3.Connection) -> None:
+    _run_script(conn, 
+        """
+        CREATE TABLE records (
+            id            TEXT PRIMARY KEY,
+            namespace     TEXT NOT NULL DEFAULT 'default',
+            kind          TEXT NOT NULL CHECK (kind IN ('note','conversation','doc','code')),
+            title         TEXT,
+            source        TEXT,
+            library       TEXT,
+            version       TEXT,
+            event_at      TEXT,              -- when the thing happened (ISO-8601), may be NULL
+            recorded_at   TEXT NOT NULL,     -- when memo learned it (UTC ISO-8601)
+            superseded_at TEXT,
+            superseded_by TEXT REFERENCES records(id),
+            forgotten_at  TEXT,              -- soft delete: hidden from every search
+            trust         REAL NOT NULL DEFAULT 1.0 CHECK (trust >= 0.0 AND trust <= 1.0),
+            author        TEXT,              -- provenance: who or what wrote it
+            import_path   TEXT,              -- provenance: file (relative to import root) or URL
+            ext_id        TEXT,              -- identifier in the source (BEIR doc id, ...)
+            content_hash  TEXT NOT NULL,     -- sha256 of the normalised body
+            body          TEXT NOT NULL,
+            meta          TEXT NOT NULL DEFAULT '{}'
+        );
+        -- Re-importing the same content adds nothing: one live (not forgotten) record per
+        -- (namespace, content).
+        CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash)
+            WHERE forgotten_at IS NULL;
+        CREATE INDEX records_scope ON records(namespace, kind);
+        CREATE INDEX records_import ON records(namespace, import_path);
+        CREATE INDEX records_ext ON records(namespace, ext_id);
+
+        CREATE TABLE record_tags (
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            tag       TEXT NOT NULL,
+            PRIMARY KEY (record_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX record_tags_tag ON record_tags(tag, record_id);
+
+        CREATE TABLE passages (
+            pk        INTEGER PRIMARY KEY,   -- rowid shared by the FTS tables and vectors
+            id        TEXT NOT NULL UNIQUE,  -- stable public id: '<record_id>:<ord>'
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            ord       INTEGER NOT NULL,
+            section   TEXT NOT NULL DEFAULT '',  -- heading path, symbol, or speaker line
+            text      TEXT NOT NULL,
+            speaker   TEXT,
+            event_at  TEXT,
+            ext_id    TEXT,                  -- e.g. a LoCoMo turn id 'D1:3'
+            tokens    INTEGER NOT NULL,      -- memo.text.tokens.count_tokens(section + text)
+            UNIQUE (record_id, ord)
+        );
+        CREATE INDEX passages_record ON passages(record_id);
+
+        CREATE VIRTUAL TABLE passages_fts USING fts5(
+            text, section,
+            content='passages', content_rowid='pk',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        -- Exact arm: identifier tokens, each encoded so FTS5's ascii tokenizer keeps it
+        -- whole (memo.text.identifiers).
+        CREATE VIRTUAL TABLE exact_fts USING fts5(terms, tokenize='ascii');
+
+        CREATE TABLE vectors (
+            seq        INTEGER PRIMARY KEY AUTOINCREMENT,  -- lets readers load only new rows
+            passage_pk INTEGER NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+            model_id   TEXT NOT NULL,
+            vec        BLOB NOT NULL,                      -- little-endian float32, unit norm
+            UNIQUE (model_id, passage_pk)
+        );
+
+        CREATE TABLE memo_meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        INSERT INTO memo_meta(key, value) VALUES ('vectors_epoch', '0');
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core]
+LATEST = len(MIGRATIONS)
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def ensure_schema(conn: sqlite3.Connection) -> int:
+    """Apply every pending migration in one IMMEDIATE transaction; return the version."""
+    if user_version(conn) == LATEST:
+        return LATEST
+    with write_tx(conn):
+        current = user_version(conn)  # re-read under the lock: another process may have won
+        if current > LATEST:
+            raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+        for number in range(current, LATEST):
+            MIGRATIONS[number](conn)
+        conn.execute(f"PRAGMA user_version={LATEST}")
+    return LATEST
+
+
+def check_schema(conn: sqlite3.Connection) -> None:
+    """Read path: verify, never change."""
+    current = user_version(conn)
+    if current > LATEST:
+        raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+    if current < LATEST:
+        raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
+                         hint="run any write command (e.g. `memo stats --migrate` or `memo import`) to migrate")

@@ -1,0 +1,116 @@
+"""Canonical record writes and reads.  Callers hold the transaction (``write_tx``);
+functions here never commit, so a batch is all-or-nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import uuid
+from datetime import UTC, datetime
+
+from memo.errors import NotFound, ValidationError
+from memo.store.derived import index_passages
+from memo.text.tokens import count_tokens
+from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_record_id() -> str:
+    # Time-ordered prefix (list order = insertion order) + random tail (no collisions
+    # between processes).
+    return f"r{datetime.now(UTC).strftime('%y%m%d%H%M%S')}{uuid.uuid4().hex[:10]}"
+
+
+def content_hash(body: str) -> str:
+    normalised = "\n".join(line.rstrip() for line in body.strip().splitlines())
+    return hashlib.sha256(normalised.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def validate_draft(draft: RecordDraft) -> None:
+    if draft.kind not in KINDS:
+        raise ValidationError(f"kind {draft.kind!r} is not one of {', '.join(KINDS)}")
+    if not draft.body.strip():
+        raise ValidationError("text is empty")
+    if not (0.0 <= float(draft.trust) <= 1.0):
+        raise ValidationError(f"trust {draft.trust} is outside 0..1")
+    if not draft.namespace or not draft.namespace.strip():
+        raise ValidationError("namespace is empty")
+    for tag in draft.tags:
+        if not tag.strip():
+            raise ValidationError("a tag is empty")
+
+
+def find_live_duplicate(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
+    row = conn.execute(
+        "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL",
+        (namespace, chash)).fetchone()
+    return row["id"] if row else None
+
+
+def insert_record(conn: sqlite3.Connection, draft: RecordDraft,
+                  passages: tuple[PassageDraft, ...], *, recorded_at: str | None = None) -> str:
+    """Insert one record, its tags and passages, and index the passages.  Returns the id.
+    The caller has checked for duplicates and holds a write transaction."""
+    validate_draft(draft)
+    if not passages:
+        raise ValidationError("a record needs at least one passage")
+    rid = draft.id or new_record_id()
+    conn.execute(
+        """INSERT INTO records (id, namespace, kind, title, source, library, version, event_at,
+               recorded_at, trust, author, import_path, ext_id, content_hash, body, meta)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (rid, draft.namespace, draft.kind, draft.title, draft.source, draft.library, draft.version,
+         draft.event_at, recorded_at or utc_now(), float(draft.trust), draft.author,
+         draft.import_path, draft.ext_id, content_hash(draft.body), draft.body,
+         json.dumps(draft.meta, sort_keys=True)))
+    conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
+                     [(rid, t.strip()) for t in draft.tags])
+    pks = []
+    for ord_, p in enumerate(passages):
+        cur = conn.execute(
+            """INSERT INTO passages (id, record_id, ord, section, text, speaker, event_at, ext_id, tokens)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (f"{rid}:{ord_}", rid, ord_, p.section, p.text, p.speaker, p.event_at or draft.event_at,
+             p.ext_id, count_tokens(f"{p.section}\n{p.text}" if p.section else p.text)))
+        pks.append(int(cur.lastrowid))
+    index_passages(conn, pks)
+    return rid
+
+
+def _passage(row: sqlite3.Row) -> Passage:
+    return Passage(pk=row["pk"], id=row["id"], record_id=row["record_id"], ord=row["ord"],
+                   section=row["section"], text=row["text"], speaker=row["speaker"],
+                   event_at=row["event_at"], ext_id=row["ext_id"], tokens=row["tokens"])
+
+
+def record_from_row(conn: sqlite3.Connection, row: sqlite3.Row, *, with_passages: bool) -> Record:
+    tags = tuple(r[0] for r in conn.execute(
+        "SELECT tag FROM record_tags WHERE record_id = ? ORDER BY tag", (row["id"],)))
+    passages: tuple[Passage, ...] = ()
+    if with_passages:
+        passages = tuple(_passage(r) for r in conn.execute(
+            "SELECT * FROM passages WHERE record_id = ? ORDER BY ord", (row["id"],)))
+    return Record(id=row["id"], namespace=row["namespace"], kind=row["kind"], title=row["title"],
+                  source=row["source"], library=row["library"], version=row["version"], tags=tags,
+                  event_at=row["event_at"], recorded_at=row["recorded_at"],
+                  superseded_at=row["superseded_at"], superseded_by=row["superseded_by"],
+                  forgotten_at=row["forgotten_at"], trust=row["trust"], author=row["author"],
+                  import_path=row["import_path"], ext_id=row["ext_id"],
+                  content_hash=row["content_hash"], body=row["body"],
+                  meta=json.loads(row["meta"] or "{}"), passages=passages)
+
+
+def get_record(conn: sqlite3.Connection, record_id: str, *, with_passages: bool = True) -> Record:
+    row = conn.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
+    if row is None:
+        # Accept a passage id too ('<record>:<ord>'): users copy those from search results.
+        prow = conn.execute("SELECT record_id FROM passages WHERE id = ?", (record_id,)).fetchone()
+        if prow is not None:
+            row = conn.execute("SELECT * FROM records WHERE id = ?", (prow[0],)).fetchone()
+    if row is None:
+        raise NotFound(f"no record with id {record_id!r}")
+    return record_from_row(conn, row, with_passages=with_passages)

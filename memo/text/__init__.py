@@ -1,0 +1,1 @@
+"""Text helpers: token counting, identifier tokens, splitting."""

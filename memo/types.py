@@ -1,0 +1,101 @@
+"""Typed values shared by the store, the pipeline and the skins (frozen dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Kind = Literal["note", "conversation", "doc", "code"]
+KINDS: tuple[str, ...] = ("note", "conversation", "doc", "code")
+
+
+@dataclass(frozen=True, slots=True)
+class PassageDraft:
+    """A passage before it has ids: what a splitter produces."""
+
+    text: str
+    section: str = ""
+    speaker: str | None = None
+    event_at: str | None = None
+    ext_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDraft:
+    """Everything a caller can say about a new record.  ``passages`` empty = split by kind."""
+
+    body: str
+    kind: Kind = "note"
+    namespace: str = "default"
+    title: str | None = None
+    source: str | None = None
+    library: str | None = None
+    version: str | None = None
+    tags: tuple[str, ...] = ()
+    event_at: str | None = None
+    trust: float = 1.0
+    author: str | None = None
+    import_path: str | None = None
+    ext_id: str | None = None
+    meta: dict[str, object] = field(default_factory=dict)
+    passages: tuple[PassageDraft, ...] = ()
+    id: str | None = None  # caller-chosen id (tests, golden corpora); else generated
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    pk: int
+    id: str
+    record_id: str
+    ord: int
+    section: str
+    text: str
+    speaker: str | None
+    event_at: str | None
+    ext_id: str | None
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    id: str
+    namespace: str
+    kind: str
+    title: str | None
+    source: str | None
+    library: str | None
+    version: str | None
+    tags: tuple[str, ...]
+    event_at: str | None
+    recorded_at: str
+    superseded_at: str | None
+    superseded_by: str | None
+    forgotten_at: str | None
+    trust: float
+    author: str | None
+    import_path: str | None
+    ext_id: str | None
+    content_hash: str
+    body: str
+    meta: dict[str, object]
+    passages: tuple[Passage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Scope filter fields (seed §1).  Empty tuple / None = no constraint on that field.
+
+    ``as_of`` replaces the live filter by "recorded on or before T and not superseded
+    before T"; forgotten records never come back.
+    """
+
+    namespaces: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    library: str | None = None
+    version: str | None = None
+    tags: tuple[str, ...] = ()          # a record must carry every listed tag
+    date_from: str | None = None        # on event_at (else recorded_at), inclusive
+    date_to: str | None = None          # inclusive; a bare date covers the whole day
+    min_trust: float | None = None
+    as_of: str | None = None
