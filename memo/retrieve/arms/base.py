@@ -3,8 +3,10 @@ value with a name, a routing decision and a run function; the pipeline stages ne
 know which arms exist.  New arms plug in by being added to ``memo.retrieve.arms.ARMS``.
 
 Contract:
-* ``plan(ctx)`` returns ``(runs, reason)``: whether the arm runs for this request and a
-  short human reason either way ("mode exact", "query names no identifier", "no model").
+* ``plan(ctx)`` returns an ``ArmPlan``: whether the arm runs for this request, a short
+  human reason either way ("mode exact", "query names no identifier"), and ``degraded``
+  when the arm *should* have run but could not (model missing, no vectors yet): the
+  pipeline then sets ``degraded{flag, reason}`` in the response.
 * ``run(ctx)`` returns at most ``ctx.fetch_depth`` ``ArmHit`` s, best first, rank 1-based,
   with the scope filter already applied *inside* the arm's query (``ctx.scope_sql``),
   before its top-k.
@@ -42,14 +44,23 @@ class ArmContext:
     mode: str                      # auto | keyword | exact | semantic
     scope_sql: ScopeSQL
     fetch_depth: int
-    # Extra state an arm may need (the embedder, a query vector cache...), filled by the
-    # pipeline's caller; arms read it with .get() and report "not available" otherwise.
+    # Extra state an arm may need, filled by the pipeline's caller; arms read it with
+    # .get() and report "not available" otherwise.  Known keys:
+    #   "semantic":     memo.embed service (model status, in-memory vector index, embedder)
+    #   "query_vector": a precomputed unit query vector (eval replay caches these)
     services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ArmPlan:
+    runs: bool
+    reason: str
+    degraded: bool = False
 
 
 class Arm(Protocol):
     name: ArmName
 
-    def plan(self, ctx: ArmContext) -> tuple[bool, str]: ...
+    def plan(self, ctx: ArmContext) -> ArmPlan: ...
 
     def run(self, ctx: ArmContext) -> list[ArmHit]: ...

@@ -1,0 +1,3 @@
+from memo.cli import main
+
+main()
