@@ -1,0 +1,69 @@
+"""Semantic arm: cosine similarity between the query vector and passage vectors.
+
+The arm itself is thin: the embedding model, the in-memory vector matrix and the scope
+mask live in ``memo.embed`` and reach the arm through ``ctx.services["semantic"]`` (a
+``memo.embed.service.SemanticService`` or anything with the same shape).  ``raw`` is the
+cosine (vectors are unit length, so a dot product), which the pipeline reads as the
+result's ``relevance`` and compares with the model's bands and ``semantic_floor``.
+
+Degraded mode: when the arm *should* run (mode auto/semantic) but the model is missing,
+corrupt, failed to load or no passage has a vector yet, ``plan`` says so with
+``degraded=True`` and the pipeline runs the other arms only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+
+# Modes in which the semantic arm is deliberately off (not a degradation).
+_OFF_MODES = ("keyword", "exact")
+
+
+class SemanticArm:
+    name = "semantic"
+
+    def plan(self, ctx: ArmContext) -> ArmPlan:
+        if ctx.mode in _OFF_MODES:
+            return ArmPlan(runs=False, reason=f"mode {ctx.mode}", degraded=False)
+        svc = ctx.services.get("semantic")
+        if svc is None:
+            return ArmPlan(runs=False, reason="no embedding model configured", degraded=True)
+        try:
+            available, why = svc.status()
+        except Exception as exc:  # a broken service must not break search
+            return ArmPlan(runs=False, reason=f"embedding model error: {exc}", degraded=True)
+        if not available:
+            return ArmPlan(runs=False, reason=why, degraded=True)
+        return ArmPlan(runs=True, reason=f"model {svc.model_id}")
+
+    def run(self, ctx: ArmContext) -> list[ArmHit]:
+        svc = ctx.services["semantic"]
+        qvec = _query_vector(ctx, svc)
+        allowed = _allowed_pks(ctx, svc)
+        hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)
+        return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
+
+
+def _query_vector(ctx: ArmContext, svc: Any) -> np.ndarray:
+    # Eval replay precomputes query vectors once per data set (services["query_vector"]).
+    pre = ctx.services.get("query_vector")
+    if pre is not None:
+        return np.asarray(pre, dtype=np.float32).reshape(-1)
+    return svc.embed_query(ctx.query)
+
+
+def _allowed_pks(ctx: ArmContext, svc: Any) -> np.ndarray | None:
+    """Passage pks the scope filter allows (None = no filter at all).  The index caches
+    the answer per (data generation, where, params), so a replay of many queries under
+    one scope runs the filter query once."""
+    scoped = getattr(svc.index, "scope_pks", None)
+    if scoped is not None:
+        return scoped(ctx.conn, ctx.scope_sql.where, ctx.scope_sql.params)
+    sql = ("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
+           + (ctx.scope_sql.where or "1"))
+    rows = ctx.conn.execute(sql, ctx.scope_sql.params).fetchall()
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
