@@ -1,0 +1,72 @@
+"""Add one record: validate, split into passages, de-duplicate, insert and index in one
+BEGIN IMMEDIATE transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memo.ingest.split import split_record
+from memo.ops.after_commit import after_commit
+from memo.ops.reports import AddReport
+from memo.store.connect import write_tx
+from memo.store.records import (
+    content_hash,
+    find_live_duplicate,
+    insert_record,
+    utc_now,
+    validate_draft,
+)
+from memo.types import PassageDraft, RecordDraft
+
+
+def prepare(draft: RecordDraft) -> tuple[PassageDraft, ...]:
+    """Everything that can reject a draft without touching the database (runs outside
+    the write transaction, so the lock is held only for the inserts)."""
+    validate_draft(draft)
+    return split_record(draft)
+
+
+def find_previous_version(conn: sqlite3.Connection, draft: RecordDraft) -> str | None:
+    """The live record this draft is a new version of: same namespace, same import path
+    and same external id (both may be NULL only for the import path's own record)."""
+    if not draft.import_path:
+        return None
+    row = conn.execute(
+        """SELECT id FROM records WHERE namespace = ? AND import_path = ? AND ext_id IS ?
+             AND superseded_at IS NULL AND forgotten_at IS NULL
+           ORDER BY recorded_at DESC LIMIT 1""",
+        (draft.namespace, draft.import_path, draft.ext_id)).fetchone()
+    return row["id"] if row else None
+
+
+def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[PassageDraft, ...],
+                *, replace_previous: bool) -> AddReport:
+    """Insert inside the caller's write transaction.  Same content in the namespace ->
+    skipped; with ``replace_previous`` a changed record at the same import path supersedes
+    the old version (status 'updated')."""
+    dup = find_live_duplicate(conn, draft.namespace, content_hash(draft.body))
+    if dup is not None:
+        return AddReport(status="skipped", record_id=dup, passages=0)
+    previous = find_previous_version(conn, draft) if replace_previous else None
+    new_id = insert_record(conn, draft, passages)
+    if previous is None:
+        return AddReport(status="added", record_id=new_id, passages=len(passages))
+    mark_superseded(conn, previous, new_id)
+    return AddReport(status="updated", record_id=new_id, passages=len(passages), superseded=previous)
+
+
+def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: str | None = None) -> str:
+    when = when or utc_now()
+    conn.execute("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?",
+                 (when, new_id, old_id))
+    return when
+
+
+def add_record(conn: sqlite3.Connection, draft: RecordDraft) -> AddReport:
+    """Add one record (``memo add``).  Adding the same text twice stores it once."""
+    passages = prepare(draft)
+    with write_tx(conn):
+        report = store_draft(conn, draft, passages, replace_previous=False)
+    if report.status != "skipped":
+        after_commit(conn, [report.record_id])
+    return report

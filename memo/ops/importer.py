@@ -1,0 +1,181 @@
+"""Import a file, a folder, a JSONL file, a BEIR corpus or LoCoMo conversations.
+
+Per input record: same content already in the namespace -> skipped; a live record at the
+same import path (and external id) with other content -> superseded by the new one
+(updated); otherwise added.  Inputs that cannot be read or split are rejected with a
+reason and the import goes on.  Records are committed in batches of ``batch_size`` per
+BEGIN IMMEDIATE: a failure inside a batch rolls that whole batch back (earlier batches
+stay), so nothing is ever half-written, and re-running the import resumes (duplicates
+are skipped).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from memo.errors import ImportRejected, MemoError, StoreError, ValidationError
+from memo.ingest.files import DEFAULT_MAX_BYTES, FileItem, inside, list_files, read_file
+from memo.ingest.jsonl import iter_jsonl
+from memo.ops.add import prepare, store_draft
+from memo.ops.after_commit import after_commit
+from memo.ops.reports import ImportReport, Rejection
+from memo.store.connect import write_tx
+from memo.types import PassageDraft, RecordDraft
+
+FORMATS = ("auto", "files", "jsonl", "beir", "locomo")
+DEFAULT_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    format: str = "auto"
+    namespace: str = "default"
+    kind: str | None = None           # override the kind chosen from the file extension
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    library: str | None = None
+    version: str | None = None
+    trust: float = 1.0
+    author: str | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    batch_size: int = DEFAULT_BATCH
+    root: Path | None = None          # refuse paths outside it (default: the path itself)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    done: int
+    total: int | None                 # None when the source is a stream (JSONL, BEIR)
+    current: str
+
+
+def _template(opts: ImportOptions) -> RecordDraft:
+    return RecordDraft(body="", kind=opts.kind or "doc", namespace=opts.namespace,  # type: ignore[arg-type]
+                       source=opts.source, library=opts.library, version=opts.version,
+                       tags=opts.tags, trust=opts.trust, author=opts.author)
+
+
+def _resolve(path: Path, opts: ImportOptions) -> Path:
+    if not path.exists() and not path.is_symlink():
+        raise ValidationError(f"no such file or folder: {path}")
+    real = path.resolve()
+    root = opts.root.resolve() if opts.root else None
+    if root is not None and not inside(real, root):
+        raise ImportRejected(f"{path} is outside the import root {root}",
+                             hint="import only files under the configured root (--root)")
+    return real
+
+
+def _detect(real: Path, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise ValidationError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fmt != "auto":
+        return fmt
+    if real.is_file() and real.suffix.lower() == ".jsonl":
+        return "jsonl"
+    return "files"
+
+
+def _adapter_items(drafts: Iterator[RecordDraft], opts: ImportOptions) -> Iterator[FileItem]:
+    for d in drafts:
+        extra = {k: v for k, v in (("author", opts.author), ("source", opts.source)) if v and not getattr(d, k)}
+        if opts.tags:
+            extra["tags"] = tuple(dict.fromkeys([*d.tags, *opts.tags]))
+        yield FileItem(d.ext_id or d.import_path or d.title or "?", draft=replace(d, **extra) if extra else d)
+
+
+def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem], int | None]:
+    template = _template(opts)
+    if fmt == "files":
+        files = list_files(real)
+        gen = (read_file(p, rel, real, template, opts.max_bytes, opts.kind) for p, rel in files)
+        return gen, len(files)
+    if fmt == "jsonl":
+        if not real.is_file():
+            raise ValidationError(f"--format jsonl needs a file, got a folder: {real}")
+        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), None
+    if fmt == "beir":
+        from memo.ingest import beir  # written by the eval helper
+        return _adapter_items(beir.iter_corpus(real, namespace=opts.namespace), opts), None
+    from memo.ingest import locomo  # written by the eval helper
+    return _adapter_items(locomo.iter_conversations(real, namespace_prefix=opts.namespace), opts), None
+
+
+class _Batcher:
+    """Accumulates prepared drafts and commits them ``size`` at a time."""
+
+    def __init__(self, conn: sqlite3.Connection, size: int) -> None:
+        self.conn, self.size = conn, max(1, size)
+        self.pending: list[tuple[RecordDraft, tuple[PassageDraft, ...]]] = []
+        self.counts = {"added": 0, "updated": 0, "skipped": 0}
+        self.ids: list[str] = []
+        self.batches = 0
+        self.passages = 0
+
+    def push(self, draft: RecordDraft, passages: tuple[PassageDraft, ...]) -> None:
+        self.pending.append((draft, passages))
+        if len(self.pending) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        results = []
+        try:
+            with write_tx(self.conn):
+                for draft, passages in self.pending:
+                    results.append(store_draft(self.conn, draft, passages, replace_previous=True))
+        except MemoError:
+            raise
+        except sqlite3.Error as exc:
+            committed = self.counts["added"] + self.counts["updated"]
+            raise StoreError(
+                f"import stopped in batch {self.batches + 1}: {exc}; that batch was rolled back, "
+                f"{committed} records from earlier batches are stored",
+                hint="fix the cause and re-run the import; stored records are skipped") from exc
+        self.batches += 1
+        self.pending = []
+        new_ids = []
+        for r in results:
+            self.counts[r.status] += 1
+            if r.status != "skipped":
+                new_ids.append(r.record_id)
+                self.passages += r.passages
+        self.ids.extend(new_ids)
+        after_commit(self.conn, new_ids)
+
+
+def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
+                progress: Callable[[Progress], None] | None = None) -> ImportReport:
+    opts = opts or ImportOptions()
+    started = time.monotonic()
+    real = _resolve(Path(path), opts)
+    fmt = _detect(real, opts.format)
+    items, total = _items(real, fmt, opts)
+    batcher = _Batcher(conn, opts.batch_size)
+    rejected: list[Rejection] = []
+    ignored = 0
+    for done, item in enumerate(items, start=1):
+        if item.rejected is not None:
+            rejected.append(Rejection(item.rel, item.rejected))
+        elif item.ignored:
+            ignored += 1
+        elif item.draft is not None:
+            try:
+                passages = prepare(item.draft)
+            except ValidationError as exc:
+                rejected.append(Rejection(item.rel, str(exc)))
+            else:
+                batcher.push(item.draft, passages)
+        if progress is not None:
+            progress(Progress(done=done, total=total, current=item.rel))
+    batcher.flush()
+    return ImportReport(root=str(real), format=fmt, added=batcher.counts["added"],
+                        updated=batcher.counts["updated"], skipped=batcher.counts["skipped"],
+                        rejected=tuple(rejected), ignored=ignored, batches=batcher.batches,
+                        passages=batcher.passages, record_ids=tuple(batcher.ids),
+                        seconds=round(time.monotonic() - started, 3))

@@ -1,0 +1,160 @@
+"""Read, list, supersede, forget and purge records."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, replace
+
+from memo.errors import ConfirmationRequired, NotFound, ValidationError
+from memo.ops.add import mark_superseded, prepare
+from memo.ops.after_commit import after_commit
+from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
+from memo.store.connect import write_tx
+from memo.store.derived import unindex_passages
+from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
+from memo.types import KINDS, Record, RecordDraft
+
+
+def get(conn: sqlite3.Connection, record_id: str) -> Record:
+    """A record with its passages (a passage id '<record>:<ord>' works too)."""
+    return get_record(conn, record_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    namespaces: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    library: str | None = None
+    version: str | None = None
+    tags: tuple[str, ...] = ()        # every listed tag
+    include_forgotten: bool = False
+    include_superseded: bool = False
+    limit: int = 50
+    offset: int = 0
+
+
+def _in(column: str, values: tuple[str, ...], where: list[str], params: list[object]) -> None:
+    if values:
+        where.append(f"{column} IN ({', '.join('?' * len(values))})")
+        params.extend(values)
+
+
+def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tuple[RecordSummary, ...]:
+    """Newest first.  Live records only unless asked (superseded / forgotten)."""
+    flt = flt or ListFilter()
+    for k in flt.kinds:
+        if k not in KINDS:
+            raise ValidationError(f"kind {k!r} is not one of {', '.join(KINDS)}")
+    if flt.limit < 1 or flt.offset < 0:
+        raise ValidationError("limit must be >= 1 and offset >= 0")
+    where: list[str] = []
+    params: list[object] = []
+    if not flt.include_forgotten:
+        where.append("r.forgotten_at IS NULL")
+    if not flt.include_superseded:
+        where.append("r.superseded_at IS NULL")
+    _in("r.namespace", flt.namespaces, where, params)
+    _in("r.kind", flt.kinds, where, params)
+    _in("r.source", flt.sources, where, params)
+    for column, value in (("r.library", flt.library), ("r.version", flt.version)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    for tag in flt.tags:
+        where.append("EXISTS (SELECT 1 FROM record_tags t WHERE t.record_id = r.id AND t.tag = ?)")
+        params.append(tag)
+    sql = ("SELECT r.*, (SELECT count(*) FROM passages p WHERE p.record_id = r.id) AS n_passages, "
+           "(SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM record_tags t "
+           " WHERE t.record_id = r.id ORDER BY tag)) AS tag_list FROM records r")
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY r.recorded_at DESC, r.id DESC LIMIT ? OFFSET ?"
+    rows = conn.execute(sql, (*params, flt.limit, flt.offset)).fetchall()
+    return tuple(RecordSummary(
+        id=r["id"], namespace=r["namespace"], kind=r["kind"], title=r["title"], source=r["source"],
+        library=r["library"], version=r["version"],
+        tags=tuple(r["tag_list"].split("\x1f")) if r["tag_list"] else (),
+        event_at=r["event_at"], recorded_at=r["recorded_at"], superseded_at=r["superseded_at"],
+        superseded_by=r["superseded_by"], forgotten_at=r["forgotten_at"], trust=r["trust"],
+        author=r["author"], import_path=r["import_path"], passages=r["n_passages"]) for r in rows)
+
+
+def supersede(conn: sqlite3.Connection, old_id: str, body: str, **changes: object) -> SupersedeReport:
+    """Write a new version of ``old_id``.  Fields not given are copied from the old
+    version; the old one keeps its rows (for as_of queries) with superseded_at/by set."""
+    old = get_record(conn, old_id, with_passages=False)
+    draft = RecordDraft(body=body, kind=old.kind, namespace=old.namespace, title=old.title,  # type: ignore[arg-type]
+                        source=old.source, library=old.library, version=old.version, tags=old.tags,
+                        event_at=old.event_at, trust=old.trust, author=old.author,
+                        import_path=old.import_path, ext_id=old.ext_id, meta=old.meta)
+    draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+    passages = prepare(draft)
+    with write_tx(conn):
+        # Re-read under the write lock: another writer may have superseded it meanwhile.
+        row = conn.execute("SELECT superseded_by, forgotten_at FROM records WHERE id = ?",
+                           (old.id,)).fetchone()
+        if row["forgotten_at"] is not None:
+            raise ValidationError(f"record {old.id} is forgotten; add the text as a new record instead")
+        if row["superseded_by"] is not None:
+            raise ValidationError(f"record {old.id} is already superseded by {row['superseded_by']}",
+                                  hint=f"supersede the newest version: `memo supersede {row['superseded_by']}`")
+        dup = find_live_duplicate(conn, draft.namespace, content_hash(draft.body))
+        if dup == old.id:
+            raise ValidationError("the new text is the same as the current version; nothing to do")
+        if dup is not None:
+            raise ValidationError(f"namespace {draft.namespace!r} already holds this text as record {dup}")
+        new_id = insert_record(conn, draft, passages)
+        when = mark_superseded(conn, old.id, new_id)
+    after_commit(conn, [new_id])
+    return SupersedeReport(old_id=old.id, new_id=new_id, superseded_at=when, passages=len(passages))
+
+
+def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
+           confirm: bool = False) -> ForgetReport:
+    """Soft delete: hidden from every search and from ``list`` (``purge`` removes the rows).
+    More than one record needs ``confirm=True`` (mcp-memory-service #353: a bulk delete
+    without confirmation erased 87% of a user's memories)."""
+    ids = tuple(dict.fromkeys(record_ids))
+    if not ids:
+        raise ValidationError("no record ids given")
+    if len(ids) > 1 and not confirm:
+        raise ConfirmationRequired(f"forgetting {len(ids)} records needs confirmation",
+                                   hint="repeat with --yes to forget all of them")
+    when = utc_now()
+    done: list[str] = []
+    already: list[str] = []
+    with write_tx(conn):
+        for rid in ids:
+            row = conn.execute("SELECT forgotten_at FROM records WHERE id = ?", (rid,)).fetchone()
+            if row is None:
+                raise NotFound(f"no record with id {rid!r}; nothing was forgotten")
+            if row["forgotten_at"] is not None:
+                already.append(rid)
+                continue
+            conn.execute("UPDATE records SET forgotten_at = ? WHERE id = ?", (when, rid))
+            done.append(rid)
+    return ForgetReport(forgotten=tuple(done), already_forgotten=tuple(already), forgotten_at=when)
+
+
+def purge(conn: sqlite3.Connection, *, confirm: bool = False) -> PurgeReport:
+    """Delete forgotten records for good, with their passages, tags, vectors and index
+    rows.  More than one record needs ``confirm=True``."""
+    with write_tx(conn):
+        ids = [r[0] for r in conn.execute("SELECT id FROM records WHERE forgotten_at IS NOT NULL ORDER BY id")]
+        if len(ids) > 1 and not confirm:
+            raise ConfirmationRequired(f"purging {len(ids)} forgotten records needs confirmation",
+                                       hint="repeat with --yes to delete them for good")
+        n_pass = n_vec = 0
+        for rid in ids:
+            pks = [r[0] for r in conn.execute("SELECT pk FROM passages WHERE record_id = ?", (rid,))]
+            n_pass += len(pks)
+            n_vec += conn.execute(
+                "SELECT count(*) FROM vectors WHERE passage_pk IN (SELECT pk FROM passages WHERE record_id = ?)",
+                (rid,)).fetchone()[0]
+            unindex_passages(conn, pks)
+            # An older version keeps superseded_at (it stays hidden) but can no longer
+            # point at a row that is gone.
+            conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (rid,))
+            conn.execute("DELETE FROM records WHERE id = ?", (rid,))
+    return PurgeReport(records=len(ids), passages=n_pass, vectors=n_vec, record_ids=tuple(ids))
