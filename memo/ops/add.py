@@ -4,7 +4,9 @@ BEGIN IMMEDIATE transaction."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 
+from memo.errors import ValidationError
 from memo.ingest.split import split_record
 from memo.ops.after_commit import after_commit
 from memo.ops.reports import AddReport
@@ -23,7 +25,17 @@ def prepare(draft: RecordDraft) -> tuple[PassageDraft, ...]:
     """Everything that can reject a draft without touching the database (runs outside
     the write transaction, so the lock is held only for the inserts)."""
     validate_draft(draft)
+    if draft.event_at is not None:
+        check_iso_date(draft.event_at)
     return split_record(draft)
+
+
+def check_iso_date(value: str) -> None:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(f"date {value!r} is not ISO-8601",
+                              hint="use e.g. 2024-05-01 or 2024-05-01T14:30:00Z") from None
 
 
 def find_previous_version(conn: sqlite3.Connection, draft: RecordDraft) -> str | None:

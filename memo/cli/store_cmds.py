@@ -1,0 +1,261 @@
+"""Store commands: add, import, get, list, supersede, forget, purge, stats, reindex, backup.
+
+Each command parses its options, calls one function of ``memo.ops`` and prints the
+returned report (``--json``: one JSON document, schemas in docs/cli-json.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from memo import ops
+from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_jsonable
+from memo.errors import ImportRejected, ValidationError
+from memo.ingest.files import DEFAULT_MAX_BYTES
+from memo.ops.importer import FORMATS, ImportOptions
+from memo.ops.importer import Progress as ImportProgress
+from memo.store.db import open_db
+from memo.types import RecordDraft
+
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (a separate collection).")]
+KindOpt = Annotated[str | None, typer.Option("--kind", "-k", help="note, conversation, doc or code.")]
+TitleOpt = Annotated[str | None, typer.Option("--title", help="Title (plain text: also the passages' section).")]
+SourceOpt = Annotated[str | None, typer.Option("--source", help="Where it came from (a system, a URL...).")]
+LibraryOpt = Annotated[str | None, typer.Option("--library", help="Library the doc or code belongs to.")]
+VersionOpt = Annotated[str | None, typer.Option("--version", help="Library version the doc describes.")]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag (repeat for several).")]
+EventOpt = Annotated[str | None, typer.Option("--event-date", help="When it happened (ISO-8601 date or time).")]
+TrustOpt = Annotated[float | None, typer.Option("--trust", help="How far to trust it, 0..1 (default 1).")]
+AuthorOpt = Annotated[str | None, typer.Option("--author", help="Who or what wrote it (provenance).")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Confirm an operation on more than one record.")]
+
+_err = Console(stderr=True)
+
+
+def _text_arg(text: str | None) -> str:
+    if text is None or text == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ValidationError("no text given", hint="pass the text as an argument or pipe it on stdin")
+        text = sys.stdin.read()
+    return text
+
+
+def _echo_kv(pairs: list[tuple[str, object]]) -> None:
+    for key, value in pairs:
+        if value not in (None, "", (), [], {}):
+            typer.echo(f"{key:<14}{value}")
+
+
+@handle_errors
+def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' to read stdin.")] = None,
+        namespace: NamespaceOpt = "default", kind: KindOpt = None, title: TitleOpt = None,
+        source: SourceOpt = None, library: LibraryOpt = None, version: VersionOpt = None,
+        tag: TagOpt = None, event_date: EventOpt = None, trust: TrustOpt = None,
+        author: AuthorOpt = None, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Add one record (a note, a conversation, a doc or code). The same text twice is stored once."""
+    draft = RecordDraft(body=_text_arg(text), kind=kind or "note", namespace=namespace,  # type: ignore[arg-type]
+                        title=title, source=source, library=library, version=version,
+                        tags=tuple(tag or ()), event_at=event_date,
+                        trust=1.0 if trust is None else trust, author=author)
+    conn = open_db(db)
+    report = ops.add_record(conn, draft)
+    if as_json:
+        print_json(report)
+    else:
+        note = " (same text already stored)" if report.status == "skipped" else f", {report.passages} passages"
+        typer.echo(f"{report.status} {report.record_id}{note}")
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[object]:
+    if not enabled:
+        yield None
+        return
+    columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[current]}")]
+    with Progress(*columns, console=_err, transient=True) as bar:
+        task = bar.add_task("importing", total=None, current="")
+
+        def update(p: ImportProgress) -> None:
+            bar.update(task, completed=p.done, total=p.total, current=p.current[-40:])
+
+        yield update
+
+
+@handle_errors
+def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BEIR / LoCoMo data set).")],
+            format: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)}.")] = "auto",
+            namespace: NamespaceOpt = "default", kind: KindOpt = None, source: SourceOpt = None,
+            library: LibraryOpt = None, version: VersionOpt = None, tag: TagOpt = None,
+            trust: TrustOpt = None, author: AuthorOpt = None,
+            root: Annotated[Path | None, typer.Option("--root", help="Refuse paths outside this folder.")] = None,
+            max_bytes: Annotated[int, typer.Option("--max-bytes", help="Reject files larger than this.")] = DEFAULT_MAX_BYTES,
+            batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 500,
+            progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+            db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus or LoCoMo.
+
+    Same content is skipped; a changed file at the same path supersedes its old version.
+    Exits 5 when some inputs were rejected (the rest is imported)."""
+    opts = ImportOptions(format=format, namespace=namespace, kind=kind, tags=tuple(tag or ()),
+                         source=source, library=library, version=version,
+                         trust=1.0 if trust is None else trust, author=author, max_bytes=max_bytes,
+                         batch_size=batch_size, root=root)
+    conn = open_db(db)
+    with _progress_bar(progress and not as_json) as update:
+        report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
+                   f"skipped {report.skipped}, rejected {len(report.rejected)}, ignored {report.ignored}; "
+                   f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
+        for rej in report.rejected:
+            typer.echo(f"  rejected {rej.path}: {rej.reason}", err=True)
+    if report.rejected:
+        raise typer.Exit(ImportRejected.exit_code)
+
+
+@handle_errors
+def get(record_id: Annotated[str, typer.Argument(help="Record id (or a passage id '<record>:<n>').")],
+        db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Show one record with its passages."""
+    rec = ops.get(open_db(db, write=False), record_id)
+    if as_json:
+        print_json(rec)
+        return
+    _echo_kv([(k, getattr(rec, k)) for k in ("id", "namespace", "kind", "title", "source", "library", "version",
+                                             "event_at", "recorded_at", "superseded_at", "superseded_by",
+                                             "forgotten_at", "trust", "author", "import_path")])
+    _echo_kv([("tags", ", ".join(rec.tags))])
+    for p in rec.passages:
+        typer.echo(f"\n[{p.id}] {p.section}".rstrip())
+        typer.echo(p.text)
+
+
+def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Repeatable.")] = None,
+          kind: Annotated[list[str] | None, typer.Option("--kind", "-k", help="Repeatable.")] = None,
+          source: Annotated[list[str] | None, typer.Option("--source", help="Repeatable.")] = None,
+          library: LibraryOpt = None, version: VersionOpt = None,
+          tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Must carry every tag.")] = None,
+          include_forgotten: Annotated[bool, typer.Option("--include-forgotten")] = False,
+          include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
+          limit: Annotated[int, typer.Option("--limit")] = 50, offset: Annotated[int, typer.Option("--offset")] = 0,
+          db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List records, newest first (live ones unless --include-forgotten / --include-superseded)."""
+    flt = ops.ListFilter(namespaces=tuple(namespace or ()), kinds=tuple(kind or ()), sources=tuple(source or ()),
+                         library=library, version=version, tags=tuple(tag or ()),
+                         include_forgotten=include_forgotten, include_superseded=include_superseded,
+                         limit=limit, offset=offset)
+    rows = ops.list_records(open_db(db, write=False), flt)
+    if as_json:
+        print_json({"count": len(rows), "records": to_jsonable(rows)})
+        return
+    for r in rows:
+        state = " [forgotten]" if r.forgotten_at else " [superseded]" if r.superseded_at else ""
+        typer.echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}  ({r.passages} passages)")
+
+
+@handle_errors
+def supersede(record_id: Annotated[str, typer.Argument(help="The record to replace.")],
+              text: Annotated[str | None, typer.Argument(help="The new text; omit or '-' for stdin.")] = None,
+              title: TitleOpt = None, source: SourceOpt = None, library: LibraryOpt = None,
+              version: VersionOpt = None, tag: TagOpt = None, event_date: EventOpt = None,
+              trust: TrustOpt = None, author: AuthorOpt = None,
+              db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Write a new version of a record; the old one stays for as_of queries."""
+    report = ops.supersede(open_db(db), record_id, _text_arg(text), title=title, source=source,
+                           library=library, version=version, tags=tuple(tag) if tag else None,
+                           event_at=event_date, trust=trust, author=author)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"superseded {report.old_id} by {report.new_id} ({report.passages} passages)")
+
+
+@handle_errors
+def forget(record_ids: Annotated[list[str], typer.Argument(help="Record ids.")], yes: YesOpt = False,
+           db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Hide records from every search (soft delete; `memo purge` removes them for good)."""
+    report = ops.forget(open_db(db), record_ids, confirm=yes)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"forgot {len(report.forgotten)} record(s)"
+                   + (f"; {len(report.already_forgotten)} were already forgotten" if report.already_forgotten else ""))
+
+
+@handle_errors
+def purge(yes: YesOpt = False, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Delete forgotten records for good (with passages, tags, vectors, index rows)."""
+    report = ops.purge(open_db(db), confirm=yes)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"purged {report.records} record(s), {report.passages} passages, {report.vectors} vectors")
+
+
+@handle_errors
+def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending schema migrations first.")] = False,
+          db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Counts: records (live, superseded, forgotten), passages, vectors per model, pending vectors."""
+    report = ops.stats(open_db(db, write=migrate))
+    if as_json:
+        print_json(report)
+        return
+    _echo_kv([("database", report.path), ("schema", f"v{report.schema_version}"),
+              ("size", f"{report.size_bytes} bytes"),
+              ("records", f"{report.live} live, {report.superseded} superseded, {report.forgotten} forgotten"),
+              ("passages", report.passages), ("kinds", report.by_kind), ("namespaces", report.by_namespace),
+              ("vectors", report.vectors), ("pending", report.pending_vectors)])
+
+
+@handle_errors
+def reindex(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Rebuild the keyword and exact indexes from the stored passages."""
+    report = ops.reindex(open_db(db))
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"reindexed {report.passages} passages in {report.seconds:.2f}s; {report.vectors}")
+
+
+@handle_errors
+def backup(dest: Annotated[Path, typer.Argument(help="Where to write the copy.")],
+           force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+           db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Copy the database with SQLite's online backup API and verify the copy."""
+    report = ops.backup(open_db(db, write=False), dest, overwrite=force)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"backup {report.path}: {report.size_bytes} bytes, integrity {report.integrity}, "
+                   f"{report.counts['records']} records, {report.counts['passages']} passages")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("add")(add)
+    app.command("import")(import_)
+    app.command("get")(get)
+    app.command("list")(handle_errors(list_))
+    app.command("supersede")(supersede)
+    app.command("forget")(forget)
+    app.command("purge")(purge)
+    app.command("stats")(stats)
+    app.command("reindex")(reindex)
+    app.command("backup")(backup)
