@@ -1,0 +1,91 @@
+import os
+from pathlib import Path
+
+from memo.ingest.files import iter_files, list_files
+from memo.ingest.jsonl import iter_jsonl
+from memo.types import RecordDraft
+
+T = RecordDraft(body="", namespace="ns", tags=("imp",), author="me")
+
+
+def _items(root: Path, **kw):
+    return {i.rel: i for i in iter_files(root.resolve(), T, **kw)}
+
+
+def test_walk_kinds_titles_and_ignores(tmp_path: Path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# Alpha\ntext")
+    (tmp_path / "b.txt").write_text("plain")
+    (tmp_path / "c.py").write_text("def f():\n    'doc'\n")
+    (tmp_path / "img.png").write_bytes(b"\x89PNG")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.md").write_text("# no")
+    items = _items(tmp_path)
+    assert sorted(items) == ["b.txt", "c.py", "docs/a.md", "img.png"]
+    assert items["docs/a.md"].draft.title == "Alpha" and items["docs/a.md"].draft.kind == "doc"
+    assert items["c.py"].draft.kind == "code" and items["c.py"].draft.import_path == "c.py"
+    assert items["b.txt"].draft.title == "b.txt" and items["b.txt"].draft.namespace == "ns"
+    assert items["img.png"].ignored
+
+
+def test_rejects_oversize_binary_undecodable_empty(tmp_path: Path):
+    (tmp_path / "big.md").write_text("x" * 100)
+    (tmp_path / "bin.txt").write_bytes(b"a\x00b")
+    (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "empty.md").write_text("  \n")
+    (tmp_path / "ok.md").write_text("fine")
+    items = _items(tmp_path, max_bytes=50)
+    assert "over the 50-byte cap" in items["big.md"].rejected
+    assert "binary" in items["bin.txt"].rejected
+    assert "not UTF-8" in items["latin.txt"].rejected
+    assert "empty" in items["empty.md"].rejected
+    assert items["ok.md"].draft is not None
+
+
+def test_symlinks_leaving_root_are_rejected(tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.md").write_text("inside")
+    os.symlink(outside / "secret.md", root / "leak.md")
+    os.symlink(outside, root / "leakdir")
+    os.symlink(root / "in.md", root / "alias.md")
+    os.symlink(root, root / "loop")
+    items = _items(root)
+    assert items["leak.md"].rejected == "symlink points outside the import root"
+    assert items["leakdir"].rejected == "symlink points outside the import root"
+    assert items["alias.md"].draft.body == "inside"
+    assert items["loop"].ignored
+    assert not any("secret" in (i.draft.body if i.draft else "") for i in items.values())
+
+
+def test_single_file_root(tmp_path: Path):
+    f = tmp_path / "n.md"
+    f.write_text("# N\nx")
+    assert list_files(f) == [(f, "n.md")]
+
+
+def test_jsonl_lines_fields_and_rejections(tmp_path: Path):
+    f = tmp_path / "r.jsonl"
+    f.write_text("\n".join([
+        '{"text": "one", "kind": "doc", "tags": ["t"], "event_date": "2024-01-02", "trust": 0.5, "id": "e1"}',
+        '{"body": "two", "namespace": "other", "tags": "a, b"}',
+        'not json',
+        '{"text": ""}',
+        '{"text": "x", "trust": 2}',
+        '{"text": "x", "bogus": 1}',
+        '[1]',
+        '{"text": "x", "kind": "bad"}',
+        '',
+    ]))
+    items = list(iter_jsonl(f, "r.jsonl", T, max_bytes=1000))
+    ok = [i.draft for i in items if i.draft]
+    assert ok[0].body == "one" and ok[0].tags == ("imp", "t") and ok[0].trust == 0.5
+    assert ok[0].ext_id == "e1" and ok[0].import_path == "r.jsonl" and ok[0].event_at == "2024-01-02"
+    assert ok[1].namespace == "other" and ok[1].tags == ("imp", "a", "b") and ok[1].import_path == "r.jsonl:2"
+    assert ok[1].author == "me"
+    rej = {i.rel: i.rejected for i in items if i.rejected}
+    assert set(rej) == {"r.jsonl:3", "r.jsonl:4", "r.jsonl:5", "r.jsonl:6", "r.jsonl:7", "r.jsonl:8"}
+    assert "invalid JSON" in rej["r.jsonl:3"] and "unknown field" in rej["r.jsonl:6"]

@@ -1,0 +1,119 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from memo import ops
+from memo.errors import ImportRejected, ValidationError
+from memo.ops.importer import ImportOptions
+
+
+def _tree(root: Path) -> Path:
+    (root / "guide").mkdir(parents=True)
+    (root / "guide" / "install.md").write_text("# Install\n## Linux\napt-get install memo\n## Mac\nbrew install memo\n")
+    (root / "notes.txt").write_text("first paragraph\n\nsecond paragraph\n")
+    (root / "lib.py").write_text('"""Lib."""\ndef parse_url(u: str) -> str:\n    """Parse a URL."""\n')
+    (root / "bad.txt").write_bytes(b"\xff\xfe\xfa")
+    (root / "pic.png").write_bytes(b"\x89PNG")
+    return root
+
+
+def _count(conn, table="records"):
+    return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_import_folder_then_reimport_adds_nothing(fresh_db, tmp_path):
+    root = _tree(tmp_path / "docs")
+    events = []
+    rep = ops.import_path(fresh_db, root, ImportOptions(namespace="kb", tags=("imported",), author="bot"),
+                          progress=events.append)
+    assert (rep.added, rep.updated, rep.skipped, rep.ignored) == (3, 0, 0, 1)
+    assert [(r.path, r.reason.split(" (")[0]) for r in rep.rejected] == [("bad.txt", "not UTF-8 text")]
+    assert rep.format == "files" and rep.batches == 1 and rep.passages == 2 + 2 + 2
+    assert events[-1].done == events[-1].total == 5
+    rec = ops.get(fresh_db, rep.record_ids[0])
+    assert rec.namespace == "kb" and rec.tags == ("imported",) and rec.author == "bot"
+    kinds = {r.import_path: r.kind for r in ops.list_records(fresh_db)}
+    assert kinds == {"guide/install.md": "doc", "notes.txt": "doc", "lib.py": "code"}
+    sections = [p.section for p in ops.get(fresh_db, [r for r in rep.record_ids][0]).passages]
+    assert sections == ["Install > Linux", "Install > Mac"]
+
+    again = ops.import_path(fresh_db, root, ImportOptions(namespace="kb"))
+    assert (again.added, again.updated, again.skipped) == (0, 0, 3)
+    assert _count(fresh_db) == 3
+
+
+def test_changed_file_supersedes_old_version(fresh_db, tmp_path):
+    root = _tree(tmp_path / "docs")
+    ops.import_path(fresh_db, root)
+    old = {r.import_path: r.id for r in ops.list_records(fresh_db)}["notes.txt"]
+    (root / "notes.txt").write_text("first paragraph, changed\n")
+    rep = ops.import_path(fresh_db, root)
+    assert (rep.added, rep.updated, rep.skipped) == (0, 1, 2)
+    prev = ops.get(fresh_db, old)
+    assert prev.superseded_by == rep.record_ids[0]
+    live = {r.import_path: r.id for r in ops.list_records(fresh_db)}
+    assert live["notes.txt"] == rep.record_ids[0]
+    # Same file in another namespace is a separate record, not an update.
+    other = ops.import_path(fresh_db, root / "notes.txt", ImportOptions(namespace="other"))
+    assert other.added == 1
+
+
+def test_batches(fresh_db, tmp_path):
+    for i in range(7):
+        (tmp_path / f"n{i}.md").write_text(f"note number {i}")
+    rep = ops.import_path(fresh_db, tmp_path, ImportOptions(batch_size=3))
+    assert rep.added == 7 and rep.batches == 3
+
+
+def test_root_confinement(fresh_db, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "outside.md").write_text("secret")
+    with pytest.raises(ImportRejected):
+        ops.import_path(fresh_db, tmp_path / "outside.md", ImportOptions(root=root))
+    with pytest.raises(ImportRejected):
+        ops.import_path(fresh_db, root / ".." / "outside.md", ImportOptions(root=root))
+    os.symlink(tmp_path / "outside.md", root / "link.md")
+    with pytest.raises(ImportRejected):
+        ops.import_path(fresh_db, root / "link.md", ImportOptions(root=root))
+    rep = ops.import_path(fresh_db, root, ImportOptions(root=root))
+    assert rep.added == 0 and rep.rejected[0].reason == "symlink points outside the import root"
+    assert _count(fresh_db) == 0
+
+
+def test_missing_path_and_bad_format(fresh_db, tmp_path):
+    with pytest.raises(ValidationError):
+        ops.import_path(fresh_db, tmp_path / "nope")
+    with pytest.raises(ValidationError):
+        ops.import_path(fresh_db, tmp_path, ImportOptions(format="zip"))
+    with pytest.raises(ValidationError):
+        ops.import_path(fresh_db, tmp_path, ImportOptions(format="jsonl"))
+
+
+def test_oversize_rejected_rest_goes_on(fresh_db, tmp_path):
+    (tmp_path / "big.md").write_text("word " * 100)
+    (tmp_path / "small.md").write_text("word")
+    rep = ops.import_path(fresh_db, tmp_path, ImportOptions(max_bytes=100))
+    assert rep.added == 1 and "cap" in rep.rejected[0].reason
+
+
+def test_jsonl_import_and_update_by_id(fresh_db, tmp_path):
+    f = tmp_path / "recs.jsonl"
+    f.write_text('{"id": "a", "text": "alpha v1", "tags": ["x"], "kind": "doc"}\n'
+                 '{"text": "no id line"}\n{"text": 5}\n')
+    rep = ops.import_path(fresh_db, f)
+    assert rep.format == "jsonl" and rep.added == 2 and rep.rejected[0].path == "recs.jsonl:3"
+    f.write_text('{"id": "a", "text": "alpha v2", "kind": "doc"}\n{"text": "no id line"}\n')
+    rep2 = ops.import_path(fresh_db, f)
+    assert (rep2.added, rep2.updated, rep2.skipped) == (0, 1, 1)
+    live = ops.list_records(fresh_db)
+    assert sorted(r.import_path for r in live) == ["recs.jsonl", "recs.jsonl:2"]
+    assert {r.ext_id for r in [ops.get(fresh_db, x.id) for x in live]} == {"a", None}
+
+
+def test_kind_override_conversation(fresh_db, tmp_path):
+    (tmp_path / "chat.txt").write_text("2024-03-01\nAnn: we chose sqlite\nBob: good\n")
+    rep = ops.import_path(fresh_db, tmp_path / "chat.txt", ImportOptions(kind="conversation"))
+    ps = ops.get(fresh_db, rep.record_ids[0]).passages
+    assert [(p.speaker, p.event_at) for p in ps] == [("Ann", "2024-03-01"), ("Bob", "2024-03-01")]

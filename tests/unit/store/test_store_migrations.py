@@ -1,0 +1,92 @@
+"""Migrations: gated by user_version, all in one BEGIN IMMEDIATE, never on the read path
+(tobi/qmd #925)."""
+
+import pytest
+
+from memo.errors import SchemaTooNew, StoreError
+from memo.store import db as db_mod
+from memo.store import migrations
+from memo.store.connect import connect
+from memo.store.db import default_db_path, open_db
+
+
+def _traced(monkeypatch):
+    statements: list[str] = []
+
+    def traced_connect(path, **kw):
+        conn = connect(path, **kw)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(db_mod, "connect", traced_connect)
+    return statements
+
+
+def test_fresh_db_is_migrated_to_latest(db_path):
+    conn = open_db(db_path)
+    assert migrations.user_version(conn) == migrations.LATEST >= 1
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"records", "record_tags", "passages", "passages_fts", "exact_fts", "vectors", "memo_meta"} <= names
+
+
+def test_migration_runs_in_one_immediate_transaction(db_path, monkeypatch):
+    statements = _traced(monkeypatch)
+    open_db(db_path)
+    body = [s for s in statements if not s.startswith("PRAGMA")]
+    assert body[0] == "BEGIN IMMEDIATE" and body[-1] == "COMMIT"
+    assert sum(s == "BEGIN IMMEDIATE" for s in statements) == 1
+    assert any(s.startswith("PRAGMA user_version=") for s in statements)
+
+
+def test_second_open_does_no_ddl(db_path, monkeypatch):
+    open_db(db_path).close()
+    statements = _traced(monkeypatch)
+    open_db(db_path)
+    assert not [s for s in statements if s.upper().startswith(("CREATE", "BEGIN", "ALTER", "DROP"))]
+
+
+def test_read_path_never_migrates(db_path, monkeypatch):
+    connect(db_path).close()  # an empty, un-migrated file
+    statements = _traced(monkeypatch)
+    with pytest.raises(StoreError, match="schema is v0"):
+        open_db(db_path, write=False)
+    assert not [s for s in statements if s.upper().startswith(("CREATE", "BEGIN", "ALTER", "DROP", "INSERT"))]
+    conn = connect(db_path)
+    assert migrations.user_version(conn) == 0
+    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+def test_read_path_on_missing_db(db_path):
+    with pytest.raises(StoreError, match="no database"):
+        open_db(db_path, write=False)
+    assert not db_path.exists()
+
+
+def test_failed_migration_leaves_nothing(db_path, monkeypatch):
+    def broken(conn):
+        conn.execute("CREATE TABLE half (x)")
+        raise RuntimeError("migration bug")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [migrations.m001_core, broken])
+    monkeypatch.setattr(migrations, "LATEST", 2)
+    with pytest.raises(RuntimeError):
+        open_db(db_path)
+    conn = connect(db_path)
+    assert migrations.user_version(conn) == 0
+    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+def test_newer_schema_is_refused(db_path):
+    open_db(db_path).execute(f"PRAGMA user_version={migrations.LATEST + 1}")
+    with pytest.raises(SchemaTooNew):
+        open_db(db_path, write=False)
+    with pytest.raises(SchemaTooNew):
+        open_db(db_path)
+
+
+def test_default_path_env_and_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMO_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+    monkeypatch.delenv("MEMO_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_db_path() == tmp_path / "data" / "memo" / "memo.db"
