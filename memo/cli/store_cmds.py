@@ -100,7 +100,9 @@ def _progress_bar(enabled: bool) -> Iterator[object]:
 @handle_errors
 def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BEIR / LoCoMo data set).")],
             format: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)}.")] = "auto",
-            namespace: NamespaceOpt = "default", kind: KindOpt = None, source: SourceOpt = None,
+            namespace: Annotated[str | None, typer.Option(
+                "--namespace", "-n", help="Namespace (default 'default'; for LoCoMo the prefix, default 'locomo').")] = None,
+            kind: KindOpt = None, source: SourceOpt = None,
             library: LibraryOpt = None, version: VersionOpt = None, tag: TagOpt = None,
             trust: TrustOpt = None, author: AuthorOpt = None,
             root: Annotated[Path | None, typer.Option("--root", help="Refuse paths outside this folder.")] = None,

@@ -33,7 +33,7 @@ DEFAULT_BATCH = 500
 @dataclass(frozen=True, slots=True)
 class ImportOptions:
     format: str = "auto"
-    namespace: str = "default"
+    namespace: str | None = None      # None: 'default' ('locomo' as prefix for --format locomo)
     kind: str | None = None           # override the kind chosen from the file extension
     tags: tuple[str, ...] = ()
     source: str | None = None
@@ -54,7 +54,7 @@ class Progress:
 
 
 def _template(opts: ImportOptions) -> RecordDraft:
-    return RecordDraft(body="", kind=opts.kind or "doc", namespace=opts.namespace,  # type: ignore[arg-type]
+    return RecordDraft(body="", kind=opts.kind or "doc", namespace=opts.namespace or "default",  # type: ignore[arg-type]
                        source=opts.source, library=opts.library, version=opts.version,
                        tags=opts.tags, trust=opts.trust, author=opts.author)
 
@@ -80,12 +80,19 @@ def _detect(real: Path, fmt: str) -> str:
     return "files"
 
 
-def _adapter_items(drafts: Iterator[RecordDraft], opts: ImportOptions) -> Iterator[FileItem]:
+def _adapter_items(drafts: Iterator[RecordDraft], rel: str, opts: ImportOptions) -> Iterator[FileItem]:
+    """Drafts from a data set adapter: add the import path (so a changed document with the
+    same external id supersedes its old version) and the command line's provenance."""
     for d in drafts:
-        extra = {k: v for k, v in (("author", opts.author), ("source", opts.source)) if v and not getattr(d, k)}
+        extra: dict[str, object] = {"import_path": d.import_path or rel}
+        for name in ("author", "source", "library", "version"):
+            if getattr(opts, name) and not getattr(d, name):
+                extra[name] = getattr(opts, name)
         if opts.tags:
             extra["tags"] = tuple(dict.fromkeys([*d.tags, *opts.tags]))
-        yield FileItem(d.ext_id or d.import_path or d.title or "?", draft=replace(d, **extra) if extra else d)
+        if opts.trust != 1.0:
+            extra["trust"] = opts.trust
+        yield FileItem(d.ext_id or d.title or rel, draft=replace(d, **extra))  # type: ignore[arg-type]
 
 
 def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem], int | None]:
@@ -100,9 +107,10 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
         return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), None
     if fmt == "beir":
         from memo.ingest import beir  # written by the eval helper
-        return _adapter_items(beir.iter_corpus(real, namespace=opts.namespace), opts), None
+        return _adapter_items(beir.iter_corpus(real, namespace=opts.namespace or "default"), real.name, opts), None
     from memo.ingest import locomo  # written by the eval helper
-    return _adapter_items(locomo.iter_conversations(real, namespace_prefix=opts.namespace), opts), None
+    prefix = opts.namespace or "locomo"  # one namespace per conversation: '<prefix>/<sample_id>'
+    return _adapter_items(locomo.iter_conversations(real, namespace_prefix=prefix), real.name, opts), None
 
 
 class _Batcher:
