@@ -1,0 +1,142 @@
+"""Every store command through typer's CliRunner (in process), plus real `memo` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memo.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str, input: str | None = None, code: int = 0):
+    result = runner.invoke(app, list(args), input=input)
+    assert result.exit_code == code, (result.exit_code, result.output)
+    return result
+
+
+def js(*args: str, input: str | None = None, code: int = 0):
+    result = run(*args, "--json", input=input, code=code)
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "cli.db")
+
+
+def test_add_every_field_get_and_list(db):
+    doc = js("add", "Use net/http for the server.", "--db", db, "--namespace", "work", "--kind", "doc",
+             "--title", "Server", "--source", "wiki", "--library", "go", "--version", "1.22",
+             "--tag", "go", "--tag", "http", "--event-date", "2024-05-01", "--trust", "0.7", "--author", "ann")
+    assert doc["status"] == "added" and doc["passages"] == 1
+    rid = doc["record_id"]
+    rec = js("get", rid, "--db", db)
+    assert (rec["namespace"], rec["kind"], rec["title"], rec["source"], rec["library"], rec["version"]) == \
+        ("work", "doc", "Server", "wiki", "go", "1.22")
+    assert rec["tags"] == ["go", "http"] and rec["event_at"] == "2024-05-01" and rec["trust"] == 0.7
+    assert rec["author"] == "ann" and rec["passages"][0]["id"] == f"{rid}:0"
+    assert "net/http" in run("get", rid, "--db", db).stdout
+    listed = js("list", "--db", db, "--tag", "go", "--kind", "doc")
+    assert listed["count"] == 1 and listed["records"][0]["id"] == rid
+    assert js("list", "--db", db, "--namespace", "other")["count"] == 0
+    assert rid in run("list", "--db", db).stdout
+
+
+def test_add_from_stdin_and_duplicate(db):
+    a = js("add", "--db", db, input="piped text\n")
+    b = js("add", "-", "--db", db, input="piped text")
+    assert a["status"] == "added" and b["status"] == "skipped" and b["record_id"] == a["record_id"]
+    assert "same text already stored" in run("add", "piped text", "--db", db).stdout
+
+
+def test_errors_map_to_exit_codes_and_one_line(db):
+    r = run("add", "x", "--kind", "blog", "--db", db, code=2)
+    assert r.stderr.startswith("error: kind 'blog'") and r.stderr.count("\n") == 1
+    err = js("add", "x", "--trust", "3", "--db", db, code=2)
+    assert err["error"] == "ValidationError" and err["hint"]
+    js("add", "seed", "--db", db)
+    assert js("get", "missing", "--db", db, code=3)["error"] == "NotFound"
+    r = run("get", "missing", "--db", str(Path(db).with_name("none.db")), code=6)
+    assert "no database" in r.stderr
+
+
+def test_supersede_forget_purge(db):
+    rid = js("add", "version one", "--db", db, "--tag", "t")["record_id"]
+    sup = js("supersede", rid, "version two", "--db", db)
+    assert sup["old_id"] == rid
+    assert js("list", "--db", db)["count"] == 1
+    assert js("list", "--db", db, "--include-superseded")["count"] == 2
+    other = js("add", "another", "--db", db)["record_id"]
+    err = js("forget", sup["new_id"], other, "--db", db, code=4)
+    assert err["error"] == "ConfirmationRequired"
+    assert js("forget", sup["new_id"], other, "--yes", "--db", db)["forgotten"] == [sup["new_id"], other]
+    assert js("list", "--db", db)["count"] == 0
+    assert js("list", "--db", db, "--include-forgotten")["count"] == 2
+    assert js("purge", "--db", db, code=4)["error"] == "ConfirmationRequired"
+    assert js("purge", "--yes", "--db", db)["records"] == 2
+    assert js("list", "--db", db, "--include-forgotten", "--include-superseded")["count"] == 1
+
+
+def test_import_stats_reindex_backup(db, tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n## B\ntext about ERR_CONN_RESET\n")
+    (root / "c.py").write_text('def f():\n    """Docstring."""\n')
+    (root / "bad.md").write_bytes(b"\xff\xfe")
+    rep = js("import", str(root), "--db", db, "--namespace", "kb", code=5)
+    assert (rep["added"], rep["skipped"], len(rep["rejected"])) == (2, 0, 1)
+    assert rep["rejected"][0]["path"] == "bad.md"
+    (root / "bad.md").unlink()
+    r = run("import", str(root), "--db", db, "--namespace", "kb")
+    assert "added 0, updated 0, skipped 2, rejected 0" in r.stdout
+    st = js("stats", "--db", db)
+    assert st["live"] == 2 and st["by_namespace"] == {"kb": 2} and st["schema_version"] == 1
+    assert "records" in run("stats", "--db", db).stdout
+    ri = js("reindex", "--db", db)
+    assert ri["passages"] == 2 and "memo backfill" in ri["vectors"]
+    bk = js("backup", str(tmp_path / "copy.db"), "--db", db)
+    assert bk["integrity"] == "ok" and bk["counts"]["records"] == 2
+    assert js("backup", str(tmp_path / "copy.db"), "--db", db, code=2)["error"] == "ValidationError"
+    assert "integrity ok" in run("backup", str(tmp_path / "copy.db"), "--force", "--db", db).stdout
+
+
+def test_import_jsonl(db, tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"text": "one", "tags": ["a"], "id": "1"}\n{"text": "two", "kind": "conversation"}\n')
+    rep = js("import", str(f), "--db", db)
+    assert rep["format"] == "jsonl" and rep["added"] == 2
+
+
+def test_memo_db_env_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_DB", str(tmp_path / "env.db"))
+    js("add", "env text")
+    assert (tmp_path / "env.db").exists()
+
+
+def test_every_store_command_has_help():
+    for cmd in ("add", "import", "get", "list", "supersede", "forget", "purge", "stats", "reindex", "backup"):
+        out = run(cmd, "--help").stdout
+        assert "--json" in out and "--db" in out
+
+
+def test_real_subprocess(tmp_path):
+    exe = Path(sys.executable).with_name("memo")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "memo"]
+    env = {**os.environ, "MEMO_DB": str(tmp_path / "sub.db")}
+    add = subprocess.run([*cmd, "add", "subprocess note about WAL", "--json"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert add.returncode == 0, add.stderr
+    rid = json.loads(add.stdout)["record_id"]
+    got = subprocess.run([*cmd, "get", rid, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert json.loads(got.stdout)["body"] == "subprocess note about WAL"
+    bad = subprocess.run([*cmd, "forget", rid, "other", "--json"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 4 and json.loads(bad.stdout)["error"] == "ConfirmationRequired"
