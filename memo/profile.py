@@ -1,0 +1,348 @@
+"""Search profiles: every constant of the search pipeline, loaded from ``profiles/*.toml``
+into one frozen ``Profile`` (seed: "Tuning these constants: Profiles and constants").
+
+A profile is data, not flags: fusion method, k, arm weights, recency, relevance bands per
+embedding model, cutoff, limit and token budget.  ``docs/profiles.md`` lists every key.
+
+* ``load_profile("rrf")`` reads ``<repo>/profiles/rrf.toml``; a path (``./my.toml``) is read
+  as is.  Loaded profiles are cached by (path, mtime): the eval harness calls this per run.
+* Unknown keys, missing keys and bad values raise ``ProfileError`` naming the file and
+  the dotted key.
+* ``profile.with_overrides({"fusion.k": 20})`` returns a new, validated profile;
+  ``profile.flat()`` returns ``{dotted key: scalar}`` (Parquet run tables, ``profiles diff``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from memo.errors import ProfileError
+from memo.retrieve.arms.base import ARM_NAMES
+from memo.types import KINDS
+
+PROFILE_DIRS: tuple[Path, ...] = (
+    Path(__file__).resolve().parent.parent / "profiles",   # repo checkout / editable install
+    Path(__file__).resolve().parent / "profiles",          # packaged (package-data)
+)
+FUSION_METHODS = ("rrf", "minmax")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelBands:
+    """Cosine thresholds of one embedding model (relevance bands + abstention floor)."""
+
+    semantic_floor: float
+    weak: float
+    moderate: float
+    strong: float
+
+    def band(self, cosine: float | None) -> str | None:
+        if cosine is None:
+            return None
+        if cosine >= self.strong:
+            return "strong"
+        if cosine >= self.moderate:
+            return "moderate"
+        if cosine >= self.weak:
+            return "weak"
+        return "below"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveCfg:
+    fetch_depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class FusionCfg:
+    method: str
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecencyCfg:
+    floor: float
+    half_life_days: float
+    aging_kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CutoffCfg:
+    min_results: int
+    gap: float
+
+
+@dataclass(frozen=True, slots=True)
+class LimitCfg:
+    default: int
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCfg:
+    max_tokens: int
+
+
+# ---------------------------------------------------------------------------------------
+# Key specification: (section, key) -> (kind, lo, hi).  One table drives validation,
+# docs/profiles.md and the unknown-key check.
+# ---------------------------------------------------------------------------------------
+_SCALARS: dict[str, tuple[str, float | None, float | None]] = {
+    "retrieve.fetch_depth": ("int", 1, 1000),
+    "fusion.method": ("method", None, None),
+    "fusion.k": ("int", 1, 10_000),
+    "recency.floor": ("float", 0.0, 1.0),
+    "recency.half_life_days": ("float_pos", 0.0, 1e6),
+    "recency.aging_kinds": ("kinds", None, None),
+    "cutoff.min_results": ("int", 0, 1000),
+    "cutoff.gap": ("float_gap", 0.0, 1.0),
+    "limit.default": ("int", 1, 10_000),
+    "limit.max": ("int", 1, 10_000),
+    "budget.max_tokens": ("int", 1, 10_000_000),
+}
+_WEIGHT_RANGE = (0.0, 100.0)
+_BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    source: str
+    retrieve: RetrieveCfg
+    fusion: FusionCfg
+    weights: Mapping[str, float]
+    recency: RecencyCfg
+    models: Mapping[str, ModelBands]
+    cutoff: CutoffCfg
+    limit: LimitCfg
+    budget: BudgetCfg
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted key -> scalar (lists become comma-joined strings)."""
+        out: dict[str, Any] = {"name": self.name}
+        for key in _SCALARS:
+            section, field = key.split(".")
+            value = getattr(getattr(self, section), field)
+            out[key] = ",".join(value) if isinstance(value, tuple) else value
+        for arm in ARM_NAMES:
+            out[f"weights.{arm}"] = self.weights[arm]
+        for model_id in sorted(self.models):
+            for band in _BAND_KEYS:
+                out[f"models.{model_id}.{band}"] = getattr(self.models[model_id], band)
+        return out
+
+    def with_overrides(self, overrides: Mapping[str, Any], *, name: str | None = None) -> Profile:
+        """A new profile with dotted keys replaced (validated like a file)."""
+        doc = _to_nested(self)
+        for dotted, value in overrides.items():
+            parts = _split_key(str(dotted))
+            if parts is None:
+                raise ProfileError(f"override {dotted!r}: unknown key")
+            node = doc
+            for part in parts[:-1]:
+                if part not in node:
+                    if parts[0] == "models" and len(parts) == 3:
+                        node[part] = {}
+                    else:
+                        raise ProfileError(f"override {dotted!r}: unknown key")
+                node = node[part]
+            if parts[-1] not in node and parts[0] != "models":
+                raise ProfileError(f"override {dotted!r}: unknown key")
+            if dotted == "recency.aging_kinds" and isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            node[parts[-1]] = value
+        return _build(doc, name=name or self.name, source=f"{self.source} + overrides")
+
+
+def _split_key(dotted: str) -> list[str] | None:
+    if dotted.startswith("models."):
+        rest = dotted[len("models."):]
+        if "." not in rest:
+            return None
+        model_id, band = rest.rsplit(".", 1)
+        return ["models", model_id, band]
+    parts = dotted.split(".")
+    return parts if len(parts) == 2 else None
+
+
+def _to_nested(p: Profile) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key in _SCALARS:
+        section, field = key.split(".")
+        value = getattr(getattr(p, section), field)
+        doc.setdefault(section, {})[field] = list(value) if isinstance(value, tuple) else value
+    doc["weights"] = dict(p.weights)
+    doc["models"] = {m: {b: getattr(bands, b) for b in _BAND_KEYS} for m, bands in p.models.items()}
+    return doc
+
+
+# ---------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------
+def _number(where: str, key: str, value: Any, lo: float, hi: float, *, integer: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProfileError(f"{where}: key '{key}' must be a number, got {value!r}")
+    if integer and not (isinstance(value, int) or float(value).is_integer()):
+        raise ProfileError(f"{where}: key '{key}' must be an integer, got {value!r}")
+    if not math.isfinite(float(value)) or not (lo <= value <= hi):
+        raise ProfileError(f"{where}: key '{key}' must be in [{lo}, {hi}], got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _scalar(where: str, key: str, value: Any) -> Any:
+    kind, lo, hi = _SCALARS[key]
+    if kind == "int":
+        return _number(where, key, value, lo, hi, integer=True)  # type: ignore[arg-type]
+    if kind == "float":
+        return _number(where, key, value, lo, hi, integer=False)  # type: ignore[arg-type]
+    if kind == "float_pos":
+        v = _number(where, key, value, 0.0, 1e6, integer=False)
+        if v <= 0:
+            raise ProfileError(f"{where}: key '{key}' must be > 0, got {value!r}")
+        return v
+    if kind == "float_gap":
+        v = _number(where, key, value, 0.0, 1.0, integer=False)
+        if v <= 0:
+            raise ProfileError(f"{where}: key '{key}' must be in (0, 1] (1.0 = never cut), got {value!r}")
+        return v
+    if kind == "method":
+        if value not in FUSION_METHODS:
+            raise ProfileError(f"{where}: key '{key}' must be one of {', '.join(FUSION_METHODS)}, got {value!r}")
+        return value
+    if kind == "kinds":
+        if not isinstance(value, list | tuple) or any(k not in KINDS for k in value):
+            raise ProfileError(f"{where}: key '{key}' must be a list of kinds from {', '.join(KINDS)}, got {value!r}")
+        return tuple(dict.fromkeys(value))
+    raise AssertionError(kind)  # pragma: no cover - the spec table is closed
+
+
+def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
+    where = source
+    if not isinstance(doc, Mapping):
+        raise ProfileError(f"{where}: not a TOML table")
+    sections = {k.split(".")[0] for k in _SCALARS} | {"weights", "models"}
+    for section in doc:
+        if section not in sections:
+            raise ProfileError(f"{where}: unknown key '{section}'")
+    values: dict[str, Any] = {}
+    for key in _SCALARS:
+        section, field = key.split(".")
+        table = doc.get(section)
+        if not isinstance(table, Mapping):
+            raise ProfileError(f"{where}: missing table '[{section}]'")
+        for present in table:
+            if f"{section}.{present}" not in _SCALARS:
+                raise ProfileError(f"{where}: unknown key '{section}.{present}'")
+        if field not in table:
+            raise ProfileError(f"{where}: missing key '{key}'")
+        values[key] = _scalar(where, key, table[field])
+    weights_doc = doc.get("weights")
+    if not isinstance(weights_doc, Mapping):
+        raise ProfileError(f"{where}: missing table '[weights]'")
+    for arm in weights_doc:
+        if arm not in ARM_NAMES:
+            raise ProfileError(f"{where}: unknown key 'weights.{arm}' (arms: {', '.join(ARM_NAMES)})")
+    weights = {}
+    for arm in ARM_NAMES:
+        if arm not in weights_doc:
+            raise ProfileError(f"{where}: missing key 'weights.{arm}'")
+        weights[arm] = _number(where, f"weights.{arm}", weights_doc[arm], *_WEIGHT_RANGE, integer=False)
+    models_doc = doc.get("models", {})
+    if not isinstance(models_doc, Mapping):
+        raise ProfileError(f"{where}: key 'models' must be a table of [models.\"<model id>\"]")
+    models = {}
+    for model_id, bands_doc in models_doc.items():
+        if not isinstance(bands_doc, Mapping):
+            raise ProfileError(f"{where}: key 'models.{model_id}' must be a table")
+        for present in bands_doc:
+            if present not in _BAND_KEYS:
+                raise ProfileError(f"{where}: unknown key 'models.{model_id}.{present}'")
+        vals = {}
+        for band in _BAND_KEYS:
+            if band not in bands_doc:
+                raise ProfileError(f"{where}: missing key 'models.{model_id}.{band}'")
+            vals[band] = _number(where, f"models.{model_id}.{band}", bands_doc[band], -1.0, 1.0, integer=False)
+        if not (vals["weak"] <= vals["moderate"] <= vals["strong"]):
+            raise ProfileError(f"{where}: key 'models.{model_id}': bands must satisfy weak <= moderate <= strong")
+        models[model_id] = ModelBands(**vals)
+    if values["limit.default"] > values["limit.max"]:
+        raise ProfileError(f"{where}: key 'limit.default' ({values['limit.default']}) exceeds 'limit.max'")
+    return Profile(
+        name=name, source=source,
+        retrieve=RetrieveCfg(values["retrieve.fetch_depth"]),
+        fusion=FusionCfg(values["fusion.method"], values["fusion.k"]),
+        weights=MappingProxyType(weights),
+        recency=RecencyCfg(values["recency.floor"], values["recency.half_life_days"],
+                           values["recency.aging_kinds"]),
+        models=MappingProxyType(models),
+        cutoff=CutoffCfg(values["cutoff.min_results"], values["cutoff.gap"]),
+        limit=LimitCfg(values["limit.default"], values["limit.max"]),
+        budget=BudgetCfg(values["budget.max_tokens"]),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------
+def profile_names() -> list[str]:
+    names: set[str] = set()
+    for d in PROFILE_DIRS:
+        if d.is_dir():
+            names.update(p.stem for p in d.glob("*.toml"))
+    return sorted(names)
+
+
+def resolve_profile_path(name_or_path: str | Path) -> Path:
+    text = str(name_or_path)
+    if text.endswith(".toml") or "/" in text or "\\" in text:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ProfileError(f"profile file {path} does not exist")
+        return path
+    if not _NAME.fullmatch(text):
+        raise ProfileError(f"profile name {text!r} is not valid (letters, digits, _ . -)")
+    for d in PROFILE_DIRS:
+        path = d / f"{text}.toml"
+        if path.is_file():
+            return path
+    raise ProfileError(f"no profile named {text!r} (known: {', '.join(profile_names()) or 'none'})")
+
+
+_CACHE: dict[tuple[str, float], Profile] = {}
+
+
+def load_profile(name_or_path: str | Path | Profile = "rrf") -> Profile:
+    """Load a profile by name (``profiles/<name>.toml``) or path; a Profile passes through."""
+    if isinstance(name_or_path, Profile):
+        return name_or_path
+    path = resolve_profile_path(name_or_path).resolve()
+    try:
+        key = (str(path), path.stat().st_mtime)
+    except OSError as exc:
+        raise ProfileError(f"cannot read profile {path}: {exc}") from exc
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read profile {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from exc
+    profile = _build(doc, name=path.stem, source=str(path))
+    _CACHE[key] = profile
+    return profile
+
+
+def diff_profiles(a: Profile, b: Profile) -> dict[str, tuple[Any, Any]]:
+    """Dotted key -> (value in a, value in b) for every key that differs (None = absent)."""
+    fa, fb = a.flat(), b.flat()
+    return {k: (fa.get(k), fb.get(k)) for k in sorted(fa.keys() | fb.keys()) if fa.get(k) != fb.get(k)}

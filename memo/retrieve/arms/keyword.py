@@ -1,0 +1,24 @@
+"""Keyword arm: FTS5 bm25 over ``passages_fts`` (text and its section header, Porter stemmer).
+
+``raw`` = -bm25 so that higher is better (FTS5's bm25() is negative, best = most negative).
+The scope filter sits in the same query, before ``LIMIT fetch_depth`` (seed section 1).
+"""
+
+from __future__ import annotations
+
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.arms.fts_topk import fts_topk
+from memo.text.fts_query import keyword_match
+
+
+class KeywordArm:
+    name = "keyword"
+
+    def plan(self, ctx: ArmContext) -> ArmPlan:
+        if ctx.mode == "semantic":
+            return ArmPlan(runs=False, reason="mode semantic")
+        # Seed section 2: keyword runs always, except in mode semantic (mode exact too).
+        return ArmPlan(runs=True, reason=f"mode {ctx.mode}")
+
+    def run(self, ctx: ArmContext) -> list[ArmHit]:
+        return fts_topk(ctx, "passages_fts", keyword_match(ctx.query))

@@ -1,0 +1,162 @@
+"""Stage 1, scope filter: ``Scope`` -> ``ScopeSQL``, a WHERE fragment every arm puts
+*inside* its own query, before its top-k (seed section 1), so a filtered search never loses
+a result to a candidate that was filtered out later (tobi/qmd #775: per-collection top-k
+starvation).
+
+SQL safety: the fragment is built only from constant text; column names come from this
+file, never from the caller; every value is a ``?`` parameter.
+
+Live filter: not superseded, not forgotten.  Under ``as_of`` T: recorded at or before T,
+not superseded at or before T, and never forgotten (forgetting is not time travel: a
+forgotten record stays hidden).  Dates (``date_from``/``date_to``) apply to the
+passage's ``event_at``, else the record's ``event_at``, else ``recorded_at``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from memo.errors import ValidationError
+from memo.retrieve.arms.base import ScopeSQL
+from memo.retrieve.conn_cache import conn_cache
+from memo.types import KINDS, Scope
+
+# The timestamp format memo stores (memo.store.records.utc_now); as_of is normalised to it
+# so the string comparison with recorded_at/superseded_at is a time comparison.
+_TS = "%Y-%m-%dT%H:%M:%S.%fZ"
+_WHEN = "COALESCE(p.event_at, r.event_at, r.recorded_at)"
+
+
+def parse_when(text: str, *, end_of_day: bool = False, field: str = "date") -> datetime:
+    """ISO date or datetime -> aware UTC datetime.  A bare date means its first moment, or
+    its last with ``end_of_day`` (so ``--to 2024-05-01`` includes that whole day)."""
+    s = str(text).strip()
+    try:
+        if len(s) == 10:
+            d = date.fromisoformat(s)
+            moment = datetime(d.year, d.month, d.day, tzinfo=UTC)
+            return moment + timedelta(days=1, microseconds=-1) if end_of_day else moment
+        moment = datetime.fromisoformat(s)
+    except ValueError:
+        raise ValidationError(f"{field} {text!r} is not an ISO-8601 date or time",
+                              hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime(_TS)
+
+
+def _date_bound(text: str, *, end: bool, field: str) -> str:
+    """A bound comparable with stored event_at strings (which may be dates or datetimes
+    in various ISO shapes): compare on the ISO prefix.  ``from`` keeps its own text
+    (normalised); ``to`` of a bare date becomes '<date>T23:59:59.999999Z' so 2024-05-01
+    and 2024-05-01T10:00 both sort inside."""
+    moment = parse_when(text, end_of_day=end, field=field)
+    if len(str(text).strip()) == 10:
+        return moment.strftime("%Y-%m-%d") if not end else _stamp(moment)
+    return _stamp(moment)
+
+
+def build_scope_sql(scope: Scope) -> ScopeSQL:
+    """The WHERE fragment over ``passages p JOIN records r ON r.id = p.record_id``."""
+    where: list[str] = []
+    params: list[object] = []
+    if scope.as_of:
+        t = _stamp(parse_when(scope.as_of, end_of_day=True, field="as_of"))
+        where.append("r.recorded_at <= ? AND (r.superseded_at IS NULL OR r.superseded_at > ?)"
+                     " AND r.forgotten_at IS NULL")
+        params += [t, t]
+    else:
+        where.append("r.superseded_at IS NULL AND r.forgotten_at IS NULL")
+    for column, values in (("r.namespace", scope.namespaces), ("r.kind", scope.kinds),
+                           ("r.source", scope.sources)):
+        values = tuple(dict.fromkeys(values))
+        if values:
+            where.append(f"{column} IN ({','.join('?' * len(values))})")
+            params += values
+    for bad in set(scope.kinds) - set(KINDS):
+        raise ValidationError(f"kind {bad!r} is not one of {', '.join(KINDS)}")
+    if scope.library is not None:
+        where.append("r.library = ?")
+        params.append(scope.library)
+    if scope.version is not None:
+        where.append("r.version = ?")
+        params.append(scope.version)
+    tags = tuple(dict.fromkeys(t.strip() for t in scope.tags))
+    if tags:
+        # Every listed tag: count the record's tags among them.
+        where.append(f"(SELECT COUNT(*) FROM record_tags t WHERE t.record_id = r.id"
+                     f" AND t.tag IN ({','.join('?' * len(tags))})) = ?")
+        params += [*tags, len(tags)]
+    if scope.date_from:
+        where.append(f"{_WHEN} >= ?")
+        params.append(_date_bound(scope.date_from, end=False, field="from"))
+    if scope.date_to:
+        where.append(f"{_WHEN} <= ?")
+        params.append(_date_bound(scope.date_to, end=True, field="to"))
+    if scope.date_from and scope.date_to and params[-2] > params[-1]:
+        raise ValidationError(f"date range is empty: from {scope.date_from} is after to {scope.date_to}")
+    if scope.min_trust is not None:
+        try:
+            trust = float(scope.min_trust)
+        except (TypeError, ValueError):
+            raise ValidationError(f"min_trust {scope.min_trust!r} is not a number") from None
+        if not (0.0 <= trust <= 1.0):
+            raise ValidationError(f"min_trust {trust} is outside 0..1")
+        where.append("r.trust >= ?")
+        params.append(trust)
+    return ScopeSQL(where=" AND ".join(where), params=tuple(params))
+
+
+# ---------------------------------------------------------------------------------------
+# Scope statistics, cached per connection until the data changes (PRAGMA data_version moves
+# on another connection's commit, total_changes on this one's): an eval replay of 300
+# queries under one scope computes them once.
+#
+# * counts for the trace: passages in scope vs total (two COUNTs, ~1 ms at 100k passages);
+# * ``excluded``: the pks the scope rules out, when there are few (<= EXCLUDED_MAX).  Then
+#   an FTS arm can run its query *without* joining passages/records (the join costs ~2 us
+#   per matching row: 5 ms of a 7 ms SciFact query) and drop those pks itself after asking
+#   for fetch_depth + len(excluded) rows, which is exact: at most len(excluded) rows of
+#   that longer list can fall out.  With many exclusions the arm joins (scope in SQL).
+# ---------------------------------------------------------------------------------------
+EXCLUDED_MAX = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeStats:
+    in_scope: int
+    total: int
+    excluded: frozenset[int] | None   # None = too many to list: filter in SQL
+
+
+def scope_stats(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> ScopeStats:
+    cache = conn_cache(conn).setdefault("scope_stats", {})
+    key = (scope_sql.where, scope_sql.params)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    total = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+    in_scope = conn.execute(
+        "SELECT COUNT(*) FROM passages p JOIN records r ON r.id = p.record_id WHERE "
+        + scope_sql.where, scope_sql.params).fetchone()[0]
+    excluded = None
+    if total - in_scope <= EXCLUDED_MAX:
+        # COALESCE: a condition that is NULL (e.g. source IN (...) on a NULL source) is
+        # "not in scope" for WHERE, so it must count as excluded here too.
+        excluded = frozenset(row[0] for row in conn.execute(
+            "SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE NOT COALESCE(("
+            + scope_sql.where + "), 0)", scope_sql.params))
+    if len(cache) > 64:
+        cache.clear()
+    stats = cache[key] = ScopeStats(int(in_scope), int(total), excluded)
+    return stats
+
+
+def scope_counts(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> tuple[int, int]:
+    """(passages in scope, passages in total)."""
+    stats = scope_stats(conn, scope_sql)
+    return stats.in_scope, stats.total

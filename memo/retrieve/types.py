@@ -1,0 +1,153 @@
+"""Values that flow through the search pipeline (all immutable).
+
+Per-candidate values are ``NamedTuple`` s (immutable and ~5x cheaper to build than frozen
+dataclasses: a query fuses a few hundred of them, and eval replay needs >= 300 queries/s);
+request, response, results and trace records are frozen, slotted dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+from memo.retrieve.arms.base import ArmHit
+from memo.types import Scope
+
+Mode = Literal["auto", "keyword", "exact", "semantic"]
+MODES: tuple[str, ...] = ("auto", "keyword", "exact", "semantic")
+FORMATS: tuple[str, ...] = ("compact", "explain")
+DropReason = Literal["scope", "abstention", "cutoff", "limit", "budget"]
+CutoffKind = Literal["gap", "none", "disabled", "min_results"]
+
+
+# --- request ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    scope: Scope = Scope()
+    mode: str = "auto"
+    limit: int | None = None            # None = profile.limit.default; at most profile.limit.max
+    max_tokens: int | None = None       # None = profile.budget.max_tokens
+    response_format: str = "compact"    # "explain" adds ``why`` to every result
+    now: str | None = None              # ISO time for recency (default: current UTC)
+
+
+# --- per-candidate values (stages 2-8) ------------------------------------------------
+class Evidence(NamedTuple):
+    """One arm's vote for a passage."""
+
+    rank: int
+    raw: float
+    contribution: float
+
+
+class Candidate(NamedTuple):
+    pk: int
+    arms: dict[str, Evidence]   # insertion order = arm order; fused = sum in that order
+    fused: float
+    factor: float = 1.0         # recency factor
+    score: float = 0.0          # fused * factor
+
+
+class Meta(NamedTuple):
+    """Record fields the middle stages need (fetched in one query for all candidates)."""
+
+    kind: str
+    namespace: str
+    source: str | None
+    tokens: int
+    when: str | None            # passage event_at, else record event_at, else recorded_at
+
+
+@dataclass(frozen=True, slots=True)
+class ArmRun:
+    """Stage 2 output for one arm."""
+
+    name: str
+    ran: bool
+    reason: str
+    degraded: bool
+    hits: tuple[ArmHit, ...]
+    latency_ms: float
+
+
+# --- response ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ArmWhy:
+    rank: int
+    raw: float
+    contribution: float
+
+
+@dataclass(frozen=True, slots=True)
+class Why:
+    arms: dict[str, ArmWhy]
+    fused: float
+    recency_factor: float
+    final: float
+    relevance: float | None
+    band: str | None
+    provenance: dict[str, Any]
+    freshness: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    passage_id: str
+    pk: int
+    record_id: str
+    text: str
+    section: str
+    kind: str
+    namespace: str
+    score: float
+    relevance: float | None
+    band: str | None
+    tokens: int
+    why: Why | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArmTrace:
+    name: str
+    ran: bool
+    reason: str
+    candidates: int
+    latency_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    stage: str              # scope | abstention | cutoff | limit | budget
+    reason: str
+    count: int
+    passage_pks: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    profile: str
+    fusion: str
+    mode: str
+    model_id: str | None
+    arms: tuple[ArmTrace, ...]
+    filter: dict[str, int]          # passages in scope / total
+    candidates: int                 # fused candidates (distinct passages over all arms)
+    cutoff_kind: str
+    budget: dict[str, int]          # used / max tokens
+    degraded: dict[str, Any]        # {flag, reason}
+    drops: tuple[Drop, ...]
+    latency_ms: float
+    limit: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    query: str
+    results: tuple[Result, ...]
+    abstained: bool
+    reason: str | None
+    hint: str | None
+    truncated: int
+    narrow_hint: dict[str, Any] | None
+    trace: Trace
