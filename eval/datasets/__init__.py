@@ -75,6 +75,21 @@ def file_sha256(*paths: Path) -> str:
     return h.hexdigest()
 
 
+def fetched_dir() -> Path:
+    """Where ``memo eval fetch`` puts data sets by default."""
+    from eval.index import cache_root
+
+    return cache_root() / "datasets"
+
+
+def dataset_dir(name: str) -> Path:
+    """A named data set: the repository's copy first, then a fetched one."""
+    for base in (DATASETS_DIR, fetched_dir()):
+        if (base / name).exists():
+            return base / name
+    return DATASETS_DIR / name
+
+
 def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None = None) -> EvalSet:
     """Resolve a data set by name or path and load one split.  ``limit`` keeps the first N
     queries (fast checks); the corpus is always whole."""
@@ -82,7 +97,7 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
 
     path = Path(name_or_path).expanduser()
     if not path.exists():
-        path = DATASETS_DIR / name_or_path
+        path = dataset_dir(name_or_path)
     if not path.exists():
         raise DatasetError(f"unknown data set {name_or_path!r}",
                            hint="use scifact, locomo, a BEIR folder, a LoCoMo .json or a queries .jsonl "

@@ -1,0 +1,221 @@
+"""The replay's inputs, built once and cached: the SQLite index of a data set's corpus,
+its passage vectors and its query vectors.
+
+Cache layout (``$MEMO_CACHE/eval`` if set, else ``./.cache/memo-eval``)::
+
+    index/<dataset>-<corpus sha:12>-v<schema>-<code sha:8>.db     built SQLite index
+    vectors/<dataset>-<model>-<passage-text sha:16>.npy           (n_passages, dim) float32, pk order
+    queries/<dataset>-<model>-<query-text sha:16>.npy             (n_queries, dim) float32, split order
+
+* The index key is split-independent (train and test share one index) and includes the
+  schema version and a hash of the code that decides what goes into the index (the corpus
+  parser, the FTS/exact indexers, the token counter), so a code change rebuilds it.
+* A build writes ``<name>.tmp<pid>`` and renames it into place: a crash or a concurrent
+  build never leaves a half-built file under the final name.
+* Passage vectors are keyed by a hash of the exact texts the model embeds, so an index
+  rebuild (schema bump) reuses them: only a change of text or model re-embeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eval.datasets import EvalSet
+from memo.errors import DatasetError
+from memo.store.connect import write_tx
+from memo.store.db import open_db
+from memo.store.migrations import LATEST
+from memo.store.records import content_hash, find_live_duplicate, insert_record
+
+INDEX_FORMAT = 1   # bump when this module changes what it writes into an index
+
+Progress = Callable[[str, int, int], None]   # (stage, done, total)
+
+
+def cache_root() -> Path:
+    env = os.environ.get("MEMO_CACHE")
+    return Path(env).expanduser() / "eval" if env else Path.cwd() / ".cache" / "memo-eval"
+
+
+def _code_hash() -> str:
+    import memo.ingest.beir
+    import memo.ingest.locomo
+    import memo.store.derived
+    import memo.store.records
+    import memo.text.identifiers
+    import memo.text.tokens
+
+    h = hashlib.sha256(f"format={INDEX_FORMAT}".encode())
+    for mod in (memo.ingest.beir, memo.ingest.locomo, memo.store.derived, memo.store.records,
+                memo.text.identifiers, memo.text.tokens):
+        h.update(inspect.getsource(mod).encode())
+    return h.hexdigest()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def index_path(es: EvalSet, root: Path | None = None) -> Path:
+    root = root or cache_root()
+    return root / "index" / f"{_safe(es.name)}-{es.corpus_hash[:12]}-v{LATEST}-{_code_hash()[:8]}.db"
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltIndex:
+    path: Path
+    built: bool             # False = reused from the cache
+    records: int
+    passages: int
+    duplicates: int         # corpus entries skipped as exact duplicates (memo de-duplicates)
+    seconds: float
+
+
+def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
+                progress: Progress | None = None) -> BuiltIndex:
+    """The cached index of ``es``'s corpus, built if missing (or ``rebuild``)."""
+    import time
+
+    if es.corpus is None:
+        raise DatasetError(f"data set {es.name!r} has no corpus file: pass the memo database with --db")
+    path = index_path(es, root)
+    if path.exists() and not rebuild:
+        conn = open_db(path, write=False)
+        try:
+            n_rec = conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+            n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        finally:
+            conn.close()
+        return BuiltIndex(path, False, n_rec, n_pas, 0, 0.0)
+    start = time.perf_counter()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        stale.unlink(missing_ok=True)
+    conn = open_db(tmp, write=True)
+    n_rec = dup = 0
+    try:
+        # A throwaway cache file: durability per commit buys nothing here.
+        conn.execute("PRAGMA synchronous=OFF")
+        with write_tx(conn):
+            for draft in es.corpus():
+                if find_live_duplicate(conn, draft.namespace, content_hash(draft.body)):
+                    dup += 1
+                    continue
+                insert_record(conn, draft, draft.passages, recorded_at="2000-01-01T00:00:00.000000Z")
+                n_rec += 1
+                if progress and n_rec % 250 == 0:
+                    progress("index", n_rec, 0)
+        conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('optimize')")
+        conn.execute("INSERT INTO exact_fts(exact_fts) VALUES ('optimize')")
+        n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    os.replace(tmp, path)
+    for side in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        side.unlink(missing_ok=True)
+    return BuiltIndex(path, True, n_rec, n_pas, dup, round(time.perf_counter() - start, 2))
+
+
+# --- passage vectors -----------------------------------------------------------------------
+def _passage_rows(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
+    return [(int(r[0]), r[1], r[2]) for r in
+            conn.execute("SELECT pk, section, text FROM passages ORDER BY pk").fetchall()]
+
+
+def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = None, *,
+                           root: Path | None = None, progress: bool = True) -> dict[str, object]:
+    """Make sure every passage of the index has a vector for the model: from the .npy
+    cache if present, else embed (``memo.embed.backfill``) and save the cache."""
+    from memo.embed.backfill import backfill
+    from memo.embed.model import passage_text
+    from memo.embed.registry import load_registry
+    from memo.embed.vectors import vector_count, write_vectors
+
+    spec = load_registry().get(model_id)
+    conn = open_db(db_path, write=True)
+    try:
+        rows = _passage_rows(conn)
+        have = vector_count(conn, spec.id)
+        if have >= len(rows):
+            return {"model_id": spec.id, "source": "index", "vectors": have}
+        h = hashlib.sha256(spec.id.encode())
+        for _, sec, txt in rows:
+            h.update(passage_text(sec, txt).encode("utf-8", "surrogatepass") + b"\x1e")
+        cache = (root or cache_root()) / "vectors" / f"{_safe(es_name)}-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
+        pks = [pk for pk, _, _ in rows]
+        if cache.exists():
+            vecs = np.load(cache)
+            if vecs.shape == (len(rows), spec.dimensions):
+                conn.execute("PRAGMA synchronous=OFF")
+                for s in range(0, len(pks), 4096):
+                    write_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
+                return {"model_id": spec.id, "source": "cache", "vectors": len(pks), "file": str(cache)}
+        report = backfill(conn, spec.id, progress=progress)
+        got = conn.execute("SELECT passage_pk, vec FROM vectors WHERE model_id = ? ORDER BY passage_pk",
+                           (spec.id,)).fetchall()
+        if [int(r[0]) for r in got] != pks:
+            raise DatasetError(f"embedding left {len(pks) - len(got)} passages without a vector")
+        vecs = np.frombuffer(b"".join(r[1] for r in got), dtype="<f4").reshape(len(got), spec.dimensions)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.stem + f".tmp{os.getpid()}.npy")
+        np.save(tmp, vecs)
+        os.replace(tmp, cache)
+        return {"model_id": spec.id, "source": "embedded", "vectors": len(pks), "file": str(cache),
+                "seconds": report.seconds, "per_second": report.per_second}
+    finally:
+        conn.close()
+
+
+# --- query vectors -------------------------------------------------------------------------
+def query_vectors(es: EvalSet, model_id: str | None = None, *, root: Path | None = None) -> tuple[str, np.ndarray]:
+    """(model id, (n_queries, dim) unit vectors in ``es.queries`` order), cached as .npy."""
+    from memo.embed.registry import load_registry
+    from memo.embed.service import load_model
+
+    spec = load_registry().get(model_id)
+    texts = [q.text for q in es.queries]
+    h = hashlib.sha256(f"{spec.id}\x1f{spec.query_prefix}".encode())
+    for t in texts:
+        h.update(t.encode("utf-8", "surrogatepass") + b"\x1e")
+    cache = (root or cache_root()) / "queries" / f"{_safe(es.name)}-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
+    if cache.exists():
+        vecs = np.load(cache)
+        if vecs.shape == (len(texts), spec.dimensions):
+            return spec.id, vecs
+    model = load_model(spec)
+    vecs = model.embed(texts, 32, prefix=spec.query_prefix)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(cache.stem + f".tmp{os.getpid()}.npy")
+    np.save(tmp, vecs)
+    os.replace(tmp, cache)
+    return spec.id, vecs
+
+
+# --- mapping results to qrels keys ------------------------------------------------------------
+def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
+    """passage pk -> the key the qrels use for it (see ``eval.datasets`` ``unit``)."""
+    if es.unit == "record":
+        sql = "SELECT p.pk, COALESCE(r.ext_id, r.id) FROM passages p JOIN records r ON r.id = p.record_id"
+        return {int(pk): str(k) for pk, k in conn.execute(sql)}
+    if es.unit == "passage":
+        sql = ("SELECT p.pk, r.namespace || '#' || COALESCE(p.ext_id, p.id) "
+               "FROM passages p JOIN records r ON r.id = p.record_id")
+        return {int(pk): str(k) for pk, k in conn.execute(sql)}
+    # auto (a user's own labels): whichever identifier the labels use, else the record id.
+    labels = {k for rel in es.qrels.values() for k in rel}
+    out: dict[int, str] = {}
+    sql = ("SELECT p.pk, p.id, r.id, r.ext_id, r.import_path FROM passages p "
+           "JOIN records r ON r.id = p.record_id")
+    for pk, pid, rid, ext, imp in conn.execute(sql):
+        out[int(pk)] = next((k for k in (pid, ext, rid, imp) if k is not None and k in labels), rid)
+    return out

@@ -1,0 +1,216 @@
+"""Replay a labelled query set through ``memo.retrieve.search`` for every run spec.
+
+Work is split over worker processes (both cores): each worker opens its own read
+connection to the cached index and its own semantic service (the in-memory vector matrix
+loads once per worker), then answers chunks of (run, queries).  Query vectors are
+precomputed (``eval.index.query_vectors``) and handed to the pipeline as
+``services["query_vector"]``, so a replay costs only the searches.  Every search asks
+for ``limit=100`` and an unbounded token budget with ``response_format="explain"``, so the
+traces hold the why columns for every result.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.datasets import EvalQuery, EvalSet
+from eval.grid import RunSpec
+from memo.retrieve.arms.base import ARM_NAMES
+
+EVAL_LIMIT = 100
+EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
+CHUNK = 24                      # queries per task: small enough to balance, big enough to amortise IPC
+
+Tick = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    db_path: Path
+    unit_keys: dict[int, str] | None     # None: computed per worker from the index
+    es: EvalSet
+    model_id: str | None                 # None: keyword/exact only (no semantic service)
+    query_vecs: np.ndarray | None        # (n_queries, dim) in es.queries order
+
+
+# --- worker side -------------------------------------------------------------------------
+_W: dict[str, Any] = {}
+
+
+def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
+    os.environ.setdefault("MEMO_ONNX_THREADS", "1")
+    from eval.index import unit_keys
+    from memo.store.db import open_db
+
+    conn = open_db(cfg.db_path, write=False)
+    services: dict[str, Any] = {}
+    if cfg.model_id is not None:
+        from memo.embed.service import semantic_services
+
+        services = semantic_services(conn, cfg.model_id)
+        svc = services["semantic"]
+        svc.status()                       # loads the model check + the vector matrix now
+        if getattr(svc, "index", None) is not None:
+            svc.index.refresh(conn)
+    _W.clear()
+    _W.update(cfg=cfg, conn=conn, services=services, profiles={},
+              keys=cfg.unit_keys if cfg.unit_keys is not None else unit_keys(conn, cfg.es))
+    if barrier is not None:
+        barrier.wait()
+
+
+def _noop(_: int) -> int:
+    return os.getpid()
+
+
+def _profile(spec: RunSpec):
+    cache = _W["profiles"]
+    if spec not in cache:
+        cache[spec] = spec.load()
+    return cache[spec]
+
+
+def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from memo.retrieve import SearchRequest, search
+    from memo.types import Scope
+
+    cfg: ReplayConfig = _W["cfg"]
+    profile = _profile(spec)
+    services = _W["services"]
+    if cfg.query_vecs is not None and services:
+        services = {**services, "query_vector": cfg.query_vecs[qi]}
+    req = SearchRequest(query=q.text, scope=Scope(namespaces=(q.namespace,)) if q.namespace else Scope(),
+                        mode=spec.mode, limit=min(EVAL_LIMIT, profile.limit.max), max_tokens=EVAL_MAX_TOKENS,
+                        response_format="explain", now=q.now)
+    t0 = time.perf_counter()
+    resp = search(_W["conn"], req, profile, services)
+    wall = (time.perf_counter() - t0) * 1000.0
+    return _query_row(q, resp, wall), _result_rows(q, resp)
+
+
+def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
+    tr = resp.trace
+    row: dict[str, Any] = {
+        "qid": q.qid, "query": q.text, "category": q.category, "answerable": q.answerable,
+        "namespace": q.namespace, "n_results": len(resp.results), "abstained": bool(resp.abstained),
+        "reason": resp.reason, "degraded": bool(tr.degraded.get("flag")),
+        "degraded_reason": tr.degraded.get("reason"), "cutoff_kind": tr.cutoff_kind,
+        "truncated": int(resp.truncated), "candidates": int(tr.candidates),
+        "latency_ms": float(tr.latency_ms), "wall_ms": round(wall_ms, 3),
+        "stage_ms": json.dumps(dict(getattr(tr, "stage_ms", {}) or {}), sort_keys=True),
+    }
+    for arm in tr.arms:
+        if arm.name in ARM_NAMES:
+            row[f"{arm.name}_ran"] = bool(arm.ran)
+            row[f"{arm.name}_candidates"] = int(arm.candidates)
+            row[f"{arm.name}_latency_ms"] = float(arm.latency_ms)
+    return row
+
+
+def _result_rows(q: EvalQuery, resp: Any) -> list[dict[str, Any]]:
+    keys = _W["keys"]
+    rows = []
+    for rank, r in enumerate(resp.results, start=1):
+        row: dict[str, Any] = {
+            "qid": q.qid, "rank": rank, "passage_id": r.passage_id, "pk": r.pk, "record_id": r.record_id,
+            "doc_id": keys.get(r.pk, r.record_id), "namespace": r.namespace, "kind": r.kind,
+            "score": float(r.score), "relevance": r.relevance, "band": r.band, "tokens": int(r.tokens),
+        }
+        why = r.why
+        if why is not None:
+            row.update(fused=float(why.fused), recency=float(why.recency_factor), final=float(why.final))
+            for arm, ev in why.arms.items():
+                row[f"{arm}_rank"] = int(ev.rank)
+                row[f"{arm}_raw"] = float(ev.raw)
+                row[f"{arm}_contribution"] = float(ev.contribution)
+        rows.append(row)
+    return rows
+
+
+def _task(task: tuple[int, RunSpec, list[int]]) -> tuple[int, list[tuple[dict, list[dict]]], float]:
+    run_idx, spec, qidx = task
+    queries = _W["cfg"].es.queries
+    t0 = time.perf_counter()
+    out = [_search_one(spec, i, queries[i]) for i in qidx]
+    return run_idx, out, time.perf_counter() - t0
+
+
+# --- driver side -------------------------------------------------------------------------
+@dataclass
+class RunOutput:
+    spec: RunSpec
+    queries: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    busy_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReplayStats:
+    queries: int           # searches run (runs x queries)
+    seconds: float         # wall time of the searches (after the workers warmed up)
+    qps: float
+    workers: int
+    warmup_s: float
+
+
+def default_workers() -> int:
+    env = os.environ.get("MEMO_EVAL_WORKERS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None = None,
+           tick: Tick | None = None) -> tuple[list[RunOutput], ReplayStats]:
+    """Run every spec over every query of ``cfg.es``; results keep query order per run."""
+    n_q = len(cfg.es.queries)
+    workers = default_workers() if workers is None else max(1, workers)
+    total = n_q * len(specs)
+    workers = min(workers, max(1, total // CHUNK))
+    tasks = [(ri, spec, list(range(s, min(s + CHUNK, n_q))))
+             for ri, spec in enumerate(specs) for s in range(0, n_q, CHUNK)]
+    outs = [RunOutput(spec, [None] * n_q, []) for spec in specs]  # type: ignore[list-item]
+    buckets: list[dict[int, list[dict]]] = [{} for _ in specs]
+    t_warm = time.perf_counter()
+
+    def collect(item: tuple[int, list, float], qidx: list[int] | None = None) -> None:
+        ri, rows, busy = item
+        outs[ri].busy_s += busy
+        for qrow, rrows in rows:
+            buckets[ri][qrow["qid"]] = rrows
+            outs[ri].queries[_pos[qrow["qid"]]] = qrow
+        if tick:
+            tick(len(rows))
+
+    _pos = {q.qid: i for i, q in enumerate(cfg.es.queries)}
+    if workers == 1:
+        _init_worker(cfg)
+        warm = time.perf_counter() - t_warm
+        t0 = time.perf_counter()
+        for t in tasks:
+            collect(_task(t))
+    else:
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        barrier = ctx.Barrier(workers)
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
+            pool.map(_noop, range(workers), chunksize=1)     # every worker passed the barrier
+            warm = time.perf_counter() - t_warm
+            t0 = time.perf_counter()
+            for item in pool.imap_unordered(_task, tasks, chunksize=1):
+                collect(item)
+    secs = time.perf_counter() - t0
+    for ri, out in enumerate(outs):
+        for q in out.queries:
+            out.results.extend(buckets[ri].get(q["qid"], []))
+    stats = ReplayStats(queries=total, seconds=round(secs, 3), qps=round(total / secs, 1) if secs > 0 else 0.0,
+                        workers=workers, warmup_s=round(warm, 2))
+    return outs, stats

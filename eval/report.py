@@ -1,0 +1,175 @@
+"""``memo eval report RUN...``: a Markdown report plus PNG figures from the Parquet traces.
+
+Everything is computed with DuckDB over the three tables (``eval.traces.duck``), so the
+notebook (notebooks/eval_report.ipynb) can run the same queries and get the same numbers.
+
+Sections: runs and their metrics; metrics per category (LoCoMo); each metric against each
+constant that varies between the runs; per-arm contribution to the fused score of the
+top 10; per-query latency distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from eval import plots
+from eval.traces import METRIC_COLUMNS, duck
+from memo.retrieve.arms.base import ARM_NAMES
+
+SUMMARY_METRICS = (*METRIC_COLUMNS, "abstain_precision", "abstain_recall")
+
+
+def _labels(con) -> dict[str, str]:
+    """Short unique label per run: its spec label, disambiguated by batch when repeated."""
+    rows = con.execute("SELECT run_id, label, batch_id FROM runs ORDER BY run_id").fetchall()
+    count: dict[str, int] = {}
+    for _, label, _ in rows:
+        count[label] = count.get(label, 0) + 1
+    return {rid: (label if count[label] == 1 else f"{label}@{batch[:15]}") for rid, label, batch in rows}
+
+
+def _columns(con, table: str) -> list[str]:
+    return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+
+
+def summary(con) -> list[dict[str, Any]]:
+    cols = _columns(con, "runs")
+    wanted = ["run_id", "label", "dataset", "split", "model_id", "n_queries", "batch_qps", "workers",
+              *[m for m in SUMMARY_METRICS if m in cols]]
+    sel = ", ".join(f'"{c}"' if c in cols else f"NULL AS {c}" for c in wanted)
+    rows = con.execute(f"SELECT {sel} FROM runs ORDER BY dataset, split, run_id").fetchall()
+    return [dict(zip(wanted, r, strict=True)) for r in rows]
+
+
+def by_category(con) -> list[dict[str, Any]]:
+    rows = con.execute("""
+        SELECT run_id, category, count(*) AS n,
+               avg(CASE WHEN answerable AND n_relevant > 0 THEN recall_10 END) AS recall_10,
+               avg(CASE WHEN answerable AND n_relevant > 0 THEN ndcg_10 END) AS ndcg_10,
+               sum(CASE WHEN NOT answerable THEN 1 ELSE 0 END) AS unanswerable,
+               sum(CASE WHEN NOT answerable AND abstained THEN 1 ELSE 0 END) AS correct_abstentions,
+               sum(CASE WHEN abstained THEN 1 ELSE 0 END) AS abstained
+        FROM queries WHERE category IS NOT NULL GROUP BY run_id, category ORDER BY run_id, category""").fetchall()
+    names = ["run_id", "category", "n", "recall_10", "ndcg_10", "unanswerable", "correct_abstentions", "abstained"]
+    return [dict(zip(names, r, strict=True)) for r in rows]
+
+
+def varying_constants(con) -> list[str]:
+    """Numeric profile constants (dotted column names) that differ between the runs."""
+    out = []
+    for col in _columns(con, "runs"):
+        if "." not in col or col.startswith("models."):
+            continue
+        n, numeric = con.execute(
+            f'SELECT count(DISTINCT "{col}"), bool_and(try_cast("{col}" AS DOUBLE) IS NOT NULL) FROM runs').fetchone()
+        if n and n > 1 and numeric:
+            out.append(col)
+    return out
+
+
+def arm_shares(con, top: int = 10) -> dict[str, dict[str, float]]:
+    cols = set(_columns(con, "results"))
+    arms = [a for a in ARM_NAMES if f"{a}_contribution" in cols]
+    sums = ", ".join(f"sum(coalesce({a}_contribution, 0))" for a in arms)
+    rows = con.execute(f"SELECT run_id, {sums} FROM results WHERE rank <= ? GROUP BY run_id", [top]).fetchall()
+    out = {}
+    for rid, *vals in rows:
+        total = sum(v for v in vals if v) or 1.0
+        out[rid] = {a: (v or 0.0) / total for a, v in zip(arms, vals, strict=True)}
+    return out
+
+
+def latencies(con) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for rid, lat in con.execute("SELECT run_id, latency_ms FROM queries ORDER BY run_id").fetchall():
+        out.setdefault(rid, []).append(float(lat))
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(_fmt(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval report") -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    con = duck(runs)
+    labels = _labels(con)
+    md: list[str] = [f"# {title}", "", f"Generated {datetime.now(UTC).isoformat(timespec='seconds')} "
+                     f"from {len(runs)} run(s).", ""]
+    figures: list[str] = []
+
+    summ = summary(con)
+    md += ["## Runs", "", _table(["run", "label", "data set", "split", "model", "queries", "q/s",
+                                  *SUMMARY_METRICS],
+                                 [[s["run_id"], labels[s["run_id"]], s["dataset"], s["split"], s["model_id"],
+                                   s["n_queries"], s["batch_qps"], *[s.get(m) for m in SUMMARY_METRICS]]
+                                  for s in summ]), ""]
+
+    cats = by_category(con)
+    if cats:
+        md += ["## By category", "",
+               "recall@10 / nDCG@10 over answerable questions with evidence; abstention counts over all.", "",
+               _table(["label", "category", "n", "recall@10", "nDCG@10", "unanswerable", "correct abstentions",
+                       "abstained"],
+                      [[labels[c["run_id"]], c["category"], c["n"], c["recall_10"], c["ndcg_10"], c["unanswerable"],
+                        c["correct_abstentions"], c["abstained"]] for c in cats]), ""]
+
+    consts = varying_constants(con)
+    if consts:
+        md += ["## Metrics against constants", ""]
+        for const in consts:
+            others = [c for c in consts if c != const]
+            sel_others = "".join(f', "{c}"' for c in others)
+            rows = con.execute(f'SELECT profile, "{const}"{sel_others}, '
+                               + ", ".join(METRIC_COLUMNS) + " FROM runs").fetchall()
+            for mi, metric in enumerate(METRIC_COLUMNS):
+                series: dict[str, list[tuple[float, float]]] = {}
+                for r in rows:
+                    key = r[0] + "".join(f" {c}={v}" for c, v in zip(others, r[2:2 + len(others)], strict=True))
+                    val = r[2 + len(others) + mi]
+                    if val is not None:
+                        series.setdefault(key, []).append((float(r[1]), float(val)))
+                name = f"{metric}_vs_{const.replace('.', '_')}.png"
+                plots.metric_vs_constant(out_dir / name, const, series, metric)
+                figures.append(name)
+                md.append(f"![{metric} vs {const}]({name})")
+            md.append("")
+
+    shares = arm_shares(con)
+    if shares:
+        order = [s["run_id"] for s in summ if s["run_id"] in shares]
+        arms = [a for a in ARM_NAMES if any(shares[r].get(a) for r in order)]
+        plots.arm_contribution(out_dir / "arm_contribution.png", [labels[r] for r in order], arms,
+                               {labels[r]: shares[r] for r in order})
+        figures.append("arm_contribution.png")
+        md += ["## Per-arm contribution (top 10)", "",
+               _table(["label", *arms], [[labels[r], *[shares[r].get(a, 0.0) for a in arms]] for r in order]),
+               "", "![per-arm contribution](arm_contribution.png)", ""]
+
+    lats = latencies(con)
+    if lats:
+        plots.latency(out_dir / "latency.png", {labels[r]: v for r, v in lats.items()})
+        figures.append("latency.png")
+        stats = con.execute("""SELECT run_id, median(latency_ms), quantile_cont(latency_ms, 0.95), max(latency_ms)
+                               FROM queries GROUP BY run_id ORDER BY run_id""").fetchall()
+        md += ["## Latency", "", _table(["label", "p50 ms", "p95 ms", "max ms"],
+                                        [[labels[r[0]], *r[1:]] for r in stats]),
+               "", "![latency](latency.png)", ""]
+
+    report = out_dir / "report.md"
+    report.write_text("\n".join(md) + "\n", encoding="utf-8")
+    return {"report": str(report), "figures": [str(out_dir / f) for f in figures], "runs": len(runs),
+            "summary": summ}

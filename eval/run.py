@@ -1,0 +1,169 @@
+"""``memo eval run``: data set -> cached index (+ vectors) -> replay -> metrics -> Parquet.
+
+One call replays every run spec (profiles x grid) over one split and writes one folder per
+run (``eval.traces``).  It returns a JSON-ready summary: aggregate metrics per run, the
+replay speed (queries/s with cached vectors) and where everything was written.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from eval import metrics as M
+from eval.datasets import EvalSet, load_eval_set
+from eval.grid import RunSpec
+from eval.replay import ReplayConfig, RunOutput, replay
+from eval.traces import runs_root, write_run
+
+Status = Callable[[str], None]
+
+
+def code_version() -> dict[str, str | None]:
+    import memo
+
+    sha = None
+    try:
+        root = Path(__file__).resolve().parents[1]
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip() or None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        if sha and dirty:
+            sha += "-dirty"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    ver = memo.__version__
+    return {"git_sha": sha, "memo_version": ver, "code_version": f"{ver}+{sha}" if sha else ver}
+
+
+@dataclass
+class EvalOptions:
+    dataset: str
+    split: str = "test"
+    specs: Sequence[RunSpec] = field(default_factory=lambda: [RunSpec("rrf")])
+    db: Path | None = None          # a user's memo DB (custom query sets); else the cached index
+    model_id: str | None = None     # None = the registry's default model
+    semantic: bool = True           # False: no semantic service (keyword/exact arms only)
+    limit_queries: int | None = None
+    workers: int | None = None
+    out: Path | None = None
+    rebuild: bool = False
+    write: bool = True
+
+
+def _uses_semantic(specs: Sequence[RunSpec]) -> bool:
+    return any(s.mode in ("auto", "semantic") for s in specs)
+
+
+def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfig, dict[str, Any]]:
+    from eval.index import build_index, ensure_passage_vectors, query_vectors
+
+    info: dict[str, Any] = {}
+    if opts.db is not None:
+        db_path = Path(opts.db)
+        info["index"] = {"path": str(db_path), "built": False, "source": "user database"}
+    else:
+        status("index")
+        built = build_index(es, rebuild=opts.rebuild)
+        db_path = built.path
+        info["index"] = {"path": str(built.path), "built": built.built, "records": built.records,
+                         "passages": built.passages, "duplicates_skipped": built.duplicates,
+                         "seconds": built.seconds}
+    model_id, qvecs = None, None
+    if opts.semantic and _uses_semantic(opts.specs):
+        if opts.db is None:
+            status("passage vectors")
+            info["vectors"] = ensure_passage_vectors(db_path, es.name, opts.model_id)
+        status("query vectors")
+        model_id, qvecs = query_vectors(es, opts.model_id)
+    info["model_id"] = model_id
+    return ReplayConfig(db_path=db_path, unit_keys=None, es=es, model_id=model_id, query_vecs=qvecs), info
+
+
+def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """Per-query metrics (unit rankings de-duplicated) and the run's aggregate."""
+    ranked: dict[str, list[str]] = {}
+    for r in out.results:
+        lst = ranked.setdefault(r["qid"], [])
+        if r["doc_id"] not in lst:
+            lst.append(r["doc_id"])
+    perq = M.per_query(es.qrels, ranked)
+    answerable = {q.qid: q.answerable for q in es.queries}
+    abstained = {q["qid"]: q["abstained"] for q in out.queries}
+    cats = {q.qid: q.category for q in es.queries}
+    agg = M.aggregate(perq, answerable, abstained, cats)
+    # Annotate the rows (the Parquet tables carry per-query metrics and labels).
+    for q in out.queries:
+        rel = es.qrels.get(q["qid"], {})
+        q["n_relevant"] = len(rel)
+        first = next((i + 1 for i, d in enumerate(ranked.get(q["qid"], [])) if d in rel), None)
+        q["first_relevant_rank"] = first
+        q.update(perq.get(q["qid"], dict.fromkeys(M.MEASURES)))
+    for r in out.results:
+        r["relevant"] = int(es.qrels.get(r["qid"], {}).get(r["doc_id"], 0))
+    agg["degraded_queries"] = sum(1 for q in out.queries if q["degraded"])
+    return perq, agg
+
+
+def run_eval(opts: EvalOptions, *, status: Status | None = None,
+             tick_factory: Callable[[int], Callable[[int], None]] | None = None) -> dict[str, Any]:
+    status = status or (lambda s: None)
+    es = load_eval_set(opts.dataset, opts.split, limit=opts.limit_queries)
+    started = datetime.now(UTC)
+    cfg, info = prepare(opts, es, status)
+    status("replay")
+    tick = tick_factory(len(es.queries) * len(opts.specs)) if tick_factory else None
+    outs, stats = replay(cfg, opts.specs, workers=opts.workers, tick=tick)
+    finished = datetime.now(UTC)
+    version = code_version()
+    stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
+    batch_id = f"{stamp}-{es.name}-{es.split}"
+    out_dir = runs_root(opts.out)
+    runs = []
+    for out in outs:
+        _, agg = score_run(es, out)
+        profile = out.spec.load()
+        run_id = f"{batch_id}-{profile.name}-{out.spec.key}"
+        busy = out.busy_s
+        run_row: dict[str, Any] = {
+            "run_id": run_id, "batch_id": batch_id, "profile": profile.name, "label": out.spec.label,
+            "profile_source": profile.source, "mode": out.spec.mode,
+            "overrides": {k: v for k, v in out.spec.overrides},
+            "dataset": es.name, "split": es.split, "dataset_hash": es.dataset_hash, "corpus_hash": es.corpus_hash,
+            "model_id": cfg.model_id, **version,
+            "started_at": started.isoformat(timespec="seconds"), "finished_at": finished.isoformat(timespec="seconds"),
+            "n_queries": len(es.queries), "busy_seconds": round(busy, 3),
+            "qps_per_worker": round(len(es.queries) / busy, 1) if busy > 0 else None,
+            "batch_qps": stats.qps, "workers": stats.workers,
+        }
+        for k, v in profile.flat().items():
+            if k != "name":
+                run_row[k] = v
+        flat_agg = {k: v for k, v in agg.items() if k != "by_category"}
+        run_row.update(flat_agg)
+        if "by_category" in agg:
+            run_row["by_category"] = agg["by_category"]
+        folder = None
+        if opts.write:
+            for q in out.queries:
+                q["run_id"] = run_id
+            for r in out.results:
+                r["run_id"] = run_id
+            folder = write_run(out_dir, run_row, out.queries, out.results)
+        runs.append({"run_id": run_id, "profile": profile.name, "label": out.spec.label, "mode": out.spec.mode,
+                     "overrides": run_row["overrides"], "metrics": flat_agg,
+                     "by_category": agg.get("by_category"), "path": str(folder) if folder else None})
+    return {
+        "batch_id": batch_id, "dataset": es.name, "split": es.split, "source": es.source,
+        "queries": len(es.queries), "judged": len(es.qrels), "dataset_hash": es.dataset_hash,
+        "notes": dict(es.notes), **info, **version,
+        "replay": {"searches": stats.queries, "seconds": stats.seconds, "qps": stats.qps,
+                   "workers": stats.workers, "warmup_seconds": stats.warmup_s},
+        "out_dir": str(out_dir), "runs": runs,
+    }

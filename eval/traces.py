@@ -1,0 +1,161 @@
+"""Replay traces as Parquet: one folder per run, three tables (schema: docs/eval.md).
+
+    <runs dir>/<run_id>/runs.parquet      one row: the run, its constants, aggregate metrics
+    <runs dir>/<run_id>/queries.parquet   one row per query: trace + per-query metrics
+    <runs dir>/<run_id>/results.parquet   one row per (query, result): the why columns
+
+``runs.parquet`` has one column per profile constant, named by its dotted key
+(``fusion.k``, ``weights.semantic``...) as ``Profile.flat()`` gives it; the other two tables
+have fixed schemas (below), so any set of runs can be read together with DuckDB
+(``read_parquet([...], union_by_name = true)``) or Polars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from memo.errors import DatasetError
+from memo.retrieve.arms.base import ARM_NAMES
+
+METRIC_COLUMNS: tuple[str, ...] = ("ndcg_10", "recall_10", "recall_100", "rr_10")
+
+_ARM_QUERY_FIELDS = [f for arm in ARM_NAMES for f in (
+    pa.field(f"{arm}_ran", pa.bool_()), pa.field(f"{arm}_candidates", pa.int32()),
+    pa.field(f"{arm}_latency_ms", pa.float64()))]
+
+QUERIES_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("qid", pa.string(), nullable=False),
+    pa.field("query", pa.string()),
+    pa.field("category", pa.string()),
+    pa.field("answerable", pa.bool_()),
+    pa.field("namespace", pa.string()),
+    pa.field("n_results", pa.int32()),
+    pa.field("abstained", pa.bool_()),
+    pa.field("reason", pa.string()),
+    pa.field("degraded", pa.bool_()),
+    pa.field("degraded_reason", pa.string()),
+    pa.field("cutoff_kind", pa.string()),
+    pa.field("truncated", pa.int32()),
+    pa.field("candidates", pa.int32()),          # distinct fused candidates over all arms
+    pa.field("latency_ms", pa.float64()),        # the pipeline's own trace.latency_ms
+    pa.field("wall_ms", pa.float64()),           # measured around search() by the replay
+    *_ARM_QUERY_FIELDS,
+    pa.field("stage_ms", pa.string()),           # JSON {stage: ms}
+    pa.field("n_relevant", pa.int32()),
+    pa.field("first_relevant_rank", pa.int32()),  # in the de-duplicated unit ranking
+    *[pa.field(m, pa.float64()) for m in METRIC_COLUMNS],
+])
+
+_ARM_RESULT_FIELDS = [f for arm in ARM_NAMES for f in (
+    pa.field(f"{arm}_rank", pa.int32()), pa.field(f"{arm}_raw", pa.float64()),
+    pa.field(f"{arm}_contribution", pa.float64()))]
+
+RESULTS_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("qid", pa.string(), nullable=False),
+    pa.field("rank", pa.int32(), nullable=False),  # 1-based position in memo's response
+    pa.field("passage_id", pa.string()),
+    pa.field("pk", pa.int64()),
+    pa.field("record_id", pa.string()),
+    pa.field("doc_id", pa.string()),             # the key qrels use (BEIR doc id, ns#turn id...)
+    pa.field("namespace", pa.string()),
+    pa.field("kind", pa.string()),
+    pa.field("score", pa.float64()),
+    pa.field("fused", pa.float64()),
+    pa.field("recency", pa.float64()),           # recency factor
+    pa.field("final", pa.float64()),
+    pa.field("relevance", pa.float64()),         # best raw cosine (None: no semantic evidence)
+    pa.field("band", pa.string()),
+    pa.field("tokens", pa.int32()),
+    *_ARM_RESULT_FIELDS,
+    pa.field("relevant", pa.int32()),            # qrels grade of doc_id (0 = not relevant)
+])
+
+
+def runs_root(path: str | Path | None = None) -> Path:
+    if path:
+        return Path(path).expanduser()
+    env = os.environ.get("MEMO_EVAL_RUNS")
+    return Path(env).expanduser() if env else Path.cwd() / "runs"
+
+
+def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
+    return pa.Table.from_pydict(cols, schema=schema)
+
+
+def _runs_table(run: Mapping[str, Any]) -> pa.Table:
+    row = {k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list | tuple) else v) for k, v in run.items()}
+    return pa.Table.from_pylist([row])
+
+
+def write_run(out_dir: Path, run: Mapping[str, Any], queries: Sequence[Mapping[str, Any]],
+              results: Sequence[Mapping[str, Any]]) -> Path:
+    """Write one run's three tables into ``out_dir/<run_id>/`` (atomically per file)."""
+    folder = out_dir / str(run["run_id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, table in (("queries", _table(queries, QUERIES_SCHEMA)),
+                        ("results", _table(results, RESULTS_SCHEMA)),
+                        ("runs", _runs_table(run))):
+        tmp = folder / f".{name}.parquet.tmp"
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, folder / f"{name}.parquet")
+    return folder
+
+
+def resolve_runs(refs: Iterable[str], root: str | Path | None = None) -> list[Path]:
+    """Run folders from references: a folder path, a run id under the runs dir, a unique
+    run-id prefix, or a batch folder (every run inside)."""
+    base = runs_root(root)
+    out: list[Path] = []
+    for ref in refs:
+        p = Path(ref).expanduser()
+        cands = [p, base / ref]
+        hit = next((c for c in cands if (c / "runs.parquet").is_file()), None)
+        if hit is not None:
+            out.append(hit)
+            continue
+        batch = next((c for c in cands if c.is_dir() and any(c.glob("*/runs.parquet"))), None)
+        if batch is not None:
+            out.extend(sorted(r.parent for r in batch.glob("*/runs.parquet")))
+            continue
+        matches = sorted(d.parent for d in base.glob(f"{ref}*/runs.parquet")) if base.is_dir() else []
+        if len(matches) == 1:
+            out.append(matches[0])
+        elif len(matches) > 1:
+            raise DatasetError(f"run reference {ref!r} is ambiguous ({len(matches)} runs)",
+                               hint="give more of the run id")
+        else:
+            raise DatasetError(f"no run {ref!r} (looked in {base})", hint="`memo eval run` prints run ids")
+    return out
+
+
+def _files(runs: Sequence[Path], table: str) -> list[str]:
+    return [str(r / f"{table}.parquet") for r in runs]
+
+
+def duck(runs: Sequence[Path]):
+    """A DuckDB connection with views ``runs``, ``queries`` and ``results`` over the runs."""
+    import duckdb
+
+    con = duckdb.connect()
+    for table in ("runs", "queries", "results"):
+        files = _files(runs, table)
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files!r}, union_by_name = true)")
+    return con
+
+
+def read_table(runs: Sequence[Path], table: str):
+    """A Polars DataFrame of one table over the runs (diagonal concat: run tables differ)."""
+    import polars as pl
+
+    frames = [pl.read_parquet(f) for f in _files(runs, table)]
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
