@@ -1,0 +1,159 @@
+"""The whole pipeline: explain numbers, abstention, bands, trace, degraded mode, errors."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FakeSemantic, add, pk_of
+
+from memo import metrics
+from memo.errors import QuerySyntaxError, ValidationError
+from memo.profile import load_profile
+from memo.retrieve import SearchRequest, search
+from memo.retrieve.arms import ARMS
+from memo.retrieve.pipeline import NOT_FOUND_HINT
+
+NOW = "2024-07-01T00:00:00Z"
+
+
+@pytest.fixture
+def corpus(conn):
+    r = {
+        "pool": add(conn, "How to clean a swimming pool filter", kind="doc", source="wiki", author="ann",
+                    import_path="docs/pool.md"),
+        "note": add(conn, "Pool party on Saturday, bring towels", kind="note", event_at="2024-04-02T00:00:00Z"),
+        "chat": add(conn, "We talked about filter cartridges for the pool pump", kind="conversation",
+                    event_at="2024-06-01"),
+        "cake": add(conn, "Chocolate cake needs cocoa and butter", kind="note", event_at="2024-06-30"),
+    }
+    return {k: pk_of(conn, v) for k, v in r.items()}
+
+
+def test_explain_contributions_reproduce_the_final_score_exactly(conn, corpus):
+    svc = FakeSemantic({corpus["pool"]: 0.7, corpus["chat"]: 0.55, corpus["note"]: 0.4, corpus["cake"]: 0.1})
+    resp = search(conn, SearchRequest("pool filter", response_format="explain", now=NOW),
+                  load_profile("rrf").with_overrides({"cutoff.gap": 1.0}), {"semantic": svc})
+    assert resp.results
+    for res in resp.results:
+        w = res.why
+        total = 0.0
+        for arm in w.arms.values():
+            total += arm.contribution
+        assert total == w.fused
+        assert w.fused * w.recency_factor == w.final == res.score
+        assert sum(a.contribution for a in w.arms.values()) * w.recency_factor == res.score
+    top = resp.results[0]
+    assert top.pk == corpus["pool"]
+    assert list(top.why.arms) == ["semantic", "keyword"]
+    assert top.why.arms["semantic"].rank == 1 and top.why.arms["semantic"].raw == 0.7
+    assert top.why.arms["semantic"].contribution == 0.5 / 61
+    assert top.why.provenance == {"source": "wiki", "author": "ann", "import_path": "docs/pool.md",
+                                  "recorded_at": top.why.provenance["recorded_at"],
+                                  "content_hash": top.why.provenance["content_hash"]}
+    assert top.relevance == 0.7 and top.band == "strong" and top.why.band == "strong"
+    chat = next(r for r in resp.results if r.pk == corpus["chat"])
+    assert chat.band == "moderate"
+    assert chat.why.freshness["age_days"] == 30.0 and chat.why.freshness["event_at"] == "2024-06-01"
+    assert chat.why.recency_factor == 0.8 + (1 - 0.8) * 0.5 ** (30 / 90)
+
+
+def test_compact_results_carry_no_why(conn, corpus):
+    resp = search(conn, SearchRequest("pool", mode="keyword"), "rrf")
+    assert resp.results and all(r.why is None for r in resp.results)
+    assert all(r.relevance is None and r.band is None for r in resp.results)
+
+
+def test_abstention_and_not_in_knowledge_base(conn, corpus):
+    svc = FakeSemantic({corpus["pool"]: 0.25, corpus["cake"]: 0.2})  # all below floor 0.30
+    resp = search(conn, SearchRequest("quantum chromodynamics"), "rrf", {"semantic": svc})
+    assert resp.results == () and resp.abstained
+    assert "semantic_floor" in resp.reason and resp.hint == NOT_FOUND_HINT
+    drop = next(d for d in resp.trace.drops if d.stage == "abstention")
+    assert drop.count == 2 and set(drop.passage_pks) == {corpus["pool"], corpus["cake"]}
+
+
+def test_weak_semantic_vote_survives_with_keyword_evidence(conn, corpus):
+    svc = FakeSemantic({corpus["cake"]: 0.2, corpus["pool"]: 0.1})
+    resp = search(conn, SearchRequest("chocolate"), "rrf", {"semantic": svc})
+    assert [r.pk for r in resp.results] == [corpus["cake"]]
+    assert resp.results[0].band == "below" and resp.results[0].relevance == 0.2
+
+
+def test_trace_reports_arms_counts_budget_and_cutoff(conn, corpus):
+    resp = search(conn, SearchRequest("pool", mode="keyword", max_tokens=1000), "rrf")
+    tr = resp.trace
+    assert [a.name for a in tr.arms] == [a.name for a in ARMS]
+    kw = next(a for a in tr.arms if a.name == "keyword")
+    assert kw.ran and kw.candidates == 3 and kw.latency_ms >= 0
+    sem = next(a for a in tr.arms if a.name == "semantic")
+    assert not sem.ran and sem.reason == "mode keyword"
+    ex = next(a for a in tr.arms if a.name == "exact")
+    assert not ex.ran and ex.reason == "mode keyword"
+    assert tr.filter == {"in_scope": 4, "total": 4, "out_of_scope": 0}
+    assert tr.candidates == 3 and tr.cutoff_kind in ("none", "gap", "min_results")
+    assert tr.budget["max"] == 1000 and tr.budget["used"] == sum(r.tokens for r in resp.results)
+    assert tr.degraded == {"flag": False, "reason": None}
+
+
+def test_degraded_when_the_model_is_missing(conn, corpus):
+    before = metrics.SEARCH_DEGRADED.labels(reason="arm_unavailable")._value.get()
+    resp = search(conn, SearchRequest("pool"), "rrf", {"semantic": FakeSemantic({}, available=False)})
+    assert resp.results  # keyword still answers
+    assert resp.trace.degraded["flag"] and "fake model missing" in resp.trace.degraded["reason"]
+    assert metrics.SEARCH_DEGRADED.labels(reason="arm_unavailable")._value.get() == before + 1
+    resp = search(conn, SearchRequest("pool", mode="keyword"), "rrf", {})
+    assert not resp.trace.degraded["flag"]   # semantic deliberately off: not degraded
+
+
+def test_exact_arm_routing(conn):
+    rid = add(conn, "The server returned ERR_CONN_RESET after the upgrade to net/http 1.22", kind="doc")
+    add(conn, "The connection was reset by the peer", kind="doc")
+    resp = search(conn, SearchRequest("ERR_CONN_RESET"), "rrf", {})
+    ex = next(a for a in resp.trace.arms if a.name == "exact")
+    assert ex.ran and ex.reason == "query looks like an identifier" and ex.candidates == 1
+    assert resp.results[0].record_id == rid
+    plain = search(conn, SearchRequest("connection reset"), "rrf", {})
+    assert next(a for a in plain.trace.arms if a.name == "exact").reason == "query names no identifier"
+    exact = search(conn, SearchRequest("net/http", mode="exact"), "rrf", {})
+    assert exact.results[0].record_id == rid
+
+
+def test_cutoff_limit_and_budget_drops_are_recorded(conn):
+    for i in range(30):
+        add(conn, f"lighthouse keeper log entry {i} " + "word " * (i % 5), kind="doc")
+    prof = load_profile("rrf").with_overrides({"cutoff.gap": 1.0})
+    resp = search(conn, SearchRequest("lighthouse keeper", mode="keyword", limit=12, max_tokens=60), prof)
+    stages = {d.stage: d for d in resp.trace.drops}
+    assert stages["limit"].count == 18
+    assert resp.trace.budget["used"] <= 60
+    assert resp.truncated == stages["limit"].count + stages["budget"].count
+    assert len(resp.results) == 12 - stages["budget"].count
+    assert resp.narrow_hint is None or resp.narrow_hint["would_drop"] > 0
+
+
+@pytest.mark.parametrize("req", [SearchRequest("x", limit=0), SearchRequest("x", limit=101),
+                                 SearchRequest("x", max_tokens=0), SearchRequest("x", mode="fuzzy"),
+                                 SearchRequest("x", response_format="xml"), SearchRequest("x", now="later")])
+def test_bad_requests_are_validation_errors(conn, req):
+    with pytest.raises(ValidationError):
+        search(conn, req, "rrf", {})
+
+
+@pytest.mark.parametrize("query", ["", "   ", "???", "*:^-"])
+def test_queries_without_words_raise_query_syntax_error(conn, query):
+    add(conn, "something")
+    with pytest.raises(QuerySyntaxError):
+        search(conn, SearchRequest(query, mode="keyword"), "rrf", {})
+
+
+def test_wordless_query_still_runs_the_semantic_arm(conn):
+    rid = add(conn, "question marks everywhere")
+    svc = FakeSemantic({pk_of(conn, rid): 0.9})
+    resp = search(conn, SearchRequest("???"), "rrf", {"semantic": svc})
+    assert [r.record_id for r in resp.results] == [rid]
+    kw = next(a for a in resp.trace.arms if a.name == "keyword")
+    assert not kw.ran and "no words" in kw.reason
+
+
+def test_empty_database_answers_not_found(conn):
+    resp = search(conn, SearchRequest("anything", mode="keyword"), "rrf")
+    assert resp.abstained and resp.reason == "no passage is in scope" and resp.results == ()

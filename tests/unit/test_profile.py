@@ -1,0 +1,104 @@
+"""Profiles: loading, validation (file + key named), overrides, flat(), diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memo.errors import ProfileError
+from memo.profile import Profile, diff_profiles, load_profile, profile_names
+
+REPO_PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+
+
+def test_shipped_profiles_load_with_the_seed_constants():
+    assert {"rrf", "minmax"} <= set(profile_names())
+    p = load_profile("rrf")
+    assert isinstance(p, Profile) and p.name == "rrf" and p.fusion.method == "rrf"
+    assert p.retrieve.fetch_depth == 100 and p.fusion.k == 60
+    assert dict(p.weights) == {"semantic": 0.5, "keyword": 0.5, "exact": 0.3, "fact": 0.4, "entity": 0.4,
+                               "graph": 0.5}
+    assert (p.recency.floor, p.recency.half_life_days, p.recency.aging_kinds) == (0.8, 90.0, ("note", "conversation"))
+    assert (p.cutoff.min_results, p.cutoff.gap) == (3, 0.5)
+    assert (p.limit.default, p.limit.max) == (10, 100)
+    g = p.models["granite-embedding-small-english-r2"]
+    assert (g.semantic_floor, g.weak, g.moderate, g.strong) == (0.72, 0.72, 0.80, 0.88)
+    m = p.models["all-minilm-l6-v2-int8"]
+    assert (m.semantic_floor, m.weak, m.moderate, m.strong) == (0.30, 0.35, 0.50, 0.65)
+    assert load_profile("minmax").fusion.method == "minmax"
+    assert load_profile(REPO_PROFILES / "rrf.toml") == p
+
+
+def test_bands():
+    m = load_profile("rrf").models["granite-embedding-small-english-r2"]
+    assert [m.band(x) for x in (0.9, 0.88, 0.85, 0.75, 0.6, None)] == \
+        ["strong", "strong", "moderate", "weak", "below", None]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "custom.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+BASE = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s.replace("k = 60", "k = 60\nkk = 1"), "fusion.kk"),
+    (lambda s: s + "\n[extra]\nx = 1\n", "extra"),
+    (lambda s: s.replace("k = 60", "k = 0"), "fusion.k"),
+    (lambda s: s.replace("k = 60", 'k = "sixty"'), "fusion.k"),
+    (lambda s: s.replace('method = "rrf"', 'method = "borda"'), "fusion.method"),
+    (lambda s: s.replace("gap = 0.5", "gap = 0.0"), "cutoff.gap"),
+    (lambda s: s.replace("floor = 0.8", "floor = 1.5"), "recency.floor"),
+    (lambda s: s.replace('aging_kinds = ["note", "conversation"]', 'aging_kinds = ["blog"]'), "recency.aging_kinds"),
+    (lambda s: s.replace("graph = 0.5", "graph = 0.5\nrerank = 1.0"), "weights.rerank"),
+    (lambda s: s.replace("graph = 0.5", ""), "weights.graph"),
+    (lambda s: s.replace("max_tokens = 4000", ""), "budget.max_tokens"),
+    (lambda s: s.replace("strong = 0.88", "strong = 0.70"), "models.granite-embedding-small-english-r2"),
+    (lambda s: s.replace("strong = 0.88", "strong = 0.88\nstrongest = 0.9"), "models.granite-embedding-small-english-r2.strongest"),
+    (lambda s: s.replace("default = 10", "default = 500"), "limit.default"),
+])
+def test_bad_files_name_the_file_and_the_key(tmp_path, edit, key):
+    path = _write(tmp_path, edit(BASE))
+    with pytest.raises(ProfileError) as err:
+        load_profile(str(path))
+    assert str(path.resolve()) in str(err.value) and f"'{key}" in str(err.value)
+
+
+def test_invalid_toml_and_missing_profiles(tmp_path):
+    with pytest.raises(ProfileError, match="not valid TOML"):
+        load_profile(str(_write(tmp_path, "[fusion\n")))
+    with pytest.raises(ProfileError, match="no profile named"):
+        load_profile("nope")
+    with pytest.raises(ProfileError):
+        load_profile("../etc/passwd")
+
+
+def test_with_overrides_validates_and_returns_a_new_profile():
+    p = load_profile("rrf")
+    q = p.with_overrides({"fusion.k": 20, "weights.semantic": 0.3, "recency.aging_kinds": "note",
+                          "models.all-minilm-l6-v2-int8.strong": 0.7, "models.new-model.semantic_floor": 0.1,
+                          "models.new-model.weak": 0.2, "models.new-model.moderate": 0.3,
+                          "models.new-model.strong": 0.4})
+    assert q.fusion.k == 20 and q.weights["semantic"] == 0.3 and q.recency.aging_kinds == ("note",)
+    assert q.models["new-model"].strong == 0.4 and p.fusion.k == 60
+    for bad in ({"fusion.kk": 1}, {"fusion.k": -1}, {"weights.bogus": 1.0}, {"nosection": 1},
+                {"models.new-model.weak": 0.1}):
+        with pytest.raises(ProfileError):
+            p.with_overrides(bad)
+
+
+def test_flat_and_diff():
+    a, b = load_profile("rrf"), load_profile("minmax")
+    flat = a.flat()
+    assert flat["fusion.k"] == 60 and flat["weights.exact"] == 0.3
+    assert flat["recency.aging_kinds"] == "note,conversation"
+    assert flat["models.granite-embedding-small-english-r2.strong"] == 0.88
+    assert all(isinstance(v, str | int | float) for v in flat.values())
+    assert diff_profiles(a, b) == {"name": ("rrf", "minmax"), "fusion.method": ("rrf", "minmax")}
+    # flat() round-trips through with_overrides
+    again = a.with_overrides({k: v for k, v in flat.items() if k != "name"})
+    assert again.flat() == flat
