@@ -9,6 +9,7 @@ from datetime import datetime
 from memo.errors import ValidationError
 from memo.ingest.split import split_record
 from memo.ops.after_commit import after_commit
+from memo.ops.guard import store_errors
 from memo.ops.reports import AddReport
 from memo.store.connect import write_tx
 from memo.store.records import (
@@ -74,6 +75,7 @@ def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: st
     return when
 
 
+@store_errors("add_record")
 def add_record(conn: sqlite3.Connection, draft: RecordDraft) -> AddReport:
     """Add one record (``memo add``).  Adding the same text twice stores it once."""
     passages = prepare(draft)

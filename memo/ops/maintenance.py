@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from memo.errors import StoreCorrupt, StoreError, ValidationError
+from memo.ops.guard import store_errors
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, write_tx
 from memo.store.derived import rebuild_derived
@@ -22,6 +23,7 @@ def _db_file(conn: sqlite3.Connection) -> str:
     return row["file"] or ":memory:"
 
 
+@store_errors("stats")
 def stats(conn: sqlite3.Connection) -> StatsReport:
     path = _db_file(conn)
     one = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
@@ -51,6 +53,7 @@ def stats(conn: sqlite3.Connection) -> StatsReport:
         vectors=vectors, pending_vectors=pending)
 
 
+@store_errors("reindex")
 def reindex(conn: sqlite3.Connection) -> ReindexReport:
     """Rebuild the keyword and exact indexes from ``passages`` in one write transaction."""
     started = time.monotonic()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from memo.errors import ConfirmationRequired, NotFound, ValidationError
 from memo.ops.add import mark_superseded, prepare
 from memo.ops.after_commit import after_commit
+from memo.ops.guard import store_errors
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
@@ -15,6 +16,7 @@ from memo.store.records import content_hash, find_live_duplicate, get_record, in
 from memo.types import KINDS, Record, RecordDraft
 
 
+@store_errors("get")
 def get(conn: sqlite3.Connection, record_id: str) -> Record:
     """A record with its passages (a passage id '<record>:<ord>' works too)."""
     return get_record(conn, record_id)
@@ -40,6 +42,7 @@ def _in(column: str, values: tuple[str, ...], where: list[str], params: list[obj
         params.extend(values)
 
 
+@store_errors("list_records")
 def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tuple[RecordSummary, ...]:
     """Newest first.  Live records only unless asked (superseded / forgotten)."""
     flt = flt or ListFilter()
@@ -80,6 +83,7 @@ def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tup
         author=r["author"], import_path=r["import_path"], passages=r["n_passages"]) for r in rows)
 
 
+@store_errors("supersede")
 def supersede(conn: sqlite3.Connection, old_id: str, body: str, **changes: object) -> SupersedeReport:
     """Write a new version of ``old_id``.  Fields not given are copied from the old
     version; the old one keeps its rows (for as_of queries) with superseded_at/by set."""
@@ -110,6 +114,7 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, **changes: objec
     return SupersedeReport(old_id=old.id, new_id=new_id, superseded_at=when, passages=len(passages))
 
 
+@store_errors("forget")
 def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
            confirm: bool = False) -> ForgetReport:
     """Soft delete: hidden from every search and from ``list`` (``purge`` removes the rows).
@@ -137,6 +142,7 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
     return ForgetReport(forgotten=tuple(done), already_forgotten=tuple(already), forgotten_at=when)
 
 
+@store_errors("purge")
 def purge(conn: sqlite3.Connection, *, confirm: bool = False) -> PurgeReport:
     """Delete forgotten records for good, with their passages, tags, vectors and index
     rows.  More than one record needs ``confirm=True``."""

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memo.errors import StoreBusy, StoreError, ValidationError
+from memo.errors import StoreBusy, StoreCorrupt, StoreError, ValidationError
 
 BUSY_TIMEOUT_MS = 10_000
 _SYNC_MODES = {"FULL", "NORMAL"}
@@ -66,6 +66,8 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise StoreError(f"cannot enable WAL: {exc}") from exc
+        except sqlite3.DatabaseError as exc:  # "file is not a database": not SQLite, or damaged
+            raise StoreCorrupt(f"cannot open the database: {exc}") from exc
         if time.monotonic() > deadline:
             raise StoreBusy("could not switch the database to WAL mode: still locked")
         time.sleep(0.02)

@@ -140,3 +140,10 @@ def test_real_subprocess(tmp_path):
     bad = subprocess.run([*cmd, "forget", rid, "other", "--json"], env=env, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 4 and json.loads(bad.stdout)["error"] == "ConfirmationRequired"
+
+
+def test_not_a_database_is_one_line_exit_6(tmp_path):
+    bad = tmp_path / "garbage.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    r = run("stats", "--db", str(bad), code=6)
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1

@@ -77,7 +77,7 @@ def test_failure_in_add_and_supersede_rolls_back(fresh_db, monkeypatch):
         raise sqlite3.OperationalError("injected")
 
     monkeypatch.setattr("memo.ops.records.mark_superseded", boom)
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(StoreError, match="injected"):
         ops.supersede(fresh_db, rid, "new text")
     assert _counts(fresh_db) == before
     assert ops.get(fresh_db, rid).superseded_at is None
