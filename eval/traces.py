@@ -130,6 +130,8 @@ def resolve_runs(refs: Iterable[str], root: str | Path | None = None) -> list[Pa
         matches = sorted(d.parent for d in base.glob(f"{ref}*/runs.parquet")) if base.is_dir() else []
         if len(matches) == 1:
             out.append(matches[0])
+        elif matches and all(m.name.startswith(f"{ref}-") for m in matches):
+            out.extend(matches)        # a batch id: every run of that batch
         elif len(matches) > 1:
             raise DatasetError(f"run reference {ref!r} is ambiguous ({len(matches)} runs)",
                                hint="give more of the run id")

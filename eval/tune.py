@@ -36,6 +36,7 @@ class TuneOptions:
     dataset: str = "scifact"
     profiles: Sequence[str] = ("rrf", "minmax")
     sets: Sequence[str] = ()               # empty: DEFAULT_SPACE per profile
+    mode: str = "auto"                     # search mode of every point (keyword: no model needed)
     metric: str = "ndcg_10"
     tune_split: str = "train"
     test_split: str = "test"
@@ -52,7 +53,7 @@ def search_space(opts: TuneOptions) -> list[RunSpec]:
     specs: list[RunSpec] = []
     for prof in opts.profiles:
         sets = list(opts.sets) if opts.sets else DEFAULT_SPACE.get(prof, [])
-        specs.extend(expand([prof], sets))
+        specs.extend(expand([prof], sets, mode=opts.mode))
     if opts.samples is not None and opts.samples < len(specs):
         specs = random.Random(opts.seed).sample(specs, opts.samples)
     if not specs:
@@ -108,15 +109,16 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
     status = status or (lambda s: None)
     specs = search_space(opts)
     status(f"tuning {len(specs)} points on {opts.dataset}/{opts.tune_split}")
-    train = run_eval(EvalOptions(dataset=opts.dataset, split=opts.tune_split, specs=specs,
+    semantic = opts.mode in ("auto", "semantic")
+    train = run_eval(EvalOptions(dataset=opts.dataset, split=opts.tune_split, specs=specs, semantic=semantic,
                                  limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
                      status=status, tick_factory=tick_factory)
     ranked = sorted(train["runs"], key=lambda r: -_metric(r, opts.metric))
     best_run = ranked[0]
     best = next(s for s in specs if s.label == best_run["label"])
     status(f"best on {opts.tune_split}: {best.label} {opts.metric}={_metric(best_run, opts.metric):.4f}")
-    bases = [RunSpec(p) for p in dict.fromkeys(opts.profiles)]
-    test = run_eval(EvalOptions(dataset=opts.dataset, split=opts.test_split, specs=[best, *bases],
+    bases = [RunSpec(p, mode=opts.mode) for p in dict.fromkeys(opts.profiles)]
+    test = run_eval(EvalOptions(dataset=opts.dataset, split=opts.test_split, specs=[best, *bases], semantic=semantic,
                                 limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
                     status=status, tick_factory=tick_factory)
     test_best, test_bases = test["runs"][0], test["runs"][1:]

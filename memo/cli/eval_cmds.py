@@ -191,6 +191,7 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
 @handle_errors
 def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetOpt = None,
          metric: Annotated[str, typer.Option("--metric", help="Metric to maximise on the tuning split.")] = "ndcg_10",
+         mode: Annotated[str, typer.Option("--mode", help="auto | keyword | exact | semantic.")] = "auto",
          samples: Annotated[int | None, typer.Option("--samples", help="Random search: this many points.")] = None,
          seed: Annotated[int, typer.Option("--seed", help="Seed of the random search.")] = 13,
          tune_split: Annotated[str, typer.Option("--tune-split", help="Split to tune on.")] = "train",
@@ -205,7 +206,7 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
     from eval.tune import tune as run_tune
 
     opts = TuneOptions(dataset=dataset, profiles=tuple(profile or ("rrf", "minmax")), sets=tuple(set_ or ()),
-                       metric=metric, tune_split=tune_split, test_split=test_split, samples=samples, seed=seed,
+                       mode=mode, metric=metric, tune_split=tune_split, test_split=test_split, samples=samples, seed=seed,
                        out_profile=out_profile, workers=workers, limit_queries=limit_queries, out=out)
     with _progress(not quiet) as (status, ticks):
         res = run_tune(opts, status=status, tick_factory=ticks)

@@ -1,0 +1,108 @@
+"""compare / report / tune / regress on the tiny synthetic set (keyword mode, no model)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from eval.compare import compare_runs, paired_tests
+from eval.grid import RunSpec, expand
+from eval.regress import load_checks, regress
+from eval.report import build_report
+from eval.run import EvalOptions, run_eval
+from eval.traces import resolve_runs
+from eval.tune import TuneOptions, profile_toml, tune
+from memo.profile import load_profile
+
+
+def test_paired_tests_by_hand():
+    a = [0.1, 0.2, 0.3, 0.4, 0.5]
+    b = [0.2, 0.2, 0.5, 0.3, 0.9]
+    r = paired_tests(a, b)
+    assert (r["wins"], r["losses"], r["ties"]) == (3, 1, 1)
+    assert r["delta"] == pytest.approx(0.12)
+    from scipy import stats
+    assert r["t_p"] == pytest.approx(stats.ttest_rel(b, a).pvalue)
+    same = paired_tests(a, a)
+    assert same["t_p"] == 1.0 and same["ties"] == 5
+
+
+@pytest.fixture
+def two_runs(tiny):
+    res = run_eval(EvalOptions(dataset=str(tiny), split="test", semantic=False, workers=1,
+                               specs=expand(["rrf"], ["cutoff.gap=0.05,1.0"], mode="keyword")))
+    return [resolve_runs([r["run_id"]])[0] for r in res["runs"]]
+
+
+def test_compare(two_runs):
+    res = compare_runs(two_runs[0], two_runs[1], metric="recall_100")
+    assert res["paired_queries"] == 4 and res["same_query_set"]
+    m = res["metrics"]["recall_100"]
+    assert m["wins"] + m["losses"] + m["ties"] == 4
+    # never cutting can only keep more relevant docs than cutting hard
+    assert m["mean_b"] >= m["mean_a"] and m["losses"] == 0
+    for mv in res["movers"]:
+        assert mv["delta"] != 0
+
+
+def test_report(two_runs, tmp_path):
+    res = build_report(two_runs, tmp_path / "rep")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Runs" in md and "## Metrics against constants" in md and "## Latency" in md
+    names = {p.rsplit("/", 1)[-1] for p in res["figures"]}
+    assert {"ndcg_10_vs_cutoff_gap.png", "arm_contribution.png", "latency.png"} <= names
+    assert all((tmp_path / "rep" / n).stat().st_size > 1000 for n in names)
+
+
+def test_profile_toml_round_trip(tmp_path):
+    prof = load_profile("rrf").with_overrides({"fusion.k": 17, "weights.semantic": 0.8})
+    p = tmp_path / "t.toml"
+    p.write_text(profile_toml(prof, ["provenance line"]))
+    assert p.read_text().startswith("# provenance line")
+    back = load_profile(str(p))
+    assert {k: v for k, v in back.flat().items() if k != "name"} == \
+        {k: v for k, v in prof.flat().items() if k != "name"}
+
+
+def test_tune_keyword(tiny, tmp_path):
+    out = tmp_path / "profiles" / "tuned-tiny.toml"
+    res = tune(TuneOptions(dataset=str(tiny), profiles=("rrf",), sets=("cutoff.gap=0.05,0.5,1.0",),
+                           mode="keyword", metric="recall_100", out_profile=out, workers=1))
+    assert res["points"] == 3 and res["tune_split"] == "train"
+    text = out.read_text()
+    assert "Tuned on: tiny split train (5 queries)" in text and "Search space" in text
+    assert load_profile(str(out)).cutoff.gap in (0.05, 0.5, 1.0)
+    assert set(res["test"]["baselines"]) == {"rrf[keyword]"}
+
+
+def test_regress_pass_and_fail(tiny, tmp_path):
+    good = tmp_path / "good.toml"
+    good.write_text(f"""
+[[check]]
+name = "tiny-keyword"
+dataset = "{tiny}"
+profile = "rrf"
+mode = "keyword"
+fast = true
+[check.metrics]
+recall_100 = {{ expected = 0.5, tolerance = 0.01 }}
+ndcg_10 = {{ expected = 0.0, tolerance = 0.0 }}
+""")
+    res = regress(fast=True, files=[good], workers=1)
+    assert res["passed"] and {c["status"] for c in res["checks"]} == {"improved"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(good.read_text().replace("expected = 0.5", "expected = 1.5"))
+    res = regress(fast=True, files=[bad], workers=1)
+    assert not res["passed"] and res["failures"] == 1
+
+
+def test_committed_expected_files_parse():
+    checks = load_checks()
+    assert any(c.fast for c in checks) and any(not c.fast for c in checks)
+    for c in checks:
+        c.spec.load()
+        assert c.metrics
+    for f in load_checks.__globals__["EXPECTED_DIR"].glob("*.toml"):
+        tomllib.loads(f.read_text())
+    assert RunSpec("rrf")
