@@ -4,6 +4,7 @@
     python _worker.py writer   DB OUT SECONDS NAME
     python _worker.py importer DB OUT SECONDS NAME WORKDIR
     python _worker.py reader   DB OUT SECONDS NAME
+    python _worker.py killee   DB WORKDIR
 
 Writers append one acknowledged record id per line to OUT only after the commit returned;
 every exception is written to OUT.err.  The last line of OUT.stats is a JSON summary.
@@ -12,6 +13,7 @@ every exception is written to OUT.err.  The last line of OUT.stats is a JSON sum
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -107,10 +109,30 @@ class Reader(Writer):
         return []
 
 
+def killee(db: str, workdir: str) -> None:
+    """Import 10-record JSONL files in batches of 5 until killed; print each file's ids
+    (one line, space-separated) only after the import returned."""
+    from memo.ops import import_path
+    from memo.ops.importer import ImportOptions
+    from memo.store.db import open_db
+    conn = open_db(db)
+    i = 0
+    while True:
+        f = Path(workdir) / f"k{os.getpid()}-{i}.jsonl"
+        f.write_text("".join(json.dumps({"text": f"kill {f.name} {k} {uuid.uuid4().hex}"}) + "\n"
+                             for k in range(10)))
+        rep = import_path(conn, f, ImportOptions(namespace="kill", batch_size=5))
+        print(" ".join(rep.record_ids), flush=True)
+        i += 1
+
+
 def main(argv: list[str]) -> None:
     role = argv[1]
     if role == "coldopen":
         coldopen(argv[2], argv[3])
+        return
+    if role == "killee":
+        killee(argv[2], argv[3])
         return
     db, out, seconds, name = argv[2], argv[3], float(argv[4]), argv[5]
     step = {"writer": lambda: Writer(name), "reader": lambda: Reader(name),
