@@ -1,0 +1,117 @@
+"""`memo eval ...` end to end through the CLI, on the tiny synthetic set.
+
+The auto-mode run uses the real ONNX model (12 passages + 4 queries: a second or two)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from typer.testing import CliRunner
+
+from eval.synthetic import write_beir, write_user_queries
+from memo.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMO_EVAL_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("MEMO_EVAL_WORKERS", "2")
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return write_beir(tmp_path / "tiny")
+
+
+def _json(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_run_json_is_one_document(tiny):
+    res = runner.invoke(app, ["eval", "run", "-d", str(tiny), "-p", "rrf", "-p", "minmax",
+                              "--set", "fusion.k=20,60", "--quiet", "--json"])
+    doc = _json(res)
+    assert len(doc["runs"]) == 4 and doc["model_id"] == "all-minilm-l6-v2-int8"
+    assert doc["vectors"]["vectors"] == 12
+    assert doc["replay"]["qps"] > 0 and doc["replay"]["searches"] == 16
+    for run in doc["runs"]:
+        assert 0.0 <= run["metrics"]["ndcg_10"] <= 1.0
+        assert run["metrics"]["degraded_queries"] == 0      # the semantic arm really ran
+    assert doc["runs"][0]["metrics"]["recall_100"] > 0.5
+    # Second run: the index and the vectors come from the cache.
+    again = _json(runner.invoke(app, ["eval", "run", "-d", str(tiny), "--quiet", "--json"]))
+    assert again["index"]["built"] is False and again["vectors"]["source"] == "index"
+
+
+def test_run_compare_report_human(tiny, tmp_path):
+    res = runner.invoke(app, ["eval", "run", "-d", str(tiny), "--mode", "keyword", "--set", "cutoff.gap=0.05,1.0",
+                              "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "queries/s" in res.stdout
+    runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    cmp_ = _json(runner.invoke(app, ["eval", "compare", runs[0], runs[1], "--json"]))
+    assert cmp_["paired_queries"] == 4 and "wilcoxon_p" in cmp_["metrics"]["ndcg_10"]
+    human = runner.invoke(app, ["eval", "compare", runs[0], runs[1]])
+    assert human.exit_code == 0 and "4 paired queries" in human.stdout
+    rep = _json(runner.invoke(app, ["eval", "report", *runs, "--out", str(tmp_path / "rep"), "--json"]))
+    assert (tmp_path / "rep" / "report.md").exists() and rep["runs"] == 2
+
+
+def test_user_queries_over_a_memo_db(tiny, tmp_path):
+    """A user's own labelled JSONL + their corpus imported with memo's normal import."""
+    db = tmp_path / "mine.db"
+    imp = runner.invoke(app, ["import", str(tiny / "corpus.jsonl"), "--format", "beir", "--db", str(db), "--json"])
+    assert imp.exit_code == 0, imp.output
+    queries = write_user_queries(tmp_path / "mine.jsonl")
+    doc = _json(runner.invoke(app, ["eval", "run", "-d", str(queries), "--db", str(db), "--mode", "keyword",
+                                    "--quiet", "--json"]))
+    run = doc["runs"][0]
+    assert doc["queries"] == 5 and run["metrics"]["n_unanswerable"] == 1
+    assert run["metrics"]["recall_100"] > 0.5
+
+
+def test_fetch_file_url(tmp_path):
+    src = write_beir(tmp_path / "src")
+    archive = tmp_path / "tiny.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for p in src.rglob("*"):
+            zf.write(p, f"tiny/{p.relative_to(src)}")
+    import hashlib
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    bad = runner.invoke(app, ["eval", "fetch", "tiny", "--url", archive.as_uri(), "--sha256", "1" * 64])
+    assert bad.exit_code == 8 and "sha256 mismatch" in bad.stderr
+    doc = _json(runner.invoke(app, ["eval", "fetch", "tiny", "--url", archive.as_uri(), "--sha256", sha, "--json"]))
+    assert doc["verified"] == ["download"]
+    # A fetched data set is found by name.
+    run = _json(runner.invoke(app, ["eval", "run", "-d", "tiny", "--mode", "keyword", "--quiet", "--json"]))
+    assert run["queries"] == 4
+
+
+def test_regress_exit_code(tiny, tmp_path):
+    exp = tmp_path / "exp.toml"
+    exp.write_text(f"""[[check]]
+name = "tiny"
+dataset = "{tiny}"
+mode = "keyword"
+fast = true
+[check.metrics]
+recall_100 = {{ expected = 2.0, tolerance = 0.01 }}
+""")
+    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet"])
+    assert res.exit_code == 1 and "FAIL" in res.stdout
+    exp.write_text(exp.read_text().replace("expected = 2.0", "expected = 0.5"))
+    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet", "--json"])
+    assert _json(res)["passed"] is True
+
+
+def test_bad_input_is_one_line_error(tiny):
+    res = runner.invoke(app, ["eval", "run", "-d", "no-such-set", "--quiet"])
+    assert res.exit_code == 8 and res.stderr.startswith("error: unknown data set")
+    res = runner.invoke(app, ["eval", "run", "-d", str(tiny), "--set", "fusion.kk=3", "--quiet"])
+    assert res.exit_code == 2 and "fusion.kk" in res.stderr
