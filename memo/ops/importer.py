@@ -11,6 +11,7 @@ are skipped).
 
 from __future__ import annotations
 
+import gzip
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -49,7 +50,7 @@ class ImportOptions:
 @dataclass(frozen=True, slots=True)
 class Progress:
     done: int
-    total: int | None                 # None when the source is a stream (JSONL, BEIR)
+    total: int | None                 # None when unknown in advance (LoCoMo sessions)
     current: str
 
 
@@ -95,6 +96,18 @@ def _adapter_items(drafts: Iterator[RecordDraft], rel: str, opts: ImportOptions)
         yield FileItem(d.ext_id or d.title or rel, draft=replace(d, **extra))  # type: ignore[arg-type]
 
 
+def _count_lines(path: Path) -> int | None:
+    """Non-blank lines, for the progress bar's total (a cheap pre-pass; gzip is read
+    through).  None when the file cannot be read: the import reports that itself."""
+    try:
+        with path.open("rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rb") if gz else path.open("rb")) as fh:
+            return sum(1 for line in fh if line.strip())
+    except (OSError, EOFError):
+        return None
+
+
 def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem], int | None]:
     template = _template(opts)
     if fmt == "files":
@@ -104,10 +117,11 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
     if fmt == "jsonl":
         if not real.is_file():
             raise ValidationError(f"--format jsonl needs a file, got a folder: {real}")
-        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), None
+        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real)
     if fmt == "beir":
         from memo.ingest import beir  # written by the eval helper
-        return _adapter_items(beir.iter_corpus(real, namespace=opts.namespace or "default"), real.name, opts), None
+        drafts = beir.iter_corpus(real, namespace=opts.namespace or "default")
+        return _adapter_items(drafts, real.name, opts), _count_lines(real)
     from memo.ingest import locomo  # written by the eval helper
     prefix = opts.namespace or "locomo"  # one namespace per conversation: '<prefix>/<sample_id>'
     return _adapter_items(locomo.iter_conversations(real, namespace_prefix=prefix), real.name, opts), None

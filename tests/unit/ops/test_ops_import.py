@@ -101,8 +101,10 @@ def test_oversize_rejected_rest_goes_on(fresh_db, tmp_path):
 def test_jsonl_import_and_update_by_id(fresh_db, tmp_path):
     f = tmp_path / "recs.jsonl"
     f.write_text('{"id": "a", "text": "alpha v1", "tags": ["x"], "kind": "doc"}\n'
-                 '{"text": "no id line"}\n{"text": 5}\n')
-    rep = ops.import_path(fresh_db, f)
+                 '{"text": "no id line"}\n\n{"text": 5}\n')
+    events = []
+    rep = ops.import_path(fresh_db, f, progress=events.append)
+    assert [(e.done, e.total) for e in events] == [(1, 3), (2, 3), (3, 3)]
     assert rep.format == "jsonl" and rep.added == 2 and rep.rejected[0].path == "recs.jsonl:3"
     f.write_text('{"id": "a", "text": "alpha v2", "kind": "doc"}\n{"text": "no id line"}\n')
     rep2 = ops.import_path(fresh_db, f)

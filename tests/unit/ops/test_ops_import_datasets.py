@@ -18,7 +18,10 @@ def test_beir_corpus_import_reimport_and_update(fresh_db, tmp_path):
     docs = [{"_id": "d1", "title": "Aspirin", "text": "Aspirin reduces fever.", "metadata": {}},
             {"_id": "d2", "title": "Statins", "text": "Statins lower cholesterol.", "metadata": {}}]
     _beir(corpus, docs)
-    rep = ops.import_path(fresh_db, corpus, ImportOptions(format="beir", namespace="sf", author="beir"))
+    events = []
+    rep = ops.import_path(fresh_db, corpus, ImportOptions(format="beir", namespace="sf", author="beir"),
+                          progress=events.append)
+    assert (events[-1].done, events[-1].total) == (2, 2)
     assert (rep.added, rep.format) == (2, "beir")
     recs = {r.import_path for r in ops.list_records(fresh_db)}
     assert recs == {"corpus.jsonl.gz"}
