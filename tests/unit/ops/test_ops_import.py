@@ -105,7 +105,7 @@ def test_jsonl_import_and_update_by_id(fresh_db, tmp_path):
     events = []
     rep = ops.import_path(fresh_db, f, progress=events.append)
     assert [(e.done, e.total) for e in events] == [(1, 3), (2, 3), (3, 3)]
-    assert rep.format == "jsonl" and rep.added == 2 and rep.rejected[0].path == "recs.jsonl:3"
+    assert rep.format == "jsonl" and rep.added == 2 and rep.rejected[0].path == "recs.jsonl:4"
     f.write_text('{"id": "a", "text": "alpha v2", "kind": "doc"}\n{"text": "no id line"}\n')
     rep2 = ops.import_path(fresh_db, f)
     assert (rep2.added, rep2.updated, rep2.skipped) == (0, 1, 1)
