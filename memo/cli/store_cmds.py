@@ -79,6 +79,8 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
     else:
         note = " (same text already stored)" if report.status == "skipped" else f", {report.passages} passages"
         typer.echo(f"{report.status} {report.record_id}{note}")
+        if report.note:
+            typer.echo(f"note: {report.note}", err=True)
 
 
 @contextmanager

@@ -52,6 +52,16 @@ def find_previous_version(conn: sqlite3.Connection, draft: RecordDraft) -> str |
     return row["id"] if row else None
 
 
+def _dup_note(conn: sqlite3.Connection, dup: str) -> str | None:
+    """A duplicate of an older, superseded version is still a duplicate (the dedup index
+    covers it), but the caller should know the text is not the current version."""
+    row = conn.execute("SELECT superseded_by FROM records WHERE id = ?", (dup,)).fetchone()
+    if row is None or row["superseded_by"] is None:
+        return None
+    return (f"same text as {dup}, an older version superseded by {row['superseded_by']}; "
+            f"to make it current again use `memo supersede {row['superseded_by']}`")
+
+
 def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[PassageDraft, ...],
                 *, replace_previous: bool) -> AddReport:
     """Insert inside the caller's write transaction.  Same content in the namespace ->
@@ -59,7 +69,7 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
     the old version (status 'updated')."""
     dup = find_live_duplicate(conn, draft.namespace, content_hash(draft.body))
     if dup is not None:
-        return AddReport(status="skipped", record_id=dup, passages=0)
+        return AddReport(status="skipped", record_id=dup, passages=0, note=_dup_note(conn, dup))
     previous = find_previous_version(conn, draft) if replace_previous else None
     new_id = insert_record(conn, draft, passages)
     if previous is None:

@@ -15,6 +15,7 @@ class AddReport:
     record_id: str                    # the new record, or the existing duplicate when skipped
     passages: int
     superseded: str | None = None     # import: the older version this one replaced
+    note: str | None = None           # why it was skipped, when that is not obvious
 
 
 @dataclass(frozen=True, slots=True)
