@@ -1,0 +1,137 @@
+"""Embed passages that have no vector for a model yet (the embedding queue).
+
+Called by ``memo backfill``, by ingest after its records commit, and at server start
+(``on_server_start``).  Never holds a write transaction while embedding:
+
+    read a window of pending passages (autocommit read)
+    -> embed them outside any transaction (sorted by length inside the window: less padding)
+    -> write each batch in its own short BEGIN IMMEDIATE (INSERT OR IGNORE)
+
+so searches and other writers are never blocked for longer than one batch insert, and two
+concurrent backfills only duplicate work, never fail (tobi/qmd #825).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from memo.embed.model import DEFAULT_BATCH, passage_text
+from memo.embed.registry import load_registry
+from memo.embed.service import load_model
+from memo.embed.vectors import pending_batch, pending_count, write_vectors
+from memo.errors import MemoError
+
+log = logging.getLogger(__name__)
+WINDOW_BATCHES = 8   # batches read (and length-sorted) together
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillReport:
+    model_id: str
+    pending_before: int
+    embedded: int          # vectors written by this run
+    skipped: int           # already written by a concurrent run, or passage deleted meanwhile
+    pending_after: int
+    seconds: float
+    per_second: float
+    error: str | None = None
+
+
+def _progress(total: int, enabled: bool):
+    """A rich progress bar on stderr (stdout belongs to CLI output / the MCP protocol)."""
+    if not enabled or total == 0:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True), transient=True)
+
+
+def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None = None, progress: bool = True,
+             *, batch_size: int = DEFAULT_BATCH, embedder=None, limit: int | None = None) -> BackfillReport:
+    """Embed every pending passage for ``model_id`` (default model if None).
+
+    ``embedder`` lets tests inject a fake; otherwise the process's loaded model is used
+    (raises ``ModelUnavailable`` if it cannot load).  ``limit`` caps the passages embedded."""
+    own = not isinstance(conn_or_path, sqlite3.Connection)
+    if own:
+        from memo.store.db import open_db
+        conn = open_db(conn_or_path, write=True)
+    else:
+        conn = conn_or_path
+    try:
+        if embedder is None:
+            embedder = load_model(load_registry().get(model_id))
+        mid = embedder.model_id
+        return _run(conn, embedder, mid, progress, batch_size, limit)
+    finally:
+        if own:
+            conn.close()
+
+
+def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int | None) -> BackfillReport:
+    start = time.perf_counter()
+    before = pending_count(conn, mid)
+    target = before if limit is None else min(before, limit)
+    embedded = skipped = done = 0
+    after_pk = 0
+    bar = _progress(target, progress)
+    task = bar.add_task("embed", total=target) if bar else None
+    if bar:
+        bar.start()
+    try:
+        while done < target:
+            window = pending_batch(conn, mid, after_pk, min(batch_size * WINDOW_BATCHES, target - done))
+            if not window:
+                break
+            after_pk = window[-1][0]
+            # Embed the whole window (sorted by length inside) outside any transaction.
+            vecs = embedder.embed_passages([passage_text(sec, txt) for _, sec, txt in window], batch_size)
+            for s in range(0, len(window), batch_size):
+                pks = [pk for pk, _, _ in window[s:s + batch_size]]
+                added = write_vectors(conn, mid, pks, vecs[s:s + batch_size])
+                embedded += added
+                skipped += len(pks) - added
+                done += len(pks)
+                if bar:
+                    bar.update(task, advance=len(pks))
+    finally:
+        if bar:
+            bar.stop()
+    secs = time.perf_counter() - start
+    return BackfillReport(model_id=mid, pending_before=before, embedded=embedded, skipped=skipped,
+                          pending_after=pending_count(conn, mid), seconds=round(secs, 3),
+                          per_second=round(done / secs, 1) if secs > 0 else 0.0)
+
+
+def on_server_start(db_path: str | Path | None = None, model_id: str | None = None,
+                    background: bool = True) -> threading.Thread | BackfillReport:
+    """Embed what was queued while the model was unavailable.  Servers call this once at
+    start; with ``background`` it runs in a daemon thread (own connection) so the server
+    answers at once (searches meanwhile see the vectors as they land).  Never raises:
+    a missing model is logged and the queue stays for the next start or `memo backfill`."""
+
+    def work() -> BackfillReport:
+        try:
+            return backfill(db_path if db_path is not None else _default_path(), model_id, progress=False)
+        except MemoError as exc:
+            log.warning("backfill at server start skipped: %s", exc.one_line())
+            return BackfillReport(model_id=model_id or "", pending_before=0, embedded=0, skipped=0,
+                                  pending_after=0, seconds=0.0, per_second=0.0, error=str(exc))
+
+    if not background:
+        return work()
+    thread = threading.Thread(target=work, name="memo-backfill", daemon=True)
+    thread.start()
+    return thread
+
+
+def _default_path() -> Path:
+    from memo.store.db import default_db_path
+    return default_db_path()

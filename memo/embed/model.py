@@ -1,0 +1,161 @@
+"""Run an ONNX sentence-embedding model: tokenise, batch, pool, normalise.
+
+* The files are hash-checked (``memo.embed.integrity``) before either is parsed.
+* ``tokenizer.json`` of all-MiniLM-L6-v2 fixes truncation and padding at 128 tokens; we
+  override truncation to the model's ``max_tokens`` (256) and pad ourselves, per batch, to
+  the longest text in that batch.
+* Texts are sorted by token count before batching, so a batch holds texts of similar
+  length and little compute goes to padding; results come back in the caller's order.
+* Inputs are fed by name, and only those the graph declares (BERT-style models take
+  ``token_type_ids`` (all zeros); ModernBERT-style models do not).
+* Pooling: mean over the attention mask (MiniLM) or the first token (``cls``), then L2
+  normalisation, so cosine is a dot product.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from memo.embed.integrity import verify
+from memo.embed.registry import ModelSpec
+from memo.errors import ModelUnavailable
+
+DEFAULT_BATCH = 64
+
+
+def onnx_threads() -> int:
+    """intra-op threads: the machine has 2 cores; more threads only add contention."""
+    env = os.environ.get("MEMO_ONNX_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def session_options():  # -> onnxruntime.SessionOptions
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = onnx_threads()
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3  # errors only: warnings would go to stderr on every load
+    return opts
+
+
+def load_tokenizer(spec: ModelSpec):  # -> tokenizers.Tokenizer
+    from tokenizers import Tokenizer
+
+    if spec.tokenizer_sha256:
+        verify(spec.tokenizer, spec.tokenizer_sha256, what="tokenizer")
+    elif not spec.tokenizer.is_file():
+        raise ModelUnavailable(f"tokenizer file missing: {spec.tokenizer}")
+    try:
+        tok = Tokenizer.from_file(str(spec.tokenizer))
+    except Exception as exc:
+        raise ModelUnavailable(f"tokenizer {spec.tokenizer} failed to load: {exc}") from exc
+    tok.enable_truncation(max_length=spec.max_tokens)
+    tok.no_padding()  # we pad per batch in _pad()
+    return tok
+
+
+def _pad_id(tok) -> int:
+    for token in ("[PAD]", "<pad>"):
+        pid = tok.token_to_id(token)
+        if pid is not None:
+            return int(pid)
+    return 0
+
+
+class OnnxEmbedder:
+    """One loaded model.  Thread-safe: onnxruntime sessions may run concurrently and the
+    tokenizer is read-only after construction."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        import onnxruntime as ort
+
+        self.spec = spec
+        self.model_id = spec.id
+        self.dimensions = spec.dimensions
+        verify(spec.onnx, spec.sha256)               # before onnxruntime parses a byte of it
+        self.tokenizer = load_tokenizer(spec)
+        self.pad_id = _pad_id(self.tokenizer)
+        try:
+            self.session = ort.InferenceSession(str(spec.onnx), sess_options=session_options(),
+                                                providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises several types for a bad graph
+            raise ModelUnavailable(f"model {spec.id} failed to load: {str(exc).splitlines()[0][:200]}",
+                                   hint="reinstall or refetch the model file (`memo models check`)") from exc
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        outputs = [o.name for o in self.session.get_outputs()]
+        self.output = spec.output if spec.output in outputs else outputs[0]
+        self._lock = threading.Lock()
+        self._checked_dim = False
+
+    # -- encoding --------------------------------------------------------------------------
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return [enc.ids for enc in self.tokenizer.encode_batch(texts)]
+
+    def _feed(self, ids: list[list[int]]) -> dict[str, np.ndarray]:
+        width = max(len(x) for x in ids)
+        input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            input_ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        return {k: v for k, v in feed.items() if k in self.inputs}
+
+    def _pool(self, states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if states.ndim == 2:  # the graph already pools (a "sentence_embedding" output)
+            vecs = states
+        elif self.spec.pooling == "cls":
+            vecs = states[:, 0, :]
+        else:
+            m = mask[:, :, None].astype(np.float32)
+            vecs = (states * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return (vecs / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def run_ids(self, ids: list[list[int]]) -> np.ndarray:
+        """One forward pass over token ids (one batch) -> unit vectors."""
+        feed = self._feed(ids)
+        (states,) = self.session.run([self.output], feed)
+        vecs = self._pool(states, feed["attention_mask"])
+        if not self._checked_dim:
+            if vecs.shape[1] != self.dimensions:
+                raise ModelUnavailable(f"model {self.model_id} returns {vecs.shape[1]}-d vectors, "
+                                       f"registry says {self.dimensions}")
+            self._checked_dim = True
+        return vecs
+
+    def embed(self, texts: list[str], batch_size: int = DEFAULT_BATCH, prefix: str = "") -> np.ndarray:
+        """Unit vectors (len(texts), dimensions) in the order given."""
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self.tokenize([prefix + t for t in texts] if prefix else list(texts))
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            out[idx] = self.run_ids([ids[i] for i in idx])
+        return out
+
+    def embed_passages(self, texts: list[str], batch_size: int = DEFAULT_BATCH) -> np.ndarray:
+        return self.embed(texts, batch_size, prefix=self.spec.passage_prefix)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text], 1, prefix=self.spec.query_prefix)[0]
+
+
+def passage_text(section: str, text: str) -> str:
+    """What a passage embeds as: its section header, a blank line, its text.  For a BEIR
+    doc the section is the title, so this is "title\\n\\ntext"; the WordPiece tokenizer treats
+    the newlines as whitespace, so this tokenises exactly like "title text"."""
+    return f"{section}\n\n{text}" if section else text

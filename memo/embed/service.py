@@ -1,0 +1,156 @@
+"""The semantic service the search pipeline receives in ``services["semantic"]``.
+
+Contract (docs/architecture, TEAM brief): ``model_id``, ``status() -> (available, reason)``,
+``embed_query(text) -> (dim,) float32 unit vector`` and ``index`` with
+``search(conn, query_vec, allowed_pks, k) -> [(pk, cosine)]``.
+
+* Lazy: building a service costs nothing; the model loads on the first ``status()`` or
+  ``embed_query``.  A CLI command that never searches never pays for it.
+* Process-level caches: one loaded model per model id, one in-memory index per
+  (database file, model id).  The MCP/web servers therefore load the model once and keep
+  the matrix resident across requests.
+* A model that failed to load is not retried on every search: the failure is remembered
+  per (path, size, mtime) of the file, so fixing or fetching the file is picked up at once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from memo.embed.index import VectorIndex
+from memo.embed.integrity import file_key
+from memo.embed.model import OnnxEmbedder
+from memo.embed.registry import ModelSpec, Registry, load_registry
+from memo.errors import MemoError, ModelUnavailable
+
+_lock = threading.Lock()
+_models: dict[str, OnnxEmbedder] = {}
+_failures: dict[str, tuple[object, str]] = {}          # model id -> (file state, reason)
+_indexes: dict[tuple[str, str], VectorIndex] = {}
+
+
+def _file_state(spec: ModelSpec) -> object:
+    try:
+        return (file_key(spec.onnx), file_key(spec.tokenizer) if spec.tokenizer.exists() else None)
+    except OSError:
+        return None
+
+
+def load_model(spec: ModelSpec) -> OnnxEmbedder:
+    """The process's loaded model for ``spec`` (hash-checked, loaded once)."""
+    with _lock:
+        model = _models.get(spec.id)
+        if model is not None and model.spec == spec:
+            return model
+        state = _file_state(spec)
+        failed = _failures.get(spec.id)
+        if failed is not None and failed[0] == state and state is not None:
+            raise ModelUnavailable(failed[1])
+        try:
+            model = OnnxEmbedder(spec)
+        except MemoError as exc:
+            _failures[spec.id] = (state, str(exc))
+            raise
+        _failures.pop(spec.id, None)
+        _models[spec.id] = model
+        return model
+
+
+def db_key(conn: sqlite3.Connection) -> str:
+    """The main database file of ``conn`` ('' for in-memory: then keyed by the object)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    path = row[2] if row is not None else ""
+    return path or f"memory:{id(conn)}"
+
+
+def get_index(conn: sqlite3.Connection, model_id: str, dimensions: int) -> VectorIndex:
+    key = (db_key(conn), model_id)
+    with _lock:
+        idx = _indexes.get(key)
+        if idx is None or idx.dimensions != dimensions:
+            idx = _indexes[key] = VectorIndex(model_id, dimensions)
+        return idx
+
+
+def clear_caches() -> None:
+    """Forget loaded models, failures and indexes (tests)."""
+    with _lock:
+        _models.clear()
+        _failures.clear()
+        _indexes.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatus:
+    available: bool
+    reason: str
+
+
+class SemanticService:
+    def __init__(self, conn: sqlite3.Connection, spec: ModelSpec, embedder: object | None = None) -> None:
+        self.conn = conn
+        self.spec = spec
+        self.model_id = spec.id
+        self.bands = spec.bands
+        self.index = get_index(conn, spec.id, spec.dimensions)
+        self._embedder = embedder      # tests inject a fake; else loaded lazily
+
+    @property
+    def embedder(self) -> OnnxEmbedder:
+        if self._embedder is None:
+            self._embedder = load_model(self.spec)
+        return self._embedder  # type: ignore[return-value]
+
+    def model_status(self) -> tuple[bool, str]:
+        try:
+            _ = self.embedder
+        except MemoError as exc:
+            return False, str(exc)
+        return True, f"model {self.model_id} loaded"
+
+    def status(self) -> tuple[bool, str]:
+        """(available, reason).  Unavailable when the model is missing, corrupt or fails
+        to load, or when no passage has a vector for it yet."""
+        ok, why = self.model_status()
+        if not ok:
+            return False, why
+        if len(self.index) == 0:
+            self.index.refresh(self.conn)
+            if len(self.index) == 0:
+                return False, f"no vectors yet for model {self.model_id} (run `memo backfill`)"
+        return True, f"model {self.model_id}, {len(self.index)} vectors"
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed_query(text)
+
+
+def semantic_services(conn: sqlite3.Connection, model_id: str | None = None,
+                      registry: Registry | None = None) -> dict[str, object]:
+    """``services`` for ``memo.retrieve.search``: ``{"semantic": SemanticService}``.
+
+    Never raises for a broken model (search must degrade, not fail): an unknown model id
+    or an unreadable registry yields a service stub whose ``status()`` explains why."""
+    try:
+        spec = (registry or load_registry()).get(model_id)
+    except MemoError as exc:
+        return {"semantic": UnavailableService(model_id or "?", str(exc))}
+    return {"semantic": SemanticService(conn, spec)}
+
+
+class UnavailableService:
+    """Stands in when not even the model's registry entry could be resolved."""
+
+    def __init__(self, model_id: str, reason: str) -> None:
+        self.model_id = model_id
+        self._reason = reason
+        self.index = None
+
+    def status(self) -> tuple[bool, str]:
+        return False, self._reason
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise ModelUnavailable(self._reason)
