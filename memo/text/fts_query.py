@@ -16,7 +16,8 @@ spences10/ccrecall #23, smithersai/smithers #712).  So user text never reaches M
   exactly as ``exact_fts`` stores them, quoted, OR'ed.
 
 Length cap: queries longer than ``MAX_QUERY_CHARS`` (10,000) characters are truncated to
-that length before compiling (no error: a pasted page still searches), and at most
+that length (at the last space before it, so no word is cut in half) before compiling
+(no error: a pasted page still searches), and at most
 ``MAX_TERMS`` (64) distinct terms are kept, in order of first appearance, so one query
 cannot make FTS5 score hundreds of posting lists.  A query with no word at all raises
 ``QuerySyntaxError`` and never reaches SQLite.
@@ -52,7 +53,14 @@ what when where which while who whom why will with would you your yours yourself
 def _clip(query: str) -> str:
     if not isinstance(query, str):
         raise QuerySyntaxError("the query must be text")
-    return query[:MAX_QUERY_CHARS]
+    if len(query) <= MAX_QUERY_CHARS:
+        return query
+    head = query[:MAX_QUERY_CHARS]
+    if not query[MAX_QUERY_CHARS].isspace():   # do not search for half a word
+        cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        if cut > 0:
+            head = head[:cut]
+    return head
 
 
 def query_words(query: str) -> list[str]:

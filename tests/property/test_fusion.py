@@ -1,0 +1,57 @@
+"""Fusion invariants over random arm runs."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memo.profile import load_profile
+from memo.retrieve.arms.base import ArmHit
+from memo.retrieve.fusion import fuse
+from memo.retrieve.types import ArmRun
+
+ARMS = ("semantic", "keyword", "exact")
+
+
+@st.composite
+def runs(draw):
+    out = []
+    for name in draw(st.lists(st.sampled_from(ARMS), unique=True, max_size=3)):
+        pks = draw(st.lists(st.integers(1, 60), unique=True, max_size=30))
+        raws = sorted(draw(st.lists(st.floats(-50, 50, allow_nan=False), min_size=len(pks), max_size=len(pks))),
+                      reverse=True)
+        out.append(ArmRun(name, True, "", False, tuple(ArmHit(pk, i, r) for i, (pk, r) in
+                                                       enumerate(zip(pks, raws, strict=True), 1)), 0.0))
+    return out
+
+
+WEIGHTS = load_profile("rrf").weights
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs(), st.sampled_from(["rrf", "minmax"]), st.integers(1, 100))
+def test_fusion_invariants(rs, method, k):
+    cands = fuse(rs, method, WEIGHTS, k)
+    pks = {h.pk for r in rs for h in r.hits}
+    assert {c.pk for c in cands} == pks                    # every candidate, once
+    for c in cands:
+        total = 0.0
+        for ev in c.arms.values():
+            total += ev.contribution
+        assert total == c.fused                             # explain reproduces fused exactly
+        assert list(c.arms) == [r.name for r in rs if c.pk in {h.pk for h in r.hits}]  # arm order
+        assert 0.0 <= c.fused <= sum(WEIGHTS[a] for a in c.arms) + 1e-12
+        if method == "rrf":
+            assert all(ev.contribution == WEIGHTS[a] / (k + ev.rank) for a, ev in c.arms.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs())
+def test_rrf_rank_one_everywhere_wins(rs):
+    cands = fuse(rs, "rrf", WEIGHTS, 60)
+    if not cands:
+        return
+    best = max(cands, key=lambda c: c.fused)
+    tops = [r.hits[0].pk for r in rs if r.hits]
+    if len(set(tops)) == 1 and all(r.hits for r in rs):
+        assert best.pk == tops[0]
