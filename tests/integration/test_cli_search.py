@@ -1,0 +1,102 @@
+"""`memo search` and `memo profiles` through typer's CliRunner (in process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memo.cli import app
+from memo.store.connect import write_tx
+from memo.store.db import open_db
+from memo.store.records import insert_record
+from memo.types import PassageDraft, RecordDraft
+
+runner = CliRunner()
+
+
+def run(*args: str, code: int = 0):
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, (result.exit_code, result.output)
+    return result
+
+
+def js(*args: str, code: int = 0):
+    return json.loads(run(*args, "--json", code=code).stdout)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = tmp_path / "search.db"
+    conn = open_db(path)
+    rows = [
+        RecordDraft(body="Rotate the deploy key every week", id="key-doc", kind="doc", namespace="ops",
+                    source="wiki", library="vault", version="1.15", tags=("security", "ops"), trust=0.9,
+                    event_at="2024-05-01"),
+        RecordDraft(body="The deploy failed with ERR_CONN_RESET twice", id="err-note", kind="note",
+                    namespace="ops", source="slack", tags=("ops",), trust=0.5, event_at="2024-06-01"),
+        RecordDraft(body="Banana bread needs ripe bananas", id="bread", kind="note", namespace="kitchen"),
+    ]
+    with write_tx(conn):
+        for draft in rows:
+            insert_record(conn, draft, (PassageDraft(text=draft.body),),
+                          recorded_at="2024-06-02T00:00:00.000000Z")
+    conn.close()
+    return str(path)
+
+
+def test_search_json_document(db):
+    doc = js("search", "deploy key", "--db", db, "--mode", "keyword")
+    assert [r["record_id"] for r in doc["results"]][0] == "key-doc"
+    assert set(doc) == {"query", "results", "abstained", "reason", "hint", "truncated", "narrow_hint", "trace"}
+    tr = doc["trace"]
+    assert {"arms", "filter", "candidates", "cutoff_kind", "budget", "degraded", "drops", "latency_ms"} <= set(tr)
+    assert tr["filter"] == {"in_scope": 3, "total": 3, "out_of_scope": 0}
+    assert doc["results"][0]["why"] is None
+
+
+def test_every_scope_option_and_explain(db):
+    doc = js("search", "deploy", "--db", db, "--namespace", "ops", "--namespace", "other", "--kind", "doc",
+             "--kind", "note", "--source", "wiki", "--library", "vault", "--version", "1.15", "--tag", "security",
+             "--tag", "ops", "--from", "2024-01-01", "--to", "2024-12-31", "--min-trust", "0.8",
+             "--as-of", "2025-01-01", "--mode", "keyword", "--profile", "minmax", "--limit", "5",
+             "--max-tokens", "100", "--explain")
+    assert [r["record_id"] for r in doc["results"]] == ["key-doc"]
+    why = doc["results"][0]["why"]
+    assert why["arms"]["keyword"]["rank"] == 1 and why["final"] == doc["results"][0]["score"]
+    assert why["provenance"]["source"] == "wiki" and why["freshness"]["event_at"] == "2024-05-01"
+    assert doc["trace"]["profile"] == "minmax" and doc["trace"]["budget"]["max"] == 100
+    assert doc["trace"]["filter"]["in_scope"] == 1
+
+
+def test_text_output_explain_and_not_found(db):
+    out = run("search", "ERR_CONN_RESET", "--db", db, "--explain").stdout
+    assert "err-note:0" in out and "why:" in out and "exact #1" in out
+    out = run("search", "zeppelin", "--db", db, "--mode", "keyword").stdout
+    assert "No results" in out and "not in the knowledge base" in out
+
+
+@pytest.mark.parametrize("args", [["--limit", "101"], ["--limit", "0"], ["--mode", "fuzzy"],
+                                  ["--profile", "nope"], ["--from", "yesterday"], ["--kind", "blog"]])
+def test_bad_options_exit_2_with_a_json_error(db, args):
+    doc = js("search", "deploy", "--db", db, *args, code=2)
+    assert doc["exit_code"] == 2 and doc["error"] in ("ValidationError", "ProfileError", "QuerySyntaxError")
+
+
+def test_wordless_keyword_query_is_a_query_syntax_error(db):
+    doc = js("search", "?!*", "--db", db, "--mode", "keyword", code=2)
+    assert doc["error"] == "QuerySyntaxError"
+
+
+def test_profiles_show_and_diff():
+    listed = js("profiles", "show")
+    assert {"rrf", "minmax"} <= {p["name"] for p in listed["profiles"]}
+    shown = js("profiles", "show", "rrf")
+    assert shown["constants"]["fusion.k"] == 60 and shown["constants"]["weights.exact"] == 0.3
+    assert "fusion.k = 60" in run("profiles", "show", "rrf").stdout
+    diff = js("profiles", "diff", "rrf", "minmax")
+    assert diff["differences"] == [{"key": "fusion.method", "a": "rrf", "b": "minmax"}]
+    assert "fusion.method: 'rrf' -> 'minmax'" in run("profiles", "diff", "rrf", "minmax").stdout
+    assert js("profiles", "show", "nope", code=2)["error"] == "ProfileError"
