@@ -135,3 +135,47 @@ def on_server_start(db_path: str | Path | None = None, model_id: str | None = No
 def _default_path() -> Path:
     from memo.store.db import default_db_path
     return default_db_path()
+
+
+def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = None,
+                  progress: bool = False, batch_size: int = DEFAULT_BATCH) -> BackfillReport:
+    """Embed the pending passages of just-committed records (``memo add`` / import's
+    after-commit hook).  Never raises for an unavailable model: the passages stay queued
+    (pending) for `memo backfill` or the next server start, and the report says why."""
+    ids = list(record_ids)
+    start = time.perf_counter()
+    try:
+        embedder = load_model(load_registry().get(model_id))
+    except MemoError as exc:
+        return BackfillReport(model_id=model_id or "", pending_before=0, embedded=0, skipped=0,
+                              pending_after=0, seconds=0.0, per_second=0.0, error=str(exc))
+    mid = embedder.model_id
+    rows: list[tuple[int, str, str]] = []
+    for s in range(0, len(ids), 500):   # stay under SQLite's host-parameter limit
+        chunk = ids[s:s + 500]
+        rows += conn.execute(
+            f"SELECT p.pk, p.section, p.text FROM passages p WHERE p.record_id IN ({','.join('?' * len(chunk))}) "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = ? AND v.passage_pk = p.pk) "
+            "ORDER BY p.pk", (*chunk, mid)).fetchall()
+    bar = _progress(len(rows), progress)
+    task = bar.add_task("embed", total=len(rows)) if bar else None
+    embedded = 0
+    if bar:
+        bar.start()
+    try:
+        window = batch_size * WINDOW_BATCHES
+        for w in range(0, len(rows), window):
+            part = rows[w:w + window]
+            vecs = embedder.embed_passages([passage_text(r[1], r[2]) for r in part], batch_size)
+            for s in range(0, len(part), batch_size):
+                embedded += write_vectors(conn, mid, [int(r[0]) for r in part[s:s + batch_size]],
+                                          vecs[s:s + batch_size])
+                if bar:
+                    bar.update(task, advance=len(part[s:s + batch_size]))
+    finally:
+        if bar:
+            bar.stop()
+    secs = time.perf_counter() - start
+    return BackfillReport(model_id=mid, pending_before=len(rows), embedded=embedded,
+                          skipped=len(rows) - embedded, pending_after=0, seconds=round(secs, 3),
+                          per_second=round(len(rows) / secs, 1) if secs > 0 else 0.0)
