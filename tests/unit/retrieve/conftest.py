@@ -1,58 +1,14 @@
-"""Corpus builders and a fake semantic service for the pipeline tests."""
+"""Fixtures for the pipeline tests (helpers live in retrieve_helpers.py)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
 
-from memo.store.connect import write_tx
 from memo.store.db import open_db
-from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
-
-
-def add(conn: sqlite3.Connection, text: str, *, recorded_at: str | None = None, section: str = "",
-        **fields: Any) -> str:
-    """Insert one record with one passage; returns the record id."""
-    draft = RecordDraft(body=text, **fields)
-    with write_tx(conn):
-        return insert_record(conn, draft, (PassageDraft(text=text, section=section),), recorded_at=recorded_at)
-
-
-def pk_of(conn: sqlite3.Connection, record_id: str) -> int:
-    return conn.execute("SELECT pk FROM passages WHERE record_id = ?", (record_id,)).fetchone()[0]
-
-
-class FakeIndex:
-    def __init__(self, sims: dict[int, float]) -> None:
-        self.sims = sims
-
-    def search(self, conn, qvec, allowed, k):  # noqa: ANN001 - mirrors memo.embed.index
-        ok = None if allowed is None else {int(x) for x in np.asarray(allowed).tolist()}
-        items = [(pk, c) for pk, c in self.sims.items() if ok is None or pk in ok]
-        items.sort(key=lambda x: (-x[1], x[0]))
-        return items[:k]
-
-
-class FakeSemantic:
-    """Stands in for memo.embed.service.SemanticService: fixed cosines per passage pk."""
-
-    def __init__(self, sims: dict[int, float], *, available: bool = True,
-                 model_id: str = "all-minilm-l6-v2-int8") -> None:
-        self.model_id = model_id
-        self.index = FakeIndex(sims)
-        self.available = available
-
-    def status(self) -> tuple[bool, str]:
-        return (True, "fake model") if self.available else (False, "fake model missing")
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.zeros(384, dtype=np.float32)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FakeSemantic, add, pk_of
+from retrieve_helpers import FakeSemantic, add, pk_of
 
 from memo.errors import ValidationError
 from memo.retrieve import SearchRequest, search
