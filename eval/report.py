@@ -23,12 +23,16 @@ SUMMARY_METRICS = (*METRIC_COLUMNS, "abstain_precision", "abstain_recall")
 
 
 def _labels(con) -> dict[str, str]:
-    """Short unique label per run: its spec label, disambiguated by batch when repeated."""
-    rows = con.execute("SELECT run_id, label, batch_id FROM runs ORDER BY run_id").fetchall()
+    """Short unique label per run: its spec label (+ data set when several), disambiguated
+    by batch stamp when still repeated."""
+    rows = con.execute("SELECT run_id, label, batch_id, dataset, split FROM runs ORDER BY run_id").fetchall()
+    several = len({(r[3], r[4]) for r in rows}) > 1
+    base = {r[0]: (f"{r[1]} {r[3]}/{r[4]}" if several else r[1]) for r in rows}
     count: dict[str, int] = {}
-    for _, label, _ in rows:
+    for label in base.values():
         count[label] = count.get(label, 0) + 1
-    return {rid: (label if count[label] == 1 else f"{label}@{batch[:15]}") for rid, label, batch in rows}
+    return {rid: (label if count[label] == 1 else f"{label}@{batch[:15]}")
+            for (rid, _, batch, _, _), label in zip(rows, base.values(), strict=True)}
 
 
 def _columns(con, table: str) -> list[str]:
@@ -133,7 +137,8 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
         for const in consts:
             others = [c for c in consts if c != const]
             sel_others = "".join(f', "{c}"' for c in others)
-            rows = con.execute(f'SELECT profile, "{const}"{sel_others}, '
+            rows = con.execute(f"SELECT profile || CASE WHEN mode = 'auto' THEN '' ELSE '[' || mode || ']' END "
+                               f"|| ' ' || dataset || '/' || split, \"{const}\"{sel_others}, "
                                + ", ".join(METRIC_COLUMNS) + " FROM runs").fetchall()
             for mi, metric in enumerate(METRIC_COLUMNS):
                 series: dict[str, list[tuple[float, float]]] = {}
