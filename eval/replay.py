@@ -65,7 +65,7 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
     _W.update(cfg=cfg, conn=conn, services=services, profiles={},
               keys=cfg.unit_keys if cfg.unit_keys is not None else unit_keys(conn, cfg.es))
     if barrier is not None:
-        barrier.wait()
+        barrier.wait(timeout=600)
 
 
 def _noop(_: int) -> int:
@@ -199,6 +199,13 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
         for t in tasks:
             collect(_task(t))
     else:
+        # Pre-flight in this process: a broken index or model fails here with a clear error
+        # (a failing pool initializer would only respawn), and the vector matrix loaded now
+        # is inherited by the forked workers.  The connection itself is closed before the
+        # fork: each worker opens its own.
+        _init_worker(cfg)
+        _W.pop("conn").close()
+        _W.clear()
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
         barrier = ctx.Barrier(workers)
         with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
