@@ -41,6 +41,7 @@ NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add t
 def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str = "rrf",
            services: dict[str, Any] | None = None) -> SearchResponse:
     t_start = time.perf_counter()
+    clock = _Clock(t_start)
     if not hasattr(profile, "fusion"):
         from memo.profile import load_profile  # lazy: memo.profile imports memo.retrieve
         profile = load_profile(profile)
@@ -53,6 +54,7 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
     # 1 scope filter: a WHERE fragment each arm applies before its top-k
     scope_sql = build_scope_sql(request.scope)
     in_scope, total = scope_counts(conn, scope_sql)  # cached; arms reuse it (fts_topk)
+    clock.lap("scope")
     if total > in_scope:
         drops.append(Drop("scope", "outside scope or not live (superseded/forgotten)", total - in_scope))
 
@@ -60,21 +62,26 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
     ctx = ArmContext(conn=conn, query=request.query, mode=checked.mode, scope_sql=scope_sql,
                      fetch_depth=profile.retrieve.fetch_depth, services=services)
     runs = run_arms(ctx, ARMS)
+    clock.lap("arms")
 
     # 3 fusion
     fused = fuse([r for r in runs if r.ran], profile.fusion.method, profile.weights, profile.fusion.k)
     meta = fetch_meta(conn, (c.pk for c in fused))
+    clock.lap("fusion")
 
     # 4 recency (also orders the list: best first)
     rec = profile.recency
     ranked = apply_recency(fused, meta, floor=rec.floor, half_life_days=rec.half_life_days,
                            aging_kinds=rec.aging_kinds, now=checked.now)
+    clock.lap("recency")
 
     # 5 abstention
     ranked, abstained_pks = abstain(ranked, bands.semantic_floor if bands is not None else None)
     if abstained_pks:
         drops.append(Drop("abstention", "only evidence a semantic similarity below semantic_floor "
                           f"{bands.semantic_floor if bands else ''}", len(abstained_pks), tuple(abstained_pks)))
+
+    clock.lap("abstention")
 
     # 6 cutoff
     ranked, cut_pks, cutoff_kind = cutoff(ranked, min_results=profile.cutoff.min_results,
@@ -94,9 +101,13 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
         drops.append(Drop("budget", f"did not fit in max_tokens {checked.max_tokens}",
                           len(budget_pks), tuple(budget_pks)))
 
+    clock.lap("cutoff_limit_budget")
+
     # 9 results + why + trace
     results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands,
                             explain=checked.explain, now=checked.now, aging_kinds=rec.aging_kinds)
+    narrow = narrow_hint(ranked, packed, meta, request.scope)
+    clock.lap("results")
     degraded_reason = "; ".join(f"{r.name}: {r.reason}" for r in runs if r.degraded)
     if degraded_reason:
         metrics.SEARCH_DEGRADED.labels(reason="arm_unavailable").inc()
@@ -112,10 +123,25 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0, 3),
-        limit=checked.limit)
+        limit=checked.limit, stage_ms=clock.laps)
     return SearchResponse(query=request.query, results=results, abstained=not results, reason=reason,
                           hint=hint, truncated=len(budget_pks) + len(limit_pks),
-                          narrow_hint=narrow_hint(ranked, packed, meta, request.scope), trace=trace)
+                          narrow_hint=narrow, trace=trace)
+
+
+class _Clock:
+    """Per-stage wall time for the trace (perf_counter: ~0.1 us per lap)."""
+
+    __slots__ = ("laps", "_t")
+
+    def __init__(self, t0: float) -> None:
+        self.laps: dict[str, float] = {}
+        self._t = t0
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.laps[stage] = round((now - self._t) * 1000.0, 3)
+        self._t = now
 
 
 def _model_id(services: dict[str, Any]) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from operator import itemgetter
 
 from memo.retrieve.types import Candidate, Meta
 
@@ -50,8 +51,12 @@ def apply_recency(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, floor
             factor = factors.get(m.when)
             if factor is None:
                 factor = factors[m.when] = recency_factor(age_days(m.when, now), floor, half_life_days)
+            c = Candidate(c.pk, c.arms, c.fused, factor, c.fused * factor)
         else:
-            factor = 1.0
-        out.append(Candidate(c.pk, c.arms, c.fused, factor, c.fused * factor))
-    out.sort(key=lambda c: (-c.score, c.pk))
+            # Fusion already set factor 1.0 and score = fused * 1.0: reuse the tuple.
+            c = c if c.factor == 1.0 else Candidate(c.pk, c.arms, c.fused, 1.0, c.fused * 1.0)
+        out.append(c)
+    # Best first, ties by pk: two C-level stable sorts instead of a key tuple per item.
+    out.sort(key=itemgetter(0))
+    out.sort(key=itemgetter(4), reverse=True)
     return out

@@ -7,7 +7,7 @@ request, response, results and trace records are frozen, slotted dataclasses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from memo.retrieve.arms.base import ArmHit
@@ -139,6 +139,7 @@ class Trace:
     drops: tuple[Drop, ...]
     latency_ms: float
     limit: int = 0
+    stage_ms: dict[str, float] = field(default_factory=dict)   # wall time per stage
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,5 +40,5 @@ def minmax(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int = 0) -> 
         fused = 0.0
         for ev in arms.values():
             fused += ev.contribution
-        out.append(Candidate(pk, arms, fused))
+        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0))  # recency may lower it
     return out

@@ -28,5 +28,5 @@ def rrf(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int) -> list[Ca
         fused = 0.0
         for ev in arms.values():
             fused += ev.contribution
-        out.append(Candidate(pk, arms, fused))
+        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0))  # recency may lower it
     return out
