@@ -104,3 +104,14 @@ def test_length_caps():
     assert keyword_match(long) == '"alpha"'
     many = " ".join(f"w{i}" for i in range(200))
     assert len(query_words(many)) == MAX_TERMS
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(QUERIES, st.sampled_from(["auto", "keyword", "exact"]))
+def test_fuzz_ten_thousand_queries_through_search(conn, query, mode):
+    """reliability.md R5: 10k examples per CI run (slow)."""
+    try:
+        search(conn, SearchRequest(query, mode=mode), "rrf", {})
+    except QuerySyntaxError:
+        pass
