@@ -67,6 +67,10 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
     # 3 fusion
     fused = fuse([r for r in runs if r.ran], profile.fusion.method, profile.weights, profile.fusion.k)
     meta = fetch_meta(conn, (c.pk for c in fused))
+    if len(meta) < len(fused):
+        # An index row without a passage (index out of step, or purged between two
+        # statements: reads here are not one snapshot) is not a result.
+        fused = [c for c in fused if c.pk in meta]
     clock.lap("fusion")
 
     # 4 recency (also orders the list: best first)

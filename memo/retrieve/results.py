@@ -23,7 +23,9 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, sqlite3.Row], m
                   aging_kinds: tuple[str, ...] = ()) -> tuple[Result, ...]:
     out = []
     for c in cands:
-        row = rows[c.pk]
+        row = rows.get(c.pk)
+        if row is None:  # purged by another process since the candidates were read
+            continue
         sem = c.arms.get("semantic")
         relevance = sem.raw if sem is not None else None
         band = bands.band(relevance) if bands is not None else None

@@ -157,3 +157,15 @@ def test_wordless_query_still_runs_the_semantic_arm(conn):
 def test_empty_database_answers_not_found(conn):
     resp = search(conn, SearchRequest("anything", mode="keyword"), "rrf")
     assert resp.abstained and resp.reason == "no passage is in scope" and resp.results == ()
+
+
+def test_index_rows_without_a_passage_are_not_results(conn):
+    rid = add(conn, "orphan lighthouse text")
+    keep = add(conn, "another lighthouse text")
+    pk = pk_of(conn, rid)
+    from memo.store.connect import write_tx
+    with write_tx(conn):  # simulate an index out of step: passage gone, FTS row left behind
+        conn.execute("PRAGMA foreign_keys=OFF")
+        conn.execute("DELETE FROM passages WHERE pk = ?", (pk,))
+    resp = search(conn, SearchRequest("lighthouse", mode="keyword"), "rrf", {})
+    assert [r.record_id for r in resp.results] == [keep]
