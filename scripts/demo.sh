@@ -26,8 +26,9 @@ fi
 step "stats"
 $memo stats
 
-# SciFact test claim 1; the relevant abstract is corpus id 31715818.
-for q in "0-dimensional biomaterials show inductive properties" \
+# SciFact test claim 49 (its relevant abstract: datasets/sample/scifact/qrels/test.tsv),
+# then two questions the markdown notes answer (one is an identifier: the exact arm).
+for q in "ADAR1 binds to Dicer to cleave pre-miRNA" \
          "what to do when the database is locked" \
          "ERR_CONN_RESET"; do
   step "memo search \"$q\""
