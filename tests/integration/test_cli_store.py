@@ -147,3 +147,21 @@ def test_not_a_database_is_one_line_exit_6(tmp_path):
     bad.write_bytes(b"this is not sqlite" * 100)
     r = run("stats", "--db", str(bad), code=6)
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1
+
+
+def test_search_hides_forgotten_and_superseded_but_as_of_sees_old_version(db):
+    keep = js("add", "the ERR_CONN_RESET fix is to restart", "--db", db)["record_id"]
+    gone = js("add", "ERR_CONN_RESET seen in staging", "--db", db)["record_id"]
+    old = js("add", "ERR_CONN_RESET note v1", "--db", db)["record_id"]
+    old_rec = js("get", old, "--db", db)
+    new = js("supersede", old, "ERR_CONN_RESET note v2", "--db", db)["new_id"]
+    js("forget", gone, "--db", db)
+
+    def found(*extra):
+        doc = js("search", "ERR_CONN_RESET", "--mode", "keyword", "--db", db, *extra)
+        return {r["record_id"] for r in doc["results"]}
+
+    assert found() == {keep, new}
+    assert found("--as-of", old_rec["recorded_at"]) == {keep, old}
+    js("purge", "--db", db)
+    assert found() == {keep, new}
