@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memo.ingest.split_code import CODE_EXTENSIONS
-from memo.ingest.split_markdown import looks_like_markdown
+from memo.ingest.split_markdown import front_matter, looks_like_markdown
 from memo.types import RecordDraft
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -72,6 +72,10 @@ def kind_for(path: Path) -> str | None:
 
 
 def _title(text: str, path: Path, kind: str) -> str:
+    if kind != "code" and path.suffix.lower() in {".md", ".markdown", ".mdx"}:
+        meta, text = front_matter(text)
+        if meta.get("title"):
+            return meta["title"]
     if kind != "code" and looks_like_markdown(text):
         for line in text.splitlines():
             if line.startswith("# "):

@@ -87,7 +87,7 @@ def iter_jsonl(path: Path, rel: str, template: RecordDraft, *, max_bytes: int) -
                 yield FileItem(where, rejected=f"line is {len(raw)} bytes, over the {max_bytes}-byte cap")
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
                 yield FileItem(where, draft=parse_line(obj, template, rel, lineno))
             except UnicodeDecodeError as exc:
                 yield FileItem(where, rejected=f"not UTF-8 (byte {exc.start})")

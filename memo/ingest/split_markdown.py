@@ -19,6 +19,24 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
 HEADING_SEP = " > "
 
 
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+def front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Split a leading YAML front matter block (``---`` ... ``---``, as Obsidian, Jekyll and
+    Hugo write) from the body.  Only flat ``key: value`` lines are read; without this the
+    block would be indexed as text and its closing ``---`` would make a setext heading."""
+    m = _FRONT.match(text)
+    if not m:
+        return {}, text
+    meta: dict[str, str] = {}
+    for line in (m.group(1) or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.startswith((" ", "\t", "-")):
+            meta[key.strip().lower()] = value.strip().strip("\"'")
+    return meta, text[m.end():]
+
+
 def looks_like_markdown(text: str) -> bool:
     return any(_ATX.match(line) for line in text.splitlines())
 
@@ -43,6 +61,7 @@ def _paragraph_split(lines: list[str]) -> list[str]:
 
 
 def split_markdown(text: str, title: str | None = None) -> list[PassageDraft]:
+    _, text = front_matter(text)
     sections: list[tuple[str, list[str]]] = [(title or "", [])]
     path: list[tuple[int, str]] = []
     lines = text.splitlines()

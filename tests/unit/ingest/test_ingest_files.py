@@ -89,3 +89,11 @@ def test_jsonl_lines_fields_and_rejections(tmp_path: Path):
     rej = {i.rel: i.rejected for i in items if i.rejected}
     assert set(rej) == {"r.jsonl:3", "r.jsonl:4", "r.jsonl:5", "r.jsonl:6", "r.jsonl:7", "r.jsonl:8"}
     assert "invalid JSON" in rej["r.jsonl:3"] and "unknown field" in rej["r.jsonl:6"]
+
+
+def test_front_matter_title_and_jsonl_bom(tmp_path: Path):
+    (tmp_path / "n.md").write_text("---\ntitle: From front matter\n---\n# Heading\ntext\n")
+    assert _items(tmp_path)["n.md"].draft.title == "From front matter"
+    f = tmp_path / "bom.jsonl"
+    f.write_bytes(b'\xef\xbb\xbf{"text": "with bom"}\n')
+    assert [i.draft.body for i in iter_jsonl(f, "bom.jsonl", T, max_bytes=1000)] == ["with bom"]

@@ -146,3 +146,13 @@ def test_empty_after_split_is_rejected():
     from memo.errors import ValidationError
     with pytest.raises(ValidationError):
         split_record(RecordDraft(body="\n\n", kind="note"))
+
+
+def test_front_matter_is_not_indexed_and_gives_no_heading():
+    from memo.ingest.split_markdown import front_matter
+    text = "---\ntitle: \"My note\"\ntags: [a, b]\n---\nBody line.\n\n## Part\nMore.\n"
+    meta, body = front_matter(text)
+    assert meta == {"title": "My note", "tags": "[a, b]"} and body.startswith("Body line.")
+    parts = split_markdown(text, title="My note")
+    assert [(p.section, p.text) for p in parts] == [("My note", "Body line."), ("Part", "More.")]
+    assert front_matter("no front matter\n---\n") == ({}, "no front matter\n---\n")
