@@ -165,3 +165,19 @@ def test_search_hides_forgotten_and_superseded_but_as_of_sees_old_version(db):
     assert found("--as-of", old_rec["recorded_at"]) == {keep, old}
     js("purge", "--db", db)
     assert found() == {keep, new}
+
+
+def test_import_options_root_max_bytes_kind(db, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "big.md").write_text("x " * 200)
+    (root / "chat.txt").write_text("Ann: hello\nBob: hi\n")
+    (tmp_path / "out.md").write_text("outside")
+    err = js("import", str(tmp_path / "out.md"), "--root", str(root), "--db", db, code=5)
+    assert err["error"] == "ImportRejected"
+    rep = js("import", str(root), "--root", str(root), "--max-bytes", "100", "--kind", "conversation",
+             "--tag", "t", "--author", "me", "--trust", "0.5", "--db", db, code=5)
+    assert rep["added"] == 1 and "cap" in rep["rejected"][0]["reason"]
+    rec = js("get", rep["record_ids"][0], "--db", db)
+    assert rec["kind"] == "conversation" and [p["speaker"] for p in rec["passages"]] == ["Ann", "Bob"]
+    assert (rec["tags"], rec["author"], rec["trust"]) == (["t"], "me", 0.5)
