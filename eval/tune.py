@@ -24,10 +24,12 @@ from eval.run import EvalOptions, code_version, run_eval
 from memo.errors import ValidationError
 
 # Only weight *ratios* matter to both fusions (cutoff is relative, abstention reads raw
-# cosines), so the keyword weight stays at 0.5 and the semantic weight moves around it.
+# cosines), so the keyword weight stays at 0.5 and the others move around it.  The exact
+# arm is in the space because its router fires on many scientific claims (numbers,
+# hyphenated names) and its votes are noise there.
 DEFAULT_SPACE: dict[str, list[str]] = {
-    "rrf": ["fusion.k=5,10,20,40,60,100", "weights.semantic=0.2,0.35,0.5,0.7,1.0,1.4"],
-    "minmax": ["weights.semantic=0.2,0.3,0.4,0.5,0.6,0.7,0.85,1.0,1.25"],
+    "rrf": ["fusion.k=10,20,40,60", "weights.semantic=0.35,0.5,0.7,1.0", "weights.exact=0,0.15"],
+    "minmax": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", "weights.exact=0,0.15"],
 }
 
 
