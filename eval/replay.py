@@ -24,6 +24,7 @@ import numpy as np
 
 from eval.datasets import EvalQuery, EvalSet
 from eval.grid import RunSpec
+from memo.errors import DatasetError
 from memo.retrieve.arms.base import ARM_NAMES
 
 EVAL_LIMIT = 100
@@ -170,28 +171,50 @@ def default_workers() -> int:
 
 
 def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None = None,
-           tick: Tick | None = None) -> tuple[list[RunOutput], ReplayStats]:
-    """Run every spec over every query of ``cfg.es``; results keep query order per run."""
+           tick: Tick | None = None, on_run: Callable[[RunOutput], Any] | None = None
+           ) -> tuple[list[Any], ReplayStats]:
+    """Run every spec over every query of ``cfg.es``; results keep query order per run.
+
+    Tasks are queued run by run, so runs complete roughly in order.  With ``on_run`` each
+    run is handed over (to be scored and written) as soon as its last chunk is in, and
+    only ``on_run``'s return value is kept: a 46-point grid over 809 queries x 100 results
+    would otherwise hold millions of rows in memory."""
     n_q = len(cfg.es.queries)
+    if n_q == 0 or not specs:
+        raise DatasetError("nothing to replay: no queries or no run specs")
     workers = default_workers() if workers is None else max(1, workers)
     total = n_q * len(specs)
     workers = min(workers, max(1, total // CHUNK))
     tasks = [(ri, spec, list(range(s, min(s + CHUNK, n_q))))
              for ri, spec in enumerate(specs) for s in range(0, n_q, CHUNK)]
-    outs = [RunOutput(spec, [None] * n_q, []) for spec in specs]  # type: ignore[list-item]
-    buckets: list[dict[int, list[dict]]] = [{} for _ in specs]
+    outs: list[Any] = [RunOutput(spec, [None] * n_q, []) for spec in specs]  # type: ignore[list-item]
+    buckets: list[dict[str, list[dict]]] = [{} for _ in specs]
+    pending = [0] * len(specs)
+    for ri, _, _ in tasks:
+        pending[ri] += 1
+    pos = {q.qid: i for i, q in enumerate(cfg.es.queries)}
     t_warm = time.perf_counter()
 
-    def collect(item: tuple[int, list, float], qidx: list[int] | None = None) -> None:
+    def finish(ri: int) -> None:
+        out = outs[ri]
+        for q in out.queries:
+            out.results.extend(buckets[ri].get(q["qid"], []))
+        buckets[ri] = {}
+        if on_run is not None:
+            outs[ri] = on_run(out)
+
+    def collect(item: tuple[int, list, float]) -> None:
         ri, rows, busy = item
         outs[ri].busy_s += busy
         for qrow, rrows in rows:
             buckets[ri][qrow["qid"]] = rrows
-            outs[ri].queries[_pos[qrow["qid"]]] = qrow
+            outs[ri].queries[pos[qrow["qid"]]] = qrow
+        pending[ri] -= 1
+        if pending[ri] == 0:
+            finish(ri)
         if tick:
             tick(len(rows))
 
-    _pos = {q.qid: i for i, q in enumerate(cfg.es.queries)}
     if workers == 1:
         _init_worker(cfg)
         warm = time.perf_counter() - t_warm
@@ -215,9 +238,6 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
             for item in pool.imap_unordered(_task, tasks, chunksize=1):
                 collect(item)
     secs = time.perf_counter() - t0
-    for ri, out in enumerate(outs):
-        for q in out.queries:
-            out.results.extend(buckets[ri].get(q["qid"], []))
     stats = ReplayStats(queries=total, seconds=round(secs, 3), qps=round(total / secs, 1) if secs > 0 else 0.0,
                         workers=workers, warmup_s=round(warm, 2))
     return outs, stats

@@ -19,7 +19,7 @@ from eval import metrics as M
 from eval.datasets import EvalSet, load_eval_set
 from eval.grid import RunSpec
 from eval.replay import ReplayConfig, RunOutput, replay
-from eval.traces import runs_root, write_run
+from eval.traces import runs_root, write_run_row, write_traces
 
 Status = Callable[[str], None]
 
@@ -117,48 +117,53 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
     es = load_eval_set(opts.dataset, opts.split, limit=opts.limit_queries)
     started = datetime.now(UTC)
     cfg, info = prepare(opts, es, status)
-    status("replay")
-    tick = tick_factory(len(es.queries) * len(opts.specs)) if tick_factory else None
-    outs, stats = replay(cfg, opts.specs, workers=opts.workers, tick=tick)
-    finished = datetime.now(UTC)
     version = code_version()
     stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
     batch_id = f"{stamp}-{es.name}-{es.split}"
     out_dir = runs_root(opts.out)
-    runs = []
-    for out in outs:
+
+    def on_run(out: RunOutput) -> dict[str, Any]:
+        """Score one finished run, write its traces, keep only its summary row."""
         _, agg = score_run(es, out)
         profile = out.spec.load()
         run_id = f"{batch_id}-{profile.name}-{out.spec.key}"
         busy = out.busy_s
-        run_row: dict[str, Any] = {
+        row: dict[str, Any] = {
             "run_id": run_id, "batch_id": batch_id, "profile": profile.name, "label": out.spec.label,
             "profile_source": profile.source, "mode": out.spec.mode,
             "overrides": {k: v for k, v in out.spec.overrides},
             "dataset": es.name, "split": es.split, "dataset_hash": es.dataset_hash, "corpus_hash": es.corpus_hash,
-            "model_id": cfg.model_id, **version,
-            "started_at": started.isoformat(timespec="seconds"), "finished_at": finished.isoformat(timespec="seconds"),
+            "model_id": cfg.model_id, **version, "started_at": started.isoformat(timespec="seconds"),
             "n_queries": len(es.queries), "busy_seconds": round(busy, 3),
             "qps_per_worker": round(len(es.queries) / busy, 1) if busy > 0 else None,
-            "batch_qps": stats.qps, "workers": stats.workers,
         }
         for k, v in profile.flat().items():
             if k != "name":
-                run_row[k] = v
-        flat_agg = {k: v for k, v in agg.items() if k != "by_category"}
-        run_row.update(flat_agg)
+                row[k] = v
+        row.update({k: v for k, v in agg.items() if k != "by_category"})
         if "by_category" in agg:
-            run_row["by_category"] = agg["by_category"]
-        folder = None
+            row["by_category"] = agg["by_category"]
         if opts.write:
             for q in out.queries:
                 q["run_id"] = run_id
             for r in out.results:
                 r["run_id"] = run_id
-            folder = write_run(out_dir, run_row, out.queries, out.results)
-        runs.append({"run_id": run_id, "profile": profile.name, "label": out.spec.label, "mode": out.spec.mode,
-                     "overrides": run_row["overrides"], "metrics": flat_agg,
-                     "by_category": agg.get("by_category"), "path": str(folder) if folder else None})
+            write_traces(out_dir, run_id, out.queries, out.results)
+        return row
+
+    status("replay")
+    tick = tick_factory(len(es.queries) * len(opts.specs)) if tick_factory else None
+    rows, stats = replay(cfg, opts.specs, workers=opts.workers, tick=tick, on_run=on_run)
+    finished = datetime.now(UTC).isoformat(timespec="seconds")
+    runs = []
+    for spec, row in zip(opts.specs, rows, strict=True):
+        row.update(finished_at=finished, batch_qps=stats.qps, workers=stats.workers)
+        folder = write_run_row(out_dir, row) if opts.write else None
+        metrics = {k: row[k] for k in (*M.MEASURES, "n_queries", "n_scored", "abstain_precision",
+                                       "abstain_recall", "n_unanswerable", "n_abstained", "degraded_queries")}
+        runs.append({"run_id": row["run_id"], "profile": row["profile"], "label": spec.label, "mode": spec.mode,
+                     "overrides": row["overrides"], "metrics": metrics, "by_category": row.get("by_category"),
+                     "path": str(folder) if folder else None})
     return {
         "batch_id": batch_id, "dataset": es.name, "split": es.split, "source": es.source,
         "queries": len(es.queries), "judged": len(es.qrels), "dataset_hash": es.dataset_hash,

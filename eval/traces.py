@@ -97,18 +97,35 @@ def _runs_table(run: Mapping[str, Any]) -> pa.Table:
     return pa.Table.from_pylist([row])
 
 
+def _write(folder: Path, name: str, table: pa.Table) -> None:
+    tmp = folder / f".{name}.parquet.tmp"
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, folder / f"{name}.parquet")
+
+
+def write_traces(out_dir: Path, run_id: str, queries: Sequence[Mapping[str, Any]],
+                 results: Sequence[Mapping[str, Any]]) -> Path:
+    """Write one run's queries and results tables into ``out_dir/<run_id>/``."""
+    folder = out_dir / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder, "queries", _table(queries, QUERIES_SCHEMA))
+    _write(folder, "results", _table(results, RESULTS_SCHEMA))
+    return folder
+
+
+def write_run_row(out_dir: Path, run: Mapping[str, Any]) -> Path:
+    """Write ``runs.parquet`` last: a folder with it is a complete run."""
+    folder = out_dir / str(run["run_id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder, "runs", _runs_table(run))
+    return folder
+
+
 def write_run(out_dir: Path, run: Mapping[str, Any], queries: Sequence[Mapping[str, Any]],
               results: Sequence[Mapping[str, Any]]) -> Path:
     """Write one run's three tables into ``out_dir/<run_id>/`` (atomically per file)."""
-    folder = out_dir / str(run["run_id"])
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, table in (("queries", _table(queries, QUERIES_SCHEMA)),
-                        ("results", _table(results, RESULTS_SCHEMA)),
-                        ("runs", _runs_table(run))):
-        tmp = folder / f".{name}.parquet.tmp"
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, folder / f"{name}.parquet")
-    return folder
+    write_traces(out_dir, str(run["run_id"]), queries, results)
+    return write_run_row(out_dir, run)
 
 
 def resolve_runs(refs: Iterable[str], root: str | Path | None = None) -> list[Path]:
