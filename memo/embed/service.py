@@ -29,7 +29,7 @@ from memo.errors import MemoError, ModelUnavailable
 
 _lock = threading.Lock()
 _models: dict[str, OnnxEmbedder] = {}
-_failures: dict[str, tuple[object, str]] = {}          # model id -> (file state, reason)
+_failures: dict[str, tuple[object, str]] = {}          # model id -> ((spec, file state), reason)
 _indexes: dict[tuple[str, str], VectorIndex] = {}
 
 
@@ -46,9 +46,9 @@ def load_model(spec: ModelSpec) -> OnnxEmbedder:
         model = _models.get(spec.id)
         if model is not None and model.spec == spec:
             return model
-        state = _file_state(spec)
+        state = (spec, _file_state(spec))
         failed = _failures.get(spec.id)
-        if failed is not None and failed[0] == state and state is not None:
+        if failed is not None and failed[0] == state and state[1] is not None:
             raise ModelUnavailable(failed[1])
         try:
             model = OnnxEmbedder(spec)

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from memo import metrics
 from memo.embed import integrity, service
@@ -74,6 +75,8 @@ def _degraded_search(conn):
 def test_missing_model_file(tmp_path, monkeypatch, db):
     _register(tmp_path, monkeypatch, tmp_path / "gone.onnx", REAL.sha256)
     assert "missing" in _degraded_search(db)
+    exported = generate_latest().decode()
+    assert 'memo_search_degraded_total{reason="arm_unavailable"}' in exported
 
 
 def test_wrong_hash(tmp_path, monkeypatch, db):
@@ -91,6 +94,12 @@ def test_truncated_file_with_its_hash_registered_fails_to_load(tmp_path, monkeyp
         fh.truncate(copy.stat().st_size // 2)
     _register(tmp_path, monkeypatch, copy, sha256_file(copy))      # passes the hash check...
     assert "failed to load" in _degraded_search(db)               # ...but onnxruntime rejects it
+    # The failure is remembered for this file state, not forever: a repaired file (same path,
+    # registered with its real hash) loads at once in the same process.
+    assert "failed to load" in semantic_services(db)["semantic"].model_status()[1]
+    shutil.copyfile(REAL.onnx, copy)
+    _register(tmp_path, monkeypatch, copy, REAL.sha256)
+    assert semantic_services(db)["semantic"].model_status()[0] is True
 
 
 def test_passages_without_vectors_then_backfill_recovers(tmp_path, monkeypatch, db):
