@@ -33,6 +33,8 @@ from memo.types import Scope  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--registry-bands", action="store_true",
+                    help="override the profiles' bands for the model with the registry's (measured) ones")
     args = ap.parse_args()
     conn, pk2doc, spec = scifact_db()
     qrels = load_qrels("test")
@@ -53,7 +55,11 @@ def main() -> None:
         rows.append({"run": f"{arm.name} alone", "queries_run": ran,
                      **(evaluate(run, qrels) if run else {"ndcg@10": 0.0, "recall@100": 0.0})})
     for name in ("rrf", "minmax"):
-        prof = load_profile(name).with_overrides({"cutoff.gap": 1.0})
+        over: dict[str, object] = {"cutoff.gap": 1.0}
+        if args.registry_bands:
+            b = spec.bands
+            over |= {f"models.{spec.id}.{k}": getattr(b, k) for k in ("semantic_floor", "weak", "moderate", "strong")}
+        prof = load_profile(name).with_overrides(over)
         run = {}
         for qid, text in queries.items():
             resp = search(conn, SearchRequest(text, limit=100, max_tokens=10**7), prof,
