@@ -27,6 +27,7 @@ from memo import ops
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_jsonable
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
+from memo.ops.after_commit import embed_pending
 from memo.ops.importer import FORMATS, ImportOptions
 from memo.ops.importer import Progress as ImportProgress
 from memo.store.db import open_db
@@ -111,6 +112,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             max_bytes: Annotated[int, typer.Option("--max-bytes", help="Reject files larger than this.")] = DEFAULT_MAX_BYTES,
             batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 500,
             progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+            embed: Annotated[bool, typer.Option("--embed/--no-embed",
+                                                help="Embed the new passages after the import (else `memo backfill`).")] = True,
             db: DbOption = None, as_json: JsonOption = False) -> None:
     """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus or LoCoMo.
 
@@ -123,14 +126,19 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     conn = open_db(db)
     with _progress_bar(progress and not as_json) as update:
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
+    # Embedding runs after every batch has committed, outside any transaction.
+    embedded = embed_pending(conn, progress=progress and not as_json) if embed else None
     if as_json:
-        print_json(report)
+        print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)})
     else:
         typer.echo(f"imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
                    f"skipped {report.skipped}, rejected {len(report.rejected)}, ignored {report.ignored}; "
                    f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
         for rej in report.rejected:
             typer.echo(f"  rejected {rej.path}: {rej.reason}", err=True)
+        if embedded is not None:
+            typer.echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
+                       f"{embedded.pending_after} pending" + (f": {embedded.error}" if embedded.error else ""))
     if report.rejected:
         raise typer.Exit(ImportRejected.exit_code)
 

@@ -22,7 +22,6 @@ from memo.errors import ImportRejected, MemoError, StoreError, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES, FileItem, inside, list_files, read_file
 from memo.ingest.jsonl import iter_jsonl
 from memo.ops.add import prepare, store_draft
-from memo.ops.after_commit import after_commit
 from memo.ops.reports import ImportReport, Rejection
 from memo.store.connect import write_tx
 from memo.types import PassageDraft, RecordDraft
@@ -168,7 +167,8 @@ class _Batcher:
                 new_ids.append(r.record_id)
                 self.passages += r.passages
         self.ids.extend(new_ids)
-        after_commit(self.conn, new_ids)
+        # Embedding is not done per batch: the caller runs memo.ops.embed_pending once the
+        # import has committed (one progress bar, no nested live displays).
 
 
 def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
