@@ -19,10 +19,6 @@ $memo import datasets/sample/scifact/corpus.jsonl --format beir --namespace scif
   --source scifact --author "SciFact via BEIR (CC BY-NC 2.0)"
 step "import the markdown notes"
 $memo import datasets/sample/notes --namespace notes --tag sample
-if $memo backfill --help >/dev/null 2>&1; then
-  step "embed passages for the semantic arm"
-  $memo backfill
-fi
 step "stats"
 $memo stats
 
