@@ -1,29 +1,20 @@
 """The ``memo`` command line: a thin typer skin over the library.
 
-Each command group lives in its own module with a ``register(app)`` function.
+Each command group lives in its own module with a ``register(app)`` function; the modules
+only parse options, call memo's library and print (``--json``: one JSON document).
 """
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+from memo.cli import embed_cmds, eval_cmds, search_cmds, store_cmds
 
 app = typer.Typer(name="memo", help="memo: a local-first memory and knowledge base for AI agents.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-# Command modules, each owning its commands.  Missing ones are skipped only while the
-# project is being assembled; tests assert the full command list (tests/integration).
-_COMMAND_MODULES = ("store_cmds", "search_cmds", "embed_cmds", "eval_cmds")
-
-for _name in _COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(f"memo.cli.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"memo.cli.{_name}":
-            raise
-        continue
-    _mod.register(app)
+for _module in (store_cmds, search_cmds, embed_cmds, eval_cmds):
+    _module.register(app)
 
 
 def main() -> None:
