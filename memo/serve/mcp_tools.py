@@ -1,0 +1,139 @@
+"""What each MCP tool does, without any MCP types: parse nothing, decide nothing, call
+one memo library function and serialise its frozen report the way ``memo … --json``
+prints it (``memo.cli.common.to_jsonable``; schemas in docs/cli-json.md).
+
+One long-lived connection per server process, guarded by a lock: the SDK runs each
+synchronous tool on a worker thread, and a sqlite3 connection must not run two
+statements (or an explicit transaction) from two threads at once.  Every call is
+short (searches are milliseconds, adds embed a few passages), so serialising them
+costs nothing a single agent would notice, and the in-memory vector index and the
+per-connection scope caches stay warm across calls.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memo import ops
+from memo.cli.common import to_jsonable
+from memo.errors import ConfirmationRequired, ProfileError, ValidationError
+from memo.ops.guard import store_errors
+from memo.profile import Profile, load_profile
+from memo.retrieve import SearchRequest
+from memo.retrieve import search as run_search
+from memo.store.db import open_db, resolve_db_path
+from memo.types import RecordDraft, Scope
+
+# Profiles arrive from the client by name only: a path would let a tool call read any
+# TOML file on the machine.  The operator picks a path with `memo-mcp --profile`.
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+class MemoTools:
+    """The server's state (database connection, default profile) and one method per tool."""
+
+    def __init__(self, db: str | Path | None = None, profile: str | Path = "rrf") -> None:
+        self.db_path = resolve_db_path(db)
+        # write=True: creates the file and applies migrations, so a fresh server can add
+        # the first memory; a database from a newer memo fails here (SchemaTooNew).
+        self.conn: sqlite3.Connection = open_db(self.db_path, write=True)
+        self.default_profile: Profile = load_profile(profile)
+        self._lock = threading.Lock()
+        self._services: dict[str, Any] | None = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    # --- helpers -----------------------------------------------------------------------
+    def _profile(self, name: str | None) -> Profile:
+        if name is None or name == self.default_profile.name:
+            return self.default_profile
+        if not _PROFILE_NAME.fullmatch(name) or name.endswith(".toml"):
+            raise ProfileError(f"profile {name!r} is not a profile name",
+                               hint="pass a name such as 'rrf' or 'minmax'; paths are set with memo-mcp --profile")
+        return load_profile(name)
+
+    def _semantic(self) -> dict[str, Any]:
+        # Built once: the service is lazy (the model loads on the first semantic query)
+        # and keeps the vector matrix resident between calls.
+        if self._services is None:
+            from memo.embed.service import semantic_services  # numpy/onnx only when searching
+            self._services = semantic_services(self.conn)
+        return self._services
+
+    # --- tools -------------------------------------------------------------------------
+    def search(self, query: str, *, namespaces: Sequence[str] = (), kinds: Sequence[str] = (),
+               sources: Sequence[str] = (), library: str | None = None, version: str | None = None,
+               tags: Sequence[str] = (), date_from: str | None = None, date_to: str | None = None,
+               min_trust: float | None = None, as_of: str | None = None, mode: str = "auto",
+               profile: str | None = None, limit: int | None = None, max_tokens: int | None = None,
+               response_format: str = "compact") -> dict[str, Any]:
+        prof = self._profile(profile)
+        request = SearchRequest(
+            query=query,
+            scope=Scope(namespaces=tuple(namespaces), kinds=tuple(kinds), sources=tuple(sources),
+                        library=library, version=version, tags=tuple(tags), date_from=date_from,
+                        date_to=date_to, min_trust=min_trust, as_of=as_of),
+            mode=mode, limit=limit, max_tokens=max_tokens, response_format=response_format)
+        with self._lock, store_errors("search"):
+            resp = run_search(self.conn, request, prof, self._semantic())
+        return to_jsonable(resp)
+
+    def add(self, text: str, **fields: Any) -> dict[str, Any]:
+        tags = fields.pop("tags", None)
+        trust = fields.pop("trust", None)
+        meta = fields.pop("meta", None)
+        draft = RecordDraft(body=text, tags=tuple(tags or ()), trust=1.0 if trust is None else trust,
+                            meta=dict(meta or {}), **{k: v for k, v in fields.items() if v is not None})
+        with self._lock:
+            return to_jsonable(ops.add_record(self.conn, draft))
+
+    def get(self, record_id: str) -> dict[str, Any]:
+        with self._lock:
+            return to_jsonable(ops.get(self.conn, record_id))
+
+    def list_records(self, *, namespaces: Sequence[str] = (), kinds: Sequence[str] = (), sources: Sequence[str] = (),
+             library: str | None = None, version: str | None = None, tags: Sequence[str] = (),
+             include_forgotten: bool = False, include_superseded: bool = False,
+             limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        flt = ops.ListFilter(namespaces=tuple(namespaces), kinds=tuple(kinds), sources=tuple(sources),
+                             library=library, version=version, tags=tuple(tags),
+                             include_forgotten=include_forgotten, include_superseded=include_superseded,
+                             limit=limit, offset=offset)
+        with self._lock:
+            rows = ops.list_records(self.conn, flt)
+        return {"count": len(rows), "records": to_jsonable(rows)}
+
+    def supersede(self, record_id: str, text: str, **changes: Any) -> dict[str, Any]:
+        if changes.get("tags") is not None:
+            changes["tags"] = tuple(changes["tags"])
+        with self._lock:
+            return to_jsonable(ops.supersede(self.conn, record_id, text, **changes))
+
+    def forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
+        distinct = tuple(dict.fromkeys(ids))
+        if not distinct:
+            raise ValidationError("no record ids given", hint="pass ids: a list of record ids")
+        # The library's rule (more than one record needs confirmation), stated over MCP as
+        # a count: a model that means to forget 2 records must say confirm=2, so a list
+        # grown by mistake (mcp-memory-service #353) is refused instead of erased.
+        if confirm is not None and confirm != len(distinct):
+            raise ConfirmationRequired(
+                f"confirm={confirm} does not match the {len(distinct)} distinct record id(s) given; "
+                "nothing was forgotten", hint=f"repeat with confirm={len(distinct)} if you mean all of them")
+        if len(distinct) > 1 and confirm is None:
+            raise ConfirmationRequired(
+                f"forgetting {len(distinct)} records needs confirmation; nothing was forgotten",
+                hint=f"repeat with confirm={len(distinct)} (the number of ids) to forget all of them")
+        with self._lock:
+            return to_jsonable(ops.forget(self.conn, distinct, confirm=confirm == len(distinct)))
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return to_jsonable(ops.stats(self.conn))
