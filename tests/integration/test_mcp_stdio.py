@@ -171,6 +171,8 @@ def test_bad_input_is_an_error_result_and_server_stays_up(tmp_path: Path) -> Non
         assert line.startswith("ValidationError: ") and "trust" in line
         line = error_line(await s.call_tool("memory_add", {"text": "x", "event_at": "soon"}))
         assert line.startswith("ValidationError: ") and "ISO" in line
+        unknown = await s.call_tool("memory_nope", {})
+        assert unknown.is_error and "memory_nope" in unknown.content[0].text
         # ...and the next call is served normally.
         res = doc(await s.call_tool("memory_search", {"query": "sqlite WAL checkpoints", "limit": 1}))
         assert len(res["results"]) == 1
@@ -274,3 +276,12 @@ def test_unexpected_exception_becomes_error_result(tmp_path: Path) -> None:
         anyio.run(main)
     finally:
         tools.close()
+
+
+def test_unusable_database_stops_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not a database " * 100)
+    proc = subprocess.run([sys.executable, "-m", "memo.serve.mcp", "--db", str(bad)], cwd=REPO,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 6 and proc.stdout == ""
+    assert proc.stderr.startswith("memo-mcp: error: ") and proc.stderr.count("\n") == 1, proc.stderr
