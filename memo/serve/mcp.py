@@ -160,7 +160,15 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     server = MemoMCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level,  # type: ignore[arg-type]
                            lifespan=lifespan)
 
-    @server.tool(name="memory_search", annotations=READ_ONLY)
+    def tool(name: str, annotations: ToolAnnotations) -> Callable[[Callable[..., CallToolResult]], Any]:
+        def register(fn: Callable[..., CallToolResult]) -> Any:
+            # One line per description: docstring indentation is noise in a client's tool list.
+            server.add_tool(fn, name=name, description=" ".join((fn.__doc__ or "").split()),
+                            annotations=annotations)
+            return fn
+        return register
+
+    @tool("memory_search", READ_ONLY)
     def memory_search(
         query: Query,
         namespaces: Namespaces = None, kinds: KindList = None, sources: Sources = None,
@@ -190,7 +198,7 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
             as_of=as_of, mode=mode, profile=profile, limit=limit, max_tokens=max_tokens,
             response_format=response_format), quoted=True)
 
-    @server.tool(name="memory_add", annotations=ToolAnnotations(
+    @tool("memory_add", ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     def memory_add(
         text: Annotated[str, Field(min_length=1, description="The memory itself (plain text or markdown).")],
@@ -214,12 +222,12 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
             version=version, tags=tags, event_at=event_at, trust=trust, author=author, ext_id=ext_id,
             meta=meta))
 
-    @server.tool(name="memory_get", annotations=READ_ONLY)
+    @tool("memory_get", READ_ONLY)
     def memory_get(id: RecordId) -> CallToolResult:  # noqa: A002 - the argument clients see
         """One record with every field and its passages (quoted data with provenance)."""
         return run_tool("memory_get", lambda: tools.get(id), quoted=True)
 
-    @server.tool(name="memory_list", annotations=READ_ONLY)
+    @tool("memory_list", READ_ONLY)
     def memory_list(
         namespaces: Namespaces = None, kinds: KindList = None, sources: Sources = None,
         library: Annotated[OptStr, Field(description="Only this library.")] = None,
@@ -236,7 +244,7 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
             version=version, tags=tags or (), include_forgotten=include_forgotten,
             include_superseded=include_superseded, limit=limit, offset=offset), quoted=True)
 
-    @server.tool(name="memory_supersede", annotations=ToolAnnotations(
+    @tool("memory_supersede", ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False))
     def memory_supersede(
         id: RecordId,  # noqa: A002
@@ -251,7 +259,7 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
             id, text, title=title, source=source, library=library, version=version, tags=tags,
             event_at=event_at, trust=trust, author=author))
 
-    @server.tool(name="memory_forget", annotations=ToolAnnotations(
+    @tool("memory_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
     def memory_forget(
         ids: Annotated[list[Str], Field(min_length=1, description="Record ids to forget.")],
@@ -263,7 +271,7 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         removes them for good). More than one id needs confirm = the number of ids."""
         return run_tool("memory_forget", lambda: tools.forget(ids, confirm))
 
-    @server.tool(name="memory_stats", annotations=READ_ONLY)
+    @tool("memory_stats", READ_ONLY)
     def memory_stats() -> CallToolResult:
         """Counts: records (live, superseded, forgotten), passages, per-kind and per-namespace
         counts, vectors per model and passages still waiting for a vector."""
