@@ -36,12 +36,13 @@ def assert_jsonrpc_lines(raw: str) -> int:
     return len(lines)
 
 
-def run_session(tmp_path: Path, scenario: Callable[[ClientSession], Awaitable[None]]) -> str:
+def run_session(tmp_path: Path, scenario: Callable[[ClientSession], Awaitable[None]],
+                env: dict[str, str] | None = None) -> str:
     """Run ``scenario`` against a fresh server; return what the server wrote on stdout."""
     db, out, err = tmp_path / "memo.db", tmp_path / "stdout.jsonl", tmp_path / "stderr.log"
     # `tee` keeps a copy of the raw protocol stream (the client reads the pipe after tee).
     server_cmd = f'"{sys.executable}" -m memo.serve.mcp --db "{db}" | tee "{out}"'
-    params = StdioServerParameters(command="sh", args=["-c", server_cmd], cwd=str(REPO))
+    params = StdioServerParameters(command="sh", args=["-c", server_cmd], cwd=str(REPO), env=env)
 
     async def main() -> None:
         with anyio.fail_after(25), err.open("w") as errlog:
@@ -276,6 +277,41 @@ def test_unexpected_exception_becomes_error_result(tmp_path: Path) -> None:
         anyio.run(main)
     finally:
         tools.close()
+
+
+def test_degraded_without_model_then_backfilled_at_next_start(tmp_path: Path) -> None:
+    """Writes made while the model is unavailable queue their vectors; the next server
+    start embeds them in the background (memo.embed.backfill.on_server_start)."""
+    from memo.embed.registry import load_registry
+
+    real = load_registry().get("all-minilm-l6-v2-int8")
+    onnx = tmp_path / "model.onnx"                      # missing during the first session
+    models = tmp_path / "models.toml"
+    models.write_text(
+        f'default = "minilm-copy"\n[models."minilm-copy"]\nonnx = "{onnx}"\nsha256 = "{real.sha256}"\n'
+        f'tokenizer = "{real.tokenizer}"\ndimensions = 384\npooling = "mean"\nmax_tokens = 256\n'
+        '[models."minilm-copy".bands]\nsemantic_floor = 0.39\nweak = 0.39\nmoderate = 0.47\nstrong = 0.67\n')
+    env = {"MEMO_MODELS": str(models)}
+    query = "when does the staging certificate expire"
+
+    async def without_model(s: ClientSession) -> None:
+        doc(await s.call_tool("memory_add", {"text": "The staging TLS certificate expires on 1 March."}))
+        res = doc(await s.call_tool("memory_search", {"query": query}))
+        assert res["trace"]["degraded"]["flag"] is True and res["results"]       # keyword still answers
+        assert not doc(await s.call_tool("memory_stats", {}))["vectors"]
+
+    run_session(tmp_path, without_model, env)
+    onnx.write_bytes(real.onnx.read_bytes())
+
+    async def with_model(s: ClientSession) -> None:
+        with anyio.fail_after(15):
+            while not doc(await s.call_tool("memory_stats", {}))["vectors"].get("minilm-copy"):
+                await anyio.sleep(0.2)
+        res = doc(await s.call_tool("memory_search", {"query": query, "response_format": "explain"}))
+        assert res["trace"]["degraded"]["flag"] is False
+        assert "semantic" in res["results"][0]["why"]["arms"]
+
+    run_session(tmp_path, with_model, env)
 
 
 def test_unusable_database_stops_with_one_line(tmp_path: Path) -> None:
