@@ -321,3 +321,25 @@ def test_unusable_database_stops_with_one_line(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 6 and proc.stdout == ""
     assert proc.stderr.startswith("memo-mcp: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_concurrent_calls_share_one_connection_safely(tmp_path: Path) -> None:
+    """The SDK runs tool calls concurrently (worker threads); the server serialises them
+    on its one connection, so interleaved adds and searches all succeed."""
+    async def scenario(s: ClientSession) -> None:
+        results: list[Any] = []
+
+        async def add(i: int) -> None:
+            results.append(await s.call_tool("memory_add", {"text": f"parallel note {i}: cache shard {i} is warm"}))
+
+        async def search() -> None:
+            results.append(await s.call_tool("memory_search", {"query": "parallel cache shard"}))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(12):
+                tg.start_soon(add, i)
+                tg.start_soon(search)
+        assert not [r.content[0].text for r in results if r.is_error]
+        assert doc(await s.call_tool("memory_stats", {}))["live"] == 12
+
+    run_session(tmp_path, scenario)
