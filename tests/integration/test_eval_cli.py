@@ -115,3 +115,26 @@ def test_bad_input_is_one_line_error(tiny):
     assert res.exit_code == 8 and res.stderr.startswith("error: unknown data set")
     res = runner.invoke(app, ["eval", "run", "-d", str(tiny), "--set", "fusion.kk=3", "--quiet"])
     assert res.exit_code == 2 and "fusion.kk" in res.stderr
+
+
+def test_fetch_scifact_beir_zip_verified_by_content(tmp_path):
+    """BEIR's scifact.zip layout (scifact/corpus.jsonl ...), served from a file:// URL: the
+    corpus and queries must match the hashes in datasets/scifact/SOURCE.md."""
+    import gzip
+
+    from eval.datasets import DATASETS_DIR
+
+    src = DATASETS_DIR / "scifact"
+    archive = tmp_path / "scifact.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("scifact/corpus.jsonl", gzip.decompress((src / "corpus.jsonl.gz").read_bytes()))
+        zf.write(src / "queries.jsonl", "scifact/queries.jsonl")
+        for split in ("train", "test"):
+            zf.write(src / "qrels" / f"{split}.tsv", f"scifact/qrels/{split}.tsv")
+    doc = _json(runner.invoke(app, ["eval", "fetch", "scifact", "--url", archive.as_uri(),
+                                    "--dest", str(tmp_path / "sf"), "--json"]))
+    assert set(doc["verified"]) == {"corpus.jsonl", "queries.jsonl"}
+    from eval.datasets import load_eval_set
+
+    es = load_eval_set(str(tmp_path / "sf"), "test")
+    assert len(es.queries) == 300 and es.corpus_hash != ""
