@@ -20,7 +20,8 @@ DPI = 110
 def metric_vs_constant(path: Path, constant: str, series: Mapping[str, Sequence[tuple[float, float]]],
                        metric: str) -> Path:
     """One line per series (profile, or profile + other constants): metric against a constant."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    many = len(series) > 1
+    fig, ax = plt.subplots(figsize=(8.5 if many else 5.5, 3.8))
     for label, points in sorted(series.items()):
         pts = sorted(points)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
@@ -28,8 +29,9 @@ def metric_vs_constant(path: Path, constant: str, series: Mapping[str, Sequence[
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} vs {constant}")
     ax.grid(alpha=0.3)
-    if len(series) > 1:
-        ax.legend(fontsize=7, loc="best")
+    if many:
+        # Outside the axes: with a dozen series an inside legend hides the lines.
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

@@ -132,13 +132,15 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                         c["correct_abstentions"], c["abstained"]] for c in cats]), ""]
 
     consts = varying_constants(con)
+    several_sets = con.execute("SELECT count(DISTINCT dataset || '/' || split) FROM runs").fetchone()[0] > 1
     if consts:
         md += ["## Metrics against constants", ""]
         for const in consts:
             others = [c for c in consts if c != const]
             sel_others = "".join(f', "{c}"' for c in others)
+            where = "|| ' ' || dataset || '/' || split" if several_sets else ""
             rows = con.execute(f"SELECT profile || CASE WHEN mode = 'auto' THEN '' ELSE '[' || mode || ']' END "
-                               f"|| ' ' || dataset || '/' || split, \"{const}\"{sel_others}, "
+                               f"{where}, \"{const}\"{sel_others}, "
                                + ", ".join(METRIC_COLUMNS) + " FROM runs").fetchall()
             for mi, metric in enumerate(METRIC_COLUMNS):
                 series: dict[str, list[tuple[float, float]]] = {}
