@@ -24,6 +24,7 @@ import numpy as np
 
 from eval.datasets import EvalQuery, EvalSet
 from eval.grid import RunSpec
+from eval.traces import RESULT_FIELDS, RESULT_INDEX
 from memo.errors import DatasetError
 from memo.retrieve.arms.base import ARM_NAMES
 
@@ -117,22 +118,40 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
     return row
 
 
-def _result_rows(q: EvalQuery, resp: Any) -> list[dict[str, Any]]:
+_RI = RESULT_INDEX
+_N = len(RESULT_FIELDS)
+_ARM_COLS = {arm: (_RI[f"{arm}_rank"], _RI[f"{arm}_raw"], _RI[f"{arm}_contribution"]) for arm in ARM_NAMES}
+
+
+def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
+    """One list per result in ``RESULT_FIELDS`` order (run_id and relevant filled later)."""
     keys = _W["keys"]
     rows = []
     for rank, r in enumerate(resp.results, start=1):
-        row: dict[str, Any] = {
-            "qid": q.qid, "rank": rank, "passage_id": r.passage_id, "pk": r.pk, "record_id": r.record_id,
-            "doc_id": keys.get(r.pk, r.record_id), "namespace": r.namespace, "kind": r.kind,
-            "score": float(r.score), "relevance": r.relevance, "band": r.band, "tokens": int(r.tokens),
-        }
+        row: list[Any] = [None] * _N
+        row[_RI["qid"]] = q.qid
+        row[_RI["rank"]] = rank
+        row[_RI["passage_id"]] = r.passage_id
+        row[_RI["pk"]] = r.pk
+        row[_RI["record_id"]] = r.record_id
+        row[_RI["doc_id"]] = keys.get(r.pk, r.record_id)
+        row[_RI["namespace"]] = r.namespace
+        row[_RI["kind"]] = r.kind
+        row[_RI["score"]] = float(r.score)
+        row[_RI["relevance"]] = r.relevance
+        row[_RI["band"]] = r.band
+        row[_RI["tokens"]] = int(r.tokens)
         why = r.why
         if why is not None:
-            row.update(fused=float(why.fused), recency=float(why.recency_factor), final=float(why.final))
+            row[_RI["fused"]] = float(why.fused)
+            row[_RI["recency"]] = float(why.recency_factor)
+            row[_RI["final"]] = float(why.final)
             for arm, ev in why.arms.items():
-                row[f"{arm}_rank"] = int(ev.rank)
-                row[f"{arm}_raw"] = float(ev.raw)
-                row[f"{arm}_contribution"] = float(ev.contribution)
+                cols = _ARM_COLS.get(arm)
+                if cols is not None:
+                    row[cols[0]] = int(ev.rank)
+                    row[cols[1]] = float(ev.raw)
+                    row[cols[2]] = float(ev.contribution)
         rows.append(row)
     return rows
 
@@ -150,7 +169,7 @@ def _task(task: tuple[int, RunSpec, list[int]]) -> tuple[int, list[tuple[dict, l
 class RunOutput:
     spec: RunSpec
     queries: list[dict[str, Any]]
-    results: list[dict[str, Any]]
+    results: list[list[Any]]       # rows in eval.traces.RESULT_FIELDS order
     busy_s: float = 0.0
 
 
@@ -188,7 +207,7 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
     tasks = [(ri, spec, list(range(s, min(s + CHUNK, n_q))))
              for ri, spec in enumerate(specs) for s in range(0, n_q, CHUNK)]
     outs: list[Any] = [RunOutput(spec, [None] * n_q, []) for spec in specs]  # type: ignore[list-item]
-    buckets: list[dict[str, list[dict]]] = [{} for _ in specs]
+    buckets: list[dict[str, list[list[Any]]]] = [{} for _ in specs]
     pending = [0] * len(specs)
     for ri, _, _ in tasks:
         pending[ri] += 1

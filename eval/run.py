@@ -19,7 +19,7 @@ from eval import metrics as M
 from eval.datasets import EvalSet, load_eval_set
 from eval.grid import RunSpec
 from eval.replay import ReplayConfig, RunOutput, replay
-from eval.traces import runs_root, write_run_row, write_traces
+from eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
 
 Status = Callable[[str], None]
 
@@ -88,11 +88,12 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
 
 def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """Per-query metrics (unit rankings de-duplicated) and the run's aggregate."""
+    qi, di = RESULT_INDEX["qid"], RESULT_INDEX["doc_id"]
     ranked: dict[str, list[str]] = {}
     for r in out.results:
-        lst = ranked.setdefault(r["qid"], [])
-        if r["doc_id"] not in lst:
-            lst.append(r["doc_id"])
+        lst = ranked.setdefault(r[qi], [])
+        if r[di] not in lst:
+            lst.append(r[di])
     perq = M.per_query(es.qrels, ranked)
     answerable = {q.qid: q.answerable for q in es.queries}
     abstained = {q["qid"]: q["abstained"] for q in out.queries}
@@ -105,8 +106,9 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
         first = next((i + 1 for i, d in enumerate(ranked.get(q["qid"], [])) if d in rel), None)
         q["first_relevant_rank"] = first
         q.update(perq.get(q["qid"], dict.fromkeys(M.MEASURES)))
+    rel_i = RESULT_INDEX["relevant"]
     for r in out.results:
-        r["relevant"] = int(es.qrels.get(r["qid"], {}).get(r["doc_id"], 0))
+        r[rel_i] = int(es.qrels.get(r[qi], {}).get(r[di], 0))
     agg["degraded_queries"] = sum(1 for q in out.queries if q["degraded"])
     return perq, agg
 
@@ -146,8 +148,9 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         if opts.write:
             for q in out.queries:
                 q["run_id"] = run_id
+            run_i = RESULT_INDEX["run_id"]
             for r in out.results:
-                r["run_id"] = run_id
+                r[run_i] = run_id
             write_traces(out_dir, run_id, out.queries, out.results)
         return row
 
