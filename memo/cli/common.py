@@ -7,7 +7,6 @@ one-line message on stderr (or a JSON error document with --json) and the error'
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import sys
@@ -18,24 +17,13 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from memo.errors import MemoError
+from memo.serialize import to_jsonable
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="Database file (default: $MEMO_DB, else the user data dir).",
                                                envvar="MEMO_DB", show_envvar=True)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document (schema in docs/cli-json.md).")]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def print_json(doc: Any) -> None:

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from memo import ops
-from memo.cli.common import to_jsonable
 from memo.errors import ConfirmationRequired, ProfileError, ValidationError
 from memo.ops.guard import store_errors
 from memo.profile import Profile, load_profile
 from memo.retrieve import SearchRequest
 from memo.retrieve import search as run_search
+from memo.serialize import to_jsonable
 from memo.store.db import open_db, resolve_db_path
 from memo.types import RecordDraft, Scope
 
