@@ -1,7 +1,7 @@
 """Exact arm: identifiers kept whole (``net/http``, ``ERR_CONN_RESET``, ``2.31.0``).
 
 Runs for mode ``exact``, and in ``auto`` when the query looks like an identifier
-(``memo.text.identifiers.looks_like_identifier``).  ``raw`` = -bm25 over ``exact_fts``.
+(``memo.text.identifiers.query_looks_like_identifier``).  ``raw`` = -bm25 over ``exact_fts``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.fts_topk import fts_topk
 from memo.text.fts_query import exact_match
-from memo.text.identifiers import looks_like_identifier
+from memo.text.identifiers import query_looks_like_identifier
 
 
 class ExactArm:
@@ -20,7 +20,7 @@ class ExactArm:
             return ArmPlan(runs=True, reason="mode exact")
         if ctx.mode != "auto":
             return ArmPlan(runs=False, reason=f"mode {ctx.mode}")
-        if looks_like_identifier(ctx.query[:10_000]):
+        if query_looks_like_identifier(ctx.query[:10_000]):
             return ArmPlan(runs=True, reason="query looks like an identifier")
         return ArmPlan(runs=False, reason="query names no identifier")
 
