@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Run memo's whole test suite, slow tests included (README: "Run the tests").
-# Creates or refreshes .venv when needed (pip install -e ".[dev]"), then runs pytest.
-# Extra arguments go to pytest (e.g. ./scripts/test.sh -m "not slow" for the quick suite).
-# Exits non-zero when any test fails, and also when no test ran at all (pytest exit 5).
+# Run memo's whole test suite, slow tests included (README: "Run the tests"), then the fast
+# quality regression (`memo eval regress --fast`: SciFact keyword arm against the committed
+# figures in eval/expected/).  Creates or refreshes .venv when needed (pip install -e ".[dev]").
+# Extra arguments go to pytest (e.g. ./scripts/test.sh -m "not slow" for the quick suite);
+# with extra arguments the regression step is skipped.
+# Exits non-zero when any test fails, when no test ran at all (pytest exit 5), or when a
+# regression metric falls below its tolerance.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_venv.sh dev
@@ -13,4 +16,8 @@ if [ "$rc" -eq 5 ]; then
   echo "test.sh: no tests were collected or run (pytest exit 5); failing" >&2
   exit 1
 fi
-exit "$rc"
+if [ "$rc" -ne 0 ] || [ "$#" -gt 0 ]; then
+  exit "$rc"
+fi
+echo "== fast quality regression: memo eval regress --fast" >&2
+.venv/bin/memo eval regress --fast --quiet
