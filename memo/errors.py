@@ -1,7 +1,7 @@
 """One exception hierarchy for every caller-visible failure.
 
 Each class carries an ``exit_code`` (CLI), an ``http_status`` (web) and a ``hint``
-that tells the user what to do.  The CLI, the MCP server and the web UI map these
+that tells the user what to do.  The CLI and the MCP server (and a future web UI) map these
 1:1; nothing else is allowed to escape to a user as a traceback.
 """
 

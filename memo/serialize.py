@@ -1,5 +1,5 @@
 """Frozen dataclasses -> JSON-ready values.  Shared by every skin (CLI --json, MCP
-structured content, web UI), so the three print the same document."""
+structured content), so both print the same document."""
 
 from __future__ import annotations
 
