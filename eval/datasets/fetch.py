@@ -16,12 +16,12 @@ import hashlib
 import os
 import shutil
 import tempfile
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memo.download import CHUNK, stream_download
 from memo.errors import DatasetError
 
 # Public addresses (users with internet) and content hashes of the files memo knows.
@@ -39,7 +39,6 @@ CONTENT_SHA256 = {
     ("scifact", "queries.jsonl"): "8ff84a7c903f722981cd8d595c022660140c51867b27608a6d4910db86080313",
     ("locomo", "locomo10.json"): "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
 }
-CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -54,17 +53,10 @@ class Fetched:
 
 
 def _download(url: str, into: Path, timeout: float) -> tuple[str, int]:
-    h = hashlib.sha256()
-    n = 0
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, into.open("wb") as out:  # noqa: S310
-            while chunk := resp.read(CHUNK):
-                h.update(chunk)
-                out.write(chunk)
-                n += len(chunk)
+        return stream_download(url, into, timeout=timeout)
     except (OSError, ValueError) as exc:
         raise DatasetError(f"download failed: {url}: {exc}", hint="check the URL and your connection") from exc
-    return h.hexdigest(), n
 
 
 def _content_sha(path: Path) -> str:

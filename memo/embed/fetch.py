@@ -8,16 +8,13 @@ never becomes the model file.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from memo.download import stream_download
 from memo.embed.registry import ModelSpec
 from memo.errors import ModelUnavailable, ValidationError
-
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,21 +31,12 @@ def download(url: str, dest: Path, sha256: str | None, timeout: float = 60.0) ->
     """Stream ``url`` to ``dest`` (atomic rename); check ``sha256`` when given."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
-    digest = hashlib.sha256()
-    size = 0
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, tmp.open("wb") as out:  # noqa: S310
-            while chunk := resp.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-                size += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-    except OSError as exc:
+        actual, size = stream_download(url, tmp, timeout=timeout)
+    except (OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
         raise ModelUnavailable(f"download of {url} failed: {exc}",
                                hint="check the url and the network, then retry `memo models fetch`") from exc
-    actual = digest.hexdigest()
     if sha256 and actual != sha256.lower():
         tmp.unlink(missing_ok=True)
         raise ModelUnavailable(f"downloaded {url} has sha256 {actual[:12]}..., expected {sha256[:12]}...",
