@@ -7,6 +7,11 @@ precomputed (``eval.index.query_vectors``) and handed to the pipeline as
 ``services["query_vector"]``, so a replay costs only the searches.  Every search asks
 for ``limit=100`` and an unbounded token budget with ``response_format="explain"``, so the
 traces hold the why columns for every result.
+
+Workers ask the pipeline for its arm-hit cache (``memo.retrieve.run_arms``): a grid varies
+fusion/recency constants, never what the arms return, so each arm runs once per query
+per worker instead of once per run.  ``MEMO_EVAL_ARM_CACHE=0`` turns it off (to time the
+arms themselves in every run).
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
         svc.status()                       # loads the model check + the vector matrix now
         if getattr(svc, "index", None) is not None:
             svc.index.refresh(conn)
+    if os.environ.get("MEMO_EVAL_ARM_CACHE", "1") != "0":
+        services["arm_cache"] = True
     _W.clear()
     _W.update(cfg=cfg, conn=conn, services=services, profiles={},
               keys=cfg.unit_keys if cfg.unit_keys is not None else unit_keys(conn, cfg.es))
@@ -88,7 +95,7 @@ def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], l
     cfg: ReplayConfig = _W["cfg"]
     profile = _profile(spec)
     services = _W["services"]
-    if cfg.query_vecs is not None and services:
+    if cfg.query_vecs is not None and "semantic" in services:
         services = {**services, "query_vector": cfg.query_vecs[qi]}
     req = SearchRequest(query=q.text, scope=Scope(namespaces=(q.namespace,)) if q.namespace else Scope(),
                         mode=spec.mode, limit=min(EVAL_LIMIT, profile.limit.max), max_tokens=EVAL_MAX_TOKENS,

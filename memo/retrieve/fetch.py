@@ -1,8 +1,14 @@
 """The pipeline's two reads after the arms: one query each, never one per candidate.
 
 * ``fetch_meta``: kind, namespace, source, tokens and date of every fused candidate
-  (recency, budget and narrow_hint need them); cached per connection until data changes.
+  (recency, budget and narrow_hint need them);
 * ``fetch_rows``: text and provenance of the final results only.
+
+Both are cached per connection until the data changes (``conn_cache``): eval replay
+meets the same passages again and again, and reading 100 result rows through a join
+costs ~1 ms per search (more than the rest of stages 3-9 together).  Rows are tuples
+(``PassageRow``), never ``sqlite3.Row``: the cache must not depend on the connection's
+row factory, and tuple access is cheaper.
 
 The pk list goes in as one JSON parameter (``json_each``), so the SQL text is constant
 and SQLite's statement cache reuses the plan.
@@ -13,11 +19,33 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.types import Meta
 
 META_CACHE_MAX = 200_000   # ~40 MB worst case; cleared, not evicted one by one
+ROWS_CACHE_MAX = 20_000    # rows hold passage text: ~40 MB at 2 KB a passage
+
+
+class PassageRow(NamedTuple):
+    """What a ``Result`` and its ``why`` need from passages + records."""
+
+    id: str
+    record_id: str
+    text: str
+    section: str
+    tokens: int
+    p_event_at: str | None
+    kind: str
+    namespace: str
+    source: str | None
+    author: str | None
+    import_path: str | None
+    recorded_at: str
+    content_hash: str
+    r_event_at: str | None
+
 
 _META_SQL = (
     "SELECT p.pk, r.kind, r.namespace, r.source, p.tokens,"
@@ -25,35 +53,37 @@ _META_SQL = (
     " FROM passages p JOIN records r ON r.id = p.record_id"
     " WHERE p.pk IN (SELECT value FROM json_each(?))")
 
-_ROWS_SQL = (
-    "SELECT p.pk, p.id, p.record_id, p.text, p.section, p.tokens, p.event_at AS p_event_at,"
+_ROWS_SQL = (   # column order = PassageRow after the pk
+    "SELECT p.pk, p.id, p.record_id, p.text, p.section, p.tokens, p.event_at,"
     " r.kind, r.namespace, r.source, r.author, r.import_path, r.recorded_at, r.content_hash,"
-    " r.event_at AS r_event_at"
+    " r.event_at"
     " FROM passages p JOIN records r ON r.id = p.record_id"
     " WHERE p.pk IN (SELECT value FROM json_each(?))")
 
 
 def fetch_meta(conn: sqlite3.Connection, pks: Iterable[int]) -> dict[int, Meta]:
-    """Meta of ``pks``; rows already read since the data last changed come from the
-    connection cache (eval replay meets the same passages again and again)."""
-    cache: dict[int, Meta] = conn_cache(conn).setdefault("meta", {})
+    """Meta of ``pks`` (those that still exist)."""
+    return _cached(conn, "meta", META_CACHE_MAX, _META_SQL, pks, Meta)
+
+
+def fetch_rows(conn: sqlite3.Connection, pks: Iterable[int]) -> dict[int, PassageRow]:
+    """Result rows of ``pks`` (those that still exist)."""
+    return _cached(conn, "rows", ROWS_CACHE_MAX, _ROWS_SQL, pks, PassageRow)
+
+
+def _cached(conn: sqlite3.Connection, name: str, cap: int, sql: str, pks: Iterable[int], make) -> dict:
+    cache: dict = conn_cache(conn).setdefault(name, {})
     out, missing = {}, []
+    get = cache.get
     for pk in pks:
-        m = cache.get(pk)
+        m = get(pk)
         if m is None:
             missing.append(pk)
         else:
             out[pk] = m
     if missing:
-        if len(cache) > META_CACHE_MAX:
+        if len(cache) > cap:
             cache.clear()
-        for row in conn.execute(_META_SQL, (json.dumps(missing),)):
-            out[row[0]] = cache[row[0]] = Meta(row[1], row[2], row[3], row[4], row[5])
+        for row in conn.execute(sql, (json.dumps(missing),)):
+            out[row[0]] = cache[row[0]] = make._make(tuple(row)[1:])
     return out
-
-
-def fetch_rows(conn: sqlite3.Connection, pks: Iterable[int]) -> dict[int, sqlite3.Row]:
-    pks = list(pks)
-    if not pks:
-        return {}
-    return {row["pk"]: row for row in conn.execute(_ROWS_SQL, (json.dumps(pks),))}

@@ -2,15 +2,18 @@
 explain is asked for.  ``why`` carries the numbers the score was computed from, in the
 order it was computed (arm contributions in arm order, summed, times the recency factor),
 so a reader can reproduce ``final`` exactly (tests/unit/retrieve/test_explain.py).
+
+Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
+date is computed once per distinct date (a record's passages share one).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memo.retrieve.fetch import PassageRow
 from memo.retrieve.recency import age_days
 from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
 
@@ -18,32 +21,36 @@ if TYPE_CHECKING:
     from memo.profile import ModelBands
 
 
-def build_results(cands: Sequence[Candidate], rows: Mapping[int, sqlite3.Row], meta: Mapping[int, Meta],
+def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
                   bands: ModelBands | None, *, explain: bool, now: datetime,
                   aging_kinds: tuple[str, ...] = ()) -> tuple[Result, ...]:
     out = []
+    band_of = bands.band if bands is not None else None
+    ages: dict[str | None, float | None] = {}
     for c in cands:
         row = rows.get(c.pk)
         if row is None:  # purged by another process since the candidates were read
             continue
         sem = c.arms.get("semantic")
         relevance = sem.raw if sem is not None else None
-        band = bands.band(relevance) if bands is not None else None
+        band = band_of(relevance) if band_of is not None else None
         why = None
         if explain:
             m = meta[c.pk]
+            when = m.when
+            if when in ages:
+                age = ages[when]
+            else:
+                age = ages[when] = _round(age_days(when, now))
             why = Why(
                 arms={name: ArmWhy(ev.rank, ev.raw, ev.contribution) for name, ev in c.arms.items()},
                 fused=c.fused, recency_factor=c.factor, final=c.score, relevance=relevance, band=band,
-                provenance={"source": row["source"], "author": row["author"],
-                            "import_path": row["import_path"], "recorded_at": row["recorded_at"],
-                            "content_hash": row["content_hash"]},
-                freshness={"event_at": row["p_event_at"] or row["r_event_at"],
-                           "age_days": _round(age_days(m.when, now)),
+                provenance={"source": row.source, "author": row.author, "import_path": row.import_path,
+                            "recorded_at": row.recorded_at, "content_hash": row.content_hash},
+                freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
                            "ages": m.kind in aging_kinds})
-        out.append(Result(passage_id=row["id"], pk=c.pk, record_id=row["record_id"], text=row["text"],
-                          section=row["section"], kind=row["kind"], namespace=row["namespace"],
-                          score=c.score, relevance=relevance, band=band, tokens=row["tokens"], why=why))
+        out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
+                          c.score, relevance, band, row.tokens, why))
     return tuple(out)
 
 
