@@ -1,0 +1,73 @@
+"""Per-connection caches of the pipeline: result rows (fetch_rows) and the opt-in arm-hit
+cache (run_arms).  A cached answer must equal the uncached one, and any write must
+empty the caches."""
+
+from __future__ import annotations
+
+import numpy as np
+from retrieve_helpers import FakeSemantic, add, pk_of
+
+from memo.retrieve import SearchRequest, search
+from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.fetch import fetch_rows
+from memo.store.connect import write_tx
+
+NOW = "2024-07-01T00:00:00Z"
+
+
+def _numbers(resp):
+    return [(r.pk, r.score, r.relevance, r.band, r.text, dict(r.why.arms), r.why.fused, r.why.final,
+             r.why.provenance, r.why.freshness) for r in resp.results]
+
+
+def _corpus(conn):
+    pks = [pk_of(conn, add(conn, text, kind="note", event_at="2024-06-01")) for text in
+           ("pool filter cleaning", "pool party towels", "filter cartridges for the pool pump")]
+    return pks, FakeSemantic({pks[0]: 0.7, pks[1]: 0.5, pks[2]: 0.45})
+
+
+def test_fetch_rows_is_cached_until_a_write(conn):
+    pks, _ = _corpus(conn)
+    first = fetch_rows(conn, pks)
+    assert fetch_rows(conn, pks) == first and set(first) == set(pks)
+    assert set(conn_cache(conn)["rows"]) == set(pks)
+    with write_tx(conn):
+        conn.execute("UPDATE passages SET section = 'changed' WHERE pk = ?", (pks[0],))
+    assert "rows" not in conn_cache(conn)
+    assert fetch_rows(conn, pks[:1])[pks[0]].section == "changed"
+
+
+def test_arm_cache_gives_the_same_numbers_and_skips_the_arms(conn):
+    _, svc = _corpus(conn)
+    req = SearchRequest("pool filter", response_format="explain", now=NOW)
+    plain = search(conn, req, "rrf", {"semantic": svc})
+    assert "arm_hits" not in conn_cache(conn)          # not asked for: not used
+    services = {"semantic": svc, "arm_cache": True, "query_vector": np.ones(384, dtype=np.float32)}
+    first = search(conn, req, "rrf", services)
+    assert len(conn_cache(conn)["arm_hits"]) == 2      # semantic + keyword ran and were stored
+    svc.index.sims = {}                                # a second run must not ask the index
+    again = search(conn, req, "rrf", services)
+    assert _numbers(plain) == _numbers(first) == _numbers(again)
+    assert [a.latency_ms for a in first.trace.arms] == [a.latency_ms for a in again.trace.arms]
+    # Another fusion constant: same arm hits, different scores.
+    other = search(conn, req, load_rrf_k(20), services)
+    assert [r.score for r in other.results] != [r.score for r in again.results]
+
+
+def test_arm_cache_keys_on_query_vector_and_empties_on_write(conn):
+    pks, svc = _corpus(conn)
+    req = SearchRequest("pool", now=NOW)
+    base = {"semantic": svc, "arm_cache": True}
+    search(conn, req, "rrf", {**base, "query_vector": np.ones(384, dtype=np.float32)})
+    search(conn, req, "rrf", {**base, "query_vector": np.zeros(384, dtype=np.float32)})
+    # The key holds every input of any arm (the vector too): 2 arms x 2 vectors.
+    assert len(conn_cache(conn)["arm_hits"]) == 4
+    add(conn, "pool heater")
+    fresh = search(conn, req, "rrf", {**base, "query_vector": np.ones(384, dtype=np.float32)})
+    assert len(fresh.results) == 4
+
+
+def load_rrf_k(k: int):
+    from memo.profile import load_profile
+
+    return load_profile("rrf").with_overrides({"fusion.k": k})
