@@ -125,40 +125,38 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
     return row
 
 
-_RI = RESULT_INDEX
 _N = len(RESULT_FIELDS)
-_ARM_COLS = {arm: (_RI[f"{arm}_rank"], _RI[f"{arm}_raw"], _RI[f"{arm}_contribution"]) for arm in ARM_NAMES}
+# The columns a result fills, in schema order: each row is built as one list display
+# (the replay's hottest Python after search itself: 100 rows per query).
+_HEAD = ("run_id", "qid", "rank", "passage_id", "pk", "record_id", "doc_id", "namespace", "kind",
+         "score", "fused", "recency", "final", "relevance", "band", "tokens")
+_TAIL = _N - len(_HEAD)                  # arm columns + relevant
+_ARM_COLS = {arm: RESULT_INDEX[f"{arm}_rank"] for arm in ARM_NAMES}   # then _raw, _contribution
+if RESULT_FIELDS[:len(_HEAD)] != _HEAD or any(
+        RESULT_FIELDS[i:i + 3] != (f"{a}_rank", f"{a}_raw", f"{a}_contribution") for a, i in _ARM_COLS.items()):
+    raise ImportError("eval.traces.RESULTS_SCHEMA changed: update eval.replay._HEAD/_ARM_COLS")
 
 
 def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
     """One list per result in ``RESULT_FIELDS`` order (run_id and relevant filled later)."""
     keys = _W["keys"]
+    qid = q.qid
     rows = []
     for rank, r in enumerate(resp.results, start=1):
-        row: list[Any] = [None] * _N
-        row[_RI["qid"]] = q.qid
-        row[_RI["rank"]] = rank
-        row[_RI["passage_id"]] = r.passage_id
-        row[_RI["pk"]] = r.pk
-        row[_RI["record_id"]] = r.record_id
-        row[_RI["doc_id"]] = keys.get(r.pk, r.record_id)
-        row[_RI["namespace"]] = r.namespace
-        row[_RI["kind"]] = r.kind
-        row[_RI["score"]] = float(r.score)
-        row[_RI["relevance"]] = r.relevance
-        row[_RI["band"]] = r.band
-        row[_RI["tokens"]] = int(r.tokens)
         why = r.why
-        if why is not None:
-            row[_RI["fused"]] = float(why.fused)
-            row[_RI["recency"]] = float(why.recency_factor)
-            row[_RI["final"]] = float(why.final)
+        if why is None:
+            row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
+                   r.kind, float(r.score), None, None, None, r.relevance, r.band, int(r.tokens)]
+            row.extend([None] * _TAIL)
+        else:
+            row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
+                   r.kind, float(r.score), float(why.fused), float(why.recency_factor), float(why.final),
+                   r.relevance, r.band, int(r.tokens)]
+            row.extend([None] * _TAIL)
             for arm, ev in why.arms.items():
-                cols = _ARM_COLS.get(arm)
-                if cols is not None:
-                    row[cols[0]] = int(ev.rank)
-                    row[cols[1]] = float(ev.raw)
-                    row[cols[2]] = float(ev.contribution)
+                i = _ARM_COLS.get(arm)
+                if i is not None:
+                    row[i:i + 3] = (int(ev.rank), float(ev.raw), float(ev.contribution))
         rows.append(row)
     return rows
 
