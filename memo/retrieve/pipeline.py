@@ -3,7 +3,7 @@
     1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency ─▶ 5 abstention
     ─▶ 6 cutoff ─▶ 7 limit ─▶ 8 token budget ─▶ 9 results + why + trace
 
-Every search (library, CLI, MCP, web UI) calls ``search``.  Stages 3-8 are pure functions
+Every search (library, CLI, MCP server) calls ``search``.  Stages 3-8 are pure functions
 (one file each); the only I/O is the scope count, the arms' own queries, and two batched
 reads (``fetch``).  Every drop is recorded in the trace with its stage and reason.
 """
