@@ -247,13 +247,15 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
             collect(_task(t))
     else:
         # Pre-flight in this process: a broken index or model fails here with a clear error
-        # (a failing pool initializer would only respawn), and the vector matrix loaded now
-        # is inherited by the forked workers.  The connection itself is closed before the
-        # fork: each worker opens its own.
+        # (a failing pool initializer would only respawn).  Workers are *spawned*, not
+        # forked: the caller may hold SQLite connections and onnxruntime / BLAS thread pools
+        # (a test process, a notebook), and a forked child that inherits them crashed
+        # (segfaults in a clean-clone CI run).  Each worker opens its own connection and
+        # loads the vector matrix itself (well under a second for SciFact).
         _init_worker(cfg)
         _W.pop("conn").close()
         _W.clear()
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(workers)
         with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
             pool.map(_noop, range(workers), chunksize=1)     # every worker passed the barrier
