@@ -12,33 +12,21 @@ the worst of a list).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
+from memo.retrieve.fusion.tally import tally
 from memo.retrieve.types import ArmRun, Candidate, Evidence
 
 
 def minmax(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int = 0) -> list[Candidate]:
     del k  # rank-free: the signature matches rrf for the name switch
-    votes: dict[int, dict[str, Evidence]] = {}
-    for run in runs:
-        if not run.hits:
-            continue
-        w = weights.get(run.name, 0.0)
-        raws = [h.raw for h in run.hits]
-        lo, hi = min(raws), max(raws)
-        span = hi - lo
-        for hit in run.hits:
-            norm = (hit.raw - lo) / span if span > 0 else 1.0
-            ev = Evidence(hit.rank, hit.raw, w * norm)
-            arms = votes.get(hit.pk)
-            if arms is None:
-                votes[hit.pk] = {run.name: ev}
-            else:
-                arms[run.name] = ev
-    out = []
-    for pk, arms in votes.items():
-        fused = 0.0
-        for ev in arms.values():
-            fused += ev.contribution
-        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0))  # recency may lower it
-    return out
+    return tally(vote for run in runs if run.hits for vote in _normalised(run, weights.get(run.name, 0.0)))
+
+
+def _normalised(run: ArmRun, w: float) -> Iterator[tuple[int, str, Evidence]]:
+    raws = [h.raw for h in run.hits]
+    lo, hi = min(raws), max(raws)
+    span = hi - lo
+    for hit in run.hits:
+        norm = (hit.raw - lo) / span if span > 0 else 1.0
+        yield hit.pk, run.name, Evidence(hit.rank, hit.raw, w * norm)

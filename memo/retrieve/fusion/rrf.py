@@ -9,24 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from memo.retrieve.fusion.tally import tally
 from memo.retrieve.types import ArmRun, Candidate, Evidence
 
 
 def rrf(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int) -> list[Candidate]:
-    votes: dict[int, dict[str, Evidence]] = {}
-    for run in runs:
-        w = weights.get(run.name, 0.0)
-        for hit in run.hits:
-            ev = Evidence(hit.rank, hit.raw, w / (k + hit.rank))
-            arms = votes.get(hit.pk)
-            if arms is None:
-                votes[hit.pk] = {run.name: ev}
-            else:
-                arms[run.name] = ev
-    out = []
-    for pk, arms in votes.items():
-        fused = 0.0
-        for ev in arms.values():
-            fused += ev.contribution
-        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0))  # recency may lower it
-    return out
+    return tally((hit.pk, run.name, Evidence(hit.rank, hit.raw, weights.get(run.name, 0.0) / (k + hit.rank)))
+                 for run in runs for hit in run.hits)
