@@ -51,12 +51,14 @@ def apply_recency(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, floor
             factor = factors.get(m.when)
             if factor is None:
                 factor = factors[m.when] = recency_factor(age_days(m.when, now), floor, half_life_days)
-            c = Candidate(c.pk, c.arms, c.fused, factor, c.fused * factor)
+            c = Candidate(c.pk, c.arms, c.fused, factor, c.fused * factor, c.tiebreak)
         else:
             # Fusion already set factor 1.0 and score = fused * 1.0: reuse the tuple.
-            c = c if c.factor == 1.0 else Candidate(c.pk, c.arms, c.fused, 1.0, c.fused * 1.0)
+            c = c if c.factor == 1.0 else Candidate(c.pk, c.arms, c.fused, 1.0, c.fused * 1.0, c.tiebreak)
         out.append(c)
-    # Best first, ties by pk: two C-level stable sorts instead of a key tuple per item.
+    # Best first; equal scores by tiebreak (higher first), then by pk: three C-level stable
+    # sorts instead of a key tuple per item.
     out.sort(key=itemgetter(0))
+    out.sort(key=itemgetter(5), reverse=True)
     out.sort(key=itemgetter(4), reverse=True)
     return out

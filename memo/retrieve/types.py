@@ -47,6 +47,7 @@ class Candidate(NamedTuple):
     fused: float
     factor: float = 1.0         # recency factor
     score: float = 0.0          # fused * factor
+    tiebreak: float = 0.0       # orders equal scores (rrf: the min-max fused score); never scored
 
 
 class Meta(NamedTuple):
@@ -87,6 +88,7 @@ class Why:
     final: float
     relevance: float | None
     band: str | None
+    tiebreak: float
     provenance: dict[str, Any]
     freshness: dict[str, Any]
 

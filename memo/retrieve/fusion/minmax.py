@@ -18,12 +18,19 @@ from memo.retrieve.fusion.tally import tally
 from memo.retrieve.types import ArmRun, Candidate, Evidence
 
 
-def minmax(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int = 0) -> list[Candidate]:
-    del k  # rank-free: the signature matches rrf for the name switch
-    return tally(vote for run in runs if run.hits for vote in _normalised(run, weights.get(run.name, 0.0)))
+def minmax(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int = 60) -> list[Candidate]:
+    """``k`` only orders ties: equal scores (every arm's last hit normalises to 0.0, every
+    lone hit to 1.0) are ordered by their weighted RRF score, then by pk."""
+    cands = tally(vote for run in runs if run.hits for vote in normalised_votes(run, weights.get(run.name, 0.0)))
+    tiebreak: dict[int, float] = {}
+    for run in runs:
+        w = weights.get(run.name, 0.0)
+        for hit in run.hits:
+            tiebreak[hit.pk] = tiebreak.get(hit.pk, 0.0) + w / (k + hit.rank)
+    return [Candidate(c.pk, c.arms, c.fused, c.factor, c.score, tiebreak[c.pk]) for c in cands]
 
 
-def _normalised(run: ArmRun, w: float) -> Iterator[tuple[int, str, Evidence]]:
+def normalised_votes(run: ArmRun, w: float) -> Iterator[tuple[int, str, Evidence]]:
     raws = [h.raw for h in run.hits]
     lo, hi = min(raws), max(raws)
     span = hi - lo
