@@ -1,0 +1,344 @@
+// memo web UI: plain JavaScript, no build step, no external resources.
+//
+// Safety rule (reliability.md R14): stored memories are attacker-controllable text, so every
+// value that comes from the API is put on the page with textContent / createElement only,
+// never innerHTML.  A memory holding <script> or <img onerror> is shown verbatim and never
+// runs (the CSP forbids inline script too: two locks on the same door).
+//
+// The bearer token arrives in the URL fragment (#token=...): fragments are never sent to a
+// server nor put in a Referer.  It is moved to sessionStorage (this tab only) and removed
+// from the address bar, so it does not end up in history, bookmarks or screen shares.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "memo-token";
+  const SNIPPET_CHARS = 400;
+  const $ = (id) => document.getElementById(id);
+  let token = null;
+  let lastSearch = null; // the last search document; re-rendered when "explain" toggles
+
+  // --- small DOM helpers (text only) ----------------------------------------------------
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function fmt(value) {
+    if (typeof value !== "number") return value === null || value === undefined ? "–" : String(value);
+    if (value !== 0 && Math.abs(value) < 1e-3) return value.toExponential(3);
+    return Number.isInteger(value) ? String(value) : value.toPrecision(4);
+  }
+
+  // A number shown rounded, with the exact JSON value in data-value (the test compares
+  // the page with the API document: the UI renders the same numbers, seed §7).
+  function num(field, value, className) {
+    const node = el("span", className || "num", fmt(value));
+    node.dataset.field = field;
+    node.dataset.value = value === null || value === undefined ? "" : String(value);
+    return node;
+  }
+
+  function labelled(label, child) {
+    const span = el("span", "kv");
+    span.append(el("span", "k", label + " "), child);
+    return span;
+  }
+
+  // --- errors -------------------------------------------------------------------------------
+  function showError(err) {
+    const box = $("error");
+    const isJsError = err instanceof Error;
+    $("error-type").textContent = isJsError ? err.name : (err.type || "Error");
+    $("error-message").textContent = isJsError ? err.message : (err.error || "request failed");
+    $("error-hint").textContent = isJsError ? "" : (err.hint || "");
+    box.hidden = false;
+  }
+
+  function clearError() {
+    $("error").hidden = true;
+  }
+
+  // --- the API --------------------------------------------------------------------------------
+  async function call(method, path, body) {
+    if (!token) throw { type: "Unauthorized", error: "no token for this tab", hint: "open the URL `memo web` printed" };
+    const headers = { Authorization: "Bearer " + token };
+    const init = { method, headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let resp;
+    try {
+      resp = await fetch(path, init);
+    } catch (e) {
+      throw { type: "NetworkError", error: "could not reach the memo server", hint: "is `memo web` still running?" };
+    }
+    let doc = null;
+    try {
+      doc = await resp.json();
+    } catch (e) {
+      doc = null;
+    }
+    if (!resp.ok) {
+      if (resp.status === 401) forgetToken();
+      throw Object.assign({ type: "HTTP " + resp.status, error: resp.statusText, hint: "" }, doc || {});
+    }
+    return doc;
+  }
+
+  // --- token ----------------------------------------------------------------------------------
+  function takeToken() {
+    const match = /(?:^|&)token=([^&]+)/.exec(location.hash.slice(1));
+    if (match) {
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function forgetToken() {
+    token = null;
+    sessionStorage.removeItem(TOKEN_KEY);
+    $("token-form").hidden = false;
+  }
+
+  // --- search ---------------------------------------------------------------------------------
+  async function runSearch() {
+    clearError();
+    const params = new URLSearchParams({ q: $("q").value, mode: $("mode").value, explain: "1" });
+    // The page always asks for explain: `why` carries the dates shown in every row, and the
+    // toggle then shows or hides the details without a second request.
+    for (const [key, id] of [["profile", "profile"], ["namespace", "namespace"], ["kind", "kind"]]) {
+      const value = $(id).value.trim();
+      if (value) params.set(key, value);
+    }
+    $("status").textContent = "searching…";
+    try {
+      lastSearch = await call("GET", "/api/search?" + params.toString());
+      render();
+    } finally {
+      $("status").textContent = "";
+    }
+  }
+
+  function render() {
+    const doc = lastSearch;
+    const list = $("results");
+    list.replaceChildren();
+    if (!doc) return;
+    const explain = $("explain").checked;
+    const summary = $("summary");
+    summary.replaceChildren();
+    summary.append(el("span", null, doc.results.length + " result" + (doc.results.length === 1 ? "" : "s")));
+    if (doc.abstained || doc.results.length === 0) {
+      summary.append(el("span", "reason", " · " + (doc.reason || "nothing relevant stored")));
+      if (doc.hint) summary.append(el("span", "hint", " · " + doc.hint));
+    }
+    if (doc.trace && doc.trace.degraded && doc.trace.degraded.flag) {
+      summary.append(el("span", "warn", " · degraded: " + doc.trace.degraded.reason));
+    }
+    doc.results.forEach((res, i) => list.append(resultItem(res, i + 1, explain)));
+    renderTrace(doc, explain);
+  }
+
+  function resultItem(res, rank, explain) {
+    const item = el("li", "result");
+    item.dataset.recordId = res.record_id;
+    item.dataset.passageId = res.passage_id;
+    const head = el("div", "head");
+    head.append(el("span", "rank", "#" + rank), labelled("score", num("score", res.score, "score")));
+    head.append(el("span", "band band-" + (res.band || "none"), res.band || "no band"));
+    if (res.relevance !== null && res.relevance !== undefined) head.append(labelled("relevance", num("relevance", res.relevance)));
+    if (res.section) head.append(el("span", "section", res.section));
+    head.append(el("span", "meta", res.kind + " / " + res.namespace));
+    const when = res.why ? (res.why.freshness.event_at || res.why.provenance.recorded_at) : null;
+    if (when) {
+      const date = el("span", "date", when.slice(0, 10));
+      date.title = when;
+      head.append(date);
+    }
+    item.append(head);
+    const text = res.text.split(/\s+/).join(" ").trim();
+    item.append(el("div", "text", text.length > SNIPPET_CHARS ? text.slice(0, SNIPPET_CHARS) + "…" : text));
+    const open = el("button", "record-id link", res.record_id);
+    open.type = "button";
+    open.title = "show the whole record";
+    open.addEventListener("click", () => showRecord(res.record_id).catch(showError));
+    item.append(open);
+    if (explain && res.why) item.append(whyBlock(res.why));
+    return item;
+  }
+
+  function whyBlock(why) {
+    const box = el("div", "why");
+    const table = el("table", "why-arms");
+    const head = el("tr");
+    for (const h of ["arm", "rank", "raw", "contribution"]) head.append(el("th", null, h));
+    table.append(head);
+    for (const [arm, a] of Object.entries(why.arms)) {
+      const row = el("tr", "why-arm");
+      row.dataset.arm = arm;
+      row.append(el("td", null, arm));
+      for (const key of ["rank", "raw", "contribution"]) {
+        const cell = el("td");
+        cell.append(num(key, a[key]));
+        row.append(cell);
+      }
+      table.append(row);
+    }
+    box.append(table);
+    const line = el("div", "why-total");
+    line.append(labelled("fused", num("fused", why.fused)), el("span", null, " × "),
+      labelled("recency", num("recency_factor", why.recency_factor)), el("span", null, " = "),
+      labelled("final", num("final", why.final)), labelled("band", el("span", null, why.band || "none")));
+    box.append(line);
+    const prov = Object.entries(why.provenance).filter(([, v]) => v !== null && v !== "");
+    const from = el("div", "why-prov muted");
+    from.append(el("span", null, "from: " + prov.map(([k, v]) => k + " " + v).join(", ")));
+    box.append(from);
+    return box;
+  }
+
+  function renderTrace(doc, explain) {
+    const box = $("trace");
+    box.replaceChildren();
+    box.hidden = !explain || !doc.trace;
+    if (box.hidden) return;
+    const tr = doc.trace;
+    box.append(el("h2", null, "Trace"));
+    const top = el("div", "row");
+    top.append(labelled("profile", el("span", null, tr.profile)), labelled("fusion", el("span", null, tr.fusion)),
+      labelled("mode", el("span", null, tr.mode)), labelled("model", el("span", null, tr.model_id || "none")),
+      labelled("latency ms", num("latency_ms", tr.latency_ms)));
+    box.append(top);
+
+    const arms = el("table", "trace-arms");
+    const head = el("tr");
+    for (const h of ["arm", "ran", "reason", "candidates", "latency ms"]) head.append(el("th", null, h));
+    arms.append(head);
+    for (const a of tr.arms) {
+      const row = el("tr", "trace-arm" + (a.ran ? "" : " muted"));
+      row.dataset.arm = a.name;
+      row.append(el("td", null, a.name), el("td", null, a.ran ? "yes" : "no"), el("td", null, a.reason));
+      for (const [key, value] of [["candidates", a.candidates], ["latency_ms", a.latency_ms]]) {
+        const cell = el("td");
+        cell.append(num(key, value));
+        row.append(cell);
+      }
+      arms.append(row);
+    }
+    box.append(arms);
+
+    const facts = el("div", "row trace-facts");
+    const filter = tr.filter || {};
+    facts.append(labelled("in scope", el("span", null, filter.in_scope + " / " + filter.total + " passages")),
+      labelled("candidates", num("candidates", tr.candidates)),
+      labelled("cutoff", el("span", "cutoff-kind", tr.cutoff_kind)),
+      labelled("budget", el("span", "budget", tr.budget.used + " / " + tr.budget.max + " tokens")),
+      labelled("truncated", num("truncated", doc.truncated)),
+      labelled("degraded", el("span", "degraded", tr.degraded.flag ? "yes: " + tr.degraded.reason : "no")));
+    if (doc.narrow_hint) {
+      facts.append(labelled("narrow with", el("span", "narrow-hint",
+        doc.narrow_hint.option + " (drops " + doc.narrow_hint.would_drop + ")")));
+    }
+    box.append(facts);
+
+    const drops = el("ul", "drops");
+    for (const d of tr.drops || []) {
+      const item = el("li", "drop");
+      item.dataset.stage = d.stage;
+      item.append(el("span", "stage", d.stage + ": "), el("span", null, d.reason + " "), labelled("count", num("count", d.count)));
+      drops.append(item);
+    }
+    if (!drops.children.length) drops.append(el("li", "muted", "no drops"));
+    box.append(el("h3", null, "Drops by stage"), drops);
+  }
+
+  // --- one record -----------------------------------------------------------------------------
+  async function showRecord(id) {
+    clearError();
+    const rec = await call("GET", "/api/records/" + encodeURIComponent(id));
+    const fields = $("record-fields");
+    fields.replaceChildren();
+    const shown = ["id", "namespace", "kind", "title", "source", "author", "tags", "event_at", "recorded_at",
+      "trust", "superseded_by", "forgotten_at"];
+    for (const key of shown) {
+      const value = rec[key];
+      if (value === null || value === undefined || (Array.isArray(value) && !value.length)) continue;
+      fields.append(el("dt", null, key), el("dd", "field-" + key, Array.isArray(value) ? value.join(", ") : value));
+    }
+    fields.append(el("dt", null, "passages"), el("dd", null, (rec.passages || []).length));
+    $("record-body").textContent = rec.body;
+    $("record").hidden = false;
+  }
+
+  // --- add ------------------------------------------------------------------------------------
+  async function addMemory() {
+    clearError();
+    const tags = $("add-tags").value.split(",").map((t) => t.trim()).filter(Boolean);
+    const body = { text: $("add-text").value, kind: $("add-kind").value, tags };
+    const namespace = $("add-namespace").value.trim();
+    if (namespace) body.namespace = namespace;
+    const rep = await call("POST", "/api/memories", body);
+    const status = $("add-status");
+    status.textContent = rep.status + " " + rep.record_id + (rep.status === "skipped" ? " (same text already stored)" : ", " + rep.passages + " passage(s)");
+    status.dataset.recordId = rep.record_id;
+    if (rep.status !== "skipped") $("add-text").value = "";
+    loadStats().catch(() => {});
+  }
+
+  // --- start ----------------------------------------------------------------------------------
+  async function loadStats() {
+    const s = await call("GET", "/api/stats");
+    $("status").textContent = s.live + " live records, " + s.passages + " passages";
+  }
+
+  async function loadProfiles() {
+    const doc = await call("GET", "/api/profiles");
+    const select = $("profile");
+    select.replaceChildren(el("option", null, doc.default + " (default)"));
+    select.options[0].value = "";   // "" = the server's default: no profile parameter sent
+    for (const name of doc.profiles) {
+      if (name === doc.default) continue;
+      const option = el("option", null, name);
+      option.value = name;
+      select.append(option);
+    }
+  }
+
+  async function loadAll() {
+    await Promise.all([loadStats(), loadProfiles()]);
+    document.body.dataset.ready = "1";
+  }
+
+  function on(formId, action) {
+    $(formId).addEventListener("submit", (event) => {
+      event.preventDefault();
+      action().catch(showError);
+    });
+  }
+
+  function start() {
+    token = takeToken();
+    on("search-form", runSearch);
+    on("add-form", addMemory);
+    on("token-form", async () => {
+      token = $("token-input").value.trim();
+      sessionStorage.setItem(TOKEN_KEY, token);
+      $("token-input").value = "";
+      $("token-form").hidden = true;
+      await loadAll();
+    });
+    $("explain").addEventListener("change", render);
+    $("record-close").addEventListener("click", () => { $("record").hidden = true; });
+    if (!token) {
+      $("token-form").hidden = false;
+      return;
+    }
+    loadAll().catch(showError);
+  }
+
+  start();
+})();

@@ -1,0 +1,330 @@
+"""``memo web``: a small local web UI over the same library calls as the CLI and MCP.
+
+A skin: every ``/api`` handler parses its input (pydantic, memo/serve/web_input.py), calls one
+``MemoTools`` method (memo/serve/mcp_tools.py, shared with the MCP server) on a worker
+thread and returns the document ``memo … --json`` prints.  No search logic lives here.
+
+Security (docs/web.md; reliability.md R12, R14):
+* binds 127.0.0.1 unless the caller passes ``allow_remote`` (the CLI says so loudly);
+* ``GuardMiddleware`` checks Host / Origin / Sec-Fetch-Site (memo.serve.guard) on every
+  request, then the bearer token on every request but the page, its static files and
+  ``/healthz``, before any handler runs;
+* the token reaches the page in the URL fragment (never sent to a server, never in a
+  Referer); the page keeps it in sessionStorage and strips it from the address bar;
+* every response carries a CSP without inline script or style, ``nosniff`` and
+  ``no-referrer``; the page renders memory text with ``textContent`` only.
+
+Errors: a ``MemoError`` becomes its ``http_status`` with ``{"error", "type", "hint"}``;
+bad parameters are 400 the same way; anything unexpected is logged on stderr and answered
+with a generic 500 JSON body (never a traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from http import HTTPStatus
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memo import __version__
+from memo.errors import MemoError, ValidationError
+from memo.profile import profile_names
+from memo.serve import guard
+from memo.serve.mcp_tools import MemoTools
+from memo.serve.web_input import parse_add_body, parse_search_params
+
+log = logging.getLogger("memo.serve.web")
+
+STATIC_DIR = Path(__file__).with_name("static")
+MAX_BODY_BYTES = 1 << 20  # one memory is text; 1 MiB is far above any sane note
+TOKEN_ENV = "MEMO_WEB_TOKEN"
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+# Hints written for the CLI name its flags; over HTTP the same advice names parameters.
+_WEB_HINTS: dict[str, str] = {
+    "ValidationError": "check the parameter against docs/web.md (API routes) and try again",
+    "NotFound": "record ids come from search results (record_id) or an add report; routes are in docs/web.md",
+    "Unauthorized": "send 'Authorization: Bearer <token>'; the token is in the URL `memo web` printed",
+    "Forbidden": "open the URL `memo web` printed (127.0.0.1, localhost or [::1] with its port)",
+    "ContentTooLarge": f"send at most {MAX_BODY_BYTES} bytes per request",
+    "UnsupportedMediaType": "send the body as JSON with 'Content-Type: application/json'",
+    "MethodNotAllowed": "see docs/web.md for the method of each route",
+    "InternalError": "the server logged the details on its stderr and is still running",
+}
+
+
+# --- errors ------------------------------------------------------------------------------
+def error_response(status: int, type_name: str, message: str, hint: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    doc = {"error": message, "type": type_name, "hint": hint if hint is not None else _WEB_HINTS.get(type_name, "")}
+    return JSONResponse(doc, status_code=status, headers=headers)
+
+
+def web_hint(err: MemoError) -> str:
+    """The library's specific hint if it set one for this error, else the web wording of
+    the class default (same rule as memo.serve.mcp.mcp_hint)."""
+    if "hint" in vars(err):
+        return err.hint
+    for cls in type(err).__mro__:
+        if "hint" in vars(cls):
+            return _WEB_HINTS.get(cls.__name__, err.hint)
+    return err.hint
+
+
+def memo_error_response(err: MemoError) -> JSONResponse:
+    return error_response(err.http_status, type(err).__name__, str(err).replace("\n", " "), web_hint(err))
+
+
+# Fixed names (HTTPStatus phrases changed between Python versions, e.g. 413).
+_STATUS_TYPES = {404: "NotFound", 405: "MethodNotAllowed", 413: "ContentTooLarge", 415: "UnsupportedMediaType"}
+
+
+def _type_name(status: int) -> str:
+    return _STATUS_TYPES.get(status) or HTTPStatus(status).phrase.replace(" ", "").replace("-", "")
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:      # the router's: no such route (a missing record is NotFound from memo)
+        return error_response(404, "NotFound", f"no route {request.url.path}", "see docs/web.md for the routes")
+    return error_response(exc.status_code, _type_name(exc.status_code), str(exc.detail), headers=exc.headers)
+
+
+def _short(value: str | None) -> str:
+    text = repr(value)
+    return text[:80] + ("…" if len(text) > 80 else "")
+
+
+# --- the guard -----------------------------------------------------------------------------
+PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+
+
+def is_public(path: str) -> bool:
+    """Paths served without the token: the page itself and health, no memory contents.
+    Everything else needs it (deny by default: a future route cannot forget the check)."""
+    return path in PUBLIC_PATHS or path.startswith("/static/")
+
+
+class GuardMiddleware:
+    """Pure ASGI middleware: rejects foreign Host/Origin, cross-site writes, missing
+    tokens and oversized bodies before routing, and adds the security headers to every
+    response (including its own rejections)."""
+
+    def __init__(self, app: ASGIApp, token: str, names: Iterable[str], max_body: int) -> None:
+        self.app, self.token, self.names, self.max_body = app, token, frozenset(names), max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":    # lifespan; websockets have no route here, the router closes them
+            await self.app(scope, receive, send)
+            return
+        api = scope["path"].startswith("/api/")
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for key, value in SECURITY_HEADERS.items():
+                    headers[key] = value
+                if api or scope["path"] == "/healthz":
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        rejection = self.check(scope)
+        if rejection is not None:
+            await rejection(scope, receive, send_secured)
+            return
+        await self.app(scope, receive, send_secured)
+
+    def check(self, scope: Scope) -> Response | None:
+        headers = Headers(scope=scope)
+        server = scope.get("server") or (None, None)
+        port = server[1] if server[1] is not None else 80
+        host = headers.get("host")
+        if not guard.host_allowed(host, port, self.names):
+            return error_response(403, "Forbidden", f"Host {_short(host)} is not allowed")
+        origin = headers.get("origin")
+        if not guard.origin_allowed(origin, port, self.names, host):
+            return error_response(403, "Forbidden", f"Origin {_short(origin)} is not allowed")
+        if guard.cross_site_write(scope["method"], headers.get("sec-fetch-site")):
+            return error_response(403, "Forbidden", "cross-site requests may not change anything")
+        if not is_public(scope["path"]) and not guard.bearer_ok(headers.get("authorization"), self.token):
+            return error_response(401, "Unauthorized", "missing or wrong token",
+                                  headers={"WWW-Authenticate": 'Bearer realm="memo"'})
+        length = headers.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) > self.max_body:
+            return error_response(413, "ContentTooLarge", f"request body is over {self.max_body} bytes")
+        return None
+
+
+# --- the app -------------------------------------------------------------------------------
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def api(fn: Handler) -> Handler:
+    """Typed errors -> their status; anything else -> a logged, generic 500 (inside the
+    guard, so it carries the security headers too)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except MemoError as err:
+            return memo_error_response(err)
+        except HTTPException:
+            raise
+        except Exception:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return error_response(500, "InternalError", f"{request.url.path} failed unexpectedly")
+
+    return endpoint
+
+
+def resolve_token(token: str | None) -> str:
+    token = token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
+    if not guard.TOKEN_PATTERN.fullmatch(token):
+        raise ValidationError(f"the web token must be 16 to 512 characters from A-Z a-z 0-9 . _ ~ - ({TOKEN_ENV})",
+                              hint=f"unset {TOKEN_ENV} to get a random token")
+    return token
+
+
+def create_app(db: str | Path | None = None, profile: str | Path = "rrf", token: str | None = None, *,
+               allowed_hosts: Iterable[str] = guard.LOOPBACK_NAMES, max_body: int = MAX_BODY_BYTES) -> Starlette:
+    """The ASGI app.  ``app.state.token`` is the bearer token (``token``, else
+    $MEMO_WEB_TOKEN, else random); ``app.state.tools`` holds the one database connection."""
+    token = resolve_token(token)
+    tools = MemoTools(db, profile)
+
+    @api
+    async def search(request: Request) -> Response:
+        p = parse_search_params(request)
+        doc = await run_in_threadpool(
+            tools.search, p.q, namespaces=p.namespace, kinds=p.kind, sources=p.source, library=p.library,
+            version=p.version, tags=p.tags, date_from=p.date_from, date_to=p.date_to, min_trust=p.min_trust,
+            as_of=p.as_of, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
+            response_format="explain" if p.explain else "compact")
+        return JSONResponse(doc)
+
+    @api
+    async def add(request: Request) -> Response:
+        body = await parse_add_body(request, max_body)
+        doc = await run_in_threadpool(tools.add, body.text, **body.model_dump(exclude={"text"}))
+        return JSONResponse(doc, status_code=201 if doc["status"] != "skipped" else 200)
+
+    @api
+    async def record(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(tools.get, request.path_params["record_id"]))
+
+    @api
+    async def stats(_: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(tools.stats))
+
+    @api
+    async def profiles(_: Request) -> Response:
+        return JSONResponse({"default": tools.default_profile.name, "profiles": profile_names()})
+
+    async def index(_: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"ok": True, "version": __version__})   # no token, so nothing stored
+
+    async def favicon(_: Request) -> Response:
+        return Response(status_code=204)    # keeps the browser's automatic request quiet
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        tools.close()
+
+    routes = [
+        Route("/", index), Route("/healthz", healthz), Route("/favicon.ico", favicon),
+        Route("/api/search", search), Route("/api/memories", add, methods=["POST"]),
+        Route("/api/records/{record_id:path}", record), Route("/api/stats", stats),
+        Route("/api/profiles", profiles),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_exception})
+    app.add_middleware(GuardMiddleware, token=token, names=allowed_hosts, max_body=max_body)
+    app.state.token, app.state.tools = token, tools
+    return app
+
+
+# --- serving -------------------------------------------------------------------------------
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before uvicorn starts so port 0 yields the real port for the printed URL."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        # "localhost" may resolve to ::1 first; prefer IPv4, where the printed URL points.
+        family, _, _, _, addr = sorted(infos, key=lambda i: i[0] != socket.AF_INET)[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as exc:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise ValidationError(f"cannot listen on {where}: {exc.strerror or exc}",
+                              hint="pick another --port (--port 0 picks a free one)") from None
+    sock.setblocking(False)
+    return sock
+
+
+def page_url(sock: socket.socket, token: str) -> str:
+    addr, port = sock.getsockname()[:2]
+    if addr in guard.WILDCARD_HOSTS:
+        addr = "127.0.0.1"          # a wildcard bind is reachable locally there
+    elif ":" in addr:
+        addr = f"[{addr}]"
+    return f"http://{addr}:{port}/#token={token}"
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = None, profile: str | Path = "rrf",
+          token: str | None = None, open_browser: bool = False, *, allow_remote: bool = False,
+          backfill: bool = True) -> None:
+    """Run the UI until interrupted.  Prints one line on stderr:
+    ``memo web: http://127.0.0.1:PORT/#token=TOKEN``."""
+    import uvicorn  # only when serving: keeps `memo --help` fast
+
+    if not guard.is_loopback(host) and not allow_remote:
+        raise ValidationError(f"--host {host} is not a loopback address; refusing to expose memo",
+                              hint="use 127.0.0.1 (default), or pass --allow-remote if you really mean it")
+    app = create_app(db, profile, token, allowed_hosts=guard.allowed_names(host, allow_remote))
+    tools: MemoTools = app.state.tools
+    try:
+        sock = bind_socket(host, port)
+        url = page_url(sock, app.state.token)
+        sys.stderr.write(f"memo web: {url}\n")
+        sys.stderr.flush()
+        if backfill:
+            from memo.embed.backfill import on_server_start
+            on_server_start(tools.db_path)   # embeds queued passages in a daemon thread
+        if open_browser:
+            import webbrowser
+            webbrowser.open(url)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False,
+                                lifespan="on")
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        tools.close()

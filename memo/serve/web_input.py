@@ -1,0 +1,113 @@
+"""The web UI's input edge: HTTP query strings and JSON bodies -> typed values (pydantic).
+
+Types only: the library checks values (a kind's name, a limit's range, a date's form) and
+raises memo's own errors, so the web, the CLI and MCP refuse the same things the same way.
+Every failure here is a ``ValidationError`` (400) with one line naming the field, or an
+HTTP 413/415 for the body itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+
+from memo.errors import ValidationError
+
+
+def pydantic_message(where: str, exc: pydantic.ValidationError) -> str:
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not isinstance(p, int)) or where
+        got = repr(e.get("input"))
+        parts.append(f"{loc}: {e['msg']} (got {got[:40]}{'…' if len(got) > 40 else ''})")
+    return f"invalid {where}: " + "; ".join(parts)
+
+
+class SearchParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    q: str
+    namespace: list[str] = []
+    kind: list[str] = []
+    source: list[str] = []
+    tags: list[str] = []
+    library: str | None = None
+    version: str | None = None
+    date_from: str | None = Field(None, alias="from")
+    date_to: str | None = Field(None, alias="to")
+    as_of: str | None = None
+    min_trust: float | None = None
+    mode: str = "auto"
+    profile: str | None = None
+    limit: int | None = None
+    max_tokens: int | None = None
+    explain: bool = False
+
+
+_LIST_PARAMS = ("namespace", "kind", "source", "tags")
+_SEARCH_KEYS = tuple(f.alias or n for n, f in SearchParams.model_fields.items())
+
+
+def parse_search_params(request: Request) -> SearchParams:
+    raw: dict[str, Any] = {}
+    for key in request.query_params.keys():
+        values = request.query_params.getlist(key)
+        if key not in _SEARCH_KEYS:
+            raise ValidationError(f"unknown parameter {key!r}; accepted: {', '.join(_SEARCH_KEYS)}")
+        if key in _LIST_PARAMS:
+            # tags also take a comma list (?tags=a,b): tag names are words.
+            raw[key] = [p.strip() for v in values for p in (v.split(",") if key == "tags" else [v]) if p.strip()]
+        elif len(values) > 1:
+            raise ValidationError(f"parameter {key!r} is given {len(values)} times; give it once")
+        elif values[0] != "" or key == "q":   # an empty optional field (from a form) = not given
+            raw[key] = values[0]
+    try:
+        return SearchParams.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise ValidationError(pydantic_message("search parameters", exc)) from None
+
+
+class AddBody(BaseModel):
+    # strict: JSON types as sent ("1" is not a number); unknown fields are typos, refused.
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str
+    kind: str | None = None
+    namespace: str | None = None
+    title: str | None = None
+    source: str | None = None
+    library: str | None = None
+    version: str | None = None
+    tags: list[str] | None = None
+    event_at: str | None = None
+    trust: float | None = None
+    author: str | None = None
+    ext_id: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+async def read_json_body(request: Request, max_bytes: int) -> Any:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        # Also blocks HTML form posts, which can only send form or text types.
+        raise HTTPException(415, f"Content-Type {ctype or 'none'!r} is not application/json")
+    chunks, size = [], 0
+    async for chunk in request.stream():   # counted as it arrives: chunked bodies have no length
+        size += len(chunk)
+        if size > max_bytes:
+            raise HTTPException(413, f"request body is over {max_bytes} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationError(f"the body is not valid JSON: {exc}") from None
+
+
+async def parse_add_body(request: Request, max_bytes: int) -> AddBody:
+    try:
+        return AddBody.model_validate(await read_json_body(request, max_bytes))
+    except pydantic.ValidationError as exc:
+        raise ValidationError(pydantic_message("memory", exc)) from None
