@@ -26,10 +26,12 @@ from memo.errors import ValidationError
 # Only weight *ratios* matter to both fusions (cutoff is relative, abstention reads raw
 # cosines), so the keyword weight stays at 0.5 and the others move around it.  The exact
 # arm is in the space because its router fires on many scientific claims (numbers,
-# hyphenated names) and its votes are noise there.
+# hyphenated names) and its votes are noise there.  fetch_depth matters to minmax only
+# through each arm's minimum (the bottom of its list), which sets the normalisation.
 DEFAULT_SPACE: dict[str, list[str]] = {
-    "rrf": ["fusion.k=10,20,40,60", "weights.semantic=0.35,0.5,0.7,1.0", "weights.exact=0,0.15"],
-    "minmax": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", "weights.exact=0,0.15"],
+    "rrf": ["fusion.k=10,20,40,60,100", "weights.semantic=0.35,0.5,0.7,1.0", "weights.exact=0,0.15,0.3"],
+    "minmax": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", "weights.exact=0,0.15,0.3",
+               "retrieve.fetch_depth=50,100,200"],
 }
 
 

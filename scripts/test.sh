@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run memo's whole test suite, slow tests included (README: "Run the tests"), then the fast
 # quality regression (`memo eval regress --fast`: SciFact keyword arm against the committed
-# figures in eval/expected/).  Creates or refreshes .venv when needed (pip install -e ".[dev]").
+# figures in eval/expected/).  Creates or refreshes .venv when needed (pip install -e ".[dev]")
+# and installs the Debian package chromium when missing (the web UI test drives it).
 # Extra arguments go to pytest (e.g. ./scripts/test.sh -m "not slow" for the quick suite);
 # with extra arguments the regression step is skipped.
 # Exits non-zero when any test fails, when no test ran at all (pytest exit 5), or when a
@@ -9,6 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_venv.sh dev
+source scripts/_chromium.sh
 
 .venv/bin/python -m pytest "$@"
 rc=$?
