@@ -16,17 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from memo.retrieve.fusion.minmax import normalised_votes
+from memo.retrieve.fusion.minmax import minmax_scores
 from memo.retrieve.fusion.tally import tally
 from memo.retrieve.types import ArmRun, Candidate, Evidence
 
 
 def rrf(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int) -> list[Candidate]:
-    cands = tally((hit.pk, run.name, Evidence(hit.rank, hit.raw, weights.get(run.name, 0.0) / (k + hit.rank)))
-                  for run in runs for hit in run.hits)
-    tiebreak: dict[int, float] = {}
-    for run in runs:
-        if run.hits:
-            for pk, _, ev in normalised_votes(run, weights.get(run.name, 0.0)):
-                tiebreak[pk] = tiebreak.get(pk, 0.0) + ev.contribution
-    return [Candidate(c.pk, c.arms, c.fused, c.factor, c.score, tiebreak[c.pk]) for c in cands]
+    return tally(((hit.pk, run.name, Evidence(hit.rank, hit.raw, weights.get(run.name, 0.0) / (k + hit.rank)))
+                  for run in runs for hit in run.hits), minmax_scores(runs, weights))

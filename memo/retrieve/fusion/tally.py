@@ -4,14 +4,15 @@ fused score exactly)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from memo.retrieve.types import Candidate, Evidence
 
 
-def tally(votes: Iterable[tuple[int, str, Evidence]]) -> list[Candidate]:
-    """``votes``: (passage pk, arm name, evidence), arm by arm.  Returns unordered candidates
-    with recency factor 1.0 (the recency stage may lower it)."""
+def tally(votes: Iterable[tuple[int, str, Evidence]], tiebreak: Mapping[int, float]) -> list[Candidate]:
+    """``votes``: (passage pk, arm name, evidence), arm by arm; ``tiebreak``: pk -> the key
+    that orders equal scores.  Returns unordered candidates with recency factor 1.0 (the
+    recency stage may lower it)."""
     by_pk: dict[int, dict[str, Evidence]] = {}
     for pk, arm, ev in votes:
         arms = by_pk.get(pk)
@@ -24,5 +25,5 @@ def tally(votes: Iterable[tuple[int, str, Evidence]]) -> list[Candidate]:
         fused = 0.0
         for ev in arms.values():
             fused += ev.contribution
-        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0))
+        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0, tiebreak[pk]))
     return out
