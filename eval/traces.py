@@ -72,6 +72,7 @@ RESULTS_SCHEMA = pa.schema([
     pa.field("fused", pa.float64()),
     pa.field("recency", pa.float64()),           # recency factor
     pa.field("final", pa.float64()),
+    pa.field("tiebreak", pa.float64()),          # orders equal finals (docs/architecture.md section 5)
     pa.field("relevance", pa.float64()),         # best raw cosine (None: no semantic evidence)
     pa.field("band", pa.string()),
     pa.field("tokens", pa.int32()),

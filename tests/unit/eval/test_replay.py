@@ -33,6 +33,10 @@ def test_run_writes_three_tables(tiny, tmp_path):
     assert runs["ndcg_10"] == pytest.approx(run["metrics"]["ndcg_10"])
     rows = r.to_pylist()
     assert all(x["keyword_rank"] is not None for x in rows)
+    # rows are in memo's order: final desc, then tiebreak desc (rrf's tiebreak = min-max score)
+    for qid in {x["qid"] for x in rows}:
+        keys = [(x["final"], x["tiebreak"]) for x in sorted(rows, key=lambda x: x["rank"]) if x["qid"] == qid]
+        assert keys == sorted(keys, reverse=True)
     assert {x["doc_id"] for x in rows} <= {f"d{i:02d}" for i in range(1, 13)}
     # The top result of q1 is the graded-2 doc and is labelled so.
     top = next(x for x in rows if x["qid"] == "q1" and x["rank"] == 1)
