@@ -30,6 +30,7 @@ from memo.ingest.files import DEFAULT_MAX_BYTES
 from memo.ops.after_commit import embed_pending
 from memo.ops.importer import FORMATS, ImportOptions
 from memo.ops.importer import Progress as ImportProgress
+from memo.ops.reports import ImportReport
 from memo.store.db import open_db
 from memo.types import RecordDraft
 
@@ -111,18 +112,21 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             root: Annotated[Path | None, typer.Option("--root", help="Refuse paths outside this folder.")] = None,
             max_bytes: Annotated[int, typer.Option("--max-bytes", help="Reject files larger than this.")] = DEFAULT_MAX_BYTES,
             batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 500,
+            prune: Annotated[bool, typer.Option(
+                "--prune", help="Folder import: forget the records of files deleted from the folder.")] = False,
             progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
             embed: Annotated[bool, typer.Option("--embed/--no-embed",
                                                 help="Embed the new passages after the import (else `memo backfill`).")] = True,
             db: DbOption = None, as_json: JsonOption = False) -> None:
     """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus or LoCoMo.
 
-    Same content is skipped; a changed file at the same path supersedes its old version.
+    Same content is skipped; a changed file at the same path supersedes its old version;
+    files deleted from a folder are reported (forgotten with --prune).
     Exits 5 when some inputs were rejected (the rest is imported)."""
     opts = ImportOptions(format=format, namespace=namespace, kind=kind, tags=tuple(tag or ()),
                          source=source, library=library, version=version,
                          trust=1.0 if trust is None else trust, author=author, max_bytes=max_bytes,
-                         batch_size=batch_size, root=root)
+                         batch_size=batch_size, root=root, prune=prune)
     conn = open_db(db)
     with _progress_bar(progress and not as_json) as update:
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
@@ -136,11 +140,28 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                    f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
         for rej in report.rejected:
             typer.echo(f"  rejected {rej.path}: {rej.reason}", err=True)
+        _echo_missing(report, path)
         if embedded is not None:
             typer.echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
                        f"{embedded.pending_after} pending" + (f": {embedded.error}" if embedded.error else ""))
     if report.rejected:
         raise typer.Exit(ImportRejected.exit_code)
+
+
+def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:
+    n = len(report.missing)
+    if not n:
+        return
+    files = "1 imported file is" if n == 1 else f"{n} imported files are"
+    if report.pruned:
+        typer.echo(f"{files} gone from {path}: forgot {report.pruned} record(s) (`memo purge` deletes them for good)")
+    else:
+        typer.echo(f"{files} gone from {path} (their records are still searchable; "
+                   f"re-run with --prune to forget them)")
+    for rel in report.missing[:shown]:
+        typer.echo(f"  gone {rel}")
+    if n > shown:
+        typer.echo(f"  ... and {n - shown} more (--json lists all)")
 
 
 @handle_errors

@@ -36,14 +36,25 @@ def inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def list_files(root: Path) -> list[tuple[Path, str]]:
+def list_files(root: Path, errors: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
     """(path, path relative to root) of every regular file or symlink, sorted; hidden
     and tool directories are skipped; symlinked directories are reported as files so
-    the caller rejects (outside) or ignores (inside: avoids loops) them."""
+    the caller rejects (outside) or ignores (inside: avoids loops) them.
+
+    os.walk skips a folder it cannot list without a word; ``errors`` collects
+    (folder relative to root, reason) for those, so a caller can tell an incomplete
+    listing from deleted files."""
     if root.is_file() or root.is_symlink() and not root.is_dir():
         return [(root, root.name)]
+
+    def onerror(exc: OSError) -> None:
+        if errors is not None:
+            where = Path(exc.filename) if exc.filename else root
+            rel = where.relative_to(root).as_posix() if inside(where, root) else str(where)
+            errors.append((rel, exc.strerror or str(exc)))
+
     out: list[tuple[Path, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
         base = Path(dirpath)
         keep = []
         for d in sorted(dirnames):

@@ -7,6 +7,12 @@ reason and the import goes on.  Records are committed in batches of ``batch_size
 BEGIN IMMEDIATE: a failure inside a batch rolls that whole batch back (earlier batches
 stay), so nothing is ever half-written, and re-running the import resumes (duplicates
 are skipped).
+
+Identity: a file's record is (namespace, import path, external id), and the import path
+stored is the file's *absolute* path, so two folders with the same relative layout
+(projA/docs/README.md, projB/docs/README.md) imported into one namespace never replace
+each other.  After a folder import, live records of files that are gone are reported
+(``missing``) and, with ``prune``, forgotten (memo.ops.import_missing).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from memo.errors import ImportRejected, MemoError, StoreError, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES, FileItem, inside, list_files, read_file
 from memo.ingest.jsonl import iter_jsonl
 from memo.ops.add import prepare, store_draft
+from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
 from memo.store.connect import write_tx
 from memo.types import PassageDraft, RecordDraft
@@ -44,6 +51,16 @@ class ImportOptions:
     max_bytes: int = DEFAULT_MAX_BYTES
     batch_size: int = DEFAULT_BATCH
     root: Path | None = None          # refuse paths outside it (default: the path itself)
+    prune: bool = False               # folder import: forget records of files that are gone
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What a folder walk listed, for telling deleted files from ones still there."""
+
+    root: Path
+    seen: frozenset[str]              # absolute POSIX paths of every listed file
+    errors: tuple[Rejection, ...]     # folders os.walk could not list
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,23 +124,38 @@ def _count_lines(path: Path) -> int | None:
         return None
 
 
-def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem], int | None]:
+def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem], int | None, _Walk | None]:
     template = _template(opts)
     if fmt == "files":
-        files = list_files(real)
+        errors: list[tuple[str, str]] = []
+        files = list_files(real, errors)
         gen = (read_file(p, rel, real, template, opts.max_bytes, opts.kind) for p, rel in files)
-        return gen, len(files)
+        walk = None
+        if real.is_dir():
+            walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
+                Rejection(rel, f"cannot list this folder ({why}); deleted files were not checked")
+                for rel, why in errors))
+        return gen, len(files), walk
     if fmt == "jsonl":
         if not real.is_file():
             raise ValidationError(f"--format jsonl needs a file, got a folder: {real}")
-        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real)
+        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real), None
     if fmt == "beir":
         from memo.ingest import beir  # written by the eval helper
         drafts = beir.iter_corpus(real, namespace=opts.namespace or "default")
-        return _adapter_items(drafts, real.name, opts), _count_lines(real)
+        return _adapter_items(drafts, real.name, opts), _count_lines(real), None
     from memo.ingest import locomo  # written by the eval helper
     prefix = opts.namespace or "locomo"  # one namespace per conversation: '<prefix>/<sample_id>'
-    return _adapter_items(locomo.iter_conversations(real, namespace_prefix=prefix), real.name, opts), None
+    return _adapter_items(locomo.iter_conversations(real, namespace_prefix=prefix), real.name, opts), None, None
+
+
+def _absolute(draft: RecordDraft, base: Path) -> RecordDraft:
+    """The draft with its import path made absolute (``base / path``; 'file.jsonl:7'
+    keeps its line suffix).  Applied after splitting: passages (a code file's module
+    name, the section) stay the same wherever the folder lives."""
+    if not draft.import_path:
+        return draft
+    return replace(draft, import_path=(base / draft.import_path).as_posix())
 
 
 class _Batcher:
@@ -134,6 +166,7 @@ class _Batcher:
         self.pending: list[tuple[RecordDraft, tuple[PassageDraft, ...]]] = []
         self.counts = {"added": 0, "updated": 0, "skipped": 0}
         self.ids: list[str] = []
+        self.matched: set[str] = set()    # existing records a skipped input duplicated
         self.batches = 0
         self.passages = 0
 
@@ -166,6 +199,8 @@ class _Batcher:
             if r.status != "skipped":
                 new_ids.append(r.record_id)
                 self.passages += r.passages
+            else:
+                self.matched.add(r.record_id)
         self.ids.extend(new_ids)
         # Embedding is not done per batch: the caller runs memo.ops.embed_pending once the
         # import has committed (one progress bar, no nested live displays).
@@ -177,9 +212,13 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     started = time.monotonic()
     real = _resolve(Path(path), opts)
     fmt = _detect(real, opts.format)
-    items, total = _items(real, fmt, opts)
+    if opts.prune and not (fmt == "files" and real.is_dir()):
+        raise ValidationError("--prune only applies to a folder imported as files",
+                              hint="drop --prune, or import the folder that held the files")
+    items, total, walk = _items(real, fmt, opts)
+    base = walk.root if walk else real.parent       # what the items' relative paths are under
     batcher = _Batcher(conn, opts.batch_size)
-    rejected: list[Rejection] = []
+    rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored = 0
     for done, item in enumerate(items, start=1):
         if item.rejected is not None:
@@ -192,12 +231,20 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
             except ValidationError as exc:
                 rejected.append(Rejection(item.rel, str(exc)))
             else:
-                batcher.push(item.draft, passages)
+                batcher.push(_absolute(item.draft, base), passages)
         if progress is not None:
             progress(Progress(done=done, total=total, current=item.rel))
     batcher.flush()
+    missing = None
+    # Only here, after the whole walk and the last commit: an import that raised never
+    # reaches this line, and a walk that could not list a folder is not trusted to say
+    # which files are gone.
+    if walk is not None and not walk.errors:
+        missing = check_missing(conn, opts.namespace or "default", walk.root, walk.seen,
+                                frozenset(batcher.matched), prune=opts.prune)
     return ImportReport(root=str(real), format=fmt, added=batcher.counts["added"],
                         updated=batcher.counts["updated"], skipped=batcher.counts["skipped"],
                         rejected=tuple(rejected), ignored=ignored, batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
+                        missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
                         seconds=round(time.monotonic() - started, 3))

@@ -127,19 +127,27 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
         raise ConfirmationRequired(f"forgetting {len(ids)} records needs confirmation",
                                    hint="repeat with --yes to forget all of them")
     when = utc_now()
+    with write_tx(conn):
+        done, already = forget_rows(conn, ids, when)
+    return ForgetReport(forgotten=done, already_forgotten=already, forgotten_at=when)
+
+
+def forget_rows(conn: sqlite3.Connection, ids: tuple[str, ...], when: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The soft delete itself, inside the caller's write transaction (``forget`` and
+    ``import --prune`` share it).  Returns (forgotten, already forgotten); an unknown id
+    raises NotFound, which rolls the caller's transaction back."""
     done: list[str] = []
     already: list[str] = []
-    with write_tx(conn):
-        for rid in ids:
-            row = conn.execute("SELECT forgotten_at FROM records WHERE id = ?", (rid,)).fetchone()
-            if row is None:
-                raise NotFound(f"no record with id {rid!r}; nothing was forgotten")
-            if row["forgotten_at"] is not None:
-                already.append(rid)
-                continue
-            conn.execute("UPDATE records SET forgotten_at = ? WHERE id = ?", (when, rid))
-            done.append(rid)
-    return ForgetReport(forgotten=tuple(done), already_forgotten=tuple(already), forgotten_at=when)
+    for rid in ids:
+        row = conn.execute("SELECT forgotten_at FROM records WHERE id = ?", (rid,)).fetchone()
+        if row is None:
+            raise NotFound(f"no record with id {rid!r}; nothing was forgotten")
+        if row["forgotten_at"] is not None:
+            already.append(rid)
+            continue
+        conn.execute("UPDATE records SET forgotten_at = ? WHERE id = ?", (when, rid))
+        done.append(rid)
+    return tuple(done), tuple(already)
 
 
 @store_errors("purge")

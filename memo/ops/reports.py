@@ -36,6 +36,8 @@ class ImportReport:
     batches: int
     passages: int
     record_ids: tuple[str, ...] = ()  # added and updated records, in import order
+    missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone since imported
+    pruned: int = 0                   # records of those files forgotten (--prune)
     seconds: float = 0.0
 
 

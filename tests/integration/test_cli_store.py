@@ -108,6 +108,30 @@ def test_import_stats_reindex_backup(db, tmp_path):
     assert "integrity ok" in run("backup", str(tmp_path / "copy.db"), "--force", "--db", db).stdout
 
 
+def test_import_reports_and_prunes_deleted_files(db, tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name in ("gone.md", "keep.md", "also-gone.md"):
+        (root / name).write_text(f"text of {name} about quokkas")
+    first = js("import", str(root), "--db", db, "--no-embed")
+    assert (first["added"], first["missing"], first["pruned"]) == (3, [], 0)
+    ids = {Path(js("get", r, "--db", db)["import_path"]).name: r for r in first["record_ids"]}
+    assert js("get", ids["keep.md"], "--db", db)["import_path"] == (root / "keep.md").resolve().as_posix()
+    (root / "gone.md").unlink()
+    (root / "also-gone.md").unlink()
+    out = run("import", str(root), "--db", db, "--no-embed", "--no-progress").stdout
+    assert f"2 imported files are gone from {root} (their records are still searchable; " \
+           "re-run with --prune to forget them)" in out
+    assert "  gone also-gone.md\n  gone gone.md" in out
+    rep = js("import", str(root), "--prune", "--db", db, "--no-embed")
+    assert (rep["missing"], rep["pruned"], rep["skipped"]) == (["also-gone.md", "gone.md"], 2, 1)
+    assert js("get", ids["gone.md"], "--db", db)["forgotten_at"] is not None
+    assert js("get", ids["keep.md"], "--db", db)["forgotten_at"] is None
+    hits = js("search", "quokkas", "--mode", "keyword", "--db", db)["results"]
+    assert {h["record_id"] for h in hits} == {ids["keep.md"]}
+    assert js("import", str(root / "keep.md"), "--prune", "--db", db, code=2)["error"] == "ValidationError"
+
+
 def test_import_jsonl(db, tmp_path):
     f = tmp_path / "r.jsonl"
     f.write_text('{"text": "one", "tags": ["a"], "id": "1"}\n{"text": "two", "kind": "conversation"}\n')

@@ -18,6 +18,16 @@ def _tree(root: Path) -> Path:
     return root
 
 
+def _live(conn, root: Path) -> dict[str, str]:
+    """Live records by import path relative to ``root`` (import stores absolute paths)."""
+    base = root.resolve().as_posix() + "/"
+    out = {}
+    for r in ops.list_records(conn):
+        assert r.import_path.startswith(base), r.import_path
+        out[r.import_path[len(base):]] = r.id
+    return out
+
+
 def _count(conn, table="records"):
     return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
@@ -33,10 +43,14 @@ def test_import_folder_then_reimport_adds_nothing(fresh_db, tmp_path):
     assert events[-1].done == events[-1].total == 5
     rec = ops.get(fresh_db, rep.record_ids[0])
     assert rec.namespace == "kb" and rec.tags == ("imported",) and rec.author == "bot"
-    kinds = {r.import_path: r.kind for r in ops.list_records(fresh_db)}
+    base = root.resolve().as_posix() + "/"
+    kinds = {r.import_path.removeprefix(base): r.kind for r in ops.list_records(fresh_db)}
     assert kinds == {"guide/install.md": "doc", "notes.txt": "doc", "lib.py": "code"}
     sections = [p.section for p in ops.get(fresh_db, [r for r in rep.record_ids][0]).passages]
     assert sections == ["Install > Linux", "Install > Mac"]
+    # Code passages are named by the path relative to the folder, not where it lives.
+    lib = ops.get(fresh_db, _live(fresh_db, root)["lib.py"])
+    assert all(p.section.startswith("lib") for p in lib.passages), [p.section for p in lib.passages]
 
     again = ops.import_path(fresh_db, root, ImportOptions(namespace="kb"))
     assert (again.added, again.updated, again.skipped) == (0, 0, 3)
@@ -46,14 +60,13 @@ def test_import_folder_then_reimport_adds_nothing(fresh_db, tmp_path):
 def test_changed_file_supersedes_old_version(fresh_db, tmp_path):
     root = _tree(tmp_path / "docs")
     ops.import_path(fresh_db, root)
-    old = {r.import_path: r.id for r in ops.list_records(fresh_db)}["notes.txt"]
+    old = _live(fresh_db, root)["notes.txt"]
     (root / "notes.txt").write_text("first paragraph, changed\n")
     rep = ops.import_path(fresh_db, root)
     assert (rep.added, rep.updated, rep.skipped) == (0, 1, 2)
     prev = ops.get(fresh_db, old)
     assert prev.superseded_by == rep.record_ids[0]
-    live = {r.import_path: r.id for r in ops.list_records(fresh_db)}
-    assert live["notes.txt"] == rep.record_ids[0]
+    assert _live(fresh_db, root)["notes.txt"] == rep.record_ids[0]
     # Same file in another namespace is a separate record, not an update.
     other = ops.import_path(fresh_db, root / "notes.txt", ImportOptions(namespace="other"))
     assert other.added == 1
@@ -110,7 +123,9 @@ def test_jsonl_import_and_update_by_id(fresh_db, tmp_path):
     rep2 = ops.import_path(fresh_db, f)
     assert (rep2.added, rep2.updated, rep2.skipped) == (0, 1, 1)
     live = ops.list_records(fresh_db)
-    assert sorted(r.import_path for r in live) == ["recs.jsonl", "recs.jsonl:2"]
+    # JSONL records carry the input file's absolute path (':<line>' without an id).
+    path = f.resolve().as_posix()
+    assert sorted(r.import_path for r in live) == [path, f"{path}:2"]
     assert {r.ext_id for r in [ops.get(fresh_db, x.id) for x in live]} == {"a", None}
 
 

@@ -24,7 +24,7 @@ def test_beir_corpus_import_reimport_and_update(fresh_db, tmp_path):
     assert (events[-1].done, events[-1].total) == (2, 2)
     assert (rep.added, rep.format) == (2, "beir")
     recs = {r.import_path for r in ops.list_records(fresh_db)}
-    assert recs == {"corpus.jsonl.gz"}
+    assert recs == {corpus.resolve().as_posix()}   # the input file's absolute path
     rec = ops.get(fresh_db, rep.record_ids[0])
     assert rec.ext_id == "d1" and rec.namespace == "sf" and rec.kind == "doc" and rec.author == "beir"
     assert rec.passages[0].section == "Aspirin" and rec.passages[0].ext_id == "d1"
