@@ -217,5 +217,20 @@ def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
     sql = ("SELECT p.pk, p.id, r.id, r.ext_id, r.import_path FROM passages p "
            "JOIN records r ON r.id = p.record_id")
     for pk, pid, rid, ext, imp in conn.execute(sql):
-        out[int(pk)] = next((k for k in (pid, ext, rid, imp) if k is not None and k in labels), rid)
+        key = next((k for k in (pid, ext, rid, imp) if k is not None and k in labels), None)
+        if key is None and imp is not None:
+            key = _path_label(imp, labels)
+        out[int(pk)] = key or rid
     return out
+
+
+def _path_label(import_path: str, labels: set[str]) -> str | None:
+    """The label naming ``import_path`` by a trailing part of it (``docs/runbook.md`` for
+    ``/home/me/kb/docs/runbook.md``): imports store absolute paths, while labels written by
+    hand (and labels written before paths became absolute) name files relative to a folder."""
+    parts = import_path.split("/")
+    for i in range(1, len(parts)):
+        suffix = "/".join(parts[i:])
+        if suffix in labels:
+            return suffix
+    return None

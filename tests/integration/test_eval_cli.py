@@ -138,3 +138,22 @@ def test_fetch_scifact_beir_zip_verified_by_content(tmp_path):
 
     es = load_eval_set(str(tmp_path / "sf"), "test")
     assert len(es.queries) == 300 and es.corpus_hash != ""
+
+
+def test_user_labels_name_imported_files_by_relative_path(tmp_path):
+    """Folder imports store absolute paths; labels written by hand name files relative to
+    the folder ("guides/backup.md") and still match."""
+    kb = tmp_path / "kb"
+    (kb / "guides").mkdir(parents=True)
+    (kb / "guides" / "backup.md").write_text("# Backup\n\nRun the online backup every night and verify the copy.\n")
+    (kb / "guides" / "deploy.md").write_text("# Deploy\n\nDeploys go out on Tuesdays after the release review.\n")
+    (kb / "notes.md").write_text("# Notes\n\nLunch menu and other chatter.\n")
+    db = tmp_path / "kb.db"
+    assert runner.invoke(app, ["import", str(kb), "--db", str(db), "--no-embed", "--json"]).exit_code == 0
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "query": "verify the nightly backup", "relevant": ["guides/backup.md"]})
+                       + "\n" + json.dumps({"id": "q2", "query": "when do deploys go out",
+                                            "relevant": {"deploy.md": 1}}) + "\n")
+    doc = _json(runner.invoke(app, ["eval", "run", "-d", str(queries), "--db", str(db), "--mode", "keyword",
+                                    "--quiet", "--json"]))
+    assert doc["runs"][0]["metrics"]["recall_10"] == 1.0
