@@ -24,6 +24,7 @@ from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 
+from memo.errors import ValidationError
 from memo.ops.guard import store_errors
 from memo.ops.records import forget_rows
 from memo.store.connect import write_tx
@@ -85,6 +86,14 @@ def check_missing(conn: sqlite3.Connection, namespace: str, root: Path, seen: Se
     prefix = folder_prefix(root)
     if not prune:
         return _report(_missing_rows(conn, namespace, prefix, seen, matched), prefix, 0)
+    if not seen:
+        # An empty listing is more often an unmounted share or a wrong path than a folder
+        # whose every file was deleted: never forget a whole folder on that evidence.
+        gone = _missing_rows(conn, namespace, prefix, seen, matched)
+        if gone:
+            raise ValidationError(
+                f"{root} lists no files; refusing to --prune all {len(gone)} records imported from it",
+                hint="check that the folder is there (mounted?); to drop them on purpose use `memo forget`")
     # Found again under the write lock: a concurrent import may have superseded or
     # forgotten one of them since, and forget_rows must only touch live rows.
     with write_tx(conn):

@@ -212,7 +212,7 @@ def test_failed_import_prunes_nothing(fresh_db, tmp_path, monkeypatch):
 
 
 def test_prune_writes_inside_begin_immediate(fresh_db, tmp_path):
-    root = _write(tmp_path / "docs", {"gone.md": "bye"})
+    root = _write(tmp_path / "docs", {"gone.md": "bye", "stays.md": "still here"})
     _imp(fresh_db, root)
     (root / "gone.md").unlink()
     statements: list[str] = []
@@ -221,3 +221,15 @@ def test_prune_writes_inside_begin_immediate(fresh_db, tmp_path):
     fresh_db.set_trace_callback(None)
     update = next(i for i, s in enumerate(statements) if s.startswith("UPDATE records SET forgotten_at"))
     assert "BEGIN IMMEDIATE" in statements[:update] and statements[update + 1:].count("COMMIT") >= 1
+
+
+def test_prune_refuses_a_folder_that_lists_no_files(fresh_db, tmp_path):
+    # An unmounted share looks like an empty folder: prune must not forget everything.
+    root = _write(tmp_path / "share", {"a.md": "alpha notes", "b.md": "beta notes"})
+    ids = _imp(fresh_db, root).record_ids
+    for name in ("a.md", "b.md"):
+        (root / name).unlink()
+    assert _imp(fresh_db, root).missing == ("a.md", "b.md")          # reported without prune
+    with pytest.raises(ValidationError, match="lists no files"):
+        _imp(fresh_db, root, prune=True)
+    assert all(ops.get(fresh_db, i).forgotten_at is None for i in ids)
