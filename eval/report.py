@@ -3,7 +3,8 @@
 Everything is computed with DuckDB over the three tables (``eval.traces.duck``), so the
 notebook (notebooks/eval_report.ipynb) can run the same queries and get the same numbers.
 
-Sections: runs and their metrics; metrics per category (LoCoMo); each metric against each
+Sections: runs and their metrics; the runs against published anchors (eval/anchors.toml);
+metrics per category (LoCoMo); each metric against each
 constant that varies between the runs; per-arm contribution to the fused score of the
 top 10; per-query latency distribution.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eval import plots
+from eval.anchors import anchors_for
 from eval.traces import METRIC_COLUMNS, duck
 from memo.retrieve.arms.base import ARM_NAMES
 
@@ -107,6 +109,30 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _anchor_section(summ: Sequence[dict[str, Any]], labels: dict[str, str]) -> list[str]:
+    """One table per (data set, split, metric) that has anchors: each run's value and its
+    difference to each anchor."""
+    md: list[str] = []
+    groups = sorted({(s["dataset"], s["split"]) for s in summ})
+    for dataset, split in groups:
+        metrics = sorted({a.metric for a in anchors_for(dataset, split)})
+        for metric in metrics:
+            anchors = anchors_for(dataset, split, metric)
+            rows = []
+            for s in summ:
+                if (s["dataset"], s["split"]) != (dataset, split):
+                    continue
+                v = s.get(metric)
+                rows.append([labels[s["run_id"]], v,
+                             *[("" if v is None else f"{v - a.value:+.4f}") for a in anchors]])
+            if not md:
+                md += ["## Against published anchors", "",
+                       "Difference of each run to each published figure (eval/anchors.toml).", ""]
+            md += [f"{dataset}/{split}, {metric}:", "",
+                   _table(["label", metric, *[f"{a.name} ({a.value:.3f})" for a in anchors]], rows), ""]
+    return md
+
+
 def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval report") -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     con = duck(runs)
@@ -121,6 +147,8 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                                  [[s["run_id"], labels[s["run_id"]], s["dataset"], s["split"], s["model_id"],
                                    s["n_queries"], s["batch_qps"], *[s.get(m) for m in SUMMARY_METRICS]]
                                   for s in summ]), ""]
+
+    md += _anchor_section(summ, labels)
 
     cats = by_category(con)
     if cats:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from eval.anchors import against
 from eval.grid import RunSpec, expand
 from eval.run import EvalOptions, code_version, run_eval
 from memo.errors import ValidationError
@@ -164,5 +165,8 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
                   "batch_id": train["batch_id"], "qps": train["replay"]["qps"]},
         "test": {"tuned": test_best["metrics"],
                  "baselines": {b["label"]: b["metrics"] for b in test_bases},
-                 "batch_id": test["batch_id"]},
+                 "batch_id": test["batch_id"],
+                 # the tuned profile's test figure against the published ones (eval/anchors.toml)
+                 "anchors": against(test_best["metrics"].get(opts.metric), test["dataset"],
+                                    opts.test_split, opts.metric)},
     }

@@ -216,6 +216,9 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
     typer.echo(f"winner: {res['winner']} ({metric} {res['train']['best']:.4f} on {tune_split})")
     typer.echo(f"{test_split}: tuned {_fmt(res['test']['tuned'].get(metric))}; "
                + "; ".join(f"{k} {_fmt(v.get(metric))}" for k, v in res["test"]["baselines"].items()))
+    for a in res["test"].get("anchors", []):
+        delta = "" if a["delta"] is None else f" ({a['delta']:+.4f})"
+        typer.echo(f"  vs {a['name']}: {a['anchor']:.3f}{delta}")
     typer.echo(f"profile written: {res['profile_path']}")
 
 

@@ -106,3 +106,26 @@ def test_committed_expected_files_parse():
     for f in load_checks.__globals__["EXPECTED_DIR"].glob("*.toml"):
         tomllib.loads(f.read_text())
     assert RunSpec("rrf")
+
+
+def test_anchors_file_has_the_issue_references():
+    from eval.anchors import against, anchors_for
+    sf = {a.name: a.value for a in anchors_for("scifact", "test", "ndcg_10")}
+    assert sf["BM25 flat (Pyserini)"] == 0.679 and sf["bge-small-en-v1.5 alone (MTEB)"] == 0.713
+    assert {0.717, 0.731, 0.744} <= set(sf.values())
+    assert {a.value for a in anchors_for("locomo", "all", "recall_10")} == {0.593, 0.438, 0.558, 0.634}
+    rows = against(0.7, "scifact", "test", "ndcg_10")
+    assert rows[0]["anchor"] == 0.645 and rows[0]["delta"] == pytest.approx(0.055)
+    assert against(None, "scifact", "test", "ndcg_10")[0]["delta"] is None
+    assert against(0.7, "nosuch", "test", "ndcg_10") == []
+
+
+def test_report_compares_runs_with_anchors(two_runs, tmp_path, monkeypatch):
+    from eval import report
+    from eval.anchors import Anchor
+    monkeypatch.setattr(report, "anchors_for", lambda d, s, m=None: [
+        a for a in [Anchor(d, s, "recall_100", "a made-up baseline", 0.25)] if m in (None, a.metric)])
+    build_report(two_runs, tmp_path / "rep")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Against published anchors" in md and "a made-up baseline (0.250)" in md
+    assert md.count("| rrf[keyword](cutoff.gap=") >= 2
