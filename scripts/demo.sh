@@ -30,3 +30,8 @@ for q in "ADAR1 binds to Dicer to cleave pre-miRNA" \
   step "memo search \"$q\""
   $memo search "$q"
 done
+
+step "next"
+echo "explain a search:   MEMO_DB=$MEMO_DB $memo search \"database is locked\" --explain"
+echo "browse it:          MEMO_DB=$MEMO_DB $memo web --open      (local web UI, docs/web.md)"
+echo "agents (MCP stdio): $(pwd)/.venv/bin/memo-mcp --db $MEMO_DB"
