@@ -111,7 +111,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def _anchor_section(summ: Sequence[dict[str, Any]], labels: dict[str, str]) -> list[str]:
     """One table per (data set, split, metric) that has anchors: each run's value and its
-    difference to each anchor."""
+    difference to each anchor.  Runs over part of a split (--limit-queries) are left out."""
     md: list[str] = []
     groups = sorted({(s["dataset"], s["split"]) for s in summ})
     for dataset, split in groups:
@@ -120,11 +120,14 @@ def _anchor_section(summ: Sequence[dict[str, Any]], labels: dict[str, str]) -> l
             anchors = anchors_for(dataset, split, metric)
             rows = []
             for s in summ:
-                if (s["dataset"], s["split"]) != (dataset, split):
+                if (s["dataset"], s["split"]) != (dataset, split) or any(
+                        a.queries != s["n_queries"] for a in anchors):
                     continue
                 v = s.get(metric)
                 rows.append([labels[s["run_id"]], v,
                              *[("" if v is None else f"{v - a.value:+.4f}") for a in anchors]])
+            if not rows:
+                continue
             if not md:
                 md += ["## Against published anchors", "",
                        "Difference of each run to each published figure (eval/anchors.toml).", ""]

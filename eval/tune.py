@@ -168,5 +168,5 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
                  "batch_id": test["batch_id"],
                  # the tuned profile's test figure against the published ones (eval/anchors.toml)
                  "anchors": against(test_best["metrics"].get(opts.metric), test["dataset"],
-                                    opts.test_split, opts.metric)},
+                                    opts.test_split, opts.metric, test["queries"])},
     }

@@ -114,17 +114,18 @@ def test_anchors_file_has_the_issue_references():
     assert sf["BM25 flat (Pyserini)"] == 0.679 and sf["bge-small-en-v1.5 alone (MTEB)"] == 0.713
     assert {0.717, 0.731, 0.744} <= set(sf.values())
     assert {a.value for a in anchors_for("locomo", "all", "recall_10")} == {0.593, 0.438, 0.558, 0.634}
-    rows = against(0.7, "scifact", "test", "ndcg_10")
+    rows = against(0.7, "scifact", "test", "ndcg_10", 300)
     assert rows[0]["anchor"] == 0.645 and rows[0]["delta"] == pytest.approx(0.055)
-    assert against(None, "scifact", "test", "ndcg_10")[0]["delta"] is None
-    assert against(0.7, "nosuch", "test", "ndcg_10") == []
+    assert against(None, "scifact", "test", "ndcg_10", 300)[0]["delta"] is None
+    assert against(0.7, "nosuch", "test", "ndcg_10", 300) == []
+    assert against(0.7, "scifact", "test", "ndcg_10", 100) == []     # --limit-queries: not comparable
 
 
 def test_report_compares_runs_with_anchors(two_runs, tmp_path, monkeypatch):
     from eval import report
     from eval.anchors import Anchor
     monkeypatch.setattr(report, "anchors_for", lambda d, s, m=None: [
-        a for a in [Anchor(d, s, "recall_100", "a made-up baseline", 0.25)] if m in (None, a.metric)])
+        a for a in [Anchor(d, s, "recall_100", "a made-up baseline", 0.25, 4)] if m in (None, a.metric)])
     build_report(two_runs, tmp_path / "rep")
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Against published anchors" in md and "a made-up baseline (0.250)" in md
