@@ -1,19 +1,27 @@
-"""Stage 3, fusion: one algorithm per file, chosen by name (``profile.fusion.method``)."""
+"""Stage 3, fusion: one algorithm per file, chosen by name (``profile.fusion.method``).
+
+Each fusion is its per-hit contribution formula plus the formula that orders its ties: the
+other fusion (rrf ties by min-max evidence, min-max ties by rrf; docs/architecture.md
+section 5).  ``tally`` does the one pass both share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from memo.errors import ProfileError
-from memo.retrieve.fusion.minmax import minmax
-from memo.retrieve.fusion.rrf import rrf
+from memo.retrieve.fusion.minmax import minmax_contributions
+from memo.retrieve.fusion.rrf import rrf_contributions
+from memo.retrieve.fusion.tally import Contributions, tally
 from memo.retrieve.types import ArmRun, Candidate
 
-FusionFn = Callable[[Sequence[ArmRun], Mapping[str, float], int], list[Candidate]]
-FUSIONS: dict[str, FusionFn] = {"rrf": rrf, "minmax": minmax}
+# name -> (score, tiebreak)
+FUSIONS: dict[str, tuple[Contributions, Contributions]] = {
+    "rrf": (rrf_contributions, minmax_contributions),
+    "minmax": (minmax_contributions, rrf_contributions),
+}
 
 
-def fusion_switch(name: str) -> FusionFn:
+def fusion_switch(name: str) -> tuple[Contributions, Contributions]:
     try:
         return FUSIONS[name]
     except KeyError:
@@ -22,4 +30,5 @@ def fusion_switch(name: str) -> FusionFn:
 
 def fuse(runs: Sequence[ArmRun], method: str, weights: Mapping[str, float], k: int) -> list[Candidate]:
     """Fused candidates, unordered (recency re-orders them anyway)."""
-    return fusion_switch(method)(runs, weights, k)
+    score, tiebreak = fusion_switch(method)
+    return tally(runs, weights, k, score, tiebreak)

@@ -7,20 +7,17 @@ lists the contributions in, so explain reproduces the score exactly.
 Ties.  With equal weights, keyword rank r and semantic rank r give the same score, and so
 do (3, 5) and (5, 3): exact ties are common in the top 10.  RRF has thrown the scores away;
 they are the natural arbiter, so equal RRF scores are ordered by the min-max fused score
-(``memo.retrieve.fusion.minmax``, same weights) in ``Candidate.tiebreak``, then by pk.  It
-never changes a score, only the order of equal ones.  On SciFact (plain keyword + semantic
-RRF, k 60) ordering ties by pk gives nDCG@10 0.7153, by this tiebreak 0.7185.
+(the registry in ``memo.retrieve.fusion`` pairs each fusion with the other as its
+tiebreak), then by pk.  It never changes a score, only the order of equal ones.  On SciFact
+(plain keyword + semantic RRF, k 60) ordering ties by pk gives nDCG@10 0.7153, by this
+tiebreak 0.7185.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from memo.retrieve.fusion.minmax import minmax_scores
-from memo.retrieve.fusion.tally import tally
-from memo.retrieve.types import ArmRun, Candidate, Evidence
+from memo.retrieve.types import ArmRun
 
 
-def rrf(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int) -> list[Candidate]:
-    return tally(((hit.pk, run.name, Evidence(hit.rank, hit.raw, weights.get(run.name, 0.0) / (k + hit.rank)))
-                  for run in runs for hit in run.hits), minmax_scores(runs, weights))
+def rrf_contributions(run: ArmRun, w: float, k: int) -> list[float]:
+    """weight / (k + rank) for each hit of one arm, in hit order."""
+    return [w / (k + hit.rank) for hit in run.hits]

@@ -1,29 +1,39 @@
-"""The part every fusion shares: gather each arm's per-passage evidence and sum the
-contributions in arm order (the order ``why`` lists them in, so explain reproduces the
-fused score exactly)."""
+"""The part every fusion shares: one pass over the arms' hits that records each arm's
+evidence per passage, sums the contributions in arm order (the order ``why`` lists them in,
+so explain reproduces the fused score exactly) and sums the tiebreak the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from memo.retrieve.types import Candidate, Evidence
+from memo.retrieve.types import ArmRun, Candidate, Evidence
+
+# (one arm's run, its weight, k) -> one contribution per hit, in hit order
+Contributions = Callable[[ArmRun, float, int], list[float]]
 
 
-def tally(votes: Iterable[tuple[int, str, Evidence]], tiebreak: Mapping[int, float]) -> list[Candidate]:
-    """``votes``: (passage pk, arm name, evidence), arm by arm; ``tiebreak``: pk -> the key
-    that orders equal scores.  Returns unordered candidates with recency factor 1.0 (the
-    recency stage may lower it)."""
+def tally(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int,
+          score: Contributions, tiebreak: Contributions) -> list[Candidate]:
+    """Unordered candidates with recency factor 1.0 (the recency stage may lower it):
+    ``fused`` sums ``score``'s contributions, ``tiebreak`` sums ``tiebreak``'s."""
     by_pk: dict[int, dict[str, Evidence]] = {}
-    for pk, arm, ev in votes:
-        arms = by_pk.get(pk)
-        if arms is None:
-            by_pk[pk] = {arm: ev}
-        else:
-            arms[arm] = ev
+    ties: dict[int, float] = {}
+    for run in runs:
+        if not run.hits:
+            continue
+        w = weights.get(run.name, 0.0)
+        for hit, c, t in zip(run.hits, score(run, w, k), tiebreak(run, w, k), strict=True):
+            arms = by_pk.get(hit.pk)
+            if arms is None:
+                by_pk[hit.pk] = {run.name: Evidence(hit.rank, hit.raw, c)}
+                ties[hit.pk] = t
+            else:
+                arms[run.name] = Evidence(hit.rank, hit.raw, c)
+                ties[hit.pk] += t
     out = []
     for pk, arms in by_pk.items():
         fused = 0.0
         for ev in arms.values():
             fused += ev.contribution
-        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0, tiebreak[pk]))
+        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0, ties[pk]))
     return out
