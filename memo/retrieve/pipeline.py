@@ -30,6 +30,7 @@ from memo.retrieve.run_arms import run_arms
 from memo.retrieve.scope import build_scope_sql, scope_counts
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
+from memo.store.connect import read_tx
 
 if TYPE_CHECKING:
     from memo.profile import Profile
@@ -40,7 +41,16 @@ NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add t
 
 def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str = "rrf",
            services: dict[str, Any] | None = None) -> SearchResponse:
+    """Run the pipeline inside one read snapshot (``read_tx``): the scope filter, every
+    arm's top-k and the row fetches all see the same committed state, so a write landing
+    mid-search can neither leak an out-of-scope row nor drop a live one."""
     t_start = time.perf_counter()
+    with read_tx(conn):
+        return _search(conn, request, profile, services, t_start)
+
+
+def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str,
+            services: dict[str, Any] | None, t_start: float) -> SearchResponse:
     clock = _Clock(t_start)
     if not hasattr(profile, "fusion"):
         from memo.profile import load_profile  # lazy: memo.profile imports memo.retrieve
@@ -68,8 +78,8 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
     fused = fuse([r for r in runs if r.ran], profile.fusion.method, profile.weights, profile.fusion.k)
     meta = fetch_meta(conn, (c.pk for c in fused))
     if len(meta) < len(fused):
-        # An index row without a passage (index out of step, or purged between two
-        # statements: reads here are not one snapshot) is not a result.
+        # An index row without a passage (a derived index out of step with the
+        # canonical rows) is not a result.
         fused = [c for c in fused if c.pk in meta]
     clock.lap("fusion")
 

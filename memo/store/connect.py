@@ -103,3 +103,38 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         except sqlite3.OperationalError as exc:
             conn.execute("ROLLBACK")
             raise StoreBusy(f"commit failed: {exc}") from exc
+
+
+@contextmanager
+def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read snapshot: every statement inside sees the same committed state.
+
+    In WAL mode a DEFERRED transaction takes its snapshot at its first read, so one is made
+    at once (a read of ``sqlite_schema``): a scope filter and the arm query that applies it
+    can then never see two different states, which is what made a commit landing between
+    them leak out-of-scope rows (issue 9).  ``PRAGMA data_version`` inside the transaction
+    describes the same snapshot, so per-connection caches keyed on it stay consistent.
+    A connection already inside a transaction keeps it (its snapshot is already one).
+    """
+    if conn.in_transaction:
+        yield conn
+        return
+    try:
+        conn.execute("BEGIN")
+        conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+    except sqlite3.OperationalError as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise StoreBusy(f"could not start a read snapshot: {exc}") from exc
+        raise StoreError(f"could not start a read snapshot: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise StoreCorrupt(f"cannot read the database: {exc}") from exc
+    try:
+        yield conn
+    finally:
+        # A read transaction commits nothing; ROLLBACK also ends it if a write slipped in.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")

@@ -3,7 +3,8 @@
     python _worker.py coldopen DB GO_FILE
     python _worker.py writer   DB OUT SECONDS NAME
     python _worker.py importer DB OUT SECONDS NAME WORKDIR
-    python _worker.py reader   DB OUT SECONDS NAME
+    python _worker.py reader   DB OUT SECONDS NAME     (scoped searches: any leak is an error)
+    python _worker.py outsider DB OUT SECONDS NAME     (fast writer in another namespace)
     python _worker.py killee   DB WORKDIR
 
 Writers append one acknowledged record id per line to OUT only after the commit returned;
@@ -74,9 +75,24 @@ class Writer:
     def __call__(self, conn, i: int) -> list[str]:  # noqa: ANN001
         from memo.ops import add_record
         from memo.types import RecordDraft
-        rep = add_record(conn, RecordDraft(body=f"conc {self.name} {i} tok{uuid.uuid4().hex}",
+        rep = add_record(conn, RecordDraft(body=f"conc zebra {self.name} {i} tok{uuid.uuid4().hex}",
                                            namespace="conc", tags=(self.name,)))
         return [rep.record_id]
+
+
+class Outsider(Writer):
+    """A fast writer in another namespace whose text matches the readers' query better
+    than anything in theirs: the scope-leak probe of issue 9.  It writes canonical and
+    keyword rows only (no embedding), so it commits many times per reader search."""
+
+    def __call__(self, conn, i: int) -> list[str]:  # noqa: ANN001
+        from memo.store.connect import write_tx
+        from memo.store.records import insert_record
+        from memo.types import PassageDraft, RecordDraft
+        text = f"zebra zebra password is hunter2 {i} {uuid.uuid4().hex}"
+        with write_tx(conn):
+            insert_record(conn, RecordDraft(body=text, namespace="personal"), (PassageDraft(text=text),))
+        return []
 
 
 class Importer(Writer):
@@ -102,7 +118,14 @@ class Reader(Writer):
 
     def __call__(self, conn, i: int) -> list[str]:  # noqa: ANN001
         from memo.ops import ListFilter, list_records, stats
+        from memo.retrieve import SearchRequest, search
+        from memo.types import Scope
         conn.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'conc OR imp'").fetchone()
+        resp = search(conn, SearchRequest("zebra password", scope=Scope(namespaces=("conc",)),
+                                          mode="keyword", limit=20), "rrf")
+        leaked = [r.passage_id for r in resp.results if r.namespace != "conc"]
+        if leaked:
+            raise AssertionError(f"scope leak: {leaked} outside namespace conc")
         list_records(conn, ListFilter(namespaces=("conc",), limit=20))
         if i % 10 == 0:
             stats(conn)
@@ -136,6 +159,7 @@ def main(argv: list[str]) -> None:
         return
     db, out, seconds, name = argv[2], argv[3], float(argv[4]), argv[5]
     step = {"writer": lambda: Writer(name), "reader": lambda: Reader(name),
+            "outsider": lambda: Outsider(name),
             "importer": lambda: Importer(name, argv[6])}[role]()
     _loop(db, out, seconds, name, step)
 

@@ -1,7 +1,10 @@
-"""R1 (reduced): 4 writer processes + 4 reader processes on one database for 30 s.
+"""R1 (reduced): 4 writer processes, 1 writer in another namespace and 4 reader processes on
+one database for 30 s.
 
 Acknowledged ids (written by a child only after its commit returned) must equal the ids
 stored: nothing lost, nothing duplicated; no error (lock or other) may reach a caller.
+Readers run scoped searches (``namespace conc``) while the outsider writes better matches
+into ``personal``: any out-of-scope result is an error (issue 9's scope leak).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def test_writers_and_readers_lose_nothing(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     roles = [("writer", "w1"), ("writer", "w2"), ("writer", "w3"), ("importer", "w4"),
+             ("outsider", "o1"),
              ("reader", "r1"), ("reader", "r2"), ("reader", "r3"), ("reader", "r4")]
     procs = []
     for role, name in roles:
@@ -57,6 +61,9 @@ def test_writers_and_readers_lose_nothing(tmp_path):
     assert len(acked) == len(set(acked)), "an id was acknowledged twice"
     assert set(acked) == set(stored), (len(set(acked) - set(stored)), len(set(stored) - set(acked)))
     assert all(s["ops"] > 0 for s in stats)
+    searches = sum(s["ops"] for s in stats if s["name"].startswith("r"))
+    outsider = conn.execute("SELECT count(*) FROM records WHERE namespace = 'personal'").fetchone()[0]
+    assert searches > 100 and outsider > 100, (searches, outsider)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('integrity-check')")
     n_pass = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
