@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memo.errors import StoreBusy, StoreCorrupt, StoreError, ValidationError
+from memo.store.write_queue import writer_turn
 
 BUSY_TIMEOUT_MS = 10_000
 _SYNC_MODES = {"FULL", "NORMAL"}
@@ -79,8 +80,16 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
     IMMEDIATE takes the write lock up front, so the busy handler applies; a DEFERRED
     transaction that reads and then writes can get SQLITE_BUSY at once, without waiting.
+    Before it, the writer takes its turn in the writers' queue (``memo.store.write_queue``:
+    a file lock polled every <= 2 ms), so waiting writers do not sleep through a free lock
+    in SQLite's busy handler; the turn is held until COMMIT or ROLLBACK.
     """
     deadline = time.monotonic() + 3 * BUSY_TIMEOUT_MS / 1000
+    with writer_turn(conn, deadline):
+        yield from _write_tx(conn, deadline)
+
+
+def _write_tx(conn: sqlite3.Connection, deadline: float) -> Iterator[sqlite3.Connection]:
     while True:
         try:
             conn.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,112 @@
+"""The writers' queue (memo.store.write_queue): a file lock before BEGIN IMMEDIATE."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from memo.errors import StoreBusy
+from memo.store import write_queue
+from memo.store.connect import connect, write_tx
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "q.db"
+    c = connect(path)
+    c.execute("CREATE TABLE t (x)")
+    c.close()
+    return path
+
+
+def test_the_lock_file_sits_beside_the_database(db):
+    conn = connect(db)
+    with write_tx(conn):
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert (db.parent / (db.name + write_queue.SUFFIX)).exists()
+
+
+def test_a_second_writer_waits_for_the_first_and_then_goes_at_once(db):
+    a, b = connect(db), connect(db)
+    order: list[str] = []
+    inside = threading.Event()
+
+    def first() -> None:
+        with write_tx(a):
+            a.execute("INSERT INTO t VALUES (1)")
+            order.append("a-in")
+            inside.set()
+            time.sleep(0.3)
+            order.append("a-out")
+
+    t = threading.Thread(target=first)
+    t.start()
+    inside.wait(5)
+    t0 = time.monotonic()
+    with write_tx(b):
+        order.append("b-in")
+        waited = time.monotonic() - t0
+        b.execute("INSERT INTO t VALUES (2)")
+    t.join()
+    assert order == ["a-in", "a-out", "b-in"]
+    # b got its turn within a few ms of a's commit, not after a busy-handler sleep
+    assert 0.25 < waited < 0.3 + 0.05, waited
+    assert b.execute("SELECT count(*) FROM t").fetchone()[0] == 2
+
+
+def test_a_holder_in_another_process_is_waited_for_then_times_out(db, monkeypatch):
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(db) + write_queue.SUFFIX!r}, os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        conn = connect(db)
+        t0 = time.monotonic()
+        with pytest.raises(StoreBusy), write_queue.writer_turn(conn, time.monotonic() + 0.3):
+            pass
+        assert 0.3 <= time.monotonic() - t0 < 1.0
+    finally:
+        holder.kill()
+        holder.wait()
+    # a dead holder's lock is gone: the next writer goes straight in
+    conn = connect(db)
+    t0 = time.monotonic()
+    with write_tx(conn):
+        conn.execute("INSERT INTO t VALUES (3)")
+    assert time.monotonic() - t0 < 0.5
+
+
+def test_same_thread_second_connection_does_not_wait_for_itself(db, monkeypatch):
+    """Re-entrant per thread: the nested write on another connection reaches SQLite's own
+    lock (and its busy handling) instead of deadlocking on the queue."""
+    a, b = connect(db), connect(db)
+    b.execute("PRAGMA busy_timeout=50")
+    t0 = time.monotonic()
+    with write_tx(a):
+        with pytest.raises(StoreBusy), write_queue.writer_turn(b, time.monotonic() + 0.2):
+            # the queue lets b through at once (same thread holds it) ...
+            assert time.monotonic() - t0 < 0.1
+            raise StoreBusy("b would now wait on SQLite's lock, as before the queue")
+
+
+def test_in_memory_and_unwritable_folders_fall_back_to_sqlite_alone(tmp_path, monkeypatch):
+    mem = connect(tmp_path / "x.db")
+    mem.close()
+    import sqlite3
+    m = sqlite3.connect(":memory:", isolation_level=None)
+    m.execute("CREATE TABLE t (x)")
+    with write_tx(m):
+        m.execute("INSERT INTO t VALUES (1)")
+    monkeypatch.setattr(write_queue, "_open_lock_file", lambda path: None)
+    c = connect(tmp_path / "y.db")
+    c.execute("CREATE TABLE t (x)")
+    with write_tx(c):
+        c.execute("INSERT INTO t VALUES (1)")
+    assert c.execute("SELECT count(*) FROM t").fetchone()[0] == 1
