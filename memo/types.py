@@ -99,3 +99,52 @@ class Scope:
     date_to: str | None = None          # inclusive; a bare date covers the whole day
     min_trust: float | None = None
     as_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FactDraft:
+    """Everything a caller can say about a new fact.  ``evidence``: passage ids
+    ('<record>:<ord>'), record ids (all their passages), record ext_ids or passage ext_ids
+    (a LoCoMo turn id 'D1:3'), resolved in ``namespace`` first (memo.store.facts)."""
+
+    text: str
+    evidence: tuple[str, ...]
+    namespace: str = "default"
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    event_at: str | None = None
+    trust: float = 1.0
+    author: str | None = None
+    source: str | None = None
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FactEvidence:
+    passage_id: str
+    record_id: str
+    namespace: str
+    text: str
+    live: bool                          # its record is neither forgotten nor superseded
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    id: str
+    namespace: str
+    text: str
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    event_at: str | None
+    recorded_at: str
+    superseded_at: str | None
+    superseded_by: str | None
+    forgotten_at: str | None
+    trust: float
+    author: str | None
+    source: str | None
+    content_hash: str
+    meta: dict[str, object]
+    evidence: tuple[FactEvidence, ...] = ()

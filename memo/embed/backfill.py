@@ -17,9 +17,10 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memo.embed.fact_vectors import backfill_facts, pending_fact_count
 from memo.embed.model import DEFAULT_BATCH, passage_text
 from memo.embed.registry import load_registry
 from memo.embed.service import load_model
@@ -40,6 +41,8 @@ class BackfillReport:
     seconds: float
     per_second: float
     error: str | None = None
+    facts_embedded: int = 0    # fact vectors written by this run (memo/embed/fact_vectors.py)
+    facts_pending_after: int = 0
 
 
 def _progress(total: int, enabled: bool):
@@ -69,7 +72,12 @@ def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None
         if embedder is None:
             embedder = load_model(load_registry().get(model_id))
         mid = embedder.model_id
-        return _run(conn, embedder, mid, progress, batch_size, limit)
+        report = _run(conn, embedder, mid, progress, batch_size, limit)
+        if limit is not None:
+            return report
+        # Facts are queued the same way: every fact without a vector for the model.
+        facts, _ = backfill_facts(conn, embedder, mid, batch_size)
+        return replace(report, facts_embedded=facts, facts_pending_after=pending_fact_count(conn, mid))
     finally:
         if own:
             conn.close()

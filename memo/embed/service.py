@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memo.embed.fact_vectors import clear_fact_indexes, get_fact_index
 from memo.embed.index import VectorIndex
 from memo.embed.integrity import file_key
 from memo.embed.model import OnnxEmbedder
@@ -82,6 +83,7 @@ def clear_caches() -> None:
         _models.clear()
         _failures.clear()
         _indexes.clear()
+    clear_fact_indexes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class SemanticService:
         self.model_id = spec.id
         self.bands = spec.bands
         self.index = get_index(conn, spec.id, spec.dimensions)
+        self.fact_index = get_fact_index(conn, spec.id, spec.dimensions)   # the fact arm's matrix
         self._embedder = embedder      # tests inject a fake; else loaded lazily
 
     @property
@@ -148,6 +151,7 @@ class UnavailableService:
         self.model_id = model_id
         self._reason = reason
         self.index = None
+        self.fact_index = None
 
     def status(self) -> tuple[bool, str]:
         return False, self._reason

@@ -63,7 +63,7 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
     ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
     n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
     return ReindexReport(
-        passages=result["passages"], keyword_rows=kw, exact_rows=ex,
+        passages=result["passages"], keyword_rows=kw, exact_rows=ex, facts=result.get("facts", 0),
         vectors=(f"kept {n_vec} vector rows; vectors need the model: run `memo backfill` to embed "
                  "passages that have none"),
         seconds=round(time.monotonic() - started, 3))

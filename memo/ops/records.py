@@ -12,6 +12,7 @@ from memo.ops.guard import store_errors
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
+from memo.store.facts import purge_fact_rows
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
 from memo.types import KINDS, Record, RecordDraft
 
@@ -171,4 +172,6 @@ def purge(conn: sqlite3.Connection, *, confirm: bool = False) -> PurgeReport:
             # point at a row that is gone.
             conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (rid,))
             conn.execute("DELETE FROM records WHERE id = ?", (rid,))
-    return PurgeReport(records=len(ids), passages=n_pass, vectors=n_vec, record_ids=tuple(ids))
+        fact_ids = purge_fact_rows(conn)   # forgotten facts go too (same transaction)
+    return PurgeReport(records=len(ids), passages=n_pass, vectors=n_vec, record_ids=tuple(ids),
+                       fact_ids=tuple(fact_ids))

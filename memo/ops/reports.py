@@ -83,6 +83,7 @@ class PurgeReport:
     passages: int
     vectors: int
     record_ids: tuple[str, ...]
+    fact_ids: tuple[str, ...] = ()    # forgotten facts deleted for good
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ class ReindexReport:
     exact_rows: int
     vectors: str                      # vectors need the model: `memo backfill`
     seconds: float
+    facts: int = 0                    # facts whose keyword index (facts_fts) was rebuilt
 
 
 @dataclass(frozen=True, slots=True)

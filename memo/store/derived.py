@@ -38,8 +38,9 @@ def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
 
 
 def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
-    """Rebuild the keyword and exact indexes from ``passages`` (caller holds a write tx).
-    Vectors are rebuilt by ``memo backfill`` (they need the model)."""
+    """Rebuild the keyword and exact indexes from ``passages`` and the fact keyword index
+    from ``facts`` (caller holds a write tx).  Vectors (passage and fact) are rebuilt by
+    ``memo backfill`` (they need the model)."""
     conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('rebuild')")
     conn.execute("DELETE FROM exact_fts")
     n = 0
@@ -50,5 +51,7 @@ def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
     # Drop vectors of passages that no longer exist (foreign keys already do this; this
     # guards databases written with foreign_keys off by another tool).
     conn.execute("DELETE FROM vectors WHERE passage_pk NOT IN (SELECT pk FROM passages)")
+    from memo.store.facts import rebuild_fact_index  # lazy: facts.py imports this module
+    n_facts = rebuild_fact_index(conn)
     bump_vectors_epoch(conn)
-    return {"passages": n}
+    return {"passages": n, "facts": n_facts}

@@ -113,7 +113,69 @@ def m001_core(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core]
+def m002_facts(conn: sqlite3.Connection) -> None:
+    """Facts (canonical: ``facts``, ``fact_evidence``) and their derived indexes
+    (``facts_fts``, kept in step by triggers in the writing transaction; ``fact_vectors``,
+    queued and backfilled like passage vectors).  memo/store/facts.py."""
+    _run_script(conn,
+        """
+        CREATE TABLE facts (
+            pk            INTEGER PRIMARY KEY,   -- rowid shared by facts_fts and fact_vectors
+            id            TEXT NOT NULL UNIQUE,  -- stable public id 'f<time><random>'
+            namespace     TEXT NOT NULL DEFAULT 'default',
+            text          TEXT NOT NULL,
+            subject       TEXT,
+            predicate     TEXT,
+            object        TEXT,
+            event_at      TEXT,
+            recorded_at   TEXT NOT NULL,
+            superseded_at TEXT,
+            superseded_by TEXT REFERENCES facts(id),
+            forgotten_at  TEXT,
+            trust         REAL NOT NULL DEFAULT 1.0 CHECK (trust >= 0.0 AND trust <= 1.0),
+            author        TEXT,
+            source        TEXT,
+            content_hash  TEXT NOT NULL,         -- sha256 of the text and the evidence ids
+            meta          TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE forgotten_at IS NULL;
+        CREATE INDEX facts_scope ON facts(namespace);
+
+        CREATE TABLE fact_evidence (
+            fact_pk    INTEGER NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
+            passage_pk INTEGER NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+            PRIMARY KEY (fact_pk, passage_pk)
+        ) WITHOUT ROWID;
+        CREATE INDEX fact_evidence_passage ON fact_evidence(passage_pk, fact_pk);
+
+        CREATE VIRTUAL TABLE facts_fts USING fts5(
+            text,
+            content='facts', content_rowid='pk',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+            INSERT INTO facts_fts(rowid, text) VALUES (new.pk, new.text);
+        END;
+        CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+            INSERT INTO facts_fts(facts_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+        END;
+        CREATE TRIGGER facts_fts_update AFTER UPDATE OF text ON facts BEGIN
+            INSERT INTO facts_fts(facts_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+            INSERT INTO facts_fts(rowid, text) VALUES (new.pk, new.text);
+        END;
+
+        CREATE TABLE fact_vectors (
+            seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+            fact_pk  INTEGER NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
+            model_id TEXT NOT NULL,
+            vec      BLOB NOT NULL,                 -- little-endian float32, unit norm
+            UNIQUE (model_id, fact_pk)
+        );
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts]
 LATEST = len(MIGRATIONS)
 
 

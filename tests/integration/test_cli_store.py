@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memo.cli import app
+from memo.store.migrations import LATEST
 
 runner = CliRunner()
 
@@ -98,7 +99,7 @@ def test_import_stats_reindex_backup(db, tmp_path):
     r = run("import", str(root), "--db", db, "--namespace", "kb")
     assert "added 0, updated 0, skipped 2, rejected 0" in r.stdout
     st = js("stats", "--db", db)
-    assert st["live"] == 2 and st["by_namespace"] == {"kb": 2} and st["schema_version"] == 1
+    assert st["live"] == 2 and st["by_namespace"] == {"kb": 2} and st["schema_version"] == LATEST
     assert "records" in run("stats", "--db", db).stdout
     ri = js("reindex", "--db", db)
     assert ri["passages"] == 2 and "memo backfill" in ri["vectors"]

@@ -3,6 +3,7 @@ import pytest
 from memo import ops
 from memo.errors import ValidationError
 from memo.store.connect import connect
+from memo.store.migrations import LATEST
 from memo.types import RecordDraft
 
 
@@ -20,7 +21,7 @@ def test_stats(fresh_db, db_path):
     s = ops.stats(fresh_db)
     assert (s.records, s.live, s.superseded, s.forgotten, s.passages) == (6, 4, 1, 1, 6)
     assert sum(s.by_kind.values()) == 4 and sum(s.by_namespace.values()) == 4
-    assert s.schema_version == 1 and s.path == str(db_path) and s.size_bytes > 0
+    assert s.schema_version == LATEST and s.path == str(db_path) and s.size_bytes > 0
     # add and supersede embed right after their commit (memo.ops.after_commit): nothing
     # live is left pending for the default model.
     assert s.pending_vectors == {"all-minilm-l6-v2-int8": 0}
@@ -43,6 +44,7 @@ def test_backup_is_verified_copy(fresh_db, tmp_path):
     assert rep.integrity == "ok" and rep.counts["records"] == 5 and rep.counts["passages"] == 5
     copy = connect(tmp_path / "b" / "copy.db")
     assert copy.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'note'").fetchone()[0] == 5
+    copy.close()  # an open database is never replaced, not even with overwrite (issue 9.2)
     with pytest.raises(ValidationError, match="exists"):
         ops.backup(fresh_db, tmp_path / "b" / "copy.db")
     assert ops.backup(fresh_db, tmp_path / "b" / "copy.db", overwrite=True).integrity == "ok"

@@ -1,0 +1,222 @@
+"""Fact operations behind every skin (CLI ``memo fact``, MCP tools, JSONL and LoCoMo
+imports): add, list, get, supersede, forget.  Each write is one ``BEGIN IMMEDIATE``: the
+evidence is resolved, the fact, its evidence rows and its keyword index row are written
+together, or nothing is (a bad evidence id rolls everything back).  The fact's vector is
+embedded after the commit, outside any transaction; without the model it stays queued for
+``memo backfill`` (degraded rules as for passages)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from memo.errors import ConfirmationRequired, MemoError, NotFound, ValidationError
+from memo.ops.guard import store_errors
+from memo.store.connect import write_tx
+from memo.store.facts import (
+    fact_from_row,
+    fact_hash,
+    find_live_fact,
+    get_fact_row,
+    insert_fact,
+    resolve_evidence,
+    validate_fact,
+)
+from memo.store.facts import get_fact as _get_fact
+from memo.store.records import utc_now
+from memo.types import Fact, FactDraft
+
+
+@dataclass(frozen=True, slots=True)
+class FactAddReport:
+    status: str                       # added | skipped (same text and evidence already stored)
+    fact_id: str
+    evidence: tuple[str, ...]         # passage ids
+    embedded: bool = False            # False: the vector is queued (`memo backfill`)
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FactSupersedeReport:
+    old_id: str
+    new_id: str
+    superseded_at: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FactForgetReport:
+    forgotten: tuple[str, ...]
+    already_forgotten: tuple[str, ...]
+    forgotten_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class FactImportReport:
+    added: int
+    skipped: int
+    rejected: tuple[tuple[str, str], ...]   # (where, reason)
+    fact_ids: tuple[str, ...] = ()
+
+
+def _store(conn: sqlite3.Connection, draft: FactDraft) -> tuple[str, str, tuple[str, ...], int | None]:
+    """Inside the caller's write tx: (status, fact id, evidence passage ids, new pk)."""
+    validate_fact(draft)
+    evidence = resolve_evidence(conn, draft.evidence, draft.namespace)
+    pids = tuple(pid for _, pid in evidence)
+    dup = find_live_fact(conn, draft.namespace, fact_hash(draft.text, pids))
+    if dup is not None:
+        return "skipped", dup, pids, None
+    fid, pk = insert_fact(conn, draft, evidence)
+    return "added", fid, pids, pk
+
+
+def embed_new_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> bool:
+    """After the commit: embed these facts with the default model; never raises for a
+    missing model (they stay queued).  True when every one has its vector."""
+    if not pks:
+        return True
+    from memo.embed.fact_vectors import backfill_facts
+    from memo.embed.model import DEFAULT_BATCH
+    from memo.embed.registry import load_registry
+    from memo.embed.service import load_model
+
+    try:
+        embedder = load_model(load_registry().get(None))
+        backfill_facts(conn, embedder, embedder.model_id, DEFAULT_BATCH, only=pks)
+    except MemoError:
+        return False
+    return True
+
+
+@store_errors("fact add")
+def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True) -> FactAddReport:
+    with write_tx(conn):
+        status, fid, pids, pk = _store(conn, draft)
+    if status == "skipped":
+        return FactAddReport("skipped", fid, pids, note=f"the same fact with the same evidence is {fid}")
+    embedded = embed_new_facts(conn, [pk]) if embed and pk is not None else False
+    return FactAddReport("added", fid, pids, embedded)
+
+
+@store_errors("fact get")
+def get_fact(conn: sqlite3.Connection, fact_id: str) -> Fact:
+    return _get_fact(conn, fact_id)
+
+
+@store_errors("fact list")
+def list_facts(conn: sqlite3.Connection, *, namespaces: Sequence[str] = (), evidence: str | None = None,
+               include_forgotten: bool = False, include_superseded: bool = False,
+               limit: int = 50, offset: int = 0) -> tuple[Fact, ...]:
+    """Newest first; live facts only unless asked.  ``evidence``: only facts citing this
+    passage id or any passage of this record id."""
+    if limit < 1 or offset < 0:
+        raise ValidationError("limit must be >= 1 and offset >= 0")
+    where: list[str] = []
+    params: list[object] = []
+    if not include_forgotten:
+        where.append("f.forgotten_at IS NULL")
+    if not include_superseded:
+        where.append("f.superseded_at IS NULL")
+    ns = tuple(dict.fromkeys(namespaces))
+    if ns:
+        where.append(f"f.namespace IN ({','.join('?' * len(ns))})")
+        params += ns
+    if evidence:
+        where.append("EXISTS (SELECT 1 FROM fact_evidence e JOIN passages p ON p.pk = e.passage_pk "
+                     "WHERE e.fact_pk = f.pk AND (p.id = ? OR p.record_id = ?))")
+        params += [evidence, evidence]
+    sql = "SELECT f.* FROM facts f" + (" WHERE " + " AND ".join(where) if where else "")
+    sql += " ORDER BY f.recorded_at DESC, f.pk DESC LIMIT ? OFFSET ?"
+    return tuple(fact_from_row(conn, r) for r in conn.execute(sql, (*params, limit, offset)).fetchall())
+
+
+@store_errors("fact supersede")
+def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *,
+                   evidence: Sequence[str] = (), **changes: object) -> FactSupersedeReport:
+    """A new version of a fact: fields not given (evidence included) are copied from the
+    old one, which keeps its rows (as_of) with superseded_at/by set."""
+    with write_tx(conn):
+        row = get_fact_row(conn, old_id)
+        if row["forgotten_at"] is not None:
+            raise ValidationError(f"fact {old_id} is forgotten; add the text as a new fact instead")
+        if row["superseded_by"] is not None:
+            raise ValidationError(f"fact {old_id} is already superseded by {row['superseded_by']}",
+                                  hint=f"supersede the newest version: `memo fact supersede {row['superseded_by']}`")
+        old = fact_from_row(conn, row)
+        refs = tuple(evidence) or tuple(e.passage_id for e in old.evidence)
+        if not refs:
+            raise ValidationError(f"fact {old_id} has no evidence left; give --evidence")
+        draft = FactDraft(text=text, evidence=refs, namespace=old.namespace, subject=old.subject,
+                          predicate=old.predicate, object=old.object, event_at=old.event_at, trust=old.trust,
+                          author=old.author, source=old.source, meta=old.meta)
+        draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+        status, new_id, pids, pk = _store(conn, draft)
+        if status == "skipped":
+            raise ValidationError(f"fact {new_id} already says this with the same evidence; nothing to do")
+        when = utc_now()
+        conn.execute("UPDATE facts SET superseded_at = ?, superseded_by = ? WHERE id = ?", (when, new_id, old_id))
+    embed_new_facts(conn, [pk] if pk is not None else [])
+    return FactSupersedeReport(old_id, new_id, when, pids)
+
+
+@store_errors("fact forget")
+def forget_facts(conn: sqlite3.Connection, fact_ids: Iterable[str], *, confirm: bool = False) -> FactForgetReport:
+    """Soft delete (hidden from search and list; ``memo purge`` removes the rows).  More
+    than one fact needs ``confirm``.  An unknown id forgets nothing."""
+    ids = tuple(dict.fromkeys(fact_ids))
+    if not ids:
+        raise ValidationError("no fact ids given")
+    if len(ids) > 1 and not confirm:
+        raise ConfirmationRequired(f"forgetting {len(ids)} facts needs confirmation",
+                                   hint="repeat with --yes to forget all of them")
+    when = utc_now()
+    done: list[str] = []
+    already: list[str] = []
+    with write_tx(conn):
+        for fid in ids:
+            row = conn.execute("SELECT forgotten_at FROM facts WHERE id = ?", (fid,)).fetchone()
+            if row is None:
+                raise NotFound(f"no fact with id {fid!r}; nothing was forgotten",
+                               hint="`memo fact list` shows the fact ids that exist")
+            if row[0] is not None:
+                already.append(fid)
+                continue
+            conn.execute("UPDATE facts SET forgotten_at = ? WHERE id = ?", (when, fid))
+            done.append(fid)
+    return FactForgetReport(tuple(done), tuple(already), when)
+
+
+def import_facts(conn: sqlite3.Connection, drafts: Iterable[tuple[str, FactDraft]], *,
+                 embed: bool = True, batch: int = 500) -> FactImportReport:
+    """Many facts (JSONL lines of type fact, LoCoMo observations): ``(where, draft)``
+    pairs, committed in batches; a fact with bad evidence is rejected with its reason
+    (savepoint: nothing of it is written) while the rest goes on."""
+    added = skipped = 0
+    rejected: list[tuple[str, str]] = []
+    ids: list[str] = []
+    new_pks: list[int] = []
+    items = list(drafts)
+    with store_errors("fact import"):
+        for s in range(0, len(items), batch):
+            with write_tx(conn):
+                for where, draft in items[s:s + batch]:
+                    conn.execute("SAVEPOINT fact")
+                    try:
+                        status, fid, _, pk = _store(conn, draft)
+                    except ValidationError as exc:
+                        conn.execute("ROLLBACK TO fact")
+                        conn.execute("RELEASE fact")
+                        rejected.append((where, str(exc)))
+                        continue
+                    conn.execute("RELEASE fact")
+                    if status == "added":
+                        added += 1
+                        ids.append(fid)
+                        new_pks.append(int(pk))  # type: ignore[arg-type]
+                    else:
+                        skipped += 1
+    if embed and new_pks:
+        embed_new_facts(conn, new_pks)
+    return FactImportReport(added, skipped, tuple(rejected), tuple(ids))

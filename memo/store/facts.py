@@ -1,0 +1,221 @@
+"""Canonical fact writes and reads (tables ``facts`` and ``fact_evidence``, migration 2).
+
+A fact is a short statement written by a person, an agent or an import ("Caroline went to
+an LGBTQ support group on 7 May"), tied to one or more **evidence passages**.  The fact arm
+(memo/retrieve/arms/fact.py) matches facts by keyword and by meaning and lets each one
+vote for its evidence passages.
+
+Derived indexes: ``facts_fts`` (Porter over unicode61, the passages' tokenizer options) is
+kept in step by triggers on ``facts`` (so in the same transaction as the row);
+``fact_vectors`` are queued (a fact without a vector for the model is pending) and
+embedded after the commit like passage vectors (memo/embed/fact_vectors.py).  Both are
+rebuilt from the canonical rows by ``rebuild_fact_index`` (``memo reindex``).
+
+Callers hold the transaction (``write_tx``); nothing here commits, so a fact and its
+evidence rows are written together or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from memo.errors import NotFound, ValidationError
+from memo.store.derived import bump_vectors_epoch
+from memo.types import Fact, FactDraft, FactEvidence
+
+LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
+
+
+def new_fact_id() -> str:
+    return f"f{datetime.now(UTC).strftime('%y%m%d%H%M%S')}{uuid.uuid4().hex[:10]}"
+
+
+def fact_hash(text: str, passage_ids: Iterable[str]) -> str:
+    """sha256 of the normalised text and the sorted evidence passage ids: the same
+    statement about other passages is another fact."""
+    norm = " ".join(text.split())
+    payload = norm + "\x1e" + "\x1f".join(sorted(passage_ids))
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def validate_fact(draft: FactDraft) -> None:
+    if not draft.text or not draft.text.strip():
+        raise ValidationError("fact text is empty")
+    if not draft.namespace or not draft.namespace.strip():
+        raise ValidationError("namespace is empty")
+    try:
+        trust = float(draft.trust)
+    except (TypeError, ValueError):
+        raise ValidationError(f"trust {draft.trust!r} is not a number") from None
+    if not (0.0 <= trust <= 1.0):
+        raise ValidationError(f"trust {draft.trust} is outside 0..1")
+    if not draft.evidence:
+        raise ValidationError("a fact needs at least one evidence passage",
+                              hint="pass --evidence ID (a passage id '<record>:<n>', a record id or an ext_id)")
+    if draft.event_at is not None:
+        try:
+            datetime.fromisoformat(draft.event_at)
+        except ValueError:
+            raise ValidationError(f"date {draft.event_at!r} is not ISO-8601",
+                                  hint="use e.g. 2024-05-01 or 2024-05-01T14:30:00Z") from None
+
+
+def _passages_of_record(conn: sqlite3.Connection, rid: str) -> list[tuple[int, str]]:
+    return [(int(r[0]), r[1]) for r in conn.execute(
+        "SELECT pk, id FROM passages WHERE record_id = ? ORDER BY ord", (rid,))]
+
+
+def _resolve_one(conn: sqlite3.Connection, ref: str, namespace: str) -> tuple[list[tuple[int, str]], str | None]:
+    """(passages, problem).  Order: passage id, record id, record ext_id, passage ext_id;
+    ext_ids are looked up among live records of ``namespace`` first, then anywhere
+    (there they must name exactly one record)."""
+    row = conn.execute("SELECT p.pk, p.id, r.forgotten_at FROM passages p JOIN records r ON r.id = p.record_id "
+                       "WHERE p.id = ?", (ref,)).fetchone()
+    if row is not None:
+        if row[2] is not None:
+            return [], f"{ref}: its record is forgotten"
+        return [(int(row[0]), row[1])], None
+    row = conn.execute("SELECT id, forgotten_at FROM records WHERE id = ?", (ref,)).fetchone()
+    if row is not None:
+        if row[1] is not None:
+            return [], f"{ref}: the record is forgotten"
+        return _passages_of_record(conn, ref), None
+    rids = [r[0] for r in conn.execute(
+        f"SELECT r.id FROM records r WHERE r.ext_id = ? AND r.namespace = ? AND {LIVE_RECORD}", (ref, namespace))]
+    if not rids:
+        rids = [r[0] for r in conn.execute(f"SELECT r.id FROM records r WHERE r.ext_id = ? AND {LIVE_RECORD}", (ref,))]
+        if len(rids) > 1:
+            return [], f"{ref}: ext_id of {len(rids)} records in other namespaces (give the record id)"
+    if rids:
+        return [p for rid in rids for p in _passages_of_record(conn, rid)], None
+    rows = conn.execute(
+        f"SELECT p.pk, p.id FROM passages p JOIN records r ON r.id = p.record_id "
+        f"WHERE p.ext_id = ? AND r.namespace = ? AND {LIVE_RECORD} ORDER BY p.pk", (ref, namespace)).fetchall()
+    if not rows:
+        rows = conn.execute(
+            f"SELECT p.pk, p.id, r.namespace FROM passages p JOIN records r ON r.id = p.record_id "
+            f"WHERE p.ext_id = ? AND {LIVE_RECORD} ORDER BY p.pk", (ref,)).fetchall()
+        if len({r[2] for r in rows}) > 1:
+            return [], f"{ref}: ext_id of passages in several namespaces (give the passage id)"
+    if rows:
+        return [(int(r[0]), r[1]) for r in rows], None
+    return [], f"{ref}: no passage, record or ext_id with this id"
+
+
+def resolve_evidence(conn: sqlite3.Connection, refs: Sequence[str], namespace: str) -> list[tuple[int, str]]:
+    """Evidence references -> distinct (passage pk, passage id), in order.  Every bad
+    reference is named in one ``ValidationError`` (nothing is written)."""
+    out: dict[int, str] = {}
+    problems: list[str] = []
+    for ref in refs:
+        ref = str(ref).strip()
+        if not ref:
+            problems.append("an evidence id is empty")
+            continue
+        found, problem = _resolve_one(conn, ref, namespace)
+        if problem is not None:
+            problems.append(problem)
+        for pk, pid in found:
+            out.setdefault(pk, pid)
+    if problems:
+        raise ValidationError("bad evidence: " + "; ".join(problems),
+                              hint="evidence is a passage id '<record>:<n>', a record id or a record/passage "
+                                   "ext_id; `memo get ID` shows a record's passages")
+    if not out:
+        raise ValidationError("the evidence names no passage")
+    return list(out.items())
+
+
+def find_live_fact(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
+    row = conn.execute("SELECT id FROM facts WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL",
+                       (namespace, chash)).fetchone()
+    return row[0] if row else None
+
+
+def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[tuple[int, str]], *,
+                recorded_at: str | None = None, fact_id: str | None = None) -> tuple[str, int]:
+    """Insert one fact and its evidence rows (facts_fts follows by trigger).  The caller
+    has resolved the evidence and checked for duplicates inside its write transaction."""
+    from memo.store.records import utc_now
+
+    validate_fact(draft)
+    fid = fact_id or new_fact_id()
+    cur = conn.execute(
+        """INSERT INTO facts (id, namespace, text, subject, predicate, object, event_at, recorded_at,
+               trust, author, source, content_hash, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (fid, draft.namespace, draft.text.strip(), draft.subject, draft.predicate, draft.object, draft.event_at,
+         recorded_at or utc_now(), float(draft.trust), draft.author, draft.source,
+         fact_hash(draft.text, (pid for _, pid in evidence)), json.dumps(draft.meta, sort_keys=True)))
+    pk = int(cur.lastrowid)
+    conn.executemany("INSERT OR IGNORE INTO fact_evidence(fact_pk, passage_pk) VALUES (?, ?)",
+                     [(pk, ppk) for ppk, _ in evidence])
+    return fid, pk
+
+
+def _evidence(conn: sqlite3.Connection, pk: int) -> tuple[FactEvidence, ...]:
+    return tuple(FactEvidence(passage_id=r[0], record_id=r[1], namespace=r[2], text=r[3], live=bool(r[4]))
+                 for r in conn.execute(
+                     f"SELECT p.id, p.record_id, r.namespace, p.text, ({LIVE_RECORD}) FROM fact_evidence e "
+                     "JOIN passages p ON p.pk = e.passage_pk JOIN records r ON r.id = p.record_id "
+                     "WHERE e.fact_pk = ? ORDER BY p.pk", (pk,)))
+
+
+def fact_from_row(conn: sqlite3.Connection, row: sqlite3.Row, *, with_evidence: bool = True) -> Fact:
+    return Fact(id=row["id"], namespace=row["namespace"], text=row["text"], subject=row["subject"],
+                predicate=row["predicate"], object=row["object"], event_at=row["event_at"],
+                recorded_at=row["recorded_at"], superseded_at=row["superseded_at"],
+                superseded_by=row["superseded_by"], forgotten_at=row["forgotten_at"], trust=row["trust"],
+                author=row["author"], source=row["source"], content_hash=row["content_hash"],
+                meta=json.loads(row["meta"] or "{}"),
+                evidence=_evidence(conn, row["pk"]) if with_evidence else ())
+
+
+def get_fact_row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row:
+    row = conn.execute("SELECT * FROM facts WHERE id = ?", (fact_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no fact with id {fact_id!r}", hint="`memo fact list` shows the fact ids that exist")
+    return row
+
+
+def get_fact(conn: sqlite3.Connection, fact_id: str) -> Fact:
+    return fact_from_row(conn, get_fact_row(conn, fact_id))
+
+
+def facts_for_passages(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
+    """Live facts behind each passage: pk -> [(fact id, text)] (web UI, ``memo get``)."""
+    out: dict[int, list[tuple[str, str]]] = {}
+    pks = list(pks)
+    for s in range(0, len(pks), 500):
+        chunk = pks[s:s + 500]
+        for ppk, fid, text in conn.execute(
+                f"SELECT e.passage_pk, f.id, f.text FROM fact_evidence e JOIN facts f ON f.pk = e.fact_pk "
+                f"WHERE e.passage_pk IN ({','.join('?' * len(chunk))}) AND f.superseded_at IS NULL "
+                "AND f.forgotten_at IS NULL ORDER BY f.pk", chunk):
+            out.setdefault(int(ppk), []).append((fid, text))
+    return out
+
+
+def purge_fact_rows(conn: sqlite3.Connection) -> list[str]:
+    """Delete forgotten facts for good (evidence rows, FTS rows and vectors follow);
+    inside the caller's write transaction."""
+    ids = [r[0] for r in conn.execute("SELECT id FROM facts WHERE forgotten_at IS NOT NULL ORDER BY id")]
+    if ids:
+        conn.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by IN "
+                     "(SELECT id FROM facts WHERE forgotten_at IS NOT NULL)")
+        conn.execute("DELETE FROM facts WHERE forgotten_at IS NOT NULL")
+        bump_vectors_epoch(conn)
+    return ids
+
+
+def rebuild_fact_index(conn: sqlite3.Connection) -> int:
+    """Rebuild ``facts_fts`` from ``facts`` and drop vectors of facts that no longer
+    exist (caller holds a write tx).  Vectors are re-embedded by ``memo backfill``."""
+    conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')")
+    conn.execute("DELETE FROM fact_vectors WHERE fact_pk NOT IN (SELECT pk FROM facts)")
+    conn.execute("DELETE FROM fact_evidence WHERE passage_pk NOT IN (SELECT pk FROM passages)")
+    return int(conn.execute("SELECT count(*) FROM facts").fetchone()[0])
