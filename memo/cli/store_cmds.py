@@ -1,4 +1,4 @@
-"""Store commands: add, import, get, list, supersede, forget, purge, stats, reindex, backup.
+"""Store commands: add, import, get, list, supersede, forget, purge, stats, reindex, backup, restore.
 
 Each command parses its options, calls one function of ``memo.ops`` and prints the
 returned report (``--json``: one JSON document, schemas in docs/cli-json.md).
@@ -281,6 +281,24 @@ def backup(dest: Annotated[Path, typer.Argument(help="Where to write the copy.")
                    f"{report.counts['records']} records, {report.counts['passages']} passages")
 
 
+@handle_errors
+def restore(backup_file: Annotated[Path, typer.Argument(help="A file written by `memo backup`.")],
+            yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm replacing the database's contents.")] = False,
+            keep_previous: Annotated[bool, typer.Option(
+                "--keep-previous/--no-keep-previous",
+                help="Keep the replaced database as <db>.before-restore-<time>.")] = True,
+            db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Replace the database's contents with a verified backup (safe while other memo processes run)."""
+    report = ops.restore(backup_file, db, confirm=yes, keep_previous=keep_previous)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"restored {report.path} from {report.source}: integrity {report.integrity}, "
+                   f"{report.counts.get('records', 0)} records, {report.counts.get('passages', 0)} passages")
+        if report.previous:
+            typer.echo(f"previous database kept at {report.previous}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("add")(add)
     app.command("import")(import_)
@@ -292,3 +310,4 @@ def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
     app.command("reindex")(reindex)
     app.command("backup")(backup)
+    app.command("restore")(restore)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import sqlite3
 import time
 from pathlib import Path
@@ -9,12 +11,14 @@ from pathlib import Path
 from memo.errors import StoreCorrupt, StoreError, ValidationError
 from memo.ops.guard import store_errors
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
-from memo.store.connect import connect, write_tx
+from memo.store.connect import connect, read_tx, write_tx
 from memo.store.derived import rebuild_derived
 from memo.store.migrations import user_version
+from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 
 # Canonical and derived tables whose row counts a backup must reproduce.
-COUNTED_TABLES = ("records", "record_tags", "passages", "vectors", "exact_fts", "memo_meta")
+COUNTED_TABLES = ("records", "record_tags", "passages", "vectors", "exact_fts", "memo_meta",
+                  "facts", "fact_evidence", "fact_vectors")  # a table a database lacks is skipped
 DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"  # the semantic helper's default (TEAM.md contract)
 
 
@@ -70,47 +74,255 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
 
 
 def _counts(conn: sqlite3.Connection) -> dict[str, int]:
-    return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COUNTED_TABLES}
+    """Rows per counted table (tables the database lacks are left out)."""
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COUNTED_TABLES
+            if t in present}
+
+
+# -- backup ------------------------------------------------------------------------------
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+SIDECARS = ("-wal", "-shm", "-journal")                # SQLite's own files beside a database
+DB_FILES = (*SIDECARS, WRITER_LOCK_SUFFIX)              # ... and memo's writers' queue lock
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """True when ``path`` is a regular file that starts with SQLite's 16-byte header."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def sidecars_of(path: str | Path) -> list[Path]:
+    """The -wal, -shm and -journal files that exist beside ``path``."""
+    return [Path(f"{path}{s}") for s in SIDECARS if os.path.lexists(f"{path}{s}")]
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """Same path after resolving symlinks, or (both existing) the same inode (hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def fsync_path(path: str | Path, *, directory: bool = False) -> None:
+    """Flush a file (or a folder's entries, after a rename) to stable storage."""
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if directory:  # some platforms cannot open a folder; the rename is still atomic
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+    finally:
+        os.close(fd)
+
+
+def remove_db_files(path: str | Path) -> None:
+    """Delete a private temporary database and any file SQLite or memo left beside it."""
+    for s in ("", *DB_FILES):
+        Path(f"{path}{s}").unlink(missing_ok=True)
+
+
+def temp_path_beside(target: Path, tag: str) -> Path:
+    """A fresh hidden name in ``target``'s folder (same file system: os.replace is atomic)."""
+    return target.with_name(f".{target.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _attached_files(conn: sqlite3.Connection) -> list[str]:
+    return [r[2] for r in conn.execute("PRAGMA database_list").fetchall() if r[2]]
+
+
+def _refuse_live_files(conn: sqlite3.Connection, dest: Path) -> None:
+    """The source database and its -wal/-shm/-journal, for every file the connection has
+    attached (``PRAGMA database_list``): overwriting any of them destroys acknowledged writes
+    (a -wal holds commits not yet checkpointed; the -shm indexes it for every open connection)."""
+    for db_file in _attached_files(conn):
+        if _same_file(dest, db_file):
+            raise ValidationError(f"{dest} is the database itself",
+                                  hint="give a path outside the database, e.g. a file in a backups folder")
+        for suffix in DB_FILES:
+            if _same_file(dest, f"{db_file}{suffix}"):
+                raise ValidationError(
+                    f"{dest} is the database's {suffix} file: replacing it would destroy acknowledged writes",
+                    hint="give a path outside the database's files, e.g. a file in a backups folder")
+    # Any other SQLite database's sidecar, addressed directly or through a symlink.
+    for candidate in {dest, Path(os.path.realpath(dest))}:
+        for suffix in DB_FILES:
+            base = candidate.with_name(candidate.name[: -len(suffix)]) if candidate.name.endswith(suffix) else None
+            if base is not None and is_sqlite_file(base):
+                raise ValidationError(
+                    f"{dest} is the {suffix} file of the SQLite database {base}: replacing it would corrupt it",
+                    hint="give a path that is not a database's -wal, -shm or -journal file")
+
+
+def _probe_rollback_lock(path: Path) -> bool:
+    """True when a rollback-journal database is locked by another connection right now."""
+    try:
+        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return False
+    try:
+        probe.execute("BEGIN")
+        probe.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # takes a SHARED lock
+        return False
+    except sqlite3.OperationalError as exc:
+        return "locked" in str(exc) or "busy" in str(exc)
+    except sqlite3.Error:
+        return False
+    finally:
+        probe.close()
+
+
+def _refuse_open_database(dest: Path, real: Path) -> None:
+    """Refuse to replace a SQLite database another connection may have open.
+
+    Why sidecar files and not a lock probe alone: in WAL mode (every memo database) each
+    open connection maps the ``-shm`` file and writes go to ``-wal``; SQLite deletes both
+    only when the *last* connection closes cleanly.  So a ``-wal``/``-shm`` beside the file
+    means either someone has it open (replacing it would orphan their writes, and their
+    next checkpoint would write old pages into the new file) or it crashed with commits
+    still in the ``-wal`` (which SQLite would then replay onto our new file: corruption).
+    Both are unsafe, so both are refused.  POSIX lock probes cannot see connections of
+    this same process (locks are per process), which is why they are not the main test.
+    A rollback-journal database has no sidecar while idle; for it a ``-journal`` (a writer
+    mid-transaction) or a held lock (a reader mid-transaction) is what can be detected.
+    """
+    for path in dict.fromkeys((dest, real)):
+        found = sidecars_of(path)
+        if found:
+            names = ", ".join(p.name for p in found)
+            raise ValidationError(
+                f"{dest} is a SQLite database in use or not closed cleanly ({names} beside it); "
+                "replacing it could destroy its writes",
+                hint="close the programs using it or choose another path (--force does not override this)")
+    if is_sqlite_file(real) and _probe_rollback_lock(real):
+        raise ValidationError(f"{dest} is a SQLite database another program has locked",
+                              hint="close the programs using it or choose another path (--force does not override this)")
+
+
+def _prepare_parent(parent: Path) -> None:
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValidationError(f"cannot create the folder {parent}: {exc.strerror or exc}",
+                              hint="choose a path in a folder you can write") from exc
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValidationError(f"cannot write in the folder {parent}: permission denied",
+                              hint="choose a path in a folder you can write")
+
+
+def check_backup_dest(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = False) -> Path:
+    """Validate a backup destination; return the real path the copy will be written to.
+
+    Refused whatever ``overwrite`` says: the source database or any of its -wal/-shm/-journal
+    files (also through symlinks and hard links), another SQLite database's sidecar, a
+    folder, something that is not a regular file, a SQLite database that is open (or has
+    leftover sidecars), a folder that cannot be created or written.  An existing plain file
+    is replaced only with ``overwrite``.
+    """
+    dest = Path(dest).expanduser()
+    if not str(dest).strip():
+        raise ValidationError("no backup path given", hint="give a file path, e.g. /backups/memo.db")
+    dest = dest.absolute()
+    if dest.is_dir():
+        raise ValidationError(f"{dest} is a folder: give a file path inside it",
+                              hint=f"e.g. {dest / 'memo-backup.db'}")
+    _refuse_live_files(conn, dest)
+    real = Path(os.path.realpath(dest))
+    if os.path.lexists(dest):
+        if real.exists() and not real.is_file():
+            raise ValidationError(f"{dest} is not a regular file", hint="give a path to a file (new or to replace)")
+        if not overwrite and real.exists():
+            raise ValidationError(f"{dest} already exists", hint="choose a new path, or pass --force to replace it")
+    # Leftover sidecars with no database beside them would be replayed onto the new copy.
+    _refuse_open_database(dest, real)
+    _prepare_parent(real.parent)
+    return real
+
+
+def snapshot_copy(conn: sqlite3.Connection, target_path: Path) -> tuple[dict[str, int], int]:
+    """Copy ``conn``'s database into a new file with the online backup API; return the row
+    counts and ``PRAGMA data_version`` of the one read snapshot that was copied."""
+    target = sqlite3.connect(target_path, isolation_level=None)
+    try:
+        # One read snapshot for the counts and the copy, so they describe the same state
+        # even while other processes write.
+        with read_tx(conn):
+            expected = _counts(conn)
+            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+            conn.backup(target)
+    finally:
+        target.close()
+    return expected, version
+
+
+def verify_copy(path: Path) -> tuple[str, dict[str, int]]:
+    """integrity_check and row counts of a private copy, read by a fresh connection (what
+    is on disk, not what a cache remembers).  Leaves no -wal/-shm behind."""
+    copy = connect(path)
+    try:
+        integrity = str(copy.execute("PRAGMA integrity_check").fetchone()[0])
+        got = _counts(copy)
+        copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        copy.close()
+    for s in ("-wal", "-shm"):
+        Path(f"{path}{s}").unlink(missing_ok=True)
+    return integrity, got
+
+
+def install_file(tmp: Path, dest: Path) -> None:
+    """fsync ``tmp``, atomically rename it onto ``dest``, fsync the folder."""
+    fsync_path(tmp)
+    os.replace(tmp, dest)
+    fsync_path(dest.parent, directory=True)
 
 
 def backup(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = False) -> BackupReport:
     """Copy the database with SQLite's online backup API (consistent while others write),
     then verify the copy: ``integrity_check`` must say ok and every counted table must
-    hold as many rows as the source snapshot that was copied."""
+    hold as many rows as the source snapshot that was copied.
+
+    The copy is written to a temporary file in the destination's folder and renamed onto
+    the destination only once verified, so a failed backup never destroys an existing file.
+    Destinations that would destroy data are refused even with ``overwrite``
+    (``check_backup_dest``).
+    """
     started = time.monotonic()
-    dest = Path(dest).expanduser()
     src_path = _db_file(conn)
-    if dest.exists():
-        if not overwrite:
-            raise ValidationError(f"{dest} already exists", hint="choose a new path, or pass --force to replace it")
-        if dest.resolve() == Path(src_path).resolve():
-            raise ValidationError("the backup path is the database itself")
-        dest.unlink()
-        for suffix in ("-wal", "-shm"):
-            Path(f"{dest}{suffix}").unlink(missing_ok=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    target = sqlite3.connect(dest)
+    real = check_backup_dest(conn, dest, overwrite=overwrite)
+    tmp = temp_path_beside(real, "backup")
     try:
-        # Hold one read snapshot for the counts and the copy, so they describe the same
-        # state even while other processes write.
-        conn.execute("BEGIN")
         try:
-            expected = _counts(conn)
-            conn.backup(target)
-        finally:
-            conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        raise StoreError(f"backup to {dest} failed: {exc}") from exc
+            expected, _ = snapshot_copy(conn, tmp)
+            integrity, got = verify_copy(tmp)
+        except sqlite3.Error as exc:
+            raise StoreError(f"backup to {real} failed: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"backup to {real} failed: {exc.strerror or exc}",
+                             hint="check the free space and permissions of the backup folder") from exc
+        if integrity != "ok" or got != expected:
+            raise StoreCorrupt(f"backup at {real} failed verification: integrity={integrity!r}, "
+                               f"rows {got} != source {expected}",
+                               hint="nothing was written at the backup path; run `memo stats` and retry")
+        try:
+            install_file(tmp, real)
+        except OSError as exc:
+            raise StoreError(f"cannot move the verified backup to {real}: {exc.strerror or exc}",
+                             hint="check the permissions of the backup folder") from exc
     finally:
-        target.close()
-    copy = connect(dest)
-    try:
-        integrity = str(copy.execute("PRAGMA integrity_check").fetchone()[0])
-        got = _counts(copy)
-    finally:
-        copy.close()
-    if integrity != "ok" or got != expected:
-        raise StoreCorrupt(f"backup at {dest} failed verification: integrity={integrity!r}, "
-                           f"rows {got} != source {expected}")
-    return BackupReport(source=src_path, path=str(dest), size_bytes=dest.stat().st_size,
+        remove_db_files(tmp)
+    return BackupReport(source=src_path, path=str(real), size_bytes=real.stat().st_size,
                         integrity=integrity, counts=got, seconds=round(time.monotonic() - started, 3))

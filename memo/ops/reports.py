@@ -120,3 +120,17 @@ class BackupReport:
     integrity: str                    # 'ok' or the first integrity_check message
     counts: dict[str, int]            # table -> rows, equal in source snapshot and copy
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreReport:
+    source: str                       # the backup file restored from
+    path: str                         # the database that now holds the backup's contents
+    method: str                       # 'sqlite-backup' (into the live database), 'replace', 'new-file'
+    previous: str | None              # safety copy of the replaced database (None: none kept / none existed)
+    previous_integrity: str | None    # integrity_check of that safety copy ('ok' unless it was damaged)
+    schema_version: int               # of the restored database (older backups are migrated)
+    backup_schema_version: int
+    integrity: str
+    counts: dict[str, int]            # table -> rows in the restored database
+    seconds: float
