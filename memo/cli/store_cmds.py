@@ -270,9 +270,11 @@ def reindex(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 @handle_errors
 def backup(dest: Annotated[Path, typer.Argument(help="Where to write the copy.")],
-           force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+           force: Annotated[bool, typer.Option(
+               "--force", help="Replace an existing file (never the database, its -wal/-shm/-journal, "
+                               "or a database in use).")] = False,
            db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Copy the database with SQLite's online backup API and verify the copy."""
+    """Copy the database with SQLite's online backup API, verify the copy, then move it into place."""
     report = ops.backup(open_db(db, write=False), dest, overwrite=force)
     if as_json:
         print_json(report)
