@@ -4,6 +4,12 @@ One line ``{"_id", "title", "text", "metadata"}`` becomes one ``doc`` record who
 ``title + "\\n\\n" + text`` and whose single passage carries the text under the title as its
 section header (the keyword arm indexes both, so this matches BM25 "flat": title + text).
 The BEIR ``_id`` is kept as ``ext_id`` so qrels can be mapped back to memo's ids.
+
+Lines are read as bytes and decoded one at a time, so one malformed line (invalid UTF-8,
+not JSON, not an object, ``_id`` missing or not a string/number, ``title``/``text`` not
+strings, a lone surrogate escape, nested too deeply) is one rejection and the next line
+is read as usual (``iter_corpus_items``: what ``memo import --format beir`` uses).
+``iter_corpus`` (the eval harness) stays strict: the first bad line raises DatasetError.
 """
 
 from __future__ import annotations
@@ -11,31 +17,54 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from memo.errors import DatasetError
+from memo.ingest.files import NotRegularFile, open_regular
+from memo.ingest.jsonl import json_problem, load_json
 from memo.types import PassageDraft, RecordDraft
+
+
+def open_binary(path: str | Path) -> BinaryIO:
+    """A regular file opened for reading, transparently gunzipped (``*.gz``, checked by
+    magic bytes).  Never blocks on a FIFO: raises DatasetError for anything not a
+    regular file."""
+    p = Path(path)
+    try:
+        fh = open_regular(p)
+    except FileNotFoundError:
+        raise DatasetError(f"no such file: {p}") from None
+    except (NotRegularFile, OSError) as exc:
+        raise DatasetError(f"{p}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from None
+    magic = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    if magic == b"\x1f\x8b":
+        gz = gzip.GzipFile(fileobj=fh, mode="rb")
+        gz.myfileobj = fh      # what gzip.open(filename) does: closing gz closes fh too
+        return gz  # type: ignore[return-value]
+    return fh
 
 
 def open_text(path: str | Path) -> IO[str]:
     """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (checked by magic bytes)."""
-    p = Path(path)
-    if not p.is_file():
-        raise DatasetError(f"no such file: {p}")
-    with p.open("rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8")
-    return p.open("r", encoding="utf-8")
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8")
 
 
 def beir_draft(doc: dict[str, object], namespace: str = "default") -> RecordDraft | None:
-    """One BEIR corpus line -> a draft (None when the line holds no text at all)."""
-    ext_id = str(doc.get("_id", "")).strip()
+    """One BEIR corpus line -> a draft (None when the line holds no text at all).
+    A malformed line raises DatasetError with the reason."""
+    raw_id = doc.get("_id")
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise DatasetError("a BEIR corpus line has no _id" if raw_id is None
+                           else f"_id must be a string, not {type(raw_id).__name__}")
+    ext_id = str(raw_id).strip()
     if not ext_id:
         raise DatasetError("a BEIR corpus line has no _id")
+    for name in ("title", "text"):
+        if doc.get(name) is not None and not isinstance(doc[name], str):
+            raise DatasetError(f"field {name!r} must be a string, not {type(doc[name]).__name__}")
     title = str(doc.get("title") or "").strip()
     text = str(doc.get("text") or "").strip()
     if not title and not text:
@@ -47,19 +76,57 @@ def beir_draft(doc: dict[str, object], namespace: str = "default") -> RecordDraf
                        ext_id=ext_id, passages=(passage,))
 
 
+def _line_draft(raw: bytes, namespace: str) -> RecordDraft | None:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not UTF-8 (byte {exc.start})") from None
+    try:
+        doc = load_json(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"not JSON ({exc.msg})") from None
+    except ValueError as exc:
+        raise DatasetError(str(exc)) from None
+    if not isinstance(doc, dict):
+        raise DatasetError("expected a JSON object")
+    problem = json_problem(doc)
+    if problem:
+        raise DatasetError(problem)
+    return beir_draft(doc, namespace)
+
+
+def iter_corpus_items(path: str | Path, namespace: str = "default") -> Iterator[tuple[int, RecordDraft | None, str | None]]:
+    """(line number, draft, None) for each document and (line number, None, reason) for
+    each malformed line, in file order; blank and text-less lines are skipped.  A file
+    that cannot be opened, or a gzip stream that breaks off, ends the iteration with a
+    reason on line 0 (open) or the line after the last one read."""
+    try:
+        fh = open_binary(path)
+    except DatasetError as exc:
+        yield 0, None, str(exc)
+        return
+    lineno = 0
+    with fh:
+        try:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    draft = _line_draft(raw, namespace)
+                except DatasetError as exc:
+                    yield lineno, None, str(exc)
+                    continue
+                if draft is not None:
+                    yield lineno, draft, None
+        except (OSError, EOFError, zlib.error) as exc:
+            yield lineno + 1, None, f"cannot read on: {exc} (the file is truncated or corrupt)"
+
+
 def iter_corpus(path: str | Path, namespace: str = "default") -> Iterator[RecordDraft]:
     """Yield one ``doc`` draft per corpus line, in file order.  Blank lines are skipped;
     a malformed line raises ``DatasetError`` naming the line number."""
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                doc = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
-            if not isinstance(doc, dict):
-                raise DatasetError(f"{path}:{lineno}: expected a JSON object")
-            draft = beir_draft(doc, namespace)
-            if draft is not None:
-                yield draft
+    for lineno, draft, reason in iter_corpus_items(path, namespace):
+        if reason is not None:
+            raise DatasetError(f"{path}:{lineno}: {reason}" if lineno else reason)
+        if draft is not None:
+            yield draft

@@ -4,22 +4,39 @@ Security (reliability.md R13, CWE-22): every file is resolved and must stay insi
 resolved root; a symlink that leaves the root is rejected, never followed.  A file
 larger than ``max_bytes`` or not valid UTF-8 text is rejected with a reason; the rest
 of the import goes on.
+
+Hostile trees (issue 9.3): one item never stops or hangs the walk.
+
+* The walk is iterative (no recursion limit) and stops ``MAX_FOLDER_DEPTH`` folders below
+  the root: a deeper folder is reported, not walked.
+* A FIFO, socket or device is rejected from its ``stat`` mode and never opened (opening a
+  FIFO blocks until a writer comes); files are opened with ``O_NONBLOCK`` and checked
+  again with ``fstat`` in case one was swapped in between.
+* A symlink loop is rejected ("symlink loop"), not resolved forever.
+* A file or folder name that is not valid UTF-8 (Python hands it over with surrogate
+  escapes, which SQLite and JSON output cannot hold) is rejected and shown with ``\\xNN``
+  escapes (``safe_name``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import front_matter, looks_like_markdown
 from memo.types import RecordDraft
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+MAX_FOLDER_DEPTH = 64             # folders below the import root that are walked
 TEXT_EXTENSIONS = {".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".org", ""}
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
+_BAD_NAME = "name is not valid UTF-8 (shown with \\x escapes); rename it to import it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,44 +49,129 @@ class FileItem:
     ignored: bool = False
 
 
+class NotRegularFile(ValueError):
+    """``open_regular`` found a FIFO, socket, device or folder: the message says which."""
+
+
 def inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def list_files(root: Path, errors: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
-    """(path, path relative to root) of every regular file or symlink, sorted; hidden
-    and tool directories are skipped; symlinked directories are reported as files so
-    the caller rejects (outside) or ignores (inside: avoids loops) them.
+def safe_name(name: str) -> str:
+    """``name`` printable and storable: bytes that were not UTF-8 (surrogate escapes)
+    become ``\\xNN``; a valid name is returned unchanged."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
 
-    os.walk skips a folder it cannot list without a word; ``errors`` collects
-    (folder relative to root, reason) for those, so a caller can tell an incomplete
-    listing from deleted files."""
-    if root.is_file() or root.is_symlink() and not root.is_dir():
+
+def is_valid_name(name: str) -> bool:
+    return safe_name(name) == name
+
+
+def file_type(mode: int) -> str:
+    """What a non-regular file is, for a rejection reason."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def not_regular_reason(mode: int) -> str:
+    return f"{file_type(mode)}, not a regular file: skipped, not opened"
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open a regular file for reading without ever blocking on a FIFO or a device:
+    ``O_NONBLOCK`` (a FIFO opens at once instead of waiting for a writer) and an
+    ``fstat`` check on the open descriptor.  Raises ``NotRegularFile`` (a ValueError)
+    for anything else, ``OSError`` when it cannot be opened."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(not_regular_reason(mode))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def regular_file_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as a regular file (from ``stat``, without opening
+    it), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return _os_reason(exc)
+    return None if stat.S_ISREG(mode) else not_regular_reason(mode)
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symlink loop (the link never reaches a file)"
+    return f"cannot read: {exc.strerror or exc}"
+
+
+def list_files(root: Path, errors: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
+    """(path, path relative to root) of every file, symlink or other non-folder entry,
+    sorted; hidden and tool directories are skipped; symlinked directories are reported
+    as files so the caller rejects (outside) or ignores (inside: avoids loops) them.
+    A FIFO, socket or device is listed too (never opened here): ``read_file`` rejects it.
+
+    The walk is iterative.  A folder that is not walked is added to ``errors`` as
+    (folder relative to root, reason) so a caller can tell an incomplete listing from
+    deleted files: one that cannot be listed, one more than ``MAX_FOLDER_DEPTH`` levels
+    below the root, or one whose name is not valid UTF-8 (shown escaped)."""
+    if not root.is_dir():
         return [(root, root.name)]
 
-    def onerror(exc: OSError) -> None:
+    def skip(folder: Path, reason: str) -> None:
         if errors is not None:
-            where = Path(exc.filename) if exc.filename else root
-            rel = where.relative_to(root).as_posix() if inside(where, root) else str(where)
-            errors.append((rel, exc.strerror or str(exc)))
+            errors.append((safe_name(folder.relative_to(root).as_posix()), reason))
 
     out: list[tuple[Path, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
-        base = Path(dirpath)
-        keep = []
-        for d in sorted(dirnames):
-            if d in _SKIP_DIRS or d.startswith("."):
-                continue
-            if (base / d).is_symlink():
-                filenames.append(d)
-            else:
-                keep.append(d)
-        dirnames[:] = keep
-        for name in sorted(filenames):
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            skip(folder, f"cannot list this folder ({exc.strerror or exc})")
+            continue
+        subfolders = []
+        for entry in entries:
+            name = entry.name
             if name.startswith("."):
                 continue
-            p = base / name
-            out.append((p, p.relative_to(root).as_posix()))
+            path = folder / name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                out.append((path, path.relative_to(root).as_posix()))
+                continue
+            if name in _SKIP_DIRS:
+                continue
+            if not is_valid_name(name):
+                skip(path, f"folder {_BAD_NAME}; not walked")
+            elif depth + 1 > MAX_FOLDER_DEPTH:
+                skip(path, f"folder nested deeper than {MAX_FOLDER_DEPTH} levels below the import root; not walked")
+            else:
+                subfolders.append((path, depth + 1))
+        stack.extend(reversed(subfolders))
     return sorted(out, key=lambda t: t[1])
 
 
@@ -94,25 +196,49 @@ def _title(text: str, path: Path, kind: str) -> str:
     return path.name
 
 
+def _resolve(path: Path) -> tuple[Path | None, str | None]:
+    try:
+        return path.resolve(), None
+    except RuntimeError:               # Python 3.11 pathlib: "Symlink loop from ..."
+        return None, "symlink loop (the link never reaches a file)"
+    except OSError as exc:
+        return None, _os_reason(exc)
+
+
 def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes: int,
               kind_override: str | None) -> FileItem:
-    real = path.resolve()
+    if not is_valid_name(rel):
+        return FileItem(safe_name(rel), rejected=f"file {_BAD_NAME}")
+    real, why = _resolve(path)
+    if real is None:
+        return FileItem(rel, rejected=why)
     if path.is_symlink() and not inside(real, root):
         return FileItem(rel, rejected="symlink points outside the import root")
     if not inside(real, root):
         return FileItem(rel, rejected="path is outside the import root")
-    if real.is_dir():
-        return FileItem(rel, ignored=True)  # symlinked directory inside the root: avoid loops
     kind = kind_for(real if path.is_symlink() else path)
+    try:
+        st = os.stat(real)             # the type from its mode: a FIFO is never opened
+    except OSError as exc:
+        return FileItem(rel, ignored=True) if kind is None else FileItem(rel, rejected=_os_reason(exc))
+    if stat.S_ISDIR(st.st_mode):
+        return FileItem(rel, ignored=True)  # symlinked directory inside the root: avoid loops
+    if not stat.S_ISREG(st.st_mode):
+        return FileItem(rel, rejected=not_regular_reason(st.st_mode))
     if kind is None:
         return FileItem(rel, ignored=True)
+    cap = f"over the {max_bytes}-byte cap (--max-bytes)"
+    if st.st_size > max_bytes:
+        return FileItem(rel, rejected=f"file is {st.st_size} bytes, {cap}")
     try:
-        size = real.stat().st_size
-        if size > max_bytes:
-            return FileItem(rel, rejected=f"file is {size} bytes, over the {max_bytes}-byte cap (--max-bytes)")
-        data = real.read_bytes()
+        with open_regular(real) as fh:
+            data = fh.read(max_bytes + 1)
+    except NotRegularFile as exc:
+        return FileItem(rel, rejected=str(exc))
     except OSError as exc:
-        return FileItem(rel, rejected=f"cannot read: {exc.strerror or exc}")
+        return FileItem(rel, rejected=_os_reason(exc))
+    if len(data) > max_bytes:
+        return FileItem(rel, rejected=f"file grew past {max_bytes} bytes while read, {cap}")
     if b"\x00" in data:
         return FileItem(rel, rejected="binary file (contains NUL bytes)")
     try:

@@ -7,21 +7,83 @@
 Only ``text`` (alias ``body``) is required; a missing field takes the value given on the
 command line.  ``id`` is the record's id in the source: re-importing a line with the same
 id and changed text supersedes the old version.  A line without ``id`` is addressed by
-its line number.  A bad line is rejected with its number and reason; the rest goes on.
+its line number.  A bad line is rejected with its number and reason; the rest goes on:
+invalid UTF-8 or JSON, a line that is not an object, a string holding a lone surrogate
+escape (``"\\ud800"``: not Unicode text, SQLite cannot store it), values nested more than
+``MAX_JSON_DEPTH`` levels (a 3,000-deep line would overflow the parser's stack), a line
+longer than ``max_bytes`` (never read into memory whole).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
-from memo.ingest.files import FileItem
+from memo.ingest.files import FileItem, NotRegularFile, open_regular
 from memo.types import KINDS, RecordDraft
 
 _STR_FIELDS = ("kind", "namespace", "title", "source", "library", "version", "author")
 KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", *_STR_FIELDS}
+MAX_JSON_DEPTH = 64                # nesting levels of one JSON value (line, BEIR doc, LoCoMo file)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CHUNK = 1 << 16
+
+
+def load_json(text: str | bytes) -> object:
+    """``json.loads`` that turns a value nested too deeply for the parser's stack
+    (RecursionError) into a ValueError with a reason, like any other bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
+
+
+def json_problem(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a parsed JSON value cannot be stored, or None: a string (or key) holding a
+    lone surrogate, or nesting deeper than ``max_depth``.  Iterative: any depth is safe."""
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        obj, where, depth = stack.pop()
+        if depth > max_depth:
+            return f"JSON nested too deeply (more than {max_depth} levels)"
+        if isinstance(obj, str):
+            m = _SURROGATE.search(obj)
+            if m:
+                at = f" in {where.lstrip('.')}" if where else ""
+                return (f"lone surrogate escape \\u{ord(m.group()):04x}{at}: not valid Unicode text "
+                        f"(fix the producer; a pair such as \\ud83d\\ude00 is fine)")
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                stack.append((k, where, depth + 1))
+                stack.append((v, f"{where}.{safe_key(k)}", depth + 1))
+        elif isinstance(obj, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj))
+    return None
+
+
+def safe_key(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def read_lines(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, raw line) of a binary file; a line longer than ``max_bytes`` is
+    skipped without being held in memory and yielded as None."""
+    lineno = 0
+    while True:
+        raw = handle.readline(max_bytes + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):     # skip the rest of the long line
+                raw = handle.readline(_CHUNK)
+            yield lineno, None
+            continue
+        yield lineno, raw
 
 
 def parse_line(obj: object, template: RecordDraft, rel: str, lineno: int) -> RecordDraft:
@@ -74,20 +136,26 @@ def parse_line(obj: object, template: RecordDraft, rel: str, lineno: int) -> Rec
 
 def iter_jsonl(path: Path, rel: str, template: RecordDraft, *, max_bytes: int) -> Iterator[FileItem]:
     try:
-        handle = path.open("rb")
+        handle = open_regular(path)
+    except NotRegularFile as exc:
+        yield FileItem(rel, rejected=str(exc))
+        return
     except OSError as exc:
         yield FileItem(rel, rejected=f"cannot read: {exc.strerror or exc}")
         return
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw in read_lines(handle, max_bytes):
             where = f"{rel}:{lineno}"
+            if raw is None:
+                yield FileItem(where, rejected=f"line is over the {max_bytes}-byte cap")
+                continue
             if not raw.strip():
                 continue
-            if len(raw) > max_bytes:
-                yield FileItem(where, rejected=f"line is {len(raw)} bytes, over the {max_bytes}-byte cap")
-                continue
             try:
-                obj = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+                obj = load_json(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+                problem = json_problem(obj)
+                if problem:
+                    raise ValueError(problem)
                 yield FileItem(where, draft=parse_line(obj, template, rel, lineno))
             except UnicodeDecodeError as exc:
                 yield FileItem(where, rejected=f"not UTF-8 (byte {exc.start})")

@@ -7,6 +7,7 @@ import sqlite3
 from datetime import datetime
 
 from memo.errors import ValidationError
+from memo.ingest.jsonl import json_problem
 from memo.ingest.split import split_record
 from memo.ops.after_commit import after_commit
 from memo.ops.guard import store_errors
@@ -26,9 +27,34 @@ def prepare(draft: RecordDraft) -> tuple[PassageDraft, ...]:
     """Everything that can reject a draft without touching the database (runs outside
     the write transaction, so the lock is held only for the inserts)."""
     validate_draft(draft)
+    check_unicode(draft)
     if draft.event_at is not None:
         check_iso_date(draft.event_at)
-    return split_record(draft)
+    passages = split_record(draft)
+    for p in passages:
+        check_unicode_fields(("passage text", p.text), ("section", p.section), ("speaker", p.speaker),
+                             ("passage event date", p.event_at), ("passage id", p.ext_id))
+    return passages
+
+
+def check_unicode_fields(*fields: tuple[str, object]) -> None:
+    """A string holding a lone surrogate (undecodable bytes passed on with surrogate
+    escapes, or a ``\\ud800`` JSON escape) cannot be stored: reject it before the write."""
+    for name, value in fields:
+        if isinstance(value, str) and json_problem(value):
+            raise ValidationError(f"{name} is not valid Unicode text (a lone surrogate or undecodable bytes)",
+                                  hint="pass UTF-8 text; fix or re-encode the input")
+
+
+def check_unicode(draft: RecordDraft) -> None:
+    check_unicode_fields(("text", draft.body), ("title", draft.title), ("source", draft.source),
+                         ("library", draft.library), ("version", draft.version), ("author", draft.author),
+                         ("namespace", draft.namespace), ("event date", draft.event_at),
+                         ("import path", draft.import_path), ("external id", draft.ext_id),
+                         *(("tag", t) for t in draft.tags))
+    problem = json_problem(draft.meta)
+    if problem:
+        raise ValidationError(f"meta: {problem}")
 
 
 def check_iso_date(value: str) -> None:

@@ -13,19 +13,35 @@ stored is the file's *absolute* path, so two folders with the same relative layo
 (projA/docs/README.md, projB/docs/README.md) imported into one namespace never replace
 each other.  After a folder import, live records of files that are gone are reported
 (``missing``) and, with ``prune``, forgotten (memo.ops.import_missing).
+
+One item never stops or hangs an import (issue 9.3): FIFOs, sockets and devices are
+rejected without being opened, symlink loops, undecodable names and folders more than
+``MAX_FOLDER_DEPTH`` deep are rejected (memo.ingest.files); bad JSONL/BEIR lines and
+malformed LoCoMo samples or sessions are rejected (memo.ingest.jsonl/beir/locomo); a
+draft that cannot be split or stored (not valid Unicode...) is rejected before its batch;
+an input that breaks off while being read is rejected from that point on.  Only a
+database error stops the import (that batch rolled back, as above).
 """
 
 from __future__ import annotations
 
-import gzip
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memo.errors import ImportRejected, MemoError, StoreError, ValidationError
-from memo.ingest.files import DEFAULT_MAX_BYTES, FileItem, inside, list_files, read_file
+from memo.errors import DatasetError, ImportRejected, MemoError, StoreError, ValidationError
+from memo.ingest.files import (
+    DEFAULT_MAX_BYTES,
+    FileItem,
+    inside,
+    is_valid_name,
+    list_files,
+    read_file,
+    safe_name,
+)
 from memo.ingest.jsonl import iter_jsonl
 from memo.ops.add import prepare, store_draft
 from memo.ops.import_missing import check_missing
@@ -35,6 +51,7 @@ from memo.types import PassageDraft, RecordDraft
 
 FORMATS = ("auto", "files", "jsonl", "beir", "locomo")
 DEFAULT_BATCH = 500
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +96,13 @@ def _template(opts: ImportOptions) -> RecordDraft:
 def _resolve(path: Path, opts: ImportOptions) -> Path:
     if not path.exists() and not path.is_symlink():
         raise ValidationError(f"no such file or folder: {path}")
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except RuntimeError:               # Python 3.11 pathlib: "Symlink loop from ..."
+        raise ValidationError(f"{safe_name(str(path))} is a symlink loop") from None
+    if not is_valid_name(str(real)):
+        raise ValidationError(f"the path {safe_name(str(real))} is not valid UTF-8",
+                              hint="rename it (or import its parent folder: the file is then rejected alone)")
     root = opts.root.resolve() if opts.root else None
     if root is not None and not inside(real, root):
         raise ImportRejected(f"{path} is outside the import root {root}",
@@ -97,30 +120,48 @@ def _detect(real: Path, fmt: str) -> str:
     return "files"
 
 
-def _adapter_items(drafts: Iterator[RecordDraft], rel: str, opts: ImportOptions) -> Iterator[FileItem]:
-    """Drafts from a data set adapter: add the import path (so a changed document with the
+def _adapter_item(d: RecordDraft, rel: str, opts: ImportOptions) -> FileItem:
+    """A draft from a data set adapter: add the import path (so a changed document with the
     same external id supersedes its old version) and the command line's provenance."""
-    for d in drafts:
-        extra: dict[str, object] = {"import_path": d.import_path or rel}
-        for name in ("author", "source", "library", "version"):
-            if getattr(opts, name) and not getattr(d, name):
-                extra[name] = getattr(opts, name)
-        if opts.tags:
-            extra["tags"] = tuple(dict.fromkeys([*d.tags, *opts.tags]))
-        if opts.trust != 1.0:
-            extra["trust"] = opts.trust
-        yield FileItem(d.ext_id or d.title or rel, draft=replace(d, **extra))  # type: ignore[arg-type]
+    extra: dict[str, object] = {"import_path": d.import_path or rel}
+    for name in ("author", "source", "library", "version"):
+        if getattr(opts, name) and not getattr(d, name):
+            extra[name] = getattr(opts, name)
+    if opts.tags:
+        extra["tags"] = tuple(dict.fromkeys([*d.tags, *opts.tags]))
+    if opts.trust != 1.0:
+        extra["trust"] = opts.trust
+    return FileItem(d.ext_id or d.title or rel, draft=replace(d, **extra))  # type: ignore[arg-type]
+
+
+def _beir_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
+    from memo.ingest import beir
+    for lineno, draft, reason in beir.iter_corpus_items(real, namespace=opts.namespace or "default"):
+        if draft is not None:
+            yield _adapter_item(draft, real.name, opts)
+        else:
+            yield FileItem(f"{real.name}:{lineno}" if lineno else real.name, rejected=reason)
+
+
+def _locomo_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
+    from memo.ingest import locomo
+    prefix = opts.namespace or "locomo"  # one namespace per conversation: '<prefix>/<sample_id>'
+    for where, draft, reason in locomo.iter_conversation_items(real, namespace_prefix=prefix):
+        if draft is not None:
+            yield _adapter_item(draft, real.name, opts)
+        else:
+            yield FileItem(f"{real.name}{where}", rejected=reason)
 
 
 def _count_lines(path: Path) -> int | None:
     """Non-blank lines, for the progress bar's total (a cheap pre-pass; gzip is read
-    through).  None when the file cannot be read: the import reports that itself."""
+    through).  None when the file cannot be read (or is not a regular file: a FIFO is
+    never opened): the import reports that itself."""
+    from memo.ingest.beir import open_binary
     try:
-        with path.open("rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rb") if gz else path.open("rb")) as fh:
+        with open_binary(path) as fh:
             return sum(1 for line in fh if line.strip())
-    except (OSError, EOFError):
+    except (OSError, EOFError, DatasetError, ValueError):
         return None
 
 
@@ -133,20 +174,15 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
         walk = None
         if real.is_dir():
             walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
-                Rejection(rel, f"cannot list this folder ({why}); deleted files were not checked")
-                for rel, why in errors))
+                Rejection(rel, f"{why}; deleted files were not checked") for rel, why in errors))
         return gen, len(files), walk
+    if fmt in ("jsonl", "beir", "locomo") and real.is_dir():
+        raise ValidationError(f"--format {fmt} needs a file, got a folder: {real}")
     if fmt == "jsonl":
-        if not real.is_file():
-            raise ValidationError(f"--format jsonl needs a file, got a folder: {real}")
         return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real), None
     if fmt == "beir":
-        from memo.ingest import beir  # written by the eval helper
-        drafts = beir.iter_corpus(real, namespace=opts.namespace or "default")
-        return _adapter_items(drafts, real.name, opts), _count_lines(real), None
-    from memo.ingest import locomo  # written by the eval helper
-    prefix = opts.namespace or "locomo"  # one namespace per conversation: '<prefix>/<sample_id>'
-    return _adapter_items(locomo.iter_conversations(real, namespace_prefix=prefix), real.name, opts), None, None
+        return _beir_items(real, opts), _count_lines(real), None
+    return _locomo_items(real, opts), None, None
 
 
 def _absolute(draft: RecordDraft, base: Path) -> RecordDraft:
@@ -185,7 +221,7 @@ class _Batcher:
                     results.append(store_draft(self.conn, draft, passages, replace_previous=True))
         except MemoError:
             raise
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
             committed = self.counts["added"] + self.counts["updated"]
             raise StoreError(
                 f"import stopped in batch {self.batches + 1}: {exc}; that batch was rolled back, "
@@ -206,6 +242,26 @@ class _Batcher:
         # import has committed (one progress bar, no nested live displays).
 
 
+def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) -> Iterator[FileItem]:
+    """The items, until reading them fails unexpectedly: then the rest of that input is
+    rejected with the reason (a generator that raised cannot go on) and what was read
+    stays imported.  memo's own errors (a database error...) still stop the import."""
+    it = iter(items)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except MemoError:
+            raise
+        except Exception as exc:
+            log.warning("import: reading %s stopped", name, exc_info=True)
+            rejected.append(Rejection(name, f"reading stopped here: {type(exc).__name__}: {exc}; "
+                                            "the items before it were imported"))
+            return
+        yield item
+
+
 def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
                 progress: Callable[[Progress], None] | None = None) -> ImportReport:
     opts = opts or ImportOptions()
@@ -220,7 +276,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     batcher = _Batcher(conn, opts.batch_size)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored = 0
-    for done, item in enumerate(items, start=1):
+    for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
         if item.rejected is not None:
             rejected.append(Rejection(item.rel, item.rejected))
         elif item.ignored:
@@ -230,6 +286,9 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                 passages = prepare(item.draft)
             except ValidationError as exc:
                 rejected.append(Rejection(item.rel, str(exc)))
+            except Exception as exc:   # a splitter bug (RecursionError...) must not stop the import
+                log.warning("import: cannot split %s", item.rel, exc_info=True)
+                rejected.append(Rejection(item.rel, f"cannot split into passages: {type(exc).__name__}: {exc}"))
             else:
                 batcher.push(_absolute(item.draft, base), passages)
         if progress is not None:

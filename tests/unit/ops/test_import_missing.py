@@ -175,22 +175,20 @@ def test_incomplete_walk_prunes_nothing(fresh_db, tmp_path, monkeypatch):
     root = _write(tmp_path / "docs", {"gone.md": "really deleted", "sub/b.md": "in an unreadable folder"})
     _imp(fresh_db, root)
     (root / "gone.md").unlink()
-    real_walk = files_mod.os.walk
+    real_scandir = files_mod.os.scandir
 
-    def walk(top, onerror=None, followlinks=False):
-        for dirpath, dirnames, filenames in real_walk(top, followlinks=followlinks):
-            if dirpath.endswith("/sub"):
-                onerror(PermissionError(13, "Permission denied", dirpath))
-                continue
-            yield dirpath, dirnames, filenames
+    def scandir(path):
+        if str(path).endswith("/sub"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
 
-    monkeypatch.setattr(files_mod.os, "walk", walk)
+    monkeypatch.setattr(files_mod.os, "scandir", scandir)
     rep = _imp(fresh_db, root, prune=True)
     assert [r.path for r in rep.rejected] == ["sub"] and "not checked" in rep.rejected[0].reason
     # gone.md really is gone, but a walk that missed a folder is not trusted to say so.
     assert (rep.missing, rep.pruned) == ((), 0)
     assert len(ops.list_records(fresh_db)) == 2
-    monkeypatch.setattr(files_mod.os, "walk", real_walk)
+    monkeypatch.setattr(files_mod.os, "scandir", real_scandir)
     assert _imp(fresh_db, root, prune=True).missing == ("gone.md",)
 
 
