@@ -34,9 +34,12 @@ In-memory vector matrices of other processes notice the change because the copy 
 ``vectors_epoch`` greater than both the live one and the backup's (``memo.embed.index``
 reloads fully when the epoch changes); it is bumped once more right after the restore.
 
-A write another process commits between the safety snapshot and the restore's own
-transaction is in neither: restore replaces everything by definition, and the snapshot is
-retaken when a commit is seen between it and the restore (``PRAGMA data_version``).
+No acknowledged write falls between the safety copy and the restore: the restore runs
+holding memo's writers' queue (``memo.store.write_queue``), and only if ``PRAGMA
+data_version`` shows no commit since the snapshot was taken; otherwise the snapshot is
+retaken (the third attempt holds the queue from the snapshot on).  So every write is
+either in the safety copy (committed before) or in the restored database (committed after)
+(tests/integration/test_cli_backup.py, with a writer process running throughout).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
@@ -222,7 +226,8 @@ def _safety_snapshot(conn: sqlite3.Connection, dest: Path) -> tuple[str, int]:
 
 def _restore_into(copy: sqlite3.Connection, live: sqlite3.Connection) -> None:
     """The backup API from the verified copy into the live connection: one write
-    transaction (WAL).  Waits for the live write lock at most RESTORE_LOCK_WAIT_S."""
+    transaction (WAL).  Waits for SQLite's write lock at most RESTORE_LOCK_WAIT_S (the
+    caller holds memo's writers' queue)."""
     deadline = time.monotonic() + RESTORE_LOCK_WAIT_S
 
     class _TimedOut(Exception):
@@ -233,13 +238,16 @@ def _restore_into(copy: sqlite3.Connection, live: sqlite3.Connection) -> None:
             raise _TimedOut
 
     try:
-        # Take the writers' queue first like every memo writer (memo.store.write_queue),
-        # then SQLite's own write lock inside the backup step.
-        with writer_turn(live, deadline):
-            copy.backup(live, progress=progress, sleep=0.05)
+        copy.backup(live, progress=progress, sleep=0.05)
     except _TimedOut as exc:
         raise StoreBusy("restore waited too long for the database's write lock; nothing was changed",
                         hint="another process holds the write lock; retry in a moment") from exc
+
+
+def _turn(conn: sqlite3.Connection) -> AbstractContextManager[None]:
+    """The writers' queue (memo.store.write_queue) for the live database: while it is held
+    no memo writer can begin a transaction."""
+    return writer_turn(conn, time.monotonic() + RESTORE_LOCK_WAIT_S)
 
 
 def _open_live(live: Path) -> sqlite3.Connection | None:
@@ -327,27 +335,40 @@ def _restore_through_sqlite(conn: sqlite3.Connection, live: Path, bpath: Path, t
     live_page = int(conn.execute("PRAGMA page_size").fetchone()[0])
     if live_page != page_size:
         _set_page_size(tmp, live_page)
-    previous = previous_integrity = None
-    for _attempt in range(3):
-        if keep_previous:
-            previous = _safety_path(live)
-            previous_integrity, seen = _safety_snapshot(conn, previous)
-        else:
-            seen = int(conn.execute("PRAGMA data_version").fetchone()[0])
-        _prepare_copy(tmp, _epoch(conn))
-        if not keep_previous or int(conn.execute("PRAGMA data_version").fetchone()[0]) == seen:
-            break
-        # Someone committed after the snapshot: take a fresh one so it holds what is replaced.
-        remove_db_files(previous)
-    integrity, got = verify_copy(tmp)
-    if integrity != "ok" or not _same_rows(got, counts, version):
-        raise StoreCorrupt(f"the prepared copy of {bpath} failed verification: integrity={integrity!r}",
-                           hint="the live database was not touched; retry")
-    copy = sqlite3.connect(tmp, isolation_level=None)
-    try:
-        _restore_into(copy, conn)
-    finally:
-        copy.close()
+    previous: Path | None = None
+    previous_integrity = None
+    for attempt in range(3):
+        # The last attempt holds the writers' queue from the snapshot on: exact even under a
+        # steady stream of writes, but memo writers wait meanwhile, so it is the fallback.
+        with _turn(conn) if attempt == 2 else nullcontext():
+            if previous is not None:
+                remove_db_files(previous)  # the snapshot of an earlier attempt is stale
+            if keep_previous:
+                previous = _safety_path(live)
+                previous_integrity, seen = _safety_snapshot(conn, previous)
+            else:
+                seen = int(conn.execute("PRAGMA data_version").fetchone()[0])
+            _prepare_copy(tmp, _epoch(conn))
+            integrity, got = verify_copy(tmp)
+            if integrity != "ok" or not _same_rows(got, counts, version):
+                raise StoreCorrupt(f"the prepared copy of {bpath} failed verification: integrity={integrity!r}",
+                                   hint="the live database was not touched; retry")
+            with _turn(conn):
+                # Holding the turn no memo writer can commit; one committed since the
+                # snapshot (data_version moved) would be in neither copy: start again.
+                if int(conn.execute("PRAGMA data_version").fetchone()[0]) != seen:
+                    continue
+                copy = sqlite3.connect(tmp, isolation_level=None)
+                try:
+                    _restore_into(copy, conn)
+                finally:
+                    copy.close()
+                break
+    else:
+        if previous is not None:
+            remove_db_files(previous)
+        raise StoreBusy("the database kept changing during the restore; nothing was changed",
+                        hint="a program that writes without memo's writers' queue is busy; retry when it is idle")
     with write_tx(conn):
         bump_vectors_epoch(conn)
     return _verify_live(conn, live, bpath, version, counts, "sqlite-backup", previous, previous_integrity,

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,36 @@ def test_restore_in_a_subprocess_while_this_process_has_the_database_open(db, tm
 def test_restore_has_help():
     out = run("restore", "--help").stdout
     assert "--json" in out and "--db" in out and "--yes" in out
+
+
+def test_restore_under_a_concurrent_writer_loses_no_acknowledged_write(db, tmp_path):
+    """Another process commits all the time.  Every write it acknowledged is either in the
+    safety copy (committed before the restore) or in the restored database (after it): the
+    snapshot and the restore happen with no commit between them."""
+    conn = open_db(db)
+    base = {ops.add_record(conn, RecordDraft(body=f"base {i}")).record_id for i in range(5)}
+    bk = tmp_path / "bk.db"
+    ops.backup(conn, bk)
+    conn.close()
+    out = tmp_path / "w.out"
+    worker = Path(__file__).parents[1] / "reliability" / "_worker.py"
+    writer = subprocess.Popen([sys.executable, str(worker), "writer", str(db), str(out), "4", "rw"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while (not out.exists() or len(out.read_text().split()) < 20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p = sub("restore", str(bk), "--yes", "--db", str(db), "--json")
+        _, err = writer.communicate(timeout=90)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert p.returncode == 0, p.stderr
+    assert writer.returncode == 0, err[-1500:]
+    assert not Path(f"{out}.err").exists() or Path(f"{out}.err").read_text() == ""
+    acked = set(out.read_text().split())
+    doc = json.loads(p.stdout)
+    live, previous = _ids(db), _ids(Path(doc["previous"]))
+    assert acked - (live | previous) == set()
+    assert base <= live and acked & previous and acked & live   # writes landed on both sides
+    assert not (live - base) & previous                         # nothing after the restore is in the old copy
