@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -27,10 +28,10 @@ from memo import ops
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_jsonable
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
-from memo.ops.after_commit import embed_pending
+from memo.ops.after_commit import embed_pending, import_vectors
 from memo.ops.importer import FORMATS, ImportOptions
 from memo.ops.importer import Progress as ImportProgress
-from memo.ops.reports import ImportReport
+from memo.ops.reports import ImportReport, VectorStatus
 from memo.store.db import open_db
 from memo.types import RecordDraft
 
@@ -55,6 +56,16 @@ def _text_arg(text: str | None) -> str:
             raise ValidationError("no text given", hint="pass the text as an argument or pipe it on stdin")
         text = sys.stdin.read()
     return text
+
+
+def _note_queued(vectors: VectorStatus | None) -> None:
+    """One line on stderr when a committed write's passages wait for their vectors (the
+    write itself succeeded: exit code 0)."""
+    if vectors is None or not vectors.queued:
+        return
+    why = f" ({vectors.error})" if vectors.error else ""
+    typer.echo(f"note: saved; {vectors.queued} passage(s) queued for embedding{why}; "
+               f"`memo backfill` embeds them", err=True)
 
 
 def _echo_kv(pairs: list[tuple[str, object]]) -> None:
@@ -83,6 +94,7 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
         typer.echo(f"{report.status} {report.record_id}{note}")
         if report.note:
             typer.echo(f"note: {report.note}", err=True)
+    _note_queued(report.vectors)
 
 
 @contextmanager
@@ -132,6 +144,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
     # Embedding runs after every batch has committed, outside any transaction.
     embedded = embed_pending(conn, progress=progress and not as_json) if embed else None
+    report = replace(report, vectors=import_vectors(embedded, report.passages))
     if as_json:
         print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)})
     else:
@@ -144,6 +157,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
         if embedded is not None:
             typer.echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
                        f"{embedded.pending_after} pending" + (f": {embedded.error}" if embedded.error else ""))
+    if embedded is not None:   # with --no-embed the queue is what was asked for
+        _note_queued(report.vectors)
     if report.rejected:
         raise typer.Exit(ImportRejected.exit_code)
 
@@ -219,6 +234,7 @@ def supersede(record_id: Annotated[str, typer.Argument(help="The record to repla
         print_json(report)
     else:
         typer.echo(f"superseded {report.old_id} by {report.new_id} ({report.passages} passages)")
+    _note_queued(report.vectors)
 
 
 @handle_errors

@@ -4,6 +4,7 @@ BEGIN IMMEDIATE transaction."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import datetime
 
 from memo.errors import ValidationError
@@ -113,10 +114,14 @@ def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: st
 
 @store_errors("add_record")
 def add_record(conn: sqlite3.Connection, draft: RecordDraft) -> AddReport:
-    """Add one record (``memo add``).  Adding the same text twice stores it once."""
+    """Add one record (``memo add``).  Adding the same text twice stores it once.  Once
+    committed the add is reported as done; ``vectors`` says whether its passages were
+    embedded or are queued for `memo backfill` (and why)."""
     passages = prepare(draft)
     with write_tx(conn):
         report = store_draft(conn, draft, passages, replace_previous=False)
     if report.status != "skipped":
-        after_commit(conn, [report.record_id])
+        # Committed: from here on the add has succeeded.  Embedding failures only queue
+        # the passages (report.vectors), they never turn the add into an error.
+        report = replace(report, vectors=after_commit(conn, [report.record_id], report.passages))
     return report

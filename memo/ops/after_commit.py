@@ -5,29 +5,114 @@ must never hold the write lock.  If the model is unavailable the passages simply
 pending (no vector for the model) and `memo backfill` or the next server start embeds them
 (seed: degraded mode).  Imports embed once at the end instead (``embed_pending``), so one
 progress bar covers the whole import rather than one per batch.
+
+Honest writes (issue 9.6): the write has committed before anything here runs, so nothing
+here may make it look failed.  Every embedding failure (model missing or corrupt, an
+onnxruntime error, a database busy while the vectors are written, an unexpected bug) is
+logged and returned as a ``VectorStatus`` with ``queued`` passages and the ``error``;
+only KeyboardInterrupt / SystemExit go through.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Sequence
 
 from memo.embed.backfill import BackfillReport, backfill, embed_records
 from memo.errors import MemoError
+from memo.ops.reports import VectorStatus
+
+log = logging.getLogger(__name__)
 
 
-def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str]) -> BackfillReport | None:
-    """Embed the passages of just-committed records; never raises for a missing model."""
+def describe(exc: BaseException) -> str:
+    """One line for a report: a MemoError's message and hint, else type and message."""
+    if isinstance(exc, MemoError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}".replace("\n", " ")
+
+
+def _model_id() -> str | None:
+    """The id of the model embedding would use, even when it cannot load (None when the
+    registry itself cannot be read)."""
+    try:
+        from memo.embed.registry import load_registry
+        return load_registry().get(None).id
+    except Exception:
+        return None
+
+
+def _counts(conn: sqlite3.Connection, record_ids: Sequence[str], model_id: str | None) -> tuple[int, int]:
+    """(passages of the records, those with a vector for ``model_id``)."""
+    total = have = 0
+    ids = list(record_ids)
+    for s in range(0, len(ids), 500):   # stay under SQLite's host-parameter limit
+        chunk = ids[s:s + 500]
+        marks = ",".join("?" * len(chunk))
+        row = conn.execute(
+            f"""SELECT count(*), count(v.passage_pk) FROM passages p
+                LEFT JOIN vectors v ON v.passage_pk = p.pk AND v.model_id = ?
+                WHERE p.record_id IN ({marks})""", (model_id or "", *chunk)).fetchone()
+        total += int(row[0])
+        have += int(row[1])
+    return total, have
+
+
+def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: int = 0) -> VectorStatus | None:
+    """Embed the passages of just-committed records.  Never raises (but for
+    KeyboardInterrupt / SystemExit): a failure leaves them queued and is reported in the
+    returned status.  ``passages`` (the write's passage count) is the fallback when even
+    counting them fails."""
     if not record_ids:
         return None
-    return embed_records(conn, record_ids, progress=False)
+    error: str | None = None
+    model_id: str | None = None
+    try:
+        report = embed_records(conn, record_ids, progress=False)
+        model_id, error = report.model_id or None, report.error
+    except Exception as exc:
+        error = describe(exc)
+        log.warning("embedding after commit failed; passages stay queued for `memo backfill`: %s", error,
+                    exc_info=not isinstance(exc, MemoError))
+    else:
+        if error:
+            log.info("embedding after commit skipped; passages stay queued: %s", error)
+    model_id = model_id or _model_id()
+    try:
+        total, have = _counts(conn, record_ids, model_id)
+    except Exception as exc:   # the database is busy or gone: report what is known
+        log.warning("counting queued passages failed: %s", describe(exc))
+        total, have = passages, 0
+        error = error or f"vectors not checked: {describe(exc)}"
+    return VectorStatus(embedded=have, queued=total - have, model_id=model_id, error=error)
 
 
 def embed_pending(conn: sqlite3.Connection, *, progress: bool) -> BackfillReport:
-    """Embed every queued passage (after an import).  A missing model is reported in the
-    returned report's ``error``, not raised: the import itself succeeded."""
+    """Embed every queued passage (after an import).  A missing model or any other
+    embedding failure is reported in the returned report's ``error``, not raised: the
+    import itself succeeded."""
     try:
         return backfill(conn, progress=progress)
-    except MemoError as exc:
-        return BackfillReport(model_id="", pending_before=0, embedded=0, skipped=0, pending_after=0,
-                              seconds=0.0, per_second=0.0, error=exc.one_line())
+    except Exception as exc:
+        error = describe(exc)
+        log.warning("embedding after import failed; passages stay queued for `memo backfill`: %s", error,
+                    exc_info=not isinstance(exc, MemoError))
+        model_id = _model_id()
+        queued = 0
+        try:
+            from memo.embed.vectors import pending_count
+            queued = pending_count(conn, model_id) if model_id else 0
+        except Exception:
+            pass
+        return BackfillReport(model_id=model_id or "", pending_before=queued, embedded=0, skipped=0,
+                              pending_after=queued, seconds=0.0, per_second=0.0, error=error)
+
+
+def import_vectors(report: BackfillReport | None, passages: int) -> VectorStatus:
+    """An import's vector outcome from ``embed_pending``'s report (``None``: --no-embed,
+    the import's ``passages`` stay queued)."""
+    if report is None:
+        return VectorStatus(embedded=0, queued=passages, model_id=None, error=None)
+    return VectorStatus(embedded=report.embedded, queued=report.pending_after,
+                        model_id=report.model_id or None, error=report.error)

@@ -111,8 +111,10 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, **changes: objec
             raise ValidationError(f"namespace {draft.namespace!r} already holds this text as record {dup}")
         new_id = insert_record(conn, draft, passages)
         when = mark_superseded(conn, old.id, new_id)
-    after_commit(conn, [new_id])
-    return SupersedeReport(old_id=old.id, new_id=new_id, superseded_at=when, passages=len(passages))
+    # Committed: embedding failures only queue the new passages (vectors), never fail it.
+    vectors = after_commit(conn, [new_id], len(passages))
+    return SupersedeReport(old_id=old.id, new_id=new_id, superseded_at=when, passages=len(passages),
+                           vectors=vectors)
 
 
 @store_errors("forget")

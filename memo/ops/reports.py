@@ -10,12 +10,24 @@ AddStatus = Literal["added", "updated", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
+class VectorStatus:
+    """What happened to the vectors of a committed write (after the commit, outside it).
+    A failure here never fails the write: the passages stay queued for `memo backfill`."""
+
+    embedded: int                     # vectors written by this command
+    queued: int                       # passages of this write still without a vector (import: all pending)
+    model_id: str | None = None       # the model embedded with (None when it could not be named)
+    error: str | None = None          # why vectors are queued, when embedding failed
+
+
+@dataclass(frozen=True, slots=True)
 class AddReport:
     status: AddStatus                 # skipped = same content already stored in the namespace
     record_id: str                    # the new record, or the existing duplicate when skipped
     passages: int
     superseded: str | None = None     # import: the older version this one replaced
     note: str | None = None           # why it was skipped, when that is not obvious
+    vectors: VectorStatus | None = None   # memo add (not import items, not skipped): the embedding outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +51,7 @@ class ImportReport:
     missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone since imported
     pruned: int = 0                   # records of those files forgotten (--prune)
     seconds: float = 0.0
+    vectors: VectorStatus | None = None   # set by the caller that embeds after the import (the CLI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +81,7 @@ class SupersedeReport:
     new_id: str
     superseded_at: str
     passages: int
+    vectors: VectorStatus | None = None   # the embedding outcome of the new version
 
 
 @dataclass(frozen=True, slots=True)
