@@ -122,6 +122,8 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
             row[f"{arm.name}_ran"] = bool(arm.ran)
             row[f"{arm.name}_candidates"] = int(arm.candidates)
             row[f"{arm.name}_latency_ms"] = float(arm.latency_ms)
+        if arm.name == "fact":
+            row["fact_matched"] = arm.matched
     return row
 
 

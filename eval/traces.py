@@ -48,6 +48,7 @@ QUERIES_SCHEMA = pa.schema([
     pa.field("latency_ms", pa.float64()),        # the pipeline's own trace.latency_ms
     pa.field("wall_ms", pa.float64()),           # measured around search() by the replay
     *_ARM_QUERY_FIELDS,
+    pa.field("fact_matched", pa.int32()),        # distinct facts that voted (fact arm; null: none)
     pa.field("stage_ms", pa.string()),           # JSON {stage: ms}
     pa.field("n_relevant", pa.int32()),
     pa.field("first_relevant_rank", pa.int32()),  # in the de-duplicated unit ranking

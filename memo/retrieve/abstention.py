@@ -1,6 +1,8 @@
 """Stage 5, abstention: a candidate whose ONLY evidence is a semantic similarity below the
 model's ``semantic_floor`` is dropped (seed section 5).  Any other arm's vote (a keyword
-or identifier match) is evidence enough to keep it.
+or identifier match) is evidence enough to keep it.  A fact arm vote counts as semantic
+evidence only when every voting fact was matched by meaning alone: then it is weak when
+each of those cosines is below the floor (a fact matched by keyword is keyword evidence).
 
 Trigger: only-semantic evidence, cosine < floor.  Why: a nearest neighbour always exists,
 so without a floor every query "finds" something.  Outcome: if nothing survives, the
@@ -22,9 +24,18 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None) -> tuple[
     floor = semantic_floor
     kept, dropped = [], []
     for c in ranked:
-        sem = c.arms.get("semantic")
-        if sem is not None and len(c.arms) == 1 and sem.raw < floor:
+        if all(_weak(name, ev, floor) for name, ev in c.arms.items()):
             dropped.append(c.pk)
         else:
             kept.append(c)
     return kept, dropped
+
+
+def _weak(arm: str, ev, floor: float) -> bool:
+    """Is this arm's vote only a semantic similarity below the floor?"""
+    if arm == "semantic":
+        return ev.raw < floor
+    if arm == "fact":
+        return bool(ev.votes) and all(v.keyword_rank is None and v.semantic_raw is not None
+                                      and v.semantic_raw < floor for v in ev.votes)
+    return False

@@ -70,7 +70,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
 
     # 2 arms
     ctx = ArmContext(conn=conn, query=request.query, mode=checked.mode, scope_sql=scope_sql,
-                     fetch_depth=profile.retrieve.fetch_depth, services=services)
+                     fetch_depth=profile.retrieve.fetch_depth, services=services,
+                     scope=request.scope, fusion_k=profile.fusion.k)
     runs = run_arms(ctx, ARMS)
     clock.lap("arms")
 
@@ -131,7 +132,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         reason, hint = _empty_reason(runs, len(fused), abstained_pks, in_scope), NOT_FOUND_HINT
     trace = Trace(
         profile=profile.name, fusion=profile.fusion.method, mode=checked.mode, model_id=model_id,
-        arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms) for r in runs),
+        arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r)) for r in runs),
         filter={"in_scope": in_scope, "total": total, "out_of_scope": total - in_scope},
         candidates=len(fused), cutoff_kind=cutoff_kind,
         budget={"used": used, "max": checked.max_tokens},
@@ -156,6 +157,12 @@ class _Clock:
         now = time.perf_counter()
         self.laps[stage] = round((now - self._t) * 1000.0, 3)
         self._t = now
+
+
+def _matched(run: Any) -> int | None:
+    """Distinct voters (facts) behind an arm's candidates; None for arms without votes."""
+    voters = {v.fact_id for hit in run.hits for v in hit.votes}
+    return len(voters) if voters else None
 
 
 def _model_id(services: dict[str, Any]) -> str | None:

@@ -43,7 +43,8 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
             else:
                 age = ages[when] = _round(age_days(when, now))
             why = Why(
-                arms={name: ArmWhy(ev.rank, ev.raw, ev.contribution) for name, ev in c.arms.items()},
+                arms={name: ArmWhy(ev.rank, ev.raw, ev.contribution, ev.votes or None)
+                      for name, ev in c.arms.items()},
                 fused=c.fused, recency_factor=c.factor, final=c.score, relevance=relevance, band=band, tiebreak=c.tiebreak,
                 provenance={"source": row.source, "author": row.author, "import_path": row.import_path,
                             "recorded_at": row.recorded_at, "content_hash": row.content_hash},

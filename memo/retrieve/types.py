@@ -39,6 +39,7 @@ class Evidence(NamedTuple):
     rank: int
     raw: float
     contribution: float
+    votes: tuple[Any, ...] = ()     # fact arm: the facts that voted (memo.retrieve.arms.fact.FactVote)
 
 
 class Candidate(NamedTuple):
@@ -78,6 +79,7 @@ class ArmWhy:
     rank: int
     raw: float
     contribution: float
+    votes: tuple[Any, ...] | None = None   # fact arm: the voting facts (id, text, rank, scores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,7 @@ class ArmTrace:
     reason: str
     candidates: int
     latency_ms: float
+    matched: int | None = None      # fact arm: distinct facts that voted for its candidates
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,9 @@ from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
+from memo.store.facts import insert_fact, resolve_evidence
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft, Scope
+from memo.types import FactDraft, PassageDraft, RecordDraft, Scope
 
 HERE = Path(__file__).resolve().parent
 CORPUS = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))
@@ -65,6 +66,12 @@ def build(path: Path):
             insert_record(conn, draft, (PassageDraft(text=rec["text"], section=rec.get("section", ""),
                                                      speaker=rec.get("speaker")),),
                           recorded_at=rec["recorded_at"])
+        for f in CORPUS.get("facts", ()):
+            ev = resolve_evidence(conn, f["evidence"], f["namespace"])
+            insert_fact(conn, FactDraft(text=f["text"], evidence=tuple(f["evidence"]), namespace=f["namespace"]),
+                        ev, recorded_at=f["recorded_at"], fact_id=f["id"])
+            conn.execute("UPDATE facts SET superseded_at = ?, superseded_by = ?, forgotten_at = ? WHERE id = ?",
+                         (f.get("superseded_at"), f.get("superseded_by"), f.get("forgotten_at"), f["id"]))
     return conn
 
 
@@ -73,7 +80,8 @@ def run_case(conn, case):
     services = {}
     if "semantic" in case:
         services["semantic"] = _Semantic({pks[rid]: cos for rid, cos in case["semantic"].items()})
-    resp = search(conn, SearchRequest(case["query"], scope=Scope(**{k: tuple(v) for k, v in case.get("scope", {}).items()}),
+    scope = {k: v if isinstance(v, str) else tuple(v) for k, v in case.get("scope", {}).items()}
+    resp = search(conn, SearchRequest(case["query"], scope=Scope(**scope),
                                       mode=case["mode"], response_format="explain", now=CASES["now"]),
                   case["profile"], services)
     return resp
@@ -85,7 +93,11 @@ def summarise(resp) -> dict:
         "abstained": resp.abstained,
         "reason": resp.reason,
         "why": [{"id": r.record_id,
-                 "arms": {a: {"rank": w.rank, "raw": round(w.raw, 6), "contribution": round(w.contribution, 12)}
+                 "arms": {a: {"rank": w.rank, "raw": round(w.raw, 6), "contribution": round(w.contribution, 12),
+                              **({"votes": [{"fact": v.fact_id, "rank": v.rank, "score": round(v.score, 12),
+                                             "keyword_rank": v.keyword_rank,
+                                             "keyword_raw": None if v.keyword_raw is None else round(v.keyword_raw, 6)}
+                                            for v in w.votes]} if w.votes else {})}
                           for a, w in r.why.arms.items()},
                  "fused": round(r.why.fused, 12), "recency_factor": round(r.why.recency_factor, 12),
                  "final": round(r.why.final, 12), "band": r.why.band,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from memo.retrieve.arms.base import Arm, ArmContext, ArmHit, ArmPlan, ScopeSQL
 from memo.retrieve.arms.exact import ExactArm
+from memo.retrieve.arms.fact import FactArm
 from memo.retrieve.arms.keyword import KeywordArm
 from memo.retrieve.arms.semantic import SemanticArm
 
-ARMS: tuple[Arm, ...] = (SemanticArm(), KeywordArm(), ExactArm())
+ARMS: tuple[Arm, ...] = (SemanticArm(), KeywordArm(), ExactArm(), FactArm())
 
 __all__ = ["ARMS", "Arm", "ArmContext", "ArmHit", "ArmPlan", "ScopeSQL"]

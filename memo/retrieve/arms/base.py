@@ -18,6 +18,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from memo.types import Scope
+
 ArmName = Literal["keyword", "exact", "semantic", "fact", "entity", "graph"]
 ARM_NAMES: tuple[str, ...] = ("semantic", "keyword", "exact", "fact", "entity", "graph")
 
@@ -35,6 +37,7 @@ class ArmHit:
     pk: int          # passages.pk
     rank: int        # 1-based, within this arm
     raw: float       # the arm's own score (bm25 negated so higher is better; cosine; ...)
+    votes: tuple[Any, ...] = ()   # what voted for the passage (fact arm: FactVote s, best first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,10 @@ class ArmContext:
     #   "semantic":     memo.embed service (model status, in-memory vector index, embedder)
     #   "query_vector": a precomputed unit query vector (eval replay caches these)
     services: dict[str, Any] = field(default_factory=dict)
+    scope: Scope = Scope()         # the request's scope (the fact arm filters facts by it too)
+    fusion_k: int | None = None    # profile fusion.k (the fact arm merges its two fact lists with it)
+    # Per-search scratch shared by the arms (the query vector is embedded once).
+    memo: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

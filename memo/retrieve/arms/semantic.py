@@ -42,18 +42,22 @@ class SemanticArm:
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
         svc = ctx.services["semantic"]
-        qvec = _query_vector(ctx, svc)
+        qvec = query_vector(ctx, svc)
         allowed = _allowed_pks(ctx, svc)
         hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)
         return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
 
 
-def _query_vector(ctx: ArmContext, svc: Any) -> np.ndarray:
+def query_vector(ctx: ArmContext, svc: Any) -> np.ndarray:
+    """The query's unit vector, embedded once per search (the fact arm reuses it)."""
     # Eval replay precomputes query vectors once per data set (services["query_vector"]).
     pre = ctx.services.get("query_vector")
     if pre is not None:
         return np.asarray(pre, dtype=np.float32).reshape(-1)
-    return svc.embed_query(ctx.query)
+    vec = ctx.memo.get("query_vector")
+    if vec is None:
+        vec = ctx.memo["query_vector"] = svc.embed_query(ctx.query)
+    return vec
 
 
 def _allowed_pks(ctx: ArmContext, svc: Any) -> np.ndarray | None:

@@ -25,10 +25,10 @@ def tally(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int,
         for hit, c, t in zip(run.hits, score(run, w, k), tiebreak(run, w, k), strict=True):
             arms = by_pk.get(hit.pk)
             if arms is None:
-                by_pk[hit.pk] = {run.name: Evidence(hit.rank, hit.raw, c)}
+                by_pk[hit.pk] = {run.name: Evidence(hit.rank, hit.raw, c, hit.votes)}
                 ties[hit.pk] = t
             else:
-                arms[run.name] = Evidence(hit.rank, hit.raw, c)
+                arms[run.name] = Evidence(hit.rank, hit.raw, c, hit.votes)
                 ties[hit.pk] += t
     out = []
     for pk, arms in by_pk.items():

@@ -44,7 +44,7 @@ def test_arm_cache_gives_the_same_numbers_and_skips_the_arms(conn):
     assert "arm_hits" not in conn_cache(conn)          # not asked for: not used
     services = {"semantic": svc, "arm_cache": True, "query_vector": np.ones(384, dtype=np.float32)}
     first = search(conn, req, "rrf", services)
-    assert len(conn_cache(conn)["arm_hits"]) == 2      # semantic + keyword ran and were stored
+    assert len(conn_cache(conn)["arm_hits"]) == 3      # semantic + keyword + fact (no facts) stored
     svc.index.sims = {}                                # a second run must not ask the index
     again = search(conn, req, "rrf", services)
     assert _numbers(plain) == _numbers(first) == _numbers(again)
@@ -60,8 +60,8 @@ def test_arm_cache_keys_on_query_vector_and_empties_on_write(conn):
     base = {"semantic": svc, "arm_cache": True}
     search(conn, req, "rrf", {**base, "query_vector": np.ones(384, dtype=np.float32)})
     search(conn, req, "rrf", {**base, "query_vector": np.zeros(384, dtype=np.float32)})
-    # The key holds every input of any arm (the vector too): 2 arms x 2 vectors.
-    assert len(conn_cache(conn)["arm_hits"]) == 4
+    # The key holds every input of any arm (the vector too): 3 arms (with fact) x 2 vectors.
+    assert len(conn_cache(conn)["arm_hits"]) == 6
     add(conn, "pool heater")
     fresh = search(conn, req, "rrf", {**base, "query_vector": np.ones(384, dtype=np.float32)})
     assert len(fresh.results) == 4

@@ -1,0 +1,196 @@
+"""Fact arm (seed: "Facts matched by keyword or meaning; a hit votes for its evidence
+passage" | runs always).
+
+1. Facts that may vote: live (or, under ``as_of`` T, recorded on or before T and not
+   superseded before T; forgotten never), in the scope's namespaces and above its
+   min_trust, with at least one evidence passage inside the scope (the scope WHERE over
+   ``passages p JOIN records r``).  Both conditions sit inside each query, before top-k.
+2. Two fact lists: keyword (FTS5 bm25 over ``facts_fts``, query compiled by
+   ``memo.text.fts_query.keyword_match``) and meaning (cosine of the semantic arm's query
+   vector with the fact vectors; only when the semantic service is available and the mode
+   allows the semantic arm), each at most ``fetch_depth`` facts.
+3. One fact ranking: ``fact_score(f) = Σ_lists 1 / (k + rank_list(f))`` with k =
+   ``fusion.k`` (docs/architecture.md section 5); fact rank by score desc, then fact pk.
+4. Each matched fact votes for its in-scope evidence passages.  A passage's raw score is
+   its best voting fact's ``fact_score``; passages are ranked by that, then by the number
+   of voting facts (more first), then pk.  ``votes`` lists the voting facts (``why``).
+
+A database without facts costs one cached EXISTS: the arm runs, returns nothing and its
+reason says so.  Abstention (``memo.retrieve.abstention``) drops a candidate whose only
+evidence is facts matched only by meaning below ``semantic_floor``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memo.errors import ModelUnavailable, QuerySyntaxError
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
+from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.scope import _stamp, parse_when
+from memo.text.fts_query import keyword_match
+from memo.types import Scope
+
+
+@dataclass(frozen=True, slots=True)
+class FactVote:
+    """One fact's vote for a passage (listed in ``why.arms.fact.votes``)."""
+
+    fact_id: str
+    text: str
+    rank: int                     # in the merged fact ranking
+    score: float                  # fact_score: Σ 1 / (k + rank) over the two fact lists
+    keyword_rank: int | None      # in the keyword fact list (None: not matched by keyword)
+    keyword_raw: float | None     # -bm25 over facts_fts
+    semantic_rank: int | None     # in the meaning fact list
+    semantic_raw: float | None    # cosine
+
+
+def fact_filter_sql(scope: Scope, scope_where: str, scope_params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """WHERE over ``facts f``: the fact's own live / as_of filter, namespaces and
+    min_trust, and at least one evidence passage inside the passage scope."""
+    where: list[str] = []
+    params: list[Any] = []
+    if scope.as_of:
+        t = _stamp(parse_when(scope.as_of, end_of_day=True, field="as_of"))
+        where.append("f.recorded_at <= ? AND (f.superseded_at IS NULL OR f.superseded_at > ?)"
+                     " AND f.forgotten_at IS NULL")
+        params += [t, t]
+    else:
+        where.append("f.superseded_at IS NULL AND f.forgotten_at IS NULL")
+    ns = tuple(dict.fromkeys(scope.namespaces))
+    if ns:
+        where.append(f"f.namespace IN ({','.join('?' * len(ns))})")
+        params += ns
+    if scope.min_trust is not None:
+        where.append("f.trust >= ?")
+        params.append(float(scope.min_trust))
+    where.append("EXISTS (SELECT 1 FROM fact_evidence e JOIN passages p ON p.pk = e.passage_pk"
+                 " JOIN records r ON r.id = p.record_id WHERE e.fact_pk = f.pk AND " + (scope_where or "1") + ")")
+    params += scope_params
+    return " AND ".join(where), tuple(params)
+
+
+def _has_facts(conn: sqlite3.Connection) -> bool:
+    cache = conn_cache(conn)
+    hit = cache.get("fact_any")
+    if hit is None:
+        hit = cache["fact_any"] = bool(conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM facts WHERE forgotten_at IS NULL)").fetchone()[0])
+    return hit
+
+
+def _semantic_service(ctx: ArmContext) -> tuple[Any | None, str]:
+    if ctx.mode in _OFF_MODES:
+        return None, f"meaning off in mode {ctx.mode}"
+    svc = ctx.services.get("semantic")
+    if svc is None or getattr(svc, "fact_index", None) is None:
+        return None, "meaning: no embedding model"
+    try:
+        ok, why = svc.status()
+    except Exception as exc:  # a broken service must not break search
+        return None, f"meaning: {exc}"
+    return (svc, "") if ok else (None, f"meaning: {why}")
+
+
+class FactArm:
+    name = "fact"
+
+    def plan(self, ctx: ArmContext) -> ArmPlan:
+        if not _has_facts(ctx.conn):
+            return ArmPlan(runs=True, reason="no facts stored: nothing can vote")
+        svc, why = _semantic_service(ctx)
+        return ArmPlan(runs=True, reason="facts by keyword and meaning" if svc is not None
+                       else f"facts by keyword ({why})")
+
+    def run(self, ctx: ArmContext) -> list[ArmHit]:
+        # Compile first: a query with no words and no meaning half is "not run", as for
+        # the keyword arm (the pipeline raises QuerySyntaxError if no arm could run).
+        syntax: QuerySyntaxError | None = None
+        try:
+            match = keyword_match(ctx.query)
+        except QuerySyntaxError as err:
+            syntax, match = err, None
+        svc, _ = _semantic_service(ctx)
+        if syntax is not None and svc is None:
+            raise syntax
+        if not _has_facts(ctx.conn):
+            return []
+        conn = ctx.conn
+        where, params = fact_filter_sql(ctx.scope, ctx.scope_sql.where, ctx.scope_sql.params)
+        k = ctx.fusion_k
+        if k is None:
+            raise ValueError("the fact arm needs ArmContext.fusion_k (profile fusion.k)")
+        kw: dict[int, tuple[int, float]] = {}
+        if match is not None:
+            rows = conn.execute(
+                "SELECT f.pk, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.pk = facts_fts.rowid"
+                " WHERE facts_fts MATCH ? AND " + where + " ORDER BY s, f.pk LIMIT ?",
+                (match, *params, ctx.fetch_depth)).fetchall()
+            kw = {int(r[0]): (i, -float(r[1])) for i, r in enumerate(rows, 1)}
+        sem: dict[int, tuple[int, float]] = {}
+        if svc is not None:
+            allowed = _allowed_facts(conn, where, params)
+            if allowed.size:
+                try:
+                    qvec = query_vector(ctx, svc)
+                except ModelUnavailable:
+                    qvec = None
+                if qvec is not None:
+                    hits = svc.fact_index.search(conn, qvec, allowed, ctx.fetch_depth)
+                    sem = {int(pk): (i, float(cos)) for i, (pk, cos) in enumerate(hits, 1)}
+        return _votes(conn, ctx, kw, sem, k)
+
+
+def _allowed_facts(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> np.ndarray:
+    """Fact pks that may vote under this scope (cached until the data changes)."""
+    cache = conn_cache(conn).setdefault("fact_allowed", {})
+    key = (where, params)
+    hit = cache.get(key)
+    if hit is None:
+        rows = conn.execute("SELECT f.pk FROM facts f WHERE " + where, params).fetchall()
+        if len(cache) > 64:
+            cache.clear()
+        hit = cache[key] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return hit
+
+
+def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, float]],
+           sem: dict[int, tuple[int, float]], k: int) -> list[ArmHit]:
+    score: dict[int, float] = {}
+    for lst in (kw, sem):
+        for fpk, (rank, _) in lst.items():
+            score[fpk] = score.get(fpk, 0.0) + 1.0 / (k + rank)
+    if not score:
+        return []
+    order = sorted(score, key=lambda f: (-score[f], f))
+    frank = {f: i for i, f in enumerate(order, 1)}
+    fpks = list(order)
+    marks = ",".join("?" * len(fpks))
+    texts = {int(r[0]): (r[1], r[2]) for r in conn.execute(
+        f"SELECT pk, id, text FROM facts WHERE pk IN ({marks})", fpks)}
+    # Evidence passages inside the passage scope (the same WHERE every arm applies).
+    ev = conn.execute(
+        f"SELECT e.fact_pk, e.passage_pk FROM fact_evidence e JOIN passages p ON p.pk = e.passage_pk"
+        f" JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "
+        + (ctx.scope_sql.where or "1"), (*fpks, *ctx.scope_sql.params)).fetchall()
+    by_passage: dict[int, list[int]] = {}
+    for fpk, ppk in ev:
+        by_passage.setdefault(int(ppk), []).append(int(fpk))
+    ranked = sorted(by_passage.items(),
+                    key=lambda item: (-max(score[f] for f in item[1]), -len(item[1]), item[0]))
+    out = []
+    for i, (ppk, voters) in enumerate(ranked[:ctx.fetch_depth], 1):
+        voters.sort(key=lambda f: frank[f])
+        votes = tuple(FactVote(fact_id=texts[f][0], text=texts[f][1], rank=frank[f], score=score[f],
+                               keyword_rank=kw[f][0] if f in kw else None,
+                               keyword_raw=kw[f][1] if f in kw else None,
+                               semantic_rank=sem[f][0] if f in sem else None,
+                               semantic_raw=sem[f][1] if f in sem else None) for f in voters)
+        out.append(ArmHit(pk=ppk, rank=i, raw=score[voters[0]], votes=votes))
+    return out
