@@ -3,20 +3,39 @@
 Commands only parse, call the library and print.  Every command takes ``--json`` and then
 prints exactly one JSON document on stdout (schemas: docs/cli-json.md).  Errors become a
 one-line message on stderr (or a JSON error document with --json) and the error's exit code.
+
+Nothing else may come out (issue 9):
+
+* ``handle_errors`` maps every exception a command raises to a ``MemoError`` and its exit
+  code: memo's own errors as they are, an argument that is not valid UTF-8 (argv bytes
+  decode to lone surrogates) to ``ValidationError``, anything unexpected to ``MemoError``
+  (exit 1) with the exception's type in the message; ``MEMO_DEBUG=1`` adds the traceback
+  on stderr.  No traceback is ever printed otherwise.
+* ``MemoGroup`` (the root command) prints usage errors (missing argument, bad option
+  value, unknown option) as a ``ValidationError`` document under ``--json``.
+* Under ``--json`` fd 1 points at stderr while the command runs and the document is
+  written to a private duplicate of the real stdout, so output that native libraries
+  (onnxruntime, tokenizers) or careless Python code write to stdout lands on stderr and
+  stdout holds the JSON document only.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer._click.exceptions import ClickException, UsageError
+from typer.core import TyperGroup
 
-from memo.errors import MemoError
+from memo.errors import MemoError, ValidationError
 from memo.serialize import to_jsonable
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="Database file (default: $MEMO_DB, else the user data dir).",
@@ -25,23 +44,233 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON documen
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+USAGE_HINT = "run the command with --help for its arguments and options"
+UNEXPECTED_HINT = "memo did not expect this; MEMO_DEBUG=1 prints the traceback on stderr"
+
+# The real stdout while a --json command runs with fd 1 pointed at stderr (None: use sys.stdout).
+_json_fd: int | None = None
+
+
+def _encodable(text: str) -> str:
+    """``text`` that any UTF-8 stream accepts (lone surrogates shown as escapes)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 def print_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(doc), ensure_ascii=False, indent=2) + "\n")
+    value = to_jsonable(doc)
+    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:          # a lone surrogate in a value: JSON's \\udXXX escapes are valid
+        text = json.dumps(value, ensure_ascii=True, indent=2) + "\n"
+        data = text.encode("ascii")
+    if _json_fd is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(_json_fd, view):]
+
+
+def echo_err(line: str) -> None:
+    typer.echo(_encodable(line), err=True)
+
+
+def report_error(err: MemoError, as_json: bool) -> None:
+    if as_json:
+        print_json(err.to_dict())
+    else:
+        echo_err(f"error: {err.one_line()}")
+
+
+# --- mapping exceptions ---------------------------------------------------------------------
+def _bad_text(value: str) -> str | None:
+    """None if ``value`` is valid Unicode text, else what is wrong with it."""
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = ord(value[exc.start])
+        if 0xDC80 <= char <= 0xDCFF:     # how Python decodes an argv byte that is not UTF-8
+            return f"is not valid UTF-8 (byte 0x{char - 0xDC00:02x} at character {exc.start})"
+        return f"holds a lone surrogate U+{char:04X} at character {exc.start}"
+    return None
+
+
+def _param_label(name: str) -> str:
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    for param in (ctx.command.params if ctx is not None else ()):
+        if param.name == name:
+            return param.opts[0] if param.param_type_name == "option" else f"argument {name.upper()}"
+    return name
+
+
+def check_text_params(kwargs: dict[str, Any]) -> None:
+    """Refuse text options and arguments that are not valid Unicode.  Paths are left to
+    the library (a file name may be any bytes)."""
+    for name, value in kwargs.items():
+        values: Sequence[Any] = value if isinstance(value, (list, tuple)) else (value,)
+        for item in values:
+            problem = _bad_text(item) if isinstance(item, str) else None
+            if problem:
+                raise ValidationError(f"{_param_label(name)} {problem}",
+                                      hint="pass the text in UTF-8 (check the terminal's or the file's encoding)")
+
+
+def unexpected_error(exc: BaseException, where: str = "memo") -> MemoError:
+    """A ``MemoError`` for an exception memo did not map itself (never a traceback)."""
+    if os.environ.get("MEMO_DEBUG"):
+        echo_err("".join(traceback.format_exception(exc)).rstrip())
+    if isinstance(exc, UnicodeError):
+        return ValidationError(f"the input holds text that is not valid Unicode ({type(exc).__name__}: "
+                               f"{_first_line(exc)})",
+                               hint="pass text in UTF-8 without lone surrogates")
+    if isinstance(exc, OSError) and exc.strerror:
+        path = f": {os.fsdecode(exc.filename)}" if exc.filename is not None else ""
+        return MemoError(f"{where} failed: {exc.strerror}{path}",
+                         hint="check the path, that it is the kind of file expected, and its permissions")
+    return MemoError(f"{where} failed unexpectedly ({type(exc).__name__}: {_first_line(exc)})",
+                     hint=UNEXPECTED_HINT)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    return line[:200] + ("…" if len(line) > 200 else "")
+
+
+def _command_path() -> str:
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return ctx.command_path if ctx is not None else "memo"
 
 
 def handle_errors(func: F) -> F:
-    """Map MemoError to its exit code and a one-line message (JSON with --json)."""
+    """Map every exception to a ``MemoError``, its exit code and a one-line message (a JSON
+    error document with --json)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
+            check_text_params(kwargs)
             return func(*args, **kwargs)
         except MemoError as err:
-            if kwargs.get("as_json"):
-                print_json(err.to_dict())
-            else:
-                typer.echo(f"error: {err.one_line()}", err=True)
+            report_error(err, as_json)
+            raise typer.Exit(err.exit_code) from None
+        except (typer.Exit, typer.Abort, ClickException):
+            raise
+        except Exception as exc:   # RecursionError, OSError, ValueError...: never a traceback
+            err = unexpected_error(exc, _command_path())
+            report_error(err, as_json)
             raise typer.Exit(err.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# --- the root command -----------------------------------------------------------------------
+def wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` given as an option (before a ``--`` that ends the options)."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+@contextmanager
+def json_stdout(enabled: bool) -> Iterator[None]:
+    """While a --json command runs, fd 1 is stderr and the document goes to the real
+    stdout (a private duplicate).  Without a real fd 1 (tests' CliRunner) nothing changes."""
+    global _json_fd
+    if not enabled or _json_fd is not None:
+        yield
+        return
+    try:
+        sys.stdout.flush()
+        if sys.stdout.fileno() != 1:
+            raise ValueError("sys.stdout is not fd 1")
+        saved = os.dup(1)
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        os.close(saved)
+        yield
+        return
+    _json_fd = saved
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        _json_fd = None
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+class MemoGroup(TyperGroup):
+    """The ``memo`` group: usage errors become a JSON error document under ``--json``,
+    stdout carries nothing but that document, and no exception escapes as a traceback."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        as_json = wants_json(argv)
+        with json_stdout(as_json):
+            code = self._run(argv, prog_name, complete_var, as_json, **extra)
+        sys.exit(code)
+
+    def _run(self, argv: list[str], prog_name: str | None, complete_var: str | None, as_json: bool,
+             **extra: Any) -> int:
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+        except ClickException as exc:
+            if as_json:
+                cls = ValidationError if isinstance(exc, UsageError) else MemoError
+                err = cls(_encodable(exc.format_message()), hint=USAGE_HINT)
+                print_json({**err.to_dict(), "exit_code": exc.exit_code})
+            else:
+                self._show_usage_error(exc)
+            return exc.exit_code
+        except typer.Abort:
+            report_error(MemoError("aborted", hint="run the command again"), as_json)
+            return 1
+        except MemoError as err:
+            report_error(err, as_json)
+            return err.exit_code
+        except Exception as exc:
+            err = unexpected_error(exc)
+            report_error(err, as_json)
+            return err.exit_code
+
+    def _show_usage_error(self, exc: ClickException) -> None:
+        """As typer shows it (rich panel on stderr when rich is installed)."""
+        from typer.core import HAS_RICH
+
+        try:
+            if HAS_RICH and self.rich_markup_mode is not None:
+                from typer import rich_utils
+
+                rich_utils.rich_format_error(exc)
+            else:
+                exc.show()
+        except UnicodeError:
+            echo_err(f"error: {exc.format_message()}")

@@ -15,8 +15,11 @@ Security (docs/web.md; reliability.md R12, R14):
   ``no-referrer``; the page renders memory text with ``textContent`` only.
 
 Errors: a ``MemoError`` becomes its ``http_status`` with ``{"error", "type", "hint"}``;
-bad parameters are 400 the same way; anything unexpected is logged on stderr and answered
-with a generic 500 JSON body (never a traceback).
+bad parameters are 400 the same way, and so are JSON bodies over ``MAX_JSON_DEPTH`` levels,
+with a lone surrogate or a non-finite number (web_input.parse_json) and any
+OverflowError / UnicodeError / RecursionError a handler meets (input memo cannot handle);
+anything else unexpected is logged on stderr and answered with a generic 500 JSON body
+(never a traceback).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from memo.errors import MemoError, ValidationError
 from memo.profile import profile_names
 from memo.serve import guard
 from memo.serve.mcp_tools import MemoTools
-from memo.serve.web_input import parse_add_body, parse_search_params
+from memo.serve.web_input import MAX_JSON_DEPTH, parse_add_body, parse_search_params  # noqa: F401 (re-exported)
 
 log = logging.getLogger("memo.serve.web")
 
@@ -195,6 +198,12 @@ def api(fn: Handler) -> Handler:
             return memo_error_response(err)
         except HTTPException:
             raise
+        except (OverflowError, UnicodeError, RecursionError) as exc:
+            # Input-shaped failures the library did not name (a number or date out of
+            # range, text that is not Unicode, nesting): the caller's input, not a crash.
+            log.info("%s %s: %s", request.method, request.url.path, type(exc).__name__)
+            return memo_error_response(ValidationError(
+                f"the request holds a value memo cannot handle ({type(exc).__name__})"))
         except Exception:
             log.exception("%s %s failed", request.method, request.url.path)
             return error_response(500, "InternalError", f"{request.url.path} failed unexpectedly")

@@ -4,11 +4,19 @@ Types only: the library checks values (a kind's name, a limit's range, a date's 
 raises memo's own errors, so the web, the CLI and MCP refuse the same things the same way.
 Every failure here is a ``ValidationError`` (400) with one line naming the field, or an
 HTTP 413/415 for the body itself.
+
+A JSON body is parsed with limits (issue 9): at most ``MAX_JSON_DEPTH`` (64) levels of
+nesting (a 100,000-deep body would overflow the parser's stack), no lone surrogate escape
+(``"\\ud800"``: not Unicode text; a pair such as ``"\\ud83d\\ude00"`` is fine), only finite
+numbers (``NaN``, ``Infinity``, ``1e309``) and integers of at most 4,300 digits; each of
+those is a 400, like invalid JSON.  The rules are the JSONL importer's
+(``memo.ingest.jsonl.json_problem``), so a record refused here is refused there too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pydantic
@@ -17,6 +25,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from memo.errors import ValidationError
+from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 
 
 def pydantic_message(where: str, exc: pydantic.ValidationError) -> str:
@@ -100,10 +109,34 @@ async def read_json_body(request: Request, max_bytes: int) -> Any:
         if size > max_bytes:
             raise HTTPException(413, f"request body is over {max_bytes} bytes")
         chunks.append(chunk)
+    return parse_json(b"".join(chunks))
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(data: bytes | str) -> Any:
+    """A JSON document within memo's limits (depth, surrogates, finite numbers), else a
+    ``ValidationError``."""
     try:
-        return json.loads(b"".join(chunks))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValidationError(f"the body is not valid JSON: {exc}") from None
+        value = json.loads(data, parse_float=_finite, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValidationError(f"the body is JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
+    except ValueError as exc:      # JSONDecodeError, UnicodeDecodeError, numbers out of range
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ValidationError(f"the body is not valid JSON: {reason}") from None
+    problem = json_problem(value)
+    if problem:
+        raise ValidationError(f"the body holds {problem}")
+    return value
 
 
 async def parse_add_body(request: Request, max_bytes: int) -> AddBody:
