@@ -170,7 +170,7 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
     if fmt == "files":
         errors: list[tuple[str, str]] = []
         files = list_files(real, errors)
-        gen = (read_file(p, rel, real, template, opts.max_bytes, opts.kind) for p, rel in files)
+        gen = (_read_one(p, rel, real, template, opts) for p, rel in files)
         walk = None
         if real.is_dir():
             walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
@@ -183,6 +183,15 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
     if fmt == "beir":
         return _beir_items(real, opts), _count_lines(real), None
     return _locomo_items(real, opts), None, None
+
+
+def _read_one(path: Path, rel: str, root: Path, template: RecordDraft, opts: ImportOptions) -> FileItem:
+    """One file of a folder; an unexpected error reading it rejects that file only."""
+    try:
+        return read_file(path, rel, root, template, opts.max_bytes, opts.kind)
+    except Exception as exc:
+        log.warning("import: cannot read %s", safe_name(rel), exc_info=True)
+        return FileItem(safe_name(rel), rejected=f"cannot read: {type(exc).__name__}: {exc}")
 
 
 def _absolute(draft: RecordDraft, base: Path) -> RecordDraft:

@@ -226,3 +226,45 @@ def test_cli_import_exits_5_with_valid_json(tmp_path, hostile):
     result = runner.invoke(app, ["import", str(hostile), "--db", db, "--no-embed", "--no-progress"])
     assert result.exit_code == ImportRejected.exit_code, result.output
     assert "rejected bad\\xff\\xfename.md" in result.stderr
+
+
+def test_unexpected_error_on_one_item_rejects_only_that_item(fresh_db, tmp_path, monkeypatch):
+    from memo.ops import importer
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name in ("a.md", "boom.md", "c.md"):
+        (root / name).write_text(f"# {name}\ntext of {name}\n")
+    real_read = importer.read_file
+
+    def flaky(path, rel, *args):
+        if rel == "boom.md":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real_read(path, rel, *args)
+
+    monkeypatch.setattr(importer, "read_file", flaky)
+    real_split = importer.prepare
+
+    def split(draft):
+        if "c.md" in draft.body:
+            raise IndexError("splitter bug")
+        return real_split(draft)
+
+    monkeypatch.setattr(importer, "prepare", split)
+    rep = ops.import_path(fresh_db, root)
+    assert rep.added == 1
+    assert _by_path(rep) == {"boom.md": "cannot read: RecursionError: maximum recursion depth exceeded",
+                             "c.md": "cannot split into passages: IndexError: splitter bug"}
+
+
+def test_reading_that_breaks_off_keeps_what_was_read(fresh_db, tmp_path):
+    import gzip
+
+    data = b"".join(b'{"_id": "d%d", "text": "document number %d"}\n' % (i, i) for i in range(200))
+    packed = gzip.compress(data)
+    f = tmp_path / "corpus.jsonl.gz"
+    f.write_bytes(packed[: len(packed) * 2 // 3])             # a truncated download
+    rep = ops.import_path(fresh_db, f, ImportOptions(format="beir"))
+    assert 0 < rep.added < 200
+    [rej] = rep.rejected
+    assert rej.path.startswith("corpus.jsonl.gz:") and "truncated or corrupt" in rej.reason
