@@ -1,0 +1,124 @@
+"""``memo fact add / list / get / supersede / forget``: a thin skin over memo.ops.facts.
+
+Each command parses, calls one library function and prints (``--json``: one JSON document,
+schemas in docs/cli-json.md; errors: one line / a JSON error document and the error's
+exit code).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
+from memo.ops import facts as fops
+from memo.store.db import open_db
+from memo.types import Fact, FactDraft
+
+EvidenceOpt = Annotated[list[str] | None, typer.Option(
+    "--evidence", "-e", help="Evidence: a passage id '<record>:<n>', a record id (all its passages) or a "
+                             "record/passage ext_id (repeat for several).")]
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the fact.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Confirm forgetting more than one fact.")]
+
+fact_app = typer.Typer(name="fact", help="Facts: short statements that vote for their evidence passages in search.",
+                       no_args_is_help=True)
+
+
+def _show(f: Fact) -> None:
+    typer.echo(f"{f.id}  [{f.namespace}]  {f.text}")
+    for label, value in (("subject", f.subject), ("predicate", f.predicate), ("object", f.object),
+                         ("event", f.event_at), ("recorded", f.recorded_at), ("superseded", f.superseded_at),
+                         ("by", f.superseded_by), ("forgotten", f.forgotten_at), ("author", f.author),
+                         ("source", f.source)):
+        if value:
+            typer.echo(f"  {label:<11}{value}")
+    for e in f.evidence:
+        state = "" if e.live else "  (not live)"
+        typer.echo(f"  evidence   {e.passage_id}{state}: {e.text[:100]}")
+
+
+@fact_app.command("add")
+@handle_errors
+def add(text: Annotated[str, typer.Argument(help="The fact, one statement.")], evidence: EvidenceOpt = None,
+        namespace: NamespaceOpt = "default",
+        subject: Annotated[str | None, typer.Option("--subject", help="Subject (optional).")] = None,
+        predicate: Annotated[str | None, typer.Option("--predicate", help="Predicate (optional).")] = None,
+        object_: Annotated[str | None, typer.Option("--object", help="Object (optional).")] = None,
+        event_date: Annotated[str | None, typer.Option("--event-date", help="When it happened (ISO-8601).")] = None,
+        trust: Annotated[float, typer.Option("--trust", help="How far to trust it, 0..1.")] = 1.0,
+        author: Annotated[str | None, typer.Option("--author", help="Who or what wrote it.")] = None,
+        source: Annotated[str | None, typer.Option("--source", help="Where it came from.")] = None,
+        db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Add a fact tied to its evidence passages (all in one transaction)."""
+    report = fops.add_fact(open_db(db), FactDraft(
+        text=text, evidence=tuple(evidence or ()), namespace=namespace, subject=subject, predicate=predicate,
+        object=object_, event_at=event_date, trust=trust, author=author, source=source))
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(f"{report.status} {report.fact_id} (evidence {', '.join(report.evidence)})")
+    if report.status == "added" and not report.embedded:
+        typer.echo("note: saved; its vector is queued for embedding; `memo backfill` embeds it", err=True)
+
+
+@fact_app.command("list")
+@handle_errors
+def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Namespace (repeat).")] = None,
+          evidence: Annotated[str | None, typer.Option("--evidence", help="Only facts citing this passage or record id.")] = None,
+          all_: Annotated[bool, typer.Option("--all", help="Include superseded and forgotten facts.")] = False,
+          limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 50,
+          offset: Annotated[int, typer.Option("--offset", help="Skip this many.")] = 0,
+          db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List facts, newest first (live only unless --all)."""
+    facts = fops.list_facts(open_db(db), namespaces=tuple(namespace or ()), evidence=evidence,
+                            include_forgotten=all_, include_superseded=all_, limit=limit, offset=offset)
+    if as_json:
+        print_json({"facts": facts, "count": len(facts)})
+        return
+    for f in facts:
+        flags = " (superseded)" if f.superseded_at else " (forgotten)" if f.forgotten_at else ""
+        typer.echo(f"{f.id}  [{f.namespace}]  {f.text[:100]}{flags}  <- {', '.join(e.passage_id for e in f.evidence)}")
+
+
+@fact_app.command("get")
+@handle_errors
+def get(fact_id: Annotated[str, typer.Argument(help="Fact id.")], db: DbOption = None,
+        as_json: JsonOption = False) -> None:
+    """Show one fact with its evidence passages."""
+    fact = fops.get_fact(open_db(db), fact_id)
+    if as_json:
+        print_json(fact)
+    else:
+        _show(fact)
+
+
+@fact_app.command("supersede")
+@handle_errors
+def supersede(fact_id: Annotated[str, typer.Argument(help="The fact to replace.")],
+              text: Annotated[str, typer.Argument(help="The new wording.")], evidence: EvidenceOpt = None,
+              db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Write a new version of a fact (evidence copied unless given); the old one stays for as_of."""
+    report = fops.supersede_fact(open_db(db), fact_id, text, evidence=tuple(evidence or ()))
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"superseded {report.old_id} by {report.new_id}")
+
+
+@fact_app.command("forget")
+@handle_errors
+def forget(fact_ids: Annotated[list[str], typer.Argument(help="Fact ids.")], yes: YesOpt = False,
+           db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Hide facts from search and list (soft delete; `memo purge` removes them for good)."""
+    report = fops.forget_facts(open_db(db), fact_ids, confirm=yes)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"forgot {len(report.forgotten)} fact(s)"
+                   + (f"; {len(report.already_forgotten)} were already forgotten" if report.already_forgotten else ""))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(fact_app, name="fact")
