@@ -33,6 +33,7 @@ from memo.errors import DatasetError
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.migrations import LATEST
+from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
 from memo.store.records import content_hash, find_live_duplicate, insert_record
 
 INDEX_FORMAT = 1   # bump when this module changes what it writes into an index
@@ -48,14 +49,16 @@ def cache_root() -> Path:
 def _code_hash() -> str:
     import memo.ingest.beir
     import memo.ingest.locomo
+    import memo.ingest.locomo_facts
     import memo.store.derived
+    import memo.store.facts
     import memo.store.records
     import memo.text.identifiers
     import memo.text.tokens
 
     h = hashlib.sha256(f"format={INDEX_FORMAT}".encode())
-    for mod in (memo.ingest.beir, memo.ingest.locomo, memo.store.derived, memo.store.records,
-                memo.text.identifiers, memo.text.tokens):
+    for mod in (memo.ingest.beir, memo.ingest.locomo, memo.ingest.locomo_facts, memo.store.derived,
+                memo.store.facts, memo.store.records, memo.text.identifiers, memo.text.tokens):
         h.update(inspect.getsource(mod).encode())
     return h.hexdigest()
 
@@ -114,8 +117,15 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
                 n_rec += 1
                 if progress and n_rec % 250 == 0:
                     progress("index", n_rec, 0)
+            # Facts after every record: their evidence may name any passage of the corpus.
+            for _where, fdraft in (es.facts() if es.facts is not None else ()):
+                evidence = resolve_evidence(conn, fdraft.evidence, fdraft.namespace)
+                if find_live_fact(conn, fdraft.namespace, fact_hash(fdraft.text, (p for _, p in evidence))):
+                    continue
+                insert_fact(conn, fdraft, evidence, recorded_at="2000-01-01T00:00:00.000000Z")
         conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('optimize')")
         conn.execute("INSERT INTO exact_fts(exact_fts) VALUES ('optimize')")
+        conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')")
         n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
@@ -172,6 +182,51 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
         os.replace(tmp, cache)
         return {"model_id": spec.id, "source": "embedded", "vectors": len(pks), "file": str(cache),
                 "seconds": report.seconds, "per_second": report.per_second}
+    finally:
+        conn.close()
+
+
+def ensure_fact_vectors(db_path: Path, es_name: str, model_id: str | None = None, *,
+                        root: Path | None = None) -> dict[str, object] | None:
+    """Like ``ensure_passage_vectors`` for the index's facts (None when it has none):
+    from the .npy cache keyed by the fact texts, else embedded and cached."""
+    from memo.embed.fact_vectors import backfill_facts, write_fact_vectors
+    from memo.embed.model import DEFAULT_BATCH
+    from memo.embed.registry import load_registry
+    from memo.embed.service import load_model
+
+    spec = load_registry().get(model_id)
+    conn = open_db(db_path, write=True)
+    try:
+        rows = [(int(r[0]), r[1]) for r in conn.execute("SELECT pk, text FROM facts ORDER BY pk")]
+        if not rows:
+            return None
+        have = int(conn.execute("SELECT COUNT(*) FROM fact_vectors WHERE model_id = ?", (spec.id,)).fetchone()[0])
+        if have >= len(rows):
+            return {"model_id": spec.id, "source": "index", "facts": have}
+        h = hashlib.sha256(spec.id.encode())
+        for _, txt in rows:
+            h.update(txt.encode("utf-8", "surrogatepass") + b"\x1e")
+        cache = (root or cache_root()) / "vectors" / f"{_safe(es_name)}-facts-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
+        pks = [pk for pk, _ in rows]
+        conn.execute("PRAGMA synchronous=OFF")
+        if cache.exists():
+            vecs = np.load(cache)
+            if vecs.shape == (len(rows), spec.dimensions):
+                for s in range(0, len(pks), 4096):
+                    write_fact_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
+                return {"model_id": spec.id, "source": "cache", "facts": len(pks), "file": str(cache)}
+        backfill_facts(conn, load_model(spec), spec.id, DEFAULT_BATCH)
+        got = conn.execute("SELECT fact_pk, vec FROM fact_vectors WHERE model_id = ? ORDER BY fact_pk",
+                           (spec.id,)).fetchall()
+        if [int(r[0]) for r in got] != pks:
+            raise DatasetError(f"embedding left {len(pks) - len(got)} facts without a vector")
+        vecs = np.frombuffer(b"".join(r[1] for r in got), dtype="<f4").reshape(len(got), spec.dimensions)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.stem + f".tmp{os.getpid()}.npy")
+        np.save(tmp, vecs)
+        os.replace(tmp, cache)
+        return {"model_id": spec.id, "source": "embedded", "facts": len(pks), "file": str(cache)}
     finally:
         conn.close()
 

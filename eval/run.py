@@ -62,7 +62,8 @@ def _uses_semantic(specs: Sequence[RunSpec]) -> bool:
 
 
 def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfig, dict[str, Any]]:
-    from eval.index import build_index, ensure_passage_vectors, query_vectors
+    from eval.datasets import OBS_SUFFIX
+    from eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors
 
     info: dict[str, Any] = {}
     if opts.db is not None:
@@ -79,7 +80,11 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
     if opts.semantic and _uses_semantic(opts.specs):
         if opts.db is None:
             status("passage vectors")
-            info["vectors"] = ensure_passage_vectors(db_path, es.name, opts.model_id)
+            # "locomo-obs" has the same passages as "locomo": share their vector cache.
+            info["vectors"] = ensure_passage_vectors(db_path, es.name.removesuffix(OBS_SUFFIX), opts.model_id)
+            if es.facts is not None:
+                status("fact vectors")
+                info["fact_vectors"] = ensure_fact_vectors(db_path, es.name, opts.model_id)
         status("query vectors")
         model_id, qvecs = query_vectors(es, opts.model_id)
     info["model_id"] = model_id

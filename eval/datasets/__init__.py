@@ -8,15 +8,16 @@ grade}) and a way to read its corpus as record drafts.  ``unit`` says what a qre
 * ``passage`` - ``<namespace>#<passage ext_id>`` (LoCoMo turn ids like ``D1:3``).
 
 ``load_eval_set(name_or_path, split)`` resolves ``scifact``, ``locomo``, any BEIR folder,
-a LoCoMo JSON file, or a user's JSONL query file (docs/eval.md).
+a LoCoMo JSON file, or a user's JSONL query file (docs/eval.md); ``locomo-obs`` is LoCoMo
+with the observations indexed as facts (same queries and qrels, another index).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from memo.errors import DatasetError
 from memo.types import RecordDraft
@@ -26,6 +27,7 @@ Unit = Literal["record", "passage", "auto"]
 # Data sets that ship with the repository (datasets/<name>/, with SOURCE.md + LICENCE.md).
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATASETS_DIR = REPO_ROOT / "datasets"
+OBS_SUFFIX = "-obs"   # "locomo-obs": LoCoMo with each session's observations indexed as facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,8 @@ class EvalSet:
     corpus: Callable[[], Iterator[RecordDraft]] | None  # None: the corpus is a user's memo DB
     source: str = ""                            # where it was read from
     notes: Mapping[str, object] = field(default_factory=dict)  # loader diagnostics (fixed ids...)
+    # Facts indexed with the corpus, as (where, FactDraft) ("locomo-obs": the observations)
+    facts: Callable[[], Iterator[tuple[str, Any]]] | None = None
 
     @property
     def dataset_hash(self) -> str:
@@ -95,6 +99,10 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
     queries (fast checks); the corpus is always whole."""
     from eval.datasets import beir, custom, locomo
 
+    # "<name>-obs": the LoCoMo data set with its observations indexed as facts.
+    observations = False
+    if name_or_path.endswith(OBS_SUFFIX) and not Path(name_or_path).expanduser().exists():
+        name_or_path, observations = name_or_path[:-len(OBS_SUFFIX)], True
     path = Path(name_or_path).expanduser()
     if not path.exists():
         path = dataset_dir(name_or_path)
@@ -112,10 +120,12 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         es = custom.load_custom(path, split)
     else:
         raise DatasetError(f"{path}: not a BEIR folder, LoCoMo JSON or queries JSONL")
+    if observations:
+        if es.name != "locomo":
+            raise DatasetError(f"{name_or_path}{OBS_SUFFIX}: only LoCoMo has observations to index as facts")
+        es = locomo.with_observations(es, Path(es.source))
     if limit is not None and limit < len(es.queries):
         kept = es.queries[:limit]
         ids = {q.qid for q in kept}
-        es = EvalSet(name=es.name, split=es.split, corpus_hash=es.corpus_hash, unit=es.unit,
-                     queries=kept, qrels={k: v for k, v in es.qrels.items() if k in ids},
-                     corpus=es.corpus, source=es.source, notes=es.notes)
+        es = replace(es, queries=kept, qrels={k: v for k, v in es.qrels.items() if k in ids})
     return es

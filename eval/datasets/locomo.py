@@ -11,7 +11,8 @@ The upstream evidence lists hold a few malformed ids (see datasets/locomo/SOURCE
 are repaired or dropped here and every action is counted in ``EvalSet.notes["evidence"]``:
 
 * ``split``      - several ids joined in one string (``'D8:6; D9:17'``, ``'D9:1 D4:4'``):
-  split on ``;`` and whitespace;
+  split on ``;``, ``,`` and whitespace (``memo.ingest.locomo_facts.normalise_evidence``, shared
+  with the observations loaded as facts by ``locomo-obs``);
 * ``zero_pad``   - ``'D30:05'`` -> ``'D30:5'``;
 * ``extra_colon``- ``'D:11:26'`` -> ``'D11:26'``;
 * ``dropped_bare``   - ``'D'`` (no turn at all);
@@ -23,47 +24,22 @@ qrels, so trec_eval-style means skip them; their count is ``no_evidence``.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from eval.datasets import EvalQuery, EvalSet, file_sha256
+from eval.datasets import OBS_SUFFIX, EvalQuery, EvalSet, file_sha256
 from memo.errors import DatasetError
 from memo.ingest.locomo import iter_conversations, load_samples, sessions
+from memo.ingest.locomo_facts import iter_observations, normalise_evidence
 
 NAMESPACE_PREFIX = "locomo"
 UNANSWERABLE_CATEGORY = 5
-_ID = re.compile(r"D:?(\d+):(\d+)")
 # LoCoMo has no train/test split; "test" and "all" both mean every question.  "train" and
 # "dev" give a by-conversation split (first 5 samples / last 5) for tuning experiments.
 _SPLITS = {"test": None, "all": None, "train": slice(0, 5), "dev": slice(5, 10)}
-
-
-def normalise_evidence(raw: list[Any], known: set[str], counts: Counter[str]) -> list[str]:
-    """Repair LoCoMo evidence ids; ``known`` is the set of turn ids of the conversation."""
-    out: list[str] = []
-    for item in raw:
-        pieces = [p for p in re.split(r"[;\s]+", str(item).strip()) if p]
-        if len(pieces) > 1:
-            counts["split"] += 1
-        for piece in pieces:
-            m = _ID.fullmatch(piece)
-            if m is None:
-                counts["dropped_bare" if piece == "D" else "dropped_malformed"] += 1
-                continue
-            if piece.startswith("D:"):
-                counts["extra_colon"] += 1
-            fixed = f"D{int(m.group(1))}:{int(m.group(2))}"
-            if fixed != piece.replace("D:", "D", 1):
-                counts["zero_pad"] += 1
-            if fixed not in known:
-                counts["dropped_unknown"] += 1
-                continue
-            if fixed not in out:
-                out.append(fixed)
-    return out
 
 
 def load_locomo(path: Path, split: str = "test") -> EvalSet:
@@ -100,6 +76,17 @@ def load_locomo(path: Path, split: str = "test") -> EvalSet:
                    queries=tuple(queries), qrels=qrels,
                    corpus=partial(iter_conversations, path, NAMESPACE_PREFIX), source=str(path),
                    notes=notes)
+
+
+def with_observations(es: EvalSet, path: Path) -> EvalSet:
+    """The same queries and qrels, with each session's observations indexed as facts
+    (``memo.ingest.locomo_facts``; evidence repaired and counted as for the questions:
+    ``notes["observations"]``).  The name ``locomo-obs`` keys its own cached index."""
+    counts: Counter[str] = Counter()
+    n = sum(1 for _ in iter_observations(path, NAMESPACE_PREFIX, counts))
+    notes = {**es.notes, "observations": {"facts": n, **dict(sorted(counts.items()))}}
+    return replace(es, name=es.name + OBS_SUFFIX, notes=notes,
+                   facts=partial(iter_observations, path, NAMESPACE_PREFIX))
 
 
 def describe_fixes(notes: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from memo.ingest.files import FileItem, NotRegularFile, open_regular
 from memo.types import KINDS, RecordDraft
 
 _STR_FIELDS = ("kind", "namespace", "title", "source", "library", "version", "author")
-KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", *_STR_FIELDS}
+KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", "type", *_STR_FIELDS}
 MAX_JSON_DEPTH = 64                # nesting levels of one JSON value (line, BEIR doc, LoCoMo file)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CHUNK = 1 << 16
@@ -92,6 +92,8 @@ def parse_line(obj: object, template: RecordDraft, rel: str, lineno: int) -> Rec
     unknown = sorted(set(obj) - KNOWN_FIELDS)
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+    if obj.get("type", "record") != "record":
+        raise ValueError(f"type {obj.get('type')!r} is not 'record' or 'fact'")
     text = obj.get("text", obj.get("body"))
     if not isinstance(text, str) or not text.strip():
         raise ValueError("field 'text' is missing or empty")
@@ -156,6 +158,8 @@ def iter_jsonl(path: Path, rel: str, template: RecordDraft, *, max_bytes: int) -
                 problem = json_problem(obj)
                 if problem:
                     raise ValueError(problem)
+                if isinstance(obj, dict) and obj.get("type") == "fact":
+                    continue        # facts: read after the records commit (memo.ingest.jsonl_facts)
                 yield FileItem(where, draft=parse_line(obj, template, rel, lineno))
             except UnicodeDecodeError as exc:
                 yield FileItem(where, rejected=f"not UTF-8 (byte {exc.start})")

@@ -44,10 +44,11 @@ from memo.ingest.files import (
 )
 from memo.ingest.jsonl import iter_jsonl
 from memo.ops.add import prepare, store_draft
+from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
 from memo.store.connect import write_tx
-from memo.types import PassageDraft, RecordDraft
+from memo.types import FactDraft, PassageDraft, RecordDraft
 
 FORMATS = ("auto", "files", "jsonl", "beir", "locomo")
 DEFAULT_BATCH = 500
@@ -303,6 +304,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
         if progress is not None:
             progress(Progress(done=done, total=total, current=item.rel))
     batcher.flush()
+    facts = _import_facts(conn, real, fmt, opts, rejected)
     missing = None
     # Only here, after the whole walk and the last commit: an import that raised never
     # reaches this line, and a walk that could not list a folder is not trusted to say
@@ -315,4 +317,31 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                         rejected=tuple(rejected), ignored=ignored, batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
+                        facts_added=facts.added, facts_skipped=facts.skipped,
                         seconds=round(time.monotonic() - started, 3))
+
+
+def _import_facts(conn: sqlite3.Connection, real: Path, fmt: str, opts: ImportOptions,
+                  rejected: list[Rejection]) -> FactImportReport:
+    """After the records committed: JSONL fact lines, LoCoMo observations (memo.ops.facts;
+    their vectors are embedded with the passages' by the caller's embed_pending)."""
+    items: list[tuple[str, FactDraft]] = []
+    if fmt == "jsonl":
+        from memo.ingest.jsonl_facts import iter_jsonl_facts
+        for where, draft, reason in iter_jsonl_facts(real, real.name, opts.namespace or "default", opts.author,
+                                                     max_bytes=opts.max_bytes):
+            if draft is None:
+                rejected.append(Rejection(where, reason or "bad fact line"))
+            else:
+                items.append((where, draft))
+    elif fmt == "locomo":
+        from memo.ingest.locomo_facts import iter_observations
+        try:
+            items = list(iter_observations(real, opts.namespace or "locomo"))
+        except DatasetError:
+            items = []                      # the record pass already rejected the file
+    if not items:
+        return FactImportReport(0, 0, ())
+    report = import_facts(conn, items, embed=False)
+    rejected.extend(Rejection(where, reason) for where, reason in report.rejected)
+    return report
