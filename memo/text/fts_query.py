@@ -5,10 +5,17 @@ FTS5's MATCH argument is a query language (``AND OR NOT NEAR``, ``"phrases"``, `
 errors (``fts5: syntax error near "/"``, ``no such column: agent`` for ``multi-agent``:
 spences10/ccrecall #23, smithersai/smithers #712).  So user text never reaches MATCH raw:
 
-* keyword arm (``keyword_match``): the query is split into words the way ``unicode61``
-  splits them (runs of letters/digits; ``multi-agent`` -> ``multi``, ``agent``), English
-  stop words are dropped (fall back to all words if only stop words remain), each word is
-  double-quoted (a quoted string is a phrase, never an operator) and the words are OR'ed.
+* keyword arm (``keyword_match``): the query's terms are the tokens ``passages_fts``'s
+  own tokenizer makes of it (``memo.text.folding.unicode61_tokens``: SQLite tokenises the
+  text, so ``multi-agent`` -> ``multi``, ``agent``; ``Straße`` -> ``straße``; ``ﬁnance``
+  stays ``ﬁnance``; NFD ``café`` -> ``cafe``, exactly as the index folded the passage).
+  A non-ASCII query also adds the tokens of its NFC, NFD, NFKC and NFKD forms (usually
+  the same; they differ where unicode61 folds canonical equivalents differently, e.g.
+  Greek ``ί`` vs ``ι`` + U+0301, or for compatibility characters), each after the
+  literal token of the same position, so a word is found whichever of those forms the
+  passage holds it in.  English stop words are dropped (fall back to all words if only
+  stop words remain), each term is double-quoted (a quoted string is a phrase, never an
+  operator) and the terms are OR'ed.
   OR, not AND: bm25 ranks documents with more (and rarer) terms first, and a long natural
   question rarely has every word in one passage.  Dropping stop words changes nDCG@10 on
   SciFact 0.682 -> 0.683 and cuts query time 7.5 -> 2.8 ms (fewer postings to score).
@@ -16,27 +23,30 @@ spences10/ccrecall #23, smithersai/smithers #712).  So user text never reaches M
   query's identifier-shaped pieces (``exact_terms_of``), hex-encoded exactly as
   ``exact_fts`` stores them, quoted, OR'ed.
 
-Length cap: queries longer than ``MAX_QUERY_CHARS`` (10,000) characters are truncated to
-that length (at the last space before it, so no word is cut in half) before compiling
-(no error: a pasted page still searches), and at most
-``MAX_TERMS`` (64) distinct terms are kept, in order of first appearance, so one query
-cannot make FTS5 score hundreds of posting lists.  A query with no word at all raises
-``QuerySyntaxError`` and never reaches SQLite.
+Length cap: queries longer than ``MAX_QUERY_CHARS`` (10,000; ``memo.text.limits``, the one
+definition) characters are truncated to that length (at the last space before it, so no
+word is cut in half) before compiling (no error: a pasted page still searches; the search
+pipeline clips once before any arm and notes it in the trace), and at most ``MAX_TERMS``
+(64) distinct terms are kept, in order of first appearance, so one query cannot make
+FTS5 score hundreds of posting lists.  A query with no word at all (punctuation, symbols,
+emoji only) raises ``QuerySyntaxError`` and never reaches SQLite.
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
+from itertools import zip_longest
 
 from memo.errors import QuerySyntaxError
+from memo.text.folding import scrub_surrogates, unicode61_tokens
 from memo.text.identifiers import encode_token, identifier_tokens, looks_like_identifier
+from memo.text.limits import MAX_QUERY_CHARS, clip_query
 
-MAX_QUERY_CHARS = 10_000
+__all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "STOP_WORDS", "exact_match", "exact_terms_of",
+           "keyword_match", "query_words"]
+
 MAX_TERMS = 64
-
-# A word as unicode61 sees it: letters and digits (\w minus "_", which unicode61 treats
-# as a separator).  Anything else is a separator, so operators and quotes vanish.
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 
 # A short English stop list (the SMART / Lucene intersection plus question words): words
 # that carry no topic.  Kept small on purpose; a query of only stop words keeps them all.
@@ -54,25 +64,32 @@ what when where which while who whom why will with would you your yours yourself
 def _clip(query: str) -> str:
     if not isinstance(query, str):
         raise QuerySyntaxError("the query must be text")
-    if len(query) <= MAX_QUERY_CHARS:
-        return query
-    head = query[:MAX_QUERY_CHARS]
-    if not query[MAX_QUERY_CHARS].isspace():   # do not search for half a word
-        cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
-        if cut > 0:
-            head = head[:cut]
-    return head
+    return clip_query(query)
+
+
+def _terms(text: str) -> list[str]:
+    """unicode61 tokens of ``text`` and (non-ASCII text only) of its four normal forms,
+    interleaved by position so a word's variants follow it; duplicates removed."""
+    text = scrub_surrogates(text)
+    forms = [text]
+    if not text.isascii():
+        forms += [unicodedata.normalize(f, text) for f in _FORMS]
+    lists = [unicode61_tokens(f) for f in dict.fromkeys(forms)]
+    if len(lists) == 1:
+        return list(dict.fromkeys(lists[0]))
+    return list(dict.fromkeys(t for group in zip_longest(*lists) for t in group if t is not None))
 
 
 def query_words(query: str) -> list[str]:
-    """Distinct case-folded words of ``query`` (stop words dropped unless that empties it)."""
-    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(_clip(query))))
+    """Distinct terms of ``query`` folded as ``passages_fts`` folds them (stop words
+    dropped unless that empties it), at most ``MAX_TERMS``."""
+    words = _terms(_clip(query))
     kept = [w for w in words if w not in STOP_WORDS]
     return (kept or words)[:MAX_TERMS]
 
 
 def _quote(term: str) -> str:
-    # Inside an FTS5 string a double quote is escaped by doubling it.  Words from _WORD
+    # Inside an FTS5 string a double quote is escaped by doubling it.  unicode61 tokens
     # hold none, but quoting stays correct for any input.
     return '"' + term.replace('"', '""') + '"'
 
@@ -82,7 +99,8 @@ def keyword_match(query: str) -> str:
     words = query_words(query)
     if not words:
         raise QuerySyntaxError("the query has no words to search for",
-                               hint="type at least one word or number")
+                               hint="type at least one word or number (punctuation, symbols and "
+                                    "emoji are not indexed)")
     return " OR ".join(_quote(w) for w in words)
 
 
