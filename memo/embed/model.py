@@ -22,6 +22,7 @@ import numpy as np
 from memo.embed.integrity import verify
 from memo.embed.registry import ModelSpec
 from memo.errors import ModelUnavailable
+from memo.text.folding import scrub_surrogates
 
 DEFAULT_BATCH = 64
 # Forward passes are also capped by padded tokens (rows x longest row).  Measured on the
@@ -111,7 +112,8 @@ class OnnxEmbedder:
     # -- encoding --------------------------------------------------------------------------
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        return [enc.ids for enc in self.tokenizer.encode_batch(texts)]
+        # The tokenizers library refuses lone surrogates (TypeError): replace them first.
+        return [enc.ids for enc in self.tokenizer.encode_batch([scrub_surrogates(t) for t in texts])]
 
     def _feed(self, ids: list[list[int]]) -> dict[str, np.ndarray]:
         width = max(len(x) for x in ids)

@@ -69,7 +69,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         drops.append(Drop("scope", "outside scope or not live (superseded/forgotten)", total - in_scope))
 
     # 2 arms
-    ctx = ArmContext(conn=conn, query=request.query, mode=checked.mode, scope_sql=scope_sql,
+    ctx = ArmContext(conn=conn, query=checked.query, mode=checked.mode, scope_sql=scope_sql,
                      fetch_depth=profile.retrieve.fetch_depth, services=services,
                      scope=request.scope, fusion_k=profile.fusion.k)
     runs = run_arms(ctx, ARMS)
@@ -138,8 +138,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0, 3),
-        limit=checked.limit, stage_ms=clock.laps)
-    return SearchResponse(query=request.query, results=results, abstained=not results, reason=reason,
+        limit=checked.limit, stage_ms=clock.laps, notes=checked.notes)
+    return SearchResponse(query=checked.query, results=results, abstained=not results, reason=reason,
                           hint=hint, truncated=len(budget_pks) + len(limit_pks),
                           narrow_hint=narrow, trace=trace)
 

@@ -21,17 +21,22 @@ from datetime import UTC, date, datetime, timedelta
 from memo.errors import ValidationError
 from memo.retrieve.arms.base import ScopeSQL
 from memo.retrieve.conn_cache import conn_cache
+from memo.text.folding import has_surrogates
 from memo.types import KINDS, Scope
 
-# The timestamp format memo stores (memo.store.records.utc_now); as_of is normalised to it
-# so the string comparison with recorded_at/superseded_at is a time comparison.
-_TS = "%Y-%m-%dT%H:%M:%S.%fZ"
+# The timestamp format memo stores (memo.store.records.utc_now, "%Y-%m-%dT%H:%M:%S.%fZ");
+# as_of is normalised to it (``_stamp``) so the string comparison with
+# recorded_at/superseded_at is a time comparison.
 _WHEN = "COALESCE(p.event_at, r.event_at, r.recorded_at)"
 
 
 def parse_when(text: str, *, end_of_day: bool = False, field: str = "date") -> datetime:
     """ISO date or datetime -> aware UTC datetime.  A bare date means its first moment, or
-    its last with ``end_of_day`` (so ``--to 2024-05-01`` includes that whole day)."""
+    its last with ``end_of_day`` (so ``--to 2024-05-01`` includes that whole day).
+
+    A moment beyond what ``datetime`` holds once converted to UTC (``0001-01-01T00:00+05:00``,
+    ``9999-12-31T23:59-05:00``) is clamped to the first / last representable UTC moment:
+    before / after every stored time either way, so the comparison keeps its meaning."""
     s = str(text).strip()
     try:
         if len(s) == 10:
@@ -42,11 +47,22 @@ def parse_when(text: str, *, end_of_day: bool = False, field: str = "date") -> d
     except ValueError:
         raise ValidationError(f"{field} {text!r} is not an ISO-8601 date or time",
                               hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        return FIRST_MOMENT if moment.year == 1 else LAST_MOMENT
+
+
+FIRST_MOMENT = datetime.min.replace(tzinfo=UTC)
+LAST_MOMENT = datetime.max.replace(tzinfo=UTC)
 
 
 def _stamp(moment: datetime) -> str:
-    return moment.strftime(_TS)
+    # isoformat, not strftime: strftime("%Y") writes year 1 as "1", which sorts after
+    # "2024" as text; stored times always have four-digit years.
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"   # moment is UTC
 
 
 def _date_bound(text: str, *, end: bool, field: str) -> str:
@@ -56,8 +72,30 @@ def _date_bound(text: str, *, end: bool, field: str) -> str:
     and 2024-05-01T10:00 both sort inside."""
     moment = parse_when(text, end_of_day=end, field=field)
     if len(str(text).strip()) == 10:
-        return moment.strftime("%Y-%m-%d") if not end else _stamp(moment)
+        return moment.date().isoformat() if not end else _stamp(moment)
     return _stamp(moment)
+
+
+def _texts(field: str, values: object) -> tuple[str, ...]:
+    """Scope values as distinct strings SQLite can bind: each must be text without lone
+    surrogates (no stored value can hold one, and binding it raises UnicodeEncodeError)."""
+    if isinstance(values, str):
+        values = (values,)
+    try:
+        items = tuple(values)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValidationError(f"{field} must be a list of text values, not {type(values).__name__}") from None
+    for v in items:
+        _check_text(field, v)
+    return tuple(dict.fromkeys(items))
+
+
+def _check_text(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} value {value!r} is not text")
+    if has_surrogates(value):
+        raise ValidationError(f"{field} value {value!r} is not valid Unicode text (lone surrogate)")
+    return value
 
 
 def build_scope_sql(scope: Scope) -> ScopeSQL:
@@ -71,9 +109,9 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
         params += [t, t]
     else:
         where.append("r.superseded_at IS NULL AND r.forgotten_at IS NULL")
-    for column, values in (("r.namespace", scope.namespaces), ("r.kind", scope.kinds),
-                           ("r.source", scope.sources)):
-        values = tuple(dict.fromkeys(values))
+    for column, field, values in (("r.namespace", "namespace", scope.namespaces),
+                                  ("r.kind", "kind", scope.kinds), ("r.source", "source", scope.sources)):
+        values = _texts(field, values)
         if values:
             where.append(f"{column} IN ({','.join('?' * len(values))})")
             params += values
@@ -81,11 +119,11 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
         raise ValidationError(f"kind {bad!r} is not one of {', '.join(KINDS)}")
     if scope.library is not None:
         where.append("r.library = ?")
-        params.append(scope.library)
+        params.append(_check_text("library", scope.library))
     if scope.version is not None:
         where.append("r.version = ?")
-        params.append(scope.version)
-    tags = tuple(dict.fromkeys(t.strip() for t in scope.tags))
+        params.append(_check_text("version", scope.version))
+    tags = tuple(dict.fromkeys(t.strip() for t in _texts("tag", scope.tags)))
     if tags:
         # Every listed tag: count the record's tags among them.
         where.append(f"(SELECT COUNT(*) FROM record_tags t WHERE t.record_id = r.id"
@@ -102,7 +140,7 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
     if scope.min_trust is not None:
         try:
             trust = float(scope.min_trust)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValidationError(f"min_trust {scope.min_trust!r} is not a number") from None
         if not (0.0 <= trust <= 1.0):
             raise ValidationError(f"min_trust {trust} is outside 0..1")

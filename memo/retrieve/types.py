@@ -145,6 +145,7 @@ class Trace:
     latency_ms: float
     limit: int = 0
     stage_ms: dict[str, float] = field(default_factory=dict)   # wall time per stage
+    notes: tuple[str, ...] = ()     # what the pipeline changed in the request (query cut...)
 
 
 @dataclass(frozen=True, slots=True)

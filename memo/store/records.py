@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from memo.errors import NotFound, ValidationError
 from memo.store.derived import index_passages
+from memo.text.limits import MAX_BODY_CHARS
 from memo.text.tokens import count_tokens
 from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
 
@@ -33,6 +34,11 @@ def content_hash(body: str) -> str:
 def validate_draft(draft: RecordDraft) -> None:
     if draft.kind not in KINDS:
         raise ValidationError(f"kind {draft.kind!r} is not one of {', '.join(KINDS)}")
+    if len(draft.body) > MAX_BODY_CHARS:
+        raise ValidationError(
+            f"text is {len(draft.body):,} characters, over the {MAX_BODY_CHARS:,}-character cap for one record",
+            hint="split it: put the parts in a folder and run `memo import <folder>`, or write one "
+                 "record per line to a .jsonl file and run `memo import <file>.jsonl` (committed in batches)")
     if not draft.body.strip():
         raise ValidationError("text is empty")
     if not (0.0 <= float(draft.trust) <= 1.0):

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memo.errors import QuerySyntaxError
+from memo.errors import QuerySyntaxError, ValidationError
 from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
-from memo.store.records import insert_record
+from memo.store.records import insert_record, validate_draft
+from memo.text import limits
 from memo.text.fts_query import (
     MAX_QUERY_CHARS,
     MAX_TERMS,
@@ -104,6 +105,18 @@ def test_length_caps():
     assert keyword_match(long) == '"alpha"'
     many = " ".join(f"w{i}" for i in range(200))
     assert len(query_words(many)) == MAX_TERMS
+    # one definition of the cap (memo.text.limits), cut at a word boundary
+    assert MAX_QUERY_CHARS == limits.MAX_QUERY_CHARS
+    cut = limits.clip_query("ab " * 4000 + "tail")
+    assert len(cut) <= MAX_QUERY_CHARS and cut.endswith("ab")
+    assert limits.clip_query("short") == "short"
+
+
+def test_an_add_over_the_body_cap_is_refused_with_an_import_hint():
+    validate_draft(RecordDraft(body="x" * limits.MAX_BODY_CHARS))
+    with pytest.raises(ValidationError) as err:
+        validate_draft(RecordDraft(body="x" * (limits.MAX_BODY_CHARS + 1)))
+    assert "cap" in str(err.value) and "memo import" in err.value.hint
 
 
 @pytest.mark.slow
