@@ -272,6 +272,50 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         removes them for good). More than one id needs confirm = the number of ids."""
         return run_tool("memory_forget", lambda: tools.forget(ids, confirm))
 
+    @tool("memory_fact_add", ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+    def memory_fact_add(
+        text: Annotated[str, Field(min_length=1, description="The fact: one short statement.")],
+        evidence: Annotated[list[Str], Field(min_length=1, description=(
+            "Evidence: passage ids '<record>:<n>', record ids (all their passages) or record/passage "
+            "ext_ids. The fact votes for these passages in memory_search."))],
+        namespace: Annotated[str, Field(min_length=1, description="Namespace of the fact.")] = "default",
+        subject: OptStr = None, predicate: OptStr = None, object: OptStr = None,  # noqa: A002
+        event_at: Annotated[IsoDate, Field(description="When it happened (ISO-8601).")] = None,
+        trust: Annotated[Trust, Field(description="How far to trust it, 0..1 (default 1).")] = None,
+        author: Annotated[OptStr, Field(description="Who or what wrote it (provenance).")] = None,
+        source: Annotated[OptStr, Field(description="Where it came from.")] = None,
+    ) -> CallToolResult:
+        """Store a fact tied to its evidence passages (one transaction: a bad evidence id
+        stores nothing). The same text with the same evidence is stored once."""
+        return run_tool("memory_fact_add", lambda: tools.fact_add(
+            text, evidence, namespace=namespace, subject=subject, predicate=predicate, object=object,
+            event_at=event_at, trust=trust, author=author, source=source))
+
+    @tool("memory_fact_list", READ_ONLY)
+    def memory_fact_list(
+        namespaces: Namespaces = None,
+        evidence: Annotated[OptStr, Field(description="Only facts citing this passage id or record id.")] = None,
+        include_forgotten: bool = False, include_superseded: bool = False,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Facts to return, 1..1000.")] = 50,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> CallToolResult:
+        """List facts newest first with their evidence passages (quoted data with provenance)."""
+        return run_tool("memory_fact_list", lambda: tools.fact_list(
+            namespaces=namespaces or (), evidence=evidence, include_forgotten=include_forgotten,
+            include_superseded=include_superseded, limit=limit, offset=offset), quoted=True)
+
+    @tool("memory_fact_forget", ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
+    def memory_fact_forget(
+        ids: Annotated[list[Str], Field(min_length=1, description="Fact ids to forget.")],
+        confirm: Annotated[int | None, Field(ge=1, description=(
+            "Required when more than one id is given: the number of distinct ids."))] = None,
+    ) -> CallToolResult:
+        """Forget facts: they stop voting in searches and leave lists (soft delete; `memo purge`
+        removes them for good). More than one id needs confirm = the number of ids."""
+        return run_tool("memory_fact_forget", lambda: tools.fact_forget(ids, confirm))
+
     @tool("memory_stats", READ_ONLY)
     def memory_stats() -> CallToolResult:
         """Counts: records (live, superseded, forgotten), passages, per-kind and per-namespace

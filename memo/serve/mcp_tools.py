@@ -27,7 +27,7 @@ from memo.retrieve import SearchRequest
 from memo.retrieve import search as run_search
 from memo.serialize import to_jsonable
 from memo.store.db import open_db, resolve_db_path
-from memo.types import RecordDraft, Scope
+from memo.types import FactDraft, RecordDraft, Scope
 
 # Profiles arrive from the client by name only: a path would let a tool call read any
 # TOML file on the machine.  The operator picks a path with `memo-mcp --profile`.
@@ -133,6 +133,37 @@ class MemoTools:
                 hint=f"repeat with confirm={len(distinct)} (the number of ids) to forget all of them")
         with self._lock:
             return to_jsonable(ops.forget(self.conn, distinct, confirm=confirm == len(distinct)))
+
+    # --- facts (memo.ops.facts) -----------------------------------------------------------
+    def fact_add(self, text: str, evidence: Sequence[str], **fields: Any) -> dict[str, Any]:
+        from memo.ops.facts import add_fact
+        draft = FactDraft(text=text, evidence=tuple(evidence),
+                          **{k: v for k, v in fields.items() if v is not None})
+        with self._lock:
+            return to_jsonable(add_fact(self.conn, draft))
+
+    def fact_list(self, *, namespaces: Sequence[str] = (), evidence: str | None = None,
+                  include_forgotten: bool = False, include_superseded: bool = False,
+                  limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        from memo.ops.facts import list_facts
+        with self._lock:
+            facts = list_facts(self.conn, namespaces=tuple(namespaces), evidence=evidence,
+                               include_forgotten=include_forgotten, include_superseded=include_superseded,
+                               limit=limit, offset=offset)
+        return {"count": len(facts), "facts": to_jsonable(facts)}
+
+    def fact_forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
+        from memo.ops.facts import forget_facts
+        distinct = tuple(dict.fromkeys(ids))
+        if not distinct:
+            raise ValidationError("no fact ids given", hint="pass ids: a list of fact ids")
+        # Same rule as memory_forget: more than one id needs confirm = the number of ids.
+        if (confirm is not None and confirm != len(distinct)) or (len(distinct) > 1 and confirm is None):
+            raise ConfirmationRequired(
+                f"forgetting {len(distinct)} facts needs confirm={len(distinct)}; nothing was forgotten",
+                hint=f"repeat with confirm={len(distinct)} (the number of ids) to forget all of them")
+        with self._lock:
+            return to_jsonable(forget_facts(self.conn, distinct, confirm=True))
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"memory_search", "memory_add", "memory_get", "memory_list", "memory_supersede",
-         "memory_forget", "memory_stats"}
+         "memory_forget", "memory_stats", "memory_fact_add", "memory_fact_list", "memory_fact_forget"}
 
 
 # --- helpers ---------------------------------------------------------------------------

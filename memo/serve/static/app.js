@@ -171,6 +171,24 @@
     return item;
   }
 
+  // The facts that voted for a result (fact arm): id, text, their rank and raw scores.
+  function factsBlock(votes) {
+    const box = el("div", "why-facts");
+    box.append(el("div", "muted", "facts behind this result"));
+    const list = el("ul");
+    for (const v of votes) {
+      const item = el("li", "why-fact");
+      item.dataset.fact = v.fact_id;
+      item.append(el("code", null, v.fact_id), el("span", null, " " + v.text + " "),
+        labelled("rank", num("fact_rank", v.rank)), labelled("score", num("fact_score", v.score)));
+      if (v.keyword_rank !== null) item.append(labelled("keyword", num("keyword_raw", v.keyword_raw)));
+      if (v.semantic_rank !== null) item.append(labelled("meaning", num("semantic_raw", v.semantic_raw)));
+      list.append(item);
+    }
+    box.append(list);
+    return box;
+  }
+
   function whyBlock(why) {
     const box = el("div", "why");
     const table = el("table", "why-arms");
@@ -189,6 +207,8 @@
       table.append(row);
     }
     box.append(table);
+    const votes = why.arms.fact && why.arms.fact.votes;
+    if (votes && votes.length) box.append(factsBlock(votes));
     const line = el("div", "why-total");
     line.append(labelled("fused", num("fused", why.fused)), el("span", null, " × "),
       labelled("recency", num("recency_factor", why.recency_factor)), el("span", null, " = "),
