@@ -273,8 +273,11 @@ def verify_copy(path: Path) -> tuple[str, dict[str, int]]:
     is on disk, not what a cache remembers).  Leaves no -wal/-shm behind."""
     copy = connect(path)
     try:
-        integrity = str(copy.execute("PRAGMA integrity_check").fetchone()[0])
-        got = _counts(copy)
+        try:
+            integrity = str(copy.execute("PRAGMA integrity_check").fetchone()[0])
+            got = _counts(copy)
+        except sqlite3.DatabaseError as exc:   # a page so damaged that the check itself stops
+            integrity, got = f"integrity_check failed: {exc}", {}
         copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         copy.close()

@@ -77,6 +77,7 @@ from memo.ops.maintenance import (
 )
 from memo.ops.reports import RestoreReport
 from memo.store.connect import BUSY_TIMEOUT_MS, connect, write_tx
+from memo.store.damage import clear_marker
 from memo.store.db import resolve_db_path
 from memo.store.derived import bump_vectors_epoch
 from memo.store.migrations import LATEST, ensure_schema, user_version
@@ -413,6 +414,7 @@ def _verify_live(conn: sqlite3.Connection, live: Path, bpath: Path, version: int
         raise StoreCorrupt(f"the restored database failed verification: integrity={integrity!r}, "
                            f"rows {got} != backup {counts}{where}",
                            hint="retry the restore; if it fails again, restore from another backup")
+    clear_marker(live)   # verified: a damaged mark of the replaced contents no longer applies
     return RestoreReport(source=str(bpath), path=str(live), method=method,
                          previous=str(previous) if previous else None, previous_integrity=previous_integrity,
                          schema_version=user_version(conn), backup_schema_version=version,

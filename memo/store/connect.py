@@ -19,7 +19,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memo.errors import StoreBusy, StoreCorrupt, StoreError, ValidationError
+from memo.errors import MemoError, StoreBusy, StoreCorrupt, StoreError, ValidationError
+from memo.store.damage import (
+    RESTORE_HINT,
+    check_header,
+    db_path_of,
+    is_corrupt_error,
+    mark_damaged,
+    refuse_if_damaged,
+    store_error_from,
+    undecodable_text,
+)
 from memo.store.write_queue import writer_turn
 
 BUSY_TIMEOUT_MS = 10_000
@@ -33,25 +43,93 @@ def _synchronous() -> str:
     return mode
 
 
+class MemoConnection(sqlite3.Connection):
+    """A ``sqlite3.Connection`` that knows its file (``memo_path``) and whether memo's write
+    path guards it (``memo_guarded``: ``write_tx`` refuses a database marked damaged;
+    set by ``memo.store.db.open_db``).  The plain class takes no attributes."""
+
+    memo_path: Path | None = None
+    memo_guarded: bool = False
+
+
 def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open ``path`` with memo's settings.  Autocommit mode: transactions are explicit
-    (``write_tx``), so no statement ever opens a DEFERRED transaction behind our back."""
+    (``write_tx``), so no statement ever opens a DEFERRED transaction behind our back.
+
+    An existing non-empty file must carry a sane SQLite header (``check_header``), else
+    StoreCorrupt.  A missing file is created whole: a one-page WAL database is built under
+    a private name and hard-linked into place, so no other process ever sees memo's new
+    database as a zero-byte file (``open_db`` refuses those: they are not memo databases).
+    """
     path = Path(path)
     if not readonly:
         path.parent.mkdir(parents=True, exist_ok=True)
-    uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        if not os.path.lexists(path):
+            _create_whole(path)
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        problem = check_header(path)
+        if problem:
+            raise StoreCorrupt(f"the database {path} {problem}", hint=RESTORE_HINT)
+    # mode=rw: never let SQLite create a file here (it would start empty); see above.
+    uri = f"file:{path}?mode=ro" if readonly else f"file:{path}?mode=rw"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                               isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False, factory=MemoConnection)
     except sqlite3.OperationalError as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
+    conn.memo_path = path
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys=ON")
-    if not readonly:
-        _enable_wal(conn)
-    conn.execute(f"PRAGMA synchronous={_synchronous()}")
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        if not readonly and not _foreign(conn):
+            _enable_wal(conn)
+        conn.execute(f"PRAGMA synchronous={_synchronous()}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise store_error_from(exc, f"opening {path}", path=path) from exc
+    except MemoError:
+        conn.close()
+        raise
     return conn
+
+
+def _foreign(conn: sqlite3.Connection) -> bool:
+    """True for another program's database (tables, none of memo's, not in WAL mode):
+    its journal mode is left alone; ``open_db`` refuses it right after."""
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return False
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    return bool(names) and "records" not in names
+
+
+def _create_whole(path: Path) -> None:
+    """Create an empty WAL-mode SQLite database at ``path`` unless something is there."""
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        fresh = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            fresh.execute("PRAGMA journal_mode=WAL")   # writes page 1: the header
+        finally:
+            fresh.close()
+        try:
+            os.link(tmp, path)          # atomic, never replaces: a concurrent creator may win
+        except FileExistsError:
+            pass
+        except OSError:                 # no hard links here (some network / FUSE file systems)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return
+            with os.fdopen(fd, "wb") as out:
+                out.write(tmp.read_bytes())
+                out.flush()
+                os.fsync(out.fileno())
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot create the database {path}: {exc}") from exc
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -83,10 +161,40 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     Before it, the writer takes its turn in the writers' queue (``memo.store.write_queue``:
     a file lock polled every <= 2 ms), so waiting writers do not sleep through a free lock
     in SQLite's busy handler; the turn is held until COMMIT or ROLLBACK.
+
+    A connection from memo's write path (``open_db``) first checks the damaged marker
+    (``memo.store.damage``): a database found damaged takes no write until ``memo doctor``
+    or a restore clears it.  SQLite's corruption errors inside the transaction roll it back,
+    mark the database and come out as StoreCorrupt.
     """
+    if getattr(conn, "memo_guarded", False):
+        refuse_if_damaged(db_path_of(conn))
     deadline = time.monotonic() + 3 * BUSY_TIMEOUT_MS / 1000
     with writer_turn(conn, deadline):
         yield from _write_tx(conn, deadline)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """ROLLBACK if a transaction is still open (SQLite ends it by itself after some
+    errors, e.g. SQLITE_CORRUPT; a ROLLBACK then would raise and hide the real error)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _corrupt_from(conn: sqlite3.Connection, err: BaseException, action: str) -> StoreCorrupt | None:
+    """When ``err`` is (or wraps) a SQLite corruption error: mark the database and return
+    the StoreCorrupt to raise; else None."""
+    if not (isinstance(err, StoreCorrupt) or is_corrupt_error(err)):
+        return None
+    path = db_path_of(conn)
+    if path:
+        mark_damaged(path, f"{action}: {err}")
+    if isinstance(err, StoreCorrupt):
+        return err
+    return StoreCorrupt(f"{action} failed: {err}", hint=RESTORE_HINT)
 
 
 def _write_tx(conn: sqlite3.Connection, deadline: float) -> Iterator[sqlite3.Connection]:
@@ -100,18 +208,29 @@ def _write_tx(conn: sqlite3.Connection, deadline: float) -> Iterator[sqlite3.Con
                 continue
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreBusy(f"database stayed locked: {exc}") from exc
-            raise StoreError(str(exc)) from exc
+            raise store_error_from(exc, "write", path=db_path_of(conn)) from exc
+        except sqlite3.DatabaseError as exc:
+            raise store_error_from(exc, "write", path=db_path_of(conn)) from exc
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+    except BaseException as err:
+        _rollback(conn)
+        corrupt = _corrupt_from(conn, err, "write")
+        if corrupt is not None and corrupt is not err:
+            raise corrupt from err
         raise
     else:
         try:
             conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
+            corrupt = _corrupt_from(conn, exc, "commit")
+            if corrupt is not None:
+                raise corrupt from exc
             raise StoreBusy(f"commit failed: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            _rollback(conn)
+            raise store_error_from(exc, "commit", path=db_path_of(conn)) from exc
 
 
 @contextmanager
@@ -138,12 +257,23 @@ def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise StoreBusy(f"could not start a read snapshot: {exc}") from exc
         raise StoreError(f"could not start a read snapshot: {exc}") from exc
     except sqlite3.DatabaseError as exc:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise StoreCorrupt(f"cannot read the database: {exc}") from exc
+        _rollback(conn)
+        raise store_error_from(exc, "reading the database", path=db_path_of(conn)) from exc
     try:
         yield conn
+    except sqlite3.DatabaseError as exc:
+        # Whatever statement of the body met a damaged page: typed error, database marked.
+        _rollback(conn)
+        raise store_error_from(exc, "reading the database", path=db_path_of(conn)) from exc
+    except UnicodeDecodeError as exc:
+        _rollback(conn)
+        raise undecodable_text("reading the database", exc) from exc
+    except MemoError as err:
+        _rollback(conn)
+        corrupt = _corrupt_from(conn, err, "reading the database")
+        if corrupt is not None and corrupt is not err:
+            raise corrupt from err
+        raise
     finally:
         # A read transaction commits nothing; ROLLBACK also ends it if a write slipped in.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        _rollback(conn)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import platformdirs
 
-from memo.errors import StoreError
-from memo.store.connect import connect
+from memo.errors import StoreCorrupt, StoreError, ValidationError
+from memo.store.connect import MemoConnection, connect
+from memo.store.damage import mark_damaged, read_marker, store_error_from
 from memo.store.migrations import check_schema, ensure_schema
 
 
@@ -27,15 +28,84 @@ def resolve_db_path(path: str | Path | None) -> Path:
 
 def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Connection:
     """Open the database.  ``write=True`` creates it and applies pending migrations (in one
-    BEGIN IMMEDIATE); ``write=False`` is the read path: it only checks the schema version."""
+    BEGIN IMMEDIATE); ``write=False`` is the read path: it only checks the schema version.
+
+    Both check what is there first (issue 9.7): an existing zero-byte file is refused (it is
+    not a memo database: a truncated copy, a failed download); the SQLite header
+    (``connect``), the schema version against the tables present (``check_tables``).  Every
+    SQLite error on the way is a typed StoreError (StoreCorrupt for damage).  The connection
+    is *guarded*: ``write_tx`` refuses to write while the database carries a damaged marker
+    (``memo.store.damage``); reading stays possible.
+    """
     p = resolve_db_path(path)
-    if not write:
-        if not p.exists():
-            raise StoreError(f"no database at {p}",
-                             hint="add something first (`memo add` / `memo import`), or pass --db / MEMO_DB")
-        conn = connect(p)
-        check_schema(conn)
-        return conn
+    if not write and not p.exists():
+        raise StoreError(f"no database at {p}",
+                         hint="add something first (`memo add` / `memo import`), or pass --db / MEMO_DB")
+    _refuse_empty(p)
     conn = connect(p)
-    ensure_schema(conn)
+    if isinstance(conn, MemoConnection):
+        conn.memo_guarded = True
+    try:
+        if write:
+            verify_for_write(conn, p)
+            ensure_schema(conn)
+        else:
+            check_schema(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise store_error_from(exc, f"opening {p}", path=p) from exc
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+DEFAULT_OPEN_CHECK_MB = 64
+
+
+def open_check_limit() -> int:
+    """Largest database (bytes, main file + WAL) that gets a quick_check when opened for
+    writing: ``$MEMO_OPEN_CHECK_MB`` (MiB; 0 turns it off), default 64 MiB (about 30 ms warm;
+    docs/architecture.md "Damaged databases")."""
+    raw = os.environ.get("MEMO_OPEN_CHECK_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else DEFAULT_OPEN_CHECK_MB
+    except ValueError:
+        raise ValidationError(f"MEMO_OPEN_CHECK_MB={raw!r} is not a number of MiB") from None
+    return max(0, int(mb * 1024 * 1024))
+
+
+def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
+    """Before memo writes into a file, ``PRAGMA quick_check`` it when it is small enough
+    (``open_check_limit``): damage found marks it, and ``write_tx`` then refuses every write
+    (reads stay possible).  Larger files rely on the marker set when an operation meets
+    damage, and on ``memo doctor``."""
+    if read_marker(p) is not None:
+        return
+    try:
+        size = sum(os.path.getsize(f) for f in (p, f"{p}-wal") if os.path.exists(f))
+    except OSError:
+        return
+    if size == 0 or size > open_check_limit():
+        return
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)")]
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return
+        rows = [str(exc)]
+    except sqlite3.DatabaseError as exc:
+        rows = [str(exc)]
+    if rows != ["ok"]:
+        mark_damaged(p, f"quick_check before writing: {'; '.join(rows)[:300]}")
+
+
+def _refuse_empty(p: Path) -> None:
+    try:
+        empty = p.is_file() and p.stat().st_size == 0
+    except OSError:
+        return
+    if empty:
+        raise StoreCorrupt(f"the database file {p} is empty (0 bytes): it is not a memo database",
+                           hint="delete it to start a new database, or restore a backup into it "
+                                "(`memo restore <backup> --yes`)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from memo.errors import StoreCorrupt
 from memo.text.identifiers import exact_terms
 
 
@@ -13,6 +14,8 @@ def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
     """Add passages (already inserted in ``passages``) to the keyword and exact indexes."""
     for pk in pks:
         row = conn.execute("SELECT text, section FROM passages WHERE pk = ?", (pk,)).fetchone()
+        if row is None:  # just inserted by the caller: only a damaged table loses it
+            raise StoreCorrupt(f"passage {pk} was just written but cannot be read back: the passages table is damaged")
         conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
                      (pk, row["text"], row["section"]))
         conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",

@@ -11,11 +11,14 @@ issues DDL, so concurrent readers never race on schema objects (tobi/qmd #925).
 
 from __future__ import annotations
 
+import logging
+import re
 import sqlite3
 from collections.abc import Callable
 
-from memo.errors import SchemaTooNew, StoreError
+from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
 from memo.store.connect import write_tx
+from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -184,13 +187,24 @@ def user_version(conn: sqlite3.Connection) -> int:
 
 
 def ensure_schema(conn: sqlite3.Connection) -> int:
-    """Apply every pending migration in one IMMEDIATE transaction; return the version."""
-    if user_version(conn) == LATEST:
+    """Apply every pending migration in one IMMEDIATE transaction; return the version.
+    Refuses a database that is not memo's or whose tables do not fit its version
+    (``check_tables``); a lost version number is restored only when proven
+    (``restore_lost_version``)."""
+    current = user_version(conn)
+    if current == LATEST:
+        check_tables(conn, LATEST)
         return LATEST
+    _refuse_negative(current)
+    if current <= LATEST:
+        check_tables(conn, current, lost_ok=True)   # refuse a foreign database before any lock
     with write_tx(conn):
         current = user_version(conn)  # re-read under the lock: another process may have won
         if current > LATEST:
             raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+        _refuse_negative(current)
+        if not check_tables(conn, current, lost_ok=True):
+            current = restore_lost_version(conn)
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
@@ -202,6 +216,119 @@ def check_schema(conn: sqlite3.Connection) -> None:
     current = user_version(conn)
     if current > LATEST:
         raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+    _refuse_negative(current)
+    check_tables(conn, current)
     if current < LATEST:
         raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
                          hint="run any write command (e.g. `memo stats --migrate` or `memo import`) to migrate")
+
+
+# --- Schema checks at open (issue 9.7): memo's tables, and nobody else's ------------------
+
+MEMO_TABLES = ("records", "passages")   # in every memo schema since v1
+_log = logging.getLogger(__name__)
+_LOST_HINT = ("`memo doctor` checks the database; a write command (e.g. `memo stats --migrate`) restores the "
+              "version number when the tables match one memo schema exactly and quick_check is ok")
+
+
+def user_tables(conn: sqlite3.Connection) -> set[str]:
+    """Tables and views, without SQLite's own (``sqlite_*``)."""
+    return {r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
+
+
+def _refuse_negative(version: int) -> None:
+    if version < 0:   # memo never writes one: a damaged header
+        raise StoreCorrupt(f"database schema version {version} is negative: the header is damaged",
+                           hint=RESTORE_HINT)
+
+
+def check_tables(conn: sqlite3.Connection, version: int, *, lost_ok: bool = False) -> bool:
+    """Do the tables present fit schema ``version``?  True when they do (or the file is
+    new: version 0, no tables).  A database with other programs' tables and none of memo's
+    is refused (memo never adds its tables to someone else's database).  Version 0 with
+    memo's tables means the version number was lost (a damaged header, another tool):
+    returns False when ``lost_ok`` (the write path then tries ``restore_lost_version``),
+    else StoreCorrupt."""
+    tables = user_tables(conn)
+    present = [t for t in MEMO_TABLES if t in tables]
+    if version == 0 and not tables:
+        return True
+    if not present:
+        shown = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
+        raise StoreError(f"{db_path_of(conn) or 'the database'} is not a memo database "
+                         f"(schema v{version}, tables: {shown or 'none'}); memo will not add its tables to it",
+                         hint="pass --db (or MEMO_DB) with memo's database file, or a new path to start one")
+    if version == 0:
+        if lost_ok:
+            return False
+        raise StoreCorrupt(f"{db_path_of(conn) or 'the database'} holds memo's tables but its schema version is "
+                           "0: the version number was lost", hint=_LOST_HINT)
+    missing = [t for t in MEMO_TABLES if t not in tables]
+    if missing:
+        raise StoreCorrupt(f"schema v{version} but memo's table(s) {', '.join(missing)} are missing",
+                           hint=RESTORE_HINT)
+    return True
+
+
+def _norm_sql(sql: str | None) -> str:
+    return " ".join(re.sub(r"--[^\n]*", " ", sql or "").split())
+
+
+def schema_signature(conn: sqlite3.Connection) -> frozenset[tuple[str, str, str, str]]:
+    """Every schema object (type, name, table, SQL without comments and extra blanks),
+    without SQLite's own and without FTS5 shadow tables (SQLite writes those itself, and
+    their SQL differs between SQLite versions)."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema "
+                        "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").fetchall()
+    vtabs = [r[1] for r in rows if (r[3] or "").upper().startswith("CREATE VIRTUAL TABLE")]
+    return frozenset((r[0], r[1], r[2], _norm_sql(r[3])) for r in rows
+                     if not any(r[1].startswith(v + "_") and r[0] == "table" for v in vtabs))
+
+
+_SIGNATURES: dict[tuple[int, int], frozenset[tuple[str, str, str, str]]] = {}
+
+
+def expected_signature(version: int) -> frozenset[tuple[str, str, str, str]]:
+    """The schema a database has right after migration ``version`` (built in memory)."""
+    key = (id(MIGRATIONS), version)
+    if key not in _SIGNATURES:
+        mem = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            for number in range(version):
+                MIGRATIONS[number](mem)
+            _SIGNATURES[key] = schema_signature(mem)
+        finally:
+            mem.close()
+    return _SIGNATURES[key]
+
+
+def proven_version(conn: sqlite3.Connection) -> int | None:
+    """The one schema version whose objects match the database's exactly, or None."""
+    sig = schema_signature(conn)
+    matches = [v for v in range(1, LATEST + 1) if expected_signature(v) == sig]
+    return matches[0] if len(matches) == 1 else None
+
+
+def restore_lost_version(conn: sqlite3.Connection) -> int:
+    """Write path, inside the migration transaction: user_version is 0 but memo's tables
+    are there.  Restore the number only when it is proven, i.e. the schema objects match
+    exactly one memo version and ``quick_check`` is ok (a lost version usually means a
+    damaged header: the rest of the file is checked before anything is written).
+    Otherwise StoreCorrupt, and nothing is written."""
+    version = proven_version(conn)
+    path = db_path_of(conn)
+    if version is None:
+        raise StoreCorrupt(f"{path or 'the database'} holds memo's tables but its schema version is 0, and its "
+                           "tables match no memo schema exactly: the version cannot be proven",
+                           hint=RESTORE_HINT)
+    check = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+    if check != ["ok"]:
+        if path:
+            mark_damaged(path, f"quick_check: {'; '.join(check)}")
+        raise StoreCorrupt(f"{path or 'the database'} lost its schema version and quick_check finds damage: "
+                           f"{'; '.join(check)[:300]}", hint=RESTORE_HINT)
+    conn.execute(f"PRAGMA user_version={version}")
+    _log.warning("%s: schema version was 0 with memo's tables; restored to v%d (tables match it exactly, "
+                 "quick_check ok)", path or "database", version)
+    return version

@@ -1,0 +1,44 @@
+"""``memo doctor``: check the database and say what to do (thin skin over ``memo.ops.doctor``).
+
+Exit codes: 0 healthy (notices such as pending vectors allowed), 9 a memo command repairs
+it (``memo reindex``, ``memo stats --migrate``), 10 damaged (restore a backup), 6 when
+there is no database to check.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
+from memo.ops.doctor import doctor as run_doctor
+
+_MARK = {True: "ok  ", False: "FAIL", None: "--  "}
+
+
+@handle_errors
+def doctor(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Check the database: header, schema version, quick_check, full-text indexes, row counts,
+    foreign keys. Says what to do about each problem (reindex, migrate, backfill, restore).
+
+    Exit 0 when healthy, 9 when `memo reindex` / `memo stats --migrate` repairs it,
+    10 when it is damaged (restore a backup)."""
+    report = run_doctor(db)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"database  {report.path}")
+        for check in report.checks:
+            typer.echo(f"  {_MARK[check.ok]}  {check.name:<13}{check.detail}")
+        for finding in report.findings:
+            typer.echo(f"{finding.severity}: {finding.problem}\n    -> {finding.action}")
+        if report.marker is not None or report.marker_after == "set":
+            typer.echo(f"damaged marker: {report.marker_after}"
+                       + (" (writes are refused until it is cleared)" if report.marker_after in ("set", "kept") else
+                          " (writes are allowed again)" if report.marker_after == "cleared" else ""))
+        typer.echo(f"status: {report.status} (exit {report.exit_code}, {report.seconds:.2f}s)")
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

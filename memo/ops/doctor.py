@@ -1,0 +1,396 @@
+"""``memo doctor``: check a database and say what to do about what is wrong.
+
+Checks, in order (each one a ``Check`` in the report; every problem a ``Finding`` with the
+action that fixes it):
+
+1. ``header``: the file's first 100 bytes (``memo.store.damage.check_header``); an empty or
+   non-SQLite file stops here.
+2. ``open``: memo's connection factory can open it.
+3. ``schema``: ``PRAGMA user_version`` against the tables present (not memo's; version lost
+   but provable; older / newer than this memo).
+4. ``quick_check``: ``PRAGMA quick_check`` (every page; O(size), docs/architecture.md).
+5. ``fts``: FTS5 ``integrity-check`` of every full-text index, with rank 1 so an
+   external-content index is also compared with its content table.
+6. ``counts``: rows of the keyword and exact indexes against ``passages`` (and ``facts_fts``
+   against ``facts``); vectors whose passage (fact) is gone; passages (facts) without a
+   vector: pending, a notice.
+7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
+
+Severity of a finding, and the exit code of ``memo doctor``:
+
+* ``notice`` (exit 0): nothing is wrong; e.g. vectors pending (``memo backfill``).
+* ``repair`` (exit 9): a memo command repairs it: ``memo reindex`` (derived indexes),
+  ``memo stats --migrate`` (older schema, or a lost version number the tables prove),
+  upgrading memo (newer schema).
+* ``damaged`` (exit 10): the file or its canonical rows are damaged, or it is not a memo
+  database: ``memo restore <backup> --yes`` (or point --db at the right file).
+
+The damaged marker (``memo.store.damage``) follows the verdict: set when the file is
+damaged, cleared when its pages and canonical rows are intact (a ``repair`` verdict clears
+it too, so ``memo reindex`` can run).  Nothing else is written.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memo.errors import MemoError, StoreError
+from memo.store.connect import connect
+from memo.store.damage import check_header, clear_marker, is_corrupt_error, mark_damaged, read_marker
+from memo.store.db import resolve_db_path
+from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
+
+EXIT_OK, EXIT_REPAIR, EXIT_DAMAGED = 0, 9, 10
+_RANK = {"ok": 0, "notice": 0, "repair": 1, "damaged": 2}
+_EXIT = {"ok": EXIT_OK, "notice": EXIT_OK, "repair": EXIT_REPAIR, "damaged": EXIT_DAMAGED}
+
+REINDEX = "run `memo reindex` (rebuilds the keyword, exact and fact indexes from the stored rows)"
+RESTORE = "restore a backup: `memo restore <backup> --yes` (the current file is kept beside it)"
+MIGRATE = "run `memo stats --migrate`"
+BACKFILL = "run `memo backfill` to embed them (search works meanwhile, without their vectors)"
+DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"
+_LIVE = "r.forgotten_at IS NULL AND r.superseded_at IS NULL"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool | None          # None: not run (an earlier check made it pointless)
+    detail: str
+    ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    severity: str            # "notice" | "repair" | "damaged"
+    problem: str
+    action: str
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    path: str
+    status: str              # "ok" | "notice" | "repair" | "damaged"
+    exit_code: int
+    schema_version: int | None
+    checks: tuple[Check, ...]
+    findings: tuple[Finding, ...]
+    counts: dict[str, int]
+    marker: dict[str, Any] | None     # the damaged marker found before the checks
+    marker_after: str                 # "none" | "set" | "kept" | "cleared"
+    seconds: float
+
+
+@dataclass
+class _Run:
+    path: Path
+    checks: list[Check] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    physical: bool = False   # pages or canonical rows damaged: the marker must be set
+    skip: str = ""           # why the remaining checks do not run
+
+    def check(self, name: str, ok: bool | None, detail: str, t0: float) -> None:
+        self.checks.append(Check(name, ok, detail, round((time.perf_counter() - t0) * 1000, 1)))
+
+    def find(self, check: str, severity: str, problem: str, action: str) -> None:
+        self.findings.append(Finding(check, severity, problem, action))
+        if severity == "damaged" and check not in ("schema",):
+            self.physical = True
+
+
+def doctor(path: str | Path | None = None) -> DoctorReport:
+    """Check the database at ``path`` (default: $MEMO_DB, else the user data dir)."""
+    started = time.perf_counter()
+    p = resolve_db_path(path)
+    if not p.exists():
+        raise StoreError(f"no database at {p}", hint="pass --db / MEMO_DB with the database file")
+    if p.is_dir():
+        raise StoreError(f"{p} is a folder, not a database file", hint="pass --db with the database file")
+    run = _Run(p)
+    marker = read_marker(p)
+    version: int | None = None
+    conn: sqlite3.Connection | None = None
+    try:
+        if _header(run):
+            conn = _open(run)
+        if conn is not None:
+            version = _schema(run, conn)
+            _quick_check(run, conn)
+            if not run.skip:
+                _fts(run, conn)
+                _counts(run, conn)
+                _foreign_keys(run, conn)
+        for name in ("open", "schema", "quick_check", "fts", "counts", "foreign_keys"):
+            if not any(c.name == name for c in run.checks):
+                run.checks.append(Check(name, None, f"not run: {run.skip or 'see above'}"))
+    finally:
+        if conn is not None:
+            conn.close()
+    status = max((f.severity for f in run.findings), key=_RANK.__getitem__, default="ok")
+    marker_after = _update_marker(run, marker, status)
+    return DoctorReport(path=str(p), status=status, exit_code=_EXIT[status], schema_version=version,
+                        checks=tuple(run.checks), findings=tuple(run.findings), counts=dict(run.counts),
+                        marker=marker, marker_after=marker_after,
+                        seconds=round(time.perf_counter() - started, 3))
+
+
+def _update_marker(run: _Run, marker: dict[str, Any] | None, status: str) -> str:
+    header_ok = any(c.name == "header" and c.ok for c in run.checks)
+    if run.physical and header_ok:
+        reason = "; ".join(f.problem for f in run.findings if f.severity == "damaged")
+        if marker is not None:
+            return "kept"
+        return "set" if mark_damaged(run.path, f"memo doctor: {reason}") else "none"
+    if marker is not None and status != "damaged":
+        return "cleared" if clear_marker(run.path) else "kept"
+    return "kept" if marker is not None else "none"
+
+
+def _header(run: _Run) -> bool:
+    t0 = time.perf_counter()
+    problem = check_header(run.path)
+    if problem is None:
+        run.check("header", True, "SQLite 3 header, sane page size and format bytes", t0)
+        return True
+    run.check("header", False, problem, t0)
+    run.skip = "the file header is not a SQLite database's"
+    if problem.startswith("is empty"):
+        run.find("header", "damaged", f"{run.path} is empty (0 bytes): not a memo database",
+                 "delete it to start a new database, or " + RESTORE)
+    else:
+        run.find("header", "damaged", f"{run.path} {problem}", RESTORE)
+    return False
+
+
+def _open(run: _Run) -> sqlite3.Connection | None:
+    t0 = time.perf_counter()
+    try:
+        conn = connect(run.path)
+        conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except (MemoError, sqlite3.DatabaseError) as exc:
+        run.check("open", False, str(exc), t0)
+        run.skip = "the database cannot be opened"
+        run.find("open", "damaged", f"cannot open the database: {exc}", RESTORE)
+        return None
+    run.check("open", True, "opened with memo's settings", t0)
+    return conn
+
+
+def _schema(run: _Run, conn: sqlite3.Connection) -> int | None:
+    t0 = time.perf_counter()
+    try:
+        version = user_version(conn)
+        tables = user_tables(conn)
+    except sqlite3.DatabaseError as exc:
+        run.check("schema", False, str(exc), t0)
+        run.find("schema", "damaged", f"the schema cannot be read: {exc}", RESTORE)
+        run.physical = True
+        run.skip = "the schema cannot be read"
+        return None
+    present = [t for t in MEMO_TABLES if t in tables]
+    if version == 0 and not tables:
+        run.check("schema", True, "v0: a new, empty database", t0)
+        run.find("schema", "notice", "the database is empty (schema v0)",
+                 "any write command (`memo add`, `memo import`) creates memo's tables")
+        run.skip = "the database is empty"
+    elif not present:
+        run.check("schema", False, f"v{version}, tables: {', '.join(sorted(tables)[:8])}", t0)
+        run.find("schema", "damaged", f"not a memo database (it holds {', '.join(sorted(tables)[:5])})",
+                 "pass --db (or MEMO_DB) with memo's database file; memo never adds its tables to "
+                 "another program's database")
+        run.skip = "not a memo database"
+    elif version == 0:
+        proven = proven_version(conn)
+        run.check("schema", False, "v0 with memo's tables: the version number was lost", t0)
+        if proven is not None:
+            run.find("schema", "repair", f"schema version lost (0); the tables match memo schema v{proven} exactly",
+                     f"{MIGRATE}: it restores v{proven} after quick_check (then migrates if needed)")
+        else:
+            run.find("schema", "damaged", "schema version lost (0) and the tables match no memo schema exactly",
+                     RESTORE)
+            run.physical = True
+    elif version > LATEST:
+        run.check("schema", False, f"v{version}, newer than this memo (v{LATEST})", t0)
+        run.find("schema", "repair", f"schema v{version} is newer than this memo (v{LATEST})",
+                 "upgrade memo (if no newer memo ever wrote this file, its version number is damaged: "
+                 + RESTORE + ")")
+        run.skip = "the schema is newer than this memo"
+    else:
+        missing = [t for t in MEMO_TABLES if t not in tables]
+        if missing:
+            run.check("schema", False, f"v{version}, missing {', '.join(missing)}", t0)
+            run.find("schema", "damaged", f"schema v{version} but memo's table(s) {', '.join(missing)} are missing",
+                     RESTORE)
+            run.physical = True
+            run.skip = "memo's tables are missing"
+        elif version < LATEST:
+            run.check("schema", True, f"v{version}, older than this memo (v{LATEST})", t0)
+            run.find("schema", "repair", f"schema v{version} is older than this memo (v{LATEST})", MIGRATE)
+        else:
+            run.check("schema", True, f"v{version}", t0)
+    return version
+
+
+_TREE = re.compile(r"\b[Tt]ree (\d+)\b")
+
+
+def _quick_check(run: _Run, conn: sqlite3.Connection) -> None:
+    t0 = time.perf_counter()
+    try:
+        lines = [str(r[0]) for r in conn.execute("PRAGMA quick_check(100)")]
+    except sqlite3.DatabaseError as exc:
+        lines = [f"quick_check stopped: {exc}"]
+    if lines == ["ok"]:
+        run.check("quick_check", True, "ok", t0)
+        return
+    run.check("quick_check", False, f"{len(lines)} problem(s): {lines[0][:200]}", t0)
+    where = _tables_of(conn, lines)
+    place = f" in {', '.join(where)}" if where else ""
+    run.find("quick_check", "damaged",
+             f"quick_check finds {len(lines)} problem(s){place}: {lines[0][:200]}", RESTORE)
+
+
+def _tables_of(conn: sqlite3.Connection, lines: list[str]) -> list[str]:
+    """Names of the tables whose b-trees quick_check names ("Tree N ..." is a root page)."""
+    roots = {int(m.group(1)) for line in lines for m in _TREE.finditer(line)}
+    if not roots:
+        return []
+    try:
+        rows = conn.execute("SELECT rootpage, tbl_name FROM sqlite_schema WHERE rootpage > 0").fetchall()
+    except sqlite3.DatabaseError:
+        return []
+    return sorted({r[1] for r in rows if r[0] in roots})
+
+
+def _fts_tables(conn: sqlite3.Connection) -> list[tuple[str, str | None]]:
+    """(name, content table or None) for every FTS5 table."""
+    out = []
+    for name, sql in conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table' "
+                                  "AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"):
+        if "fts5" not in (sql or "").lower():
+            continue
+        m = re.search(r"content\s*=\s*'([^']*)'", sql)
+        out.append((name, m.group(1) or None if m else None))
+    return out
+
+
+def _fts(run: _Run, conn: sqlite3.Connection) -> None:
+    t0 = time.perf_counter()
+    bad: list[str] = []
+    try:
+        tables = _fts_tables(conn)
+    except sqlite3.DatabaseError as exc:
+        run.check("fts", False, f"cannot list the full-text indexes: {exc}", t0)
+        return
+    for name, _content in tables:
+        try:
+            # rank 1: an external-content index is compared with its content table as well.
+            conn.execute(f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)')
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt_error(exc):
+                bad.append(f"{name}: could not run ({exc})")
+                continue
+            bad.append(name)
+            run.find("fts", "repair", f"the full-text index {name} does not match its rows ({exc})", REINDEX)
+    run.check("fts", not bad, "ok: " + ", ".join(n for n, _ in tables) if not bad else "; ".join(bad), t0)
+
+
+def _one(conn: sqlite3.Connection, sql: str, *params: object) -> int:
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+def _counts(run: _Run, conn: sqlite3.Connection) -> None:
+    t0 = time.perf_counter()
+    tables = user_tables(conn)
+    c = run.counts
+    problems: list[str] = []
+    try:
+        c["passages"] = _one(conn, "SELECT count(*) FROM passages")
+        if "passages_fts_docsize" in tables:
+            c["keyword_rows"] = _one(conn, "SELECT count(*) FROM passages_fts_docsize")
+            missing = _one(conn, "SELECT count(*) FROM passages WHERE pk NOT IN (SELECT id FROM passages_fts_docsize)")
+            extra = _one(conn, "SELECT count(*) FROM passages_fts_docsize WHERE id NOT IN (SELECT pk FROM passages)")
+            if missing or extra:
+                problems.append(f"keyword index: {missing} passage(s) missing, {extra} row(s) without a passage")
+        if "exact_fts" in tables:
+            c["exact_rows"] = _one(conn, "SELECT count(*) FROM exact_fts")
+            missing = _one(conn, "SELECT count(*) FROM passages WHERE pk NOT IN (SELECT rowid FROM exact_fts)")
+            extra = _one(conn, "SELECT count(*) FROM exact_fts WHERE rowid NOT IN (SELECT pk FROM passages)")
+            if missing or extra:
+                problems.append(f"exact index: {missing} passage(s) missing, {extra} row(s) without a passage")
+        if "facts" in tables and "facts_fts_docsize" in tables:
+            c["facts"] = _one(conn, "SELECT count(*) FROM facts")
+            c["fact_index_rows"] = _one(conn, "SELECT count(*) FROM facts_fts_docsize")
+            missing = _one(conn, "SELECT count(*) FROM facts WHERE pk NOT IN (SELECT id FROM facts_fts_docsize)")
+            extra = _one(conn, "SELECT count(*) FROM facts_fts_docsize WHERE id NOT IN (SELECT pk FROM facts)")
+            if missing or extra:
+                problems.append(f"fact index: {missing} fact(s) missing, {extra} row(s) without a fact")
+        for vt, key, parent in (("vectors", "passage_pk", "passages"), ("fact_vectors", "fact_pk", "facts")):
+            if vt in tables and parent in tables:
+                c[vt] = _one(conn, f"SELECT count(*) FROM {vt}")
+                orphans = _one(conn, f"SELECT count(*) FROM {vt} WHERE {key} NOT IN (SELECT pk FROM {parent})")
+                if orphans:
+                    problems.append(f"{vt}: {orphans} vector(s) of {parent} that no longer exist")
+        _pending(run, conn, tables)
+    except sqlite3.DatabaseError as exc:
+        run.check("counts", False, f"stopped: {exc}", t0)
+        sev = "damaged" if is_corrupt_error(exc) else "repair"
+        run.find("counts", sev, f"counting rows failed: {exc}", RESTORE if sev == "damaged" else REINDEX)
+        return
+    for problem in problems:
+        run.find("counts", "repair", problem, REINDEX)
+    detail = ", ".join(f"{k} {v}" for k, v in c.items())
+    run.check("counts", not problems, detail if not problems else "; ".join(problems), t0)
+
+
+def _pending(run: _Run, conn: sqlite3.Connection, tables: set[str]) -> None:
+    if "vectors" in tables and "records" in tables:
+        models = [r[0] for r in conn.execute("SELECT DISTINCT model_id FROM vectors ORDER BY model_id")]
+        pending = 0
+        for model in models or [DEFAULT_MODEL_ID]:
+            pending += _one(conn, f"""SELECT count(*) FROM passages p JOIN records r ON r.id = p.record_id
+                                      WHERE {_LIVE} AND NOT EXISTS (SELECT 1 FROM vectors v
+                                      WHERE v.passage_pk = p.pk AND v.model_id = ?)""", model)
+        run.counts["pending_vectors"] = pending
+        if pending:
+            run.find("counts", "notice", f"{pending} live passage(s) have no vector yet", BACKFILL)
+    if "fact_vectors" in tables and "facts" in tables:
+        models = [r[0] for r in conn.execute("SELECT DISTINCT model_id FROM fact_vectors ORDER BY model_id")]
+        pending = 0
+        for model in models or [DEFAULT_MODEL_ID]:
+            pending += _one(conn, """SELECT count(*) FROM facts f WHERE f.forgotten_at IS NULL
+                                     AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM fact_vectors v
+                                     WHERE v.fact_pk = f.pk AND v.model_id = ?)""", model)
+        run.counts["pending_fact_vectors"] = pending
+        if pending:
+            run.find("counts", "notice", f"{pending} live fact(s) have no vector yet", BACKFILL)
+
+
+_DERIVED_FK = {"vectors", "fact_vectors"}   # orphans are rebuilt away by `memo reindex`
+
+
+def _foreign_keys(run: _Run, conn: sqlite3.Connection) -> None:
+    t0 = time.perf_counter()
+    try:
+        rows = conn.execute("PRAGMA foreign_key_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        run.check("foreign_keys", False, f"stopped: {exc}", t0)
+        if is_corrupt_error(exc):
+            run.find("foreign_keys", "damaged", f"foreign_key_check failed: {exc}", RESTORE)
+        return
+    by_table: dict[str, int] = {}
+    for r in rows:
+        by_table[r[0]] = by_table.get(r[0], 0) + 1
+    for table, n in sorted(by_table.items()):
+        if table not in _DERIVED_FK:   # vectors: reported by the counts check already
+            run.find("foreign_keys", "damaged", f"{table}: {n} row(s) point at rows that no longer exist "
+                     "(canonical rows lost)", RESTORE)
+    detail = "ok" if not by_table else ", ".join(f"{t} {n}" for t, n in sorted(by_table.items()))
+    run.check("foreign_keys", not by_table, detail, t0)
