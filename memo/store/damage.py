@@ -1,21 +1,23 @@
 """Damaged databases: the cheap checks made at every open, and the "damaged" marker.
 
-Cost model (measured, docs/architecture.md "Damaged databases"): ``PRAGMA quick_check``
-reads every page, 28 ms warm / 0.3 s cold for a 54 MB database (5k passages) and
-1.0 s warm / 11 s cold for 1.2 GB (100k passages), so it is *not* run at open.  Instead:
+Cost model (measured, docs/architecture.md "8. Damaged databases"): ``PRAGMA quick_check``
+reads every page, 27 ms warm / 0.3 s cold for a 52 MB database (5k passages) and
+1.0 s warm / 11 s cold for 1.2 GB (100k passages with vectors).  So:
 
 * every open reads the 100-byte SQLite header (``check_header``: magic, page size, format
-  bytes) and the schema version against the tables present (``memo.store.migrations``);
-  microseconds;
+  bytes) and checks the schema version against the tables present
+  (``memo.store.migrations.check_tables``): about 0.03 ms together;
+* an open for writing runs ``quick_check`` first when the file (+ WAL) is at most 64 MiB
+  (``memo.store.db.verify_for_write``, ``$MEMO_OPEN_CHECK_MB``);
 * any operation that hits SQLite's "database disk image is malformed" / "file is not a
   database" (SQLITE_CORRUPT, SQLITE_NOTADB) writes a marker beside the file
   (``<db>-damaged``, JSON: when, what, the file's inode); while it is there, memo's write
   path (connections from ``memo.store.db.open_db``) refuses every write transaction, so
-  nothing is written on top of a page known to be bad;
-* ``memo doctor`` runs the full checks; it clears the marker when the canonical tables are
-  intact (then ``memo reindex`` can rebuild damaged derived indexes) and sets it when they
-  are not (then: ``memo restore``).  A restore that replaces the file (new inode) makes an
-  old marker stale; one that writes into the file in place clears it (``clear_marker``).
+  nothing is written on top of a page known to be bad; reading stays possible;
+* ``memo doctor`` runs the full checks; it clears the marker when the pages and canonical
+  rows are intact (then ``memo reindex`` can rebuild damaged derived indexes) and sets it
+  when they are not (then: ``memo restore``).  A verified restore clears it; a marker
+  naming another inode (the file was replaced) is stale and ignored.
 """
 
 from __future__ import annotations
