@@ -71,7 +71,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 2 arms
     ctx = ArmContext(conn=conn, query=checked.query, mode=checked.mode, scope_sql=scope_sql,
                      fetch_depth=profile.retrieve.fetch_depth, services=services,
-                     scope=request.scope, fusion_k=profile.fusion.k)
+                     scope=request.scope)
     runs = run_arms(ctx, ARMS)
     clock.lap("arms")
 

@@ -82,7 +82,7 @@ def _request_key(ctx: ArmContext) -> tuple[Any, ...]:
     """Everything an arm's hits depend on besides the data (``conn_cache`` covers that)."""
     svc = ctx.services.get("semantic")
     vec = ctx.services.get("query_vector")
-    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth, ctx.fusion_k,
+    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth,
             getattr(svc, "model_id", None),
             None if vec is None else vec.tobytes() if hasattr(vec, "tobytes") else tuple(vec))
 

@@ -9,8 +9,12 @@ passage" | runs always).
    ``memo.text.fts_query.keyword_match``) and meaning (cosine of the semantic arm's query
    vector with the fact vectors; only when the semantic service is available and the mode
    allows the semantic arm), each at most ``fetch_depth`` facts.
-3. One fact ranking: ``fact_score(f) = Σ_lists 1 / (k + rank_list(f))`` with k =
-   ``fusion.k`` (docs/architecture.md section 5); fact rank by score desc, then fact pk.
+3. One fact ranking: ``fact_score(f) = Σ_lists norm_list(f)``, the min-max normalised raw
+   score in each list (the min-max fusion's normalisation, memo.retrieve.fusion.minmax;
+   a lone or all-equal list normalises to 1.0), the two lists weighted equally
+   (docs/architecture.md section 5); fact rank by score desc, then fact pk.  On LoCoMo
+   with observations this merge beat RRF of the two lists (k 60): recall@10 0.710 vs
+   0.697 under minmax, 0.653 vs 0.651 under rrf (docs/eval.md).
 4. Each matched fact votes for its in-scope evidence passages.  A passage's raw score is
    its best voting fact's ``fact_score``; passages are ranked by that, then by the number
    of voting facts (more first), then pk.  ``votes`` lists the voting facts (``why``).
@@ -32,7 +36,9 @@ from memo.errors import ModelUnavailable, QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
 from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.fusion.minmax import minmax_contributions
 from memo.retrieve.scope import _stamp, parse_when
+from memo.retrieve.types import ArmRun
 from memo.text.fts_query import keyword_match
 from memo.types import Scope
 
@@ -44,7 +50,7 @@ class FactVote:
     fact_id: str
     text: str
     rank: int                     # in the merged fact ranking
-    score: float                  # fact_score: Σ 1 / (k + rank) over the two fact lists
+    score: float                  # fact_score: Σ min-max normalised raw over the two fact lists
     keyword_rank: int | None      # in the keyword fact list (None: not matched by keyword)
     keyword_raw: float | None     # -bm25 over facts_fts
     semantic_rank: int | None     # in the meaning fact list
@@ -123,9 +129,6 @@ class FactArm:
             return []
         conn = ctx.conn
         where, params = fact_filter_sql(ctx.scope, ctx.scope_sql.where, ctx.scope_sql.params)
-        k = ctx.fusion_k
-        if k is None:
-            raise ValueError("the fact arm needs ArmContext.fusion_k (profile fusion.k)")
         kw: dict[int, tuple[int, float]] = {}
         if match is not None:
             rows = conn.execute(
@@ -144,7 +147,7 @@ class FactArm:
                 if qvec is not None:
                     hits = svc.fact_index.search(conn, qvec, allowed, ctx.fetch_depth)
                     sem = {int(pk): (i, float(cos)) for i, (pk, cos) in enumerate(hits, 1)}
-        return _votes(conn, ctx, kw, sem, k)
+        return _votes(conn, ctx, kw, sem)
 
 
 def _allowed_facts(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> np.ndarray:
@@ -160,12 +163,21 @@ def _allowed_facts(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]
     return hit
 
 
-def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, float]],
-           sem: dict[int, tuple[int, float]], k: int) -> list[ArmHit]:
+def fact_scores(lists: tuple[dict[int, tuple[int, float]], ...]) -> dict[int, float]:
+    """fact pk -> Σ over the lists of its min-max normalised raw score (equal weights)."""
     score: dict[int, float] = {}
-    for lst in (kw, sem):
-        for fpk, (rank, _) in lst.items():
-            score[fpk] = score.get(fpk, 0.0) + 1.0 / (k + rank)
+    for lst in lists:
+        if not lst:
+            continue
+        run = ArmRun("fact", True, "", False, tuple(ArmHit(f, r, raw) for f, (r, raw) in lst.items()), 0.0)
+        for hit, norm in zip(run.hits, minmax_contributions(run, 1.0), strict=True):
+            score[hit.pk] = score.get(hit.pk, 0.0) + norm
+    return score
+
+
+def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, float]],
+           sem: dict[int, tuple[int, float]]) -> list[ArmHit]:
+    score = fact_scores((kw, sem))
     if not score:
         return []
     order = sorted(score, key=lambda f: (-score[f], f))

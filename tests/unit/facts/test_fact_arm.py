@@ -167,18 +167,21 @@ def test_meaning_only_fact_below_floor_is_abstained_above_is_kept(conn):
     assert set(ids(run(conn, "something else entirely", {"semantic": svc}))) == {weak, strong}
 
 
-def test_fact_ranking_merges_keyword_and_meaning_by_rrf(conn):
+def test_fact_ranking_sums_min_max_normalised_keyword_and_meaning(conn):
     a = rec(conn, "first")
     b = rec(conn, "second")
+    c = rec(conn, "third")
     fa = fact(conn, "orchard apples harvest", [a])
     fb = fact(conn, "the pears", [b])
-    svc = Semantic(fact_sims={fpk(conn, fa): 0.5, fpk(conn, fb): 0.9})
+    fc = fact(conn, "the plums", [c])
+    svc = Semantic(fact_sims={fpk(conn, fa): 0.5, fpk(conn, fb): 0.9, fpk(conn, fc): 0.1})
     resp = run(conn, "apples", {"semantic": svc})
     got = {r.record_id: r.why.arms["fact"] for r in resp.results}
-    k = 60
-    assert got[a].raw == 1 / (k + 1) + 1 / (k + 2)           # keyword rank 1 + meaning rank 2
-    assert got[b].raw == 1 / (k + 1)                          # meaning rank 1 only
+    # keyword list: fa alone -> 1.0; meaning list: (cos - 0.1) / (0.9 - 0.1)
+    assert got[a].raw == 1.0 + (0.5 - 0.1) / (0.9 - 0.1)
+    assert got[b].raw == 1.0
     assert got[a].rank == 1 and got[b].rank == 2
+    assert got[a].votes[0].keyword_rank == 1 and got[a].votes[0].semantic_rank == 2
 
 
 def test_query_without_words_still_raises_when_no_arm_can_run(conn):
