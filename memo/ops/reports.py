@@ -10,12 +10,24 @@ AddStatus = Literal["added", "updated", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
+class VectorStatus:
+    """What happened to the vectors of a committed write (after the commit, outside it).
+    A failure here never fails the write: the passages stay queued for `memo backfill`."""
+
+    embedded: int                     # vectors written by this command
+    queued: int                       # passages of this write still without a vector (import: all pending)
+    model_id: str | None = None       # the model embedded with (None when it could not be named)
+    error: str | None = None          # why vectors are queued, when embedding failed
+
+
+@dataclass(frozen=True, slots=True)
 class AddReport:
     status: AddStatus                 # skipped = same content already stored in the namespace
     record_id: str                    # the new record, or the existing duplicate when skipped
     passages: int
     superseded: str | None = None     # import: the older version this one replaced
     note: str | None = None           # why it was skipped, when that is not obvious
+    vectors: VectorStatus | None = None   # memo add (not import items, not skipped): the embedding outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +50,10 @@ class ImportReport:
     record_ids: tuple[str, ...] = ()  # added and updated records, in import order
     missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone since imported
     pruned: int = 0                   # records of those files forgotten (--prune)
+    facts_added: int = 0              # JSONL fact lines / LoCoMo observations stored as facts
+    facts_skipped: int = 0            # the same fact (text and evidence) was already stored
     seconds: float = 0.0
+    vectors: VectorStatus | None = None   # set by the caller that embeds after the import (the CLI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +83,7 @@ class SupersedeReport:
     new_id: str
     superseded_at: str
     passages: int
+    vectors: VectorStatus | None = None   # the embedding outcome of the new version
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,4 +135,18 @@ class BackupReport:
     size_bytes: int
     integrity: str                    # 'ok' or the first integrity_check message
     counts: dict[str, int]            # table -> rows, equal in source snapshot and copy
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreReport:
+    source: str                       # the backup file restored from
+    path: str                         # the database that now holds the backup's contents
+    method: str                       # 'sqlite-backup' (into the live database), 'replace', 'new-file'
+    previous: str | None              # safety copy of the replaced database (None: none kept / none existed)
+    previous_integrity: str | None    # integrity_check of that safety copy ('ok' unless it was damaged)
+    schema_version: int               # of the restored database (older backups are migrated)
+    backup_schema_version: int
+    integrity: str
+    counts: dict[str, int]            # table -> rows in the restored database
     seconds: float
