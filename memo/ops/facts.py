@@ -24,6 +24,7 @@ from memo.store.facts import (
     validate_fact,
 )
 from memo.store.facts import get_fact as _get_fact
+from memo.store.mentions import drop_fact_mentions
 from memo.store.records import utc_now
 from memo.types import Fact, FactDraft
 
@@ -157,6 +158,7 @@ def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *,
             raise ValidationError(f"fact {new_id} already says this with the same evidence; nothing to do")
         when = utc_now()
         conn.execute("UPDATE facts SET superseded_at = ?, superseded_by = ? WHERE id = ?", (when, new_id, old_id))
+        drop_fact_mentions(conn, [old_id])   # fact mentions follow live facts only
     embed_new_facts(conn, [pk] if pk is not None else [])
     return FactSupersedeReport(old_id, new_id, when, pids)
 
@@ -184,6 +186,7 @@ def forget_facts(conn: sqlite3.Connection, fact_ids: Iterable[str], *, confirm: 
                 already.append(fid)
                 continue
             conn.execute("UPDATE facts SET forgotten_at = ? WHERE id = ?", (when, fid))
+            drop_fact_mentions(conn, [fid])
             done.append(fid)
     return FactForgetReport(tuple(done), tuple(already), when)
 

@@ -13,12 +13,13 @@ from memo.ops.guard import store_errors
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, read_tx, write_tx
 from memo.store.derived import rebuild_derived
+from memo.store.mentions import rebuild_mentions
 from memo.store.migrations import user_version
 from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 
 # Canonical and derived tables whose row counts a backup must reproduce.
 COUNTED_TABLES = ("records", "record_tags", "passages", "vectors", "exact_fts", "memo_meta",
-                  "facts", "fact_evidence", "fact_vectors")  # a table a database lacks is skipped
+                  "facts", "fact_evidence", "fact_vectors", "entities", "entity_aliases", "mentions")  # a table a database lacks is skipped
 DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"  # the semantic helper's default (TEAM.md contract)
 
 
@@ -59,10 +60,12 @@ def stats(conn: sqlite3.Connection) -> StatsReport:
 
 @store_errors("reindex")
 def reindex(conn: sqlite3.Connection) -> ReindexReport:
-    """Rebuild the keyword and exact indexes from ``passages`` in one write transaction."""
+    """Rebuild the keyword and exact indexes and the entity mentions from ``passages``
+    (and live facts) in one write transaction."""
     started = time.monotonic()
     with write_tx(conn):
         result = rebuild_derived(conn)
+        rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
     kw = int(conn.execute("SELECT count(*) FROM passages_fts").fetchone()[0])
     ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
     n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])

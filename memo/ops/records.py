@@ -13,6 +13,7 @@ from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, Supersede
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
 from memo.store.facts import purge_fact_rows
+from memo.store.mentions import drop_record_mentions
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
 from memo.types import KINDS, Record, RecordDraft
 
@@ -150,6 +151,7 @@ def forget_rows(conn: sqlite3.Connection, ids: tuple[str, ...], when: str) -> tu
             continue
         conn.execute("UPDATE records SET forgotten_at = ? WHERE id = ?", (when, rid))
         done.append(rid)
+    drop_record_mentions(conn, done)   # forgotten never comes back: its mentions go now
     return tuple(done), tuple(already)
 
 

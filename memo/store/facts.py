@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 
 from memo.errors import NotFound, ValidationError
 from memo.store.derived import bump_vectors_epoch
+from memo.store.mentions import index_fact_mentions
 from memo.types import Fact, FactDraft, FactEvidence
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
@@ -154,6 +155,7 @@ def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[t
     pk = int(cur.lastrowid)
     conn.executemany("INSERT OR IGNORE INTO fact_evidence(fact_pk, passage_pk) VALUES (?, ?)",
                      [(pk, ppk) for ppk, _ in evidence])
+    index_fact_mentions(conn, pk)   # its subject, object and names, on its evidence passages
     return fid, pk
 
 

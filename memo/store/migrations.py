@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
 from memo.store.connect import write_tx
+from memo.store.mentions import m003_entities
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged
 
 
@@ -178,7 +179,13 @@ def m002_facts(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts]
+def m003_mentions(conn: sqlite3.Connection) -> None:
+    """Entities, aliases and mentions (derived from passages and facts; rebuilt by
+    ``memo reindex``), filled from the rows already stored.  memo/store/mentions.py."""
+    m003_entities(conn, _run_script)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions]
 LATEST = len(MIGRATIONS)
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from memo.errors import NotFound, ValidationError
 from memo.store.derived import index_passages
+from memo.store.mentions import explicit_entities, index_passage_mentions
 from memo.text.limits import MAX_BODY_CHARS
 from memo.text.tokens import count_tokens
 from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
@@ -84,6 +85,7 @@ def insert_record(conn: sqlite3.Connection, draft: RecordDraft,
              p.ext_id, count_tokens(f"{p.section}\n{p.text}" if p.section else p.text)))
         pks.append(int(cur.lastrowid))
     index_passages(conn, pks)
+    index_passage_mentions(conn, pks, explicit_entities(draft.meta))
     return rid
 
 

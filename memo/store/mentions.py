@@ -1,0 +1,178 @@
+"""Entities, aliases and mentions (migration 3): derived tables, written in the same
+transaction as the rows they come from and rebuilt from them by ``memo reindex``.
+
+* ``entities(pk, key, name, kind)``: one row per case-folded key (``memo.text.entities``),
+  shared by every namespace (a search only ever sees the mentions in its scope).
+* ``entity_aliases(alias, entity_pk)``: the case-folded forms a query may name it by.
+* ``mentions(seq, passage_pk, entity_pk, count, fact_pk)``: passage ``passage_pk``
+  mentions the entity ``count`` times.  ``fact_pk`` NULL = the passage's own text, speaker
+  or explicit entities (``record.meta["entities"]``); set = a live fact whose evidence the
+  passage is names the entity (subject, object, names in its text): that is how facts'
+  subject-object links enter the mention graph.
+
+Kept in step:
+* ``insert_record`` -> ``index_passage_mentions``; ``insert_fact`` -> ``index_fact_mentions``.
+* Forgetting a record deletes its passages' mentions (forgotten records never come back);
+  superseding keeps them (``as_of`` searches still see the old version; the live filter
+  hides it from both arms, which apply the same scope).  Forgetting or superseding a fact
+  deletes its mentions (fact mentions follow live facts only).  Purge deletes rows by
+  foreign key.
+* ``seq`` only grows (AUTOINCREMENT): the graph cache (``memo.graph.cache``) loads rows
+  with ``seq`` above the last one it saw; any deletion bumps ``memo_meta.mentions_epoch``
+  and the cache reloads in full.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from memo.text.entities import EntityMention, aliases, extract
+
+DDL = """
+CREATE TABLE entities (
+    pk   INTEGER PRIMARY KEY,
+    key  TEXT NOT NULL UNIQUE,        -- memo.text.entities.entity_key(name)
+    name TEXT NOT NULL,               -- display form (first seen)
+    kind TEXT NOT NULL                -- memo.text.entities.KINDS (first seen)
+);
+CREATE TABLE entity_aliases (
+    alias     TEXT NOT NULL,          -- case-folded form a query may use
+    entity_pk INTEGER NOT NULL REFERENCES entities(pk) ON DELETE CASCADE,
+    PRIMARY KEY (alias, entity_pk)
+) WITHOUT ROWID;
+CREATE INDEX entity_aliases_entity ON entity_aliases(entity_pk);
+CREATE TABLE mentions (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,   -- only grows: the graph cache loads new rows
+    passage_pk INTEGER NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+    entity_pk  INTEGER NOT NULL REFERENCES entities(pk) ON DELETE CASCADE,
+    count      INTEGER NOT NULL,
+    fact_pk    INTEGER REFERENCES facts(pk) ON DELETE CASCADE   -- NULL: the passage's own text
+);
+CREATE UNIQUE INDEX mentions_key ON mentions(passage_pk, entity_pk, ifnull(fact_pk, 0));
+CREATE INDEX mentions_entity ON mentions(entity_pk, passage_pk);
+CREATE INDEX mentions_fact ON mentions(fact_pk) WHERE fact_pk IS NOT NULL;
+INSERT INTO memo_meta(key, value) VALUES ('mentions_epoch', '0');
+"""
+
+LIVE_FACT = "superseded_at IS NULL AND forgotten_at IS NULL"
+
+
+def explicit_entities(meta: object) -> tuple[str, ...]:
+    """``record.meta["entities"]``: names given by the caller (``--entity``, JSONL, MCP)."""
+    if not isinstance(meta, dict):
+        return ()
+    value = meta.get("entities")
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, str) and v.strip())
+
+
+def _entity_pks(conn: sqlite3.Connection, found: Sequence[EntityMention]) -> list[int]:
+    out = []
+    for m in found:
+        row = conn.execute("SELECT pk FROM entities WHERE key = ?", (m.key,)).fetchone()
+        if row is None:
+            pk = int(conn.execute("INSERT INTO entities(key, name, kind) VALUES (?, ?, ?)",
+                                  (m.key, m.name, m.kind)).lastrowid)
+            conn.executemany("INSERT OR IGNORE INTO entity_aliases(alias, entity_pk) VALUES (?, ?)",
+                             [(a, pk) for a in aliases(m.key)])
+        else:
+            pk = int(row[0])
+        out.append(pk)
+    return out
+
+
+def _write(conn: sqlite3.Connection, passage_pk: int, found: Sequence[EntityMention], fact_pk: int | None) -> int:
+    if not found:
+        return 0
+    pks = _entity_pks(conn, found)
+    conn.executemany(
+        "INSERT INTO mentions(passage_pk, entity_pk, count, fact_pk) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO UPDATE SET count = count + excluded.count",
+        [(passage_pk, epk, m.count, fact_pk) for epk, m in zip(pks, found, strict=True)])
+    return len(found)
+
+
+def index_passage_mentions(conn: sqlite3.Connection, pks: Iterable[int], explicit: Sequence[str] = ()) -> int:
+    """Extract and store the mentions of passages just inserted (caller's transaction)."""
+    n = 0
+    for pk in pks:
+        row = conn.execute("SELECT text, speaker FROM passages WHERE pk = ?", (pk,)).fetchone()
+        if row is None:
+            continue
+        n += _write(conn, int(pk), extract(row[0], speaker=row[1], explicit=explicit), None)
+    return n
+
+
+def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int) -> int:
+    """A fact names its subject, object and the names in its text; each of its evidence
+    passages gets those as mentions tagged with the fact (caller's transaction)."""
+    row = conn.execute("SELECT text, subject, object FROM facts WHERE pk = ?", (fact_pk,)).fetchone()
+    if row is None:
+        return 0
+    found = extract(row[0], fact_terms=[t for t in (row[1], row[2]) if t])
+    n = 0
+    for (ppk,) in conn.execute("SELECT passage_pk FROM fact_evidence WHERE fact_pk = ? ORDER BY passage_pk",
+                               (fact_pk,)).fetchall():
+        n += _write(conn, int(ppk), found, fact_pk)
+    return n
+
+
+def bump_mentions_epoch(conn: sqlite3.Connection) -> None:
+    """Rows went away: graph caches reload in full."""
+    conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'mentions_epoch'")
+
+
+def drop_record_mentions(conn: sqlite3.Connection, record_ids: Iterable[str]) -> int:
+    """Delete the mentions of these records' passages (forget; caller's transaction)."""
+    n = 0
+    for rid in record_ids:
+        n += conn.execute("DELETE FROM mentions WHERE passage_pk IN (SELECT pk FROM passages WHERE record_id = ?)",
+                          (rid,)).rowcount
+    if n:
+        bump_mentions_epoch(conn)
+    return n
+
+
+def drop_fact_mentions(conn: sqlite3.Connection, fact_ids: Iterable[str]) -> int:
+    """Delete the mentions a fact contributed (fact forgotten or superseded)."""
+    n = 0
+    for fid in fact_ids:
+        n += conn.execute("DELETE FROM mentions WHERE fact_pk = (SELECT pk FROM facts WHERE id = ?)",
+                          (fid,)).rowcount
+    if n:
+        bump_mentions_epoch(conn)
+    return n
+
+
+def rebuild_mentions(conn: sqlite3.Connection) -> dict[str, int]:
+    """Rebuild entities, aliases and mentions from passages of records that are not
+    forgotten and from live facts (caller holds a write tx; ``memo reindex``, migration 3)."""
+    conn.execute("DELETE FROM mentions")
+    conn.execute("DELETE FROM entity_aliases")
+    conn.execute("DELETE FROM entities")
+    n = 0
+    for rid, meta in conn.execute("SELECT id, meta FROM records WHERE forgotten_at IS NULL ORDER BY rowid").fetchall():
+        try:
+            explicit = explicit_entities(json.loads(meta or "{}"))
+        except ValueError:
+            explicit = ()
+        pks = [r[0] for r in conn.execute("SELECT pk FROM passages WHERE record_id = ? ORDER BY ord", (rid,))]
+        n += index_passage_mentions(conn, pks, explicit)
+    facts = 0
+    for (fpk,) in conn.execute(f"SELECT pk FROM facts WHERE {LIVE_FACT} ORDER BY pk").fetchall():
+        n += index_fact_mentions(conn, int(fpk))
+        facts += 1
+    bump_mentions_epoch(conn)
+    return {"mentions": n, "entities": int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
+            "facts": facts}
+
+
+def m003_entities(conn: sqlite3.Connection, run_script) -> None:  # noqa: ANN001 - migrations' runner
+    """Migration 3: the tables above, filled from the rows already stored."""
+    run_script(conn, DDL)
+    rebuild_mentions(conn)
