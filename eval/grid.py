@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memo.errors import ValidationError
+from memo.profile import load_profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +37,6 @@ class RunSpec:
 
     def load(self):
         """The validated Profile (raises ProfileError naming the bad key)."""
-        from memo.profile import load_profile
-
         base = load_profile(self.profile)
         return base.with_overrides(dict(self.overrides)) if self.overrides else base
 

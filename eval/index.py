@@ -28,22 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.cache import cache_root
 from eval.datasets import EvalSet
 from memo.errors import DatasetError
 from memo.store.connect import write_tx
 from memo.store.db import open_db
-from memo.store.migrations import LATEST
 from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
+from memo.store.migrations import LATEST
 from memo.store.records import content_hash, find_live_duplicate, insert_record
 
 INDEX_FORMAT = 1   # bump when this module changes what it writes into an index
 
 Progress = Callable[[str, int, int], None]   # (stage, done, total)
-
-
-def cache_root() -> Path:
-    env = os.environ.get("MEMO_CACHE")
-    return Path(env).expanduser() / "eval" if env else Path.cwd() / ".cache" / "memo-eval"
 
 
 def _code_hash() -> str:

@@ -31,7 +31,7 @@ from eval.datasets import EvalQuery, EvalSet
 from eval.grid import RunSpec
 from eval.traces import RESULT_FIELDS, RESULT_INDEX
 from memo.errors import DatasetError
-from memo.retrieve.arms.base import ARM_NAMES
+from memo.types import ARM_NAMES
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing

@@ -19,7 +19,7 @@ from typing import Any
 from eval import plots
 from eval.anchors import anchors_for
 from eval.traces import METRIC_COLUMNS, duck
-from memo.retrieve.arms.base import ARM_NAMES
+from memo.types import ARM_NAMES
 
 SUMMARY_METRICS = (*METRIC_COLUMNS, "abstain_precision", "abstain_recall")
 

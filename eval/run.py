@@ -12,12 +12,14 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from eval import metrics as M
-from eval.datasets import EvalSet, load_eval_set
+from eval.datasets import OBS_SUFFIX, EvalSet, load_eval_set
 from eval.grid import RunSpec
+from eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors
 from eval.replay import ReplayConfig, RunOutput, replay
 from eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
 
@@ -25,8 +27,6 @@ Status = Callable[[str], None]
 
 
 def code_version() -> dict[str, str | None]:
-    import memo
-
     sha = None
     try:
         root = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def code_version() -> dict[str, str | None]:
             sha += "-dirty"
     except (OSError, subprocess.SubprocessError):
         pass
-    ver = memo.__version__
+    ver = version("memo")
     return {"git_sha": sha, "memo_version": ver, "code_version": f"{ver}+{sha}" if sha else ver}
 
 
@@ -62,9 +62,6 @@ def _uses_semantic(specs: Sequence[RunSpec]) -> bool:
 
 
 def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfig, dict[str, Any]]:
-    from eval.datasets import OBS_SUFFIX
-    from eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors
-
     info: dict[str, Any] = {}
     if opts.db is not None:
         db_path = Path(opts.db)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memo.errors import DatasetError
-from memo.retrieve.arms.base import ARM_NAMES
+from memo.types import ARM_NAMES
 
 METRIC_COLUMNS: tuple[str, ...] = ("ndcg_10", "recall_10", "recall_100", "rr_10")
 

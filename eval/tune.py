@@ -23,6 +23,7 @@ from eval.anchors import against
 from eval.grid import RunSpec, expand
 from eval.run import EvalOptions, code_version, run_eval
 from memo.errors import ValidationError
+from memo.profile import load_profile
 
 # Only weight *ratios* matter to both fusions (cutoff is relative, abstention reads raw
 # cosines), so the keyword weight stays at 0.5 and the others move around it.  The exact
@@ -151,8 +152,6 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
     out_profile.parent.mkdir(parents=True, exist_ok=True)
     out_profile.write_text(profile_toml(profile, header), encoding="utf-8")
     # The file must load back as a valid profile with the same constants.
-    from memo.profile import load_profile
-
     reloaded = load_profile(str(out_profile.resolve()))
     if {k: v for k, v in reloaded.flat().items() if k != "name"} != \
             {k: v for k, v in profile.flat().items() if k != "name"}:

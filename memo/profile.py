@@ -24,8 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from memo.errors import ProfileError
-from memo.retrieve.arms.base import ARM_NAMES
-from memo.types import KINDS
+from memo.types import ARM_NAMES, KINDS
 
 PROFILE_DIRS: tuple[Path, ...] = (
     Path(__file__).resolve().parent.parent / "profiles",   # repo checkout / editable install

@@ -8,6 +8,14 @@ from typing import Literal
 Kind = Literal["note", "conversation", "doc", "code"]
 KINDS: tuple[str, ...] = ("note", "conversation", "doc", "code")
 
+# Search vocabulary: the lowest layer owns it, so profiles (memo.profile), the pipeline
+# (memo.retrieve) and the skins all read the same names without importing each other.
+# ``memo.retrieve.arms.base`` and ``memo.retrieve.types`` re-export them.
+ArmName = Literal["keyword", "exact", "semantic", "fact", "entity", "graph"]
+ARM_NAMES: tuple[str, ...] = ("semantic", "keyword", "exact", "fact", "entity", "graph")
+Mode = Literal["auto", "keyword", "exact", "semantic"]
+MODES: tuple[str, ...] = ("auto", "keyword", "exact", "semantic")
+
 
 @dataclass(frozen=True, slots=True)
 class PassageDraft:

@@ -7,82 +7,42 @@ grade}) and a way to read its corpus as record drafts.  ``unit`` says what a qre
   passage id or import path (``auto``), results are de-duplicated per record;
 * ``passage`` - ``<namespace>#<passage ext_id>`` (LoCoMo turn ids like ``D1:3``).
 
-``load_eval_set(name_or_path, split)`` resolves ``scifact``, ``locomo``, any BEIR folder,
+``load_eval_set(name_or_path, split)`` resolves ``sample`` (the 300-abstract SciFact sample
+packaged with memo), ``scifact``, ``locomo``, any BEIR folder,
 a LoCoMo JSON file, or a user's JSONL query file (docs/eval.md); ``locomo-obs`` is LoCoMo
 with the observations indexed as facts (same queries and qrels, another index).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal
 
+from eval.cache import cache_root
+from eval.datasets import beir, custom, locomo
+from eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, Unit, file_sha256
 from memo.errors import DatasetError
-from memo.types import RecordDraft
 
-Unit = Literal["record", "passage", "auto"]
+__all__ = ["DATASETS_DIR", "OBS_SUFFIX", "SAMPLE", "EvalQuery", "EvalSet", "Unit", "dataset_dir", "fetched_dir",
+           "file_sha256", "load_eval_set", "sample_dir"]
 
-# Data sets that ship with the repository (datasets/<name>/, with SOURCE.md + LICENCE.md).
+# Data sets in a repository checkout (datasets/<name>/, with SOURCE.md + LICENCE.md); an
+# installed memo has none of them (``memo eval fetch`` downloads scifact and locomo).
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATASETS_DIR = REPO_ROOT / "datasets"
-OBS_SUFFIX = "-obs"   # "locomo-obs": LoCoMo with each session's observations indexed as facts
+# The bundled sample (300 SciFact abstracts + their test claims, two markdown notes) ships
+# inside the memo package: ``memo eval run -d sample`` works from any install.
+SAMPLE = "sample"
 
 
-@dataclass(frozen=True, slots=True)
-class EvalQuery:
-    qid: str
-    text: str
-    namespace: str | None = None   # search only inside this namespace (LoCoMo: the conversation)
-    category: str | None = None    # reported per category (LoCoMo 1-5)
-    answerable: bool = True        # False: the right answer is to abstain (zero results)
-    now: str | None = None         # reference time for recency (ISO); None = wall clock
-
-
-@dataclass(frozen=True)
-class EvalSet:
-    name: str                                   # "scifact", "locomo", or the file stem
-    split: str
-    corpus_hash: str                            # sha256 of the corpus file(s): split-independent
-    unit: Unit
-    queries: tuple[EvalQuery, ...]
-    qrels: Mapping[str, Mapping[str, int]]      # qid -> {unit key -> grade > 0}
-    corpus: Callable[[], Iterator[RecordDraft]] | None  # None: the corpus is a user's memo DB
-    source: str = ""                            # where it was read from
-    notes: Mapping[str, object] = field(default_factory=dict)  # loader diagnostics (fixed ids...)
-    # Facts indexed with the corpus, as (where, FactDraft) ("locomo-obs": the observations)
-    facts: Callable[[], Iterator[tuple[str, Any]]] | None = None
-
-    @property
-    def dataset_hash(self) -> str:
-        """Hash of corpus + this split's queries and qrels (for the runs table)."""
-        import hashlib
-        h = hashlib.sha256(self.corpus_hash.encode())
-        for q in self.queries:
-            h.update(f"\x1e{q.qid}\x1f{q.text}\x1f{q.namespace}\x1f{q.answerable}".encode())
-            for key, grade in sorted(self.qrels.get(q.qid, {}).items()):
-                h.update(f"\x1d{key}={grade}".encode())
-        return h.hexdigest()
-
-    def by_id(self) -> dict[str, EvalQuery]:
-        return {q.qid: q for q in self.queries}
-
-
-def file_sha256(*paths: Path) -> str:
-    import hashlib
-    h = hashlib.sha256()
-    for p in paths:
-        with p.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
+def sample_dir() -> Path:
+    """The packaged sample folder (``scifact/`` in BEIR layout, ``notes/``, licence)."""
+    return Path(str(files("memo") / "sample"))
 
 
 def fetched_dir() -> Path:
     """Where ``memo eval fetch`` puts data sets by default."""
-    from eval.index import cache_root
-
     return cache_root() / "datasets"
 
 
@@ -97,18 +57,19 @@ def dataset_dir(name: str) -> Path:
 def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None = None) -> EvalSet:
     """Resolve a data set by name or path and load one split.  ``limit`` keeps the first N
     queries (fast checks); the corpus is always whole."""
-    from eval.datasets import beir, custom, locomo
-
     # "<name>-obs": the LoCoMo data set with its observations indexed as facts.
     observations = False
     if name_or_path.endswith(OBS_SUFFIX) and not Path(name_or_path).expanduser().exists():
         name_or_path, observations = name_or_path[:-len(OBS_SUFFIX)], True
     path = Path(name_or_path).expanduser()
-    if not path.exists():
+    sample = name_or_path == SAMPLE and not path.exists()
+    if sample:
+        path = sample_dir() / "scifact"
+    elif not path.exists():
         path = dataset_dir(name_or_path)
     if not path.exists():
         raise DatasetError(f"unknown data set {name_or_path!r}",
-                           hint="use scifact, locomo, a BEIR folder, a LoCoMo .json or a queries .jsonl "
+                           hint="use sample, scifact, locomo, a BEIR folder, a LoCoMo .json or a queries .jsonl "
                                 "(`memo eval fetch` downloads the public ones)")
     if path.is_dir() and (path / "queries.jsonl").exists():
         es = beir.load_beir(path, split)
@@ -120,6 +81,8 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         es = custom.load_custom(path, split)
     else:
         raise DatasetError(f"{path}: not a BEIR folder, LoCoMo JSON or queries JSONL")
+    if sample:
+        es = replace(es, name=SAMPLE)
     if observations:
         if es.name != "locomo":
             raise DatasetError(f"{name_or_path}{OBS_SUFFIX}: only LoCoMo has observations to index as facts")

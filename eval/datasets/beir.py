@@ -12,7 +12,7 @@ import json
 from functools import partial
 from pathlib import Path
 
-from eval.datasets import EvalQuery, EvalSet, file_sha256
+from eval.datasets.base import EvalQuery, EvalSet, file_sha256
 from memo.errors import DatasetError
 from memo.ingest.beir import iter_corpus, open_text
 

@@ -20,7 +20,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from eval.datasets import EvalQuery, EvalSet
+from eval.datasets.base import EvalQuery, EvalSet
 from memo.errors import DatasetError
 
 _KNOWN = {"id", "query", "relevant", "namespace", "unanswerable", "category", "split", "now"}

@@ -26,6 +26,7 @@ from memo.embed.registry import load_registry
 from memo.embed.service import load_model
 from memo.embed.vectors import pending_batch, pending_count, write_vectors
 from memo.errors import MemoError
+from memo.store.db import default_db_path, open_db
 
 log = logging.getLogger(__name__)
 WINDOW_BATCHES = 8   # batches read (and length-sorted) together
@@ -64,7 +65,6 @@ def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None
     (raises ``ModelUnavailable`` if it cannot load).  ``limit`` caps the passages embedded."""
     own = not isinstance(conn_or_path, sqlite3.Connection)
     if own:
-        from memo.store.db import open_db
         conn = open_db(conn_or_path, write=True)
     else:
         conn = conn_or_path
@@ -141,7 +141,6 @@ def on_server_start(db_path: str | Path | None = None, model_id: str | None = No
 
 
 def _default_path() -> Path:
-    from memo.store.db import default_db_path
     return default_db_path()
 
 

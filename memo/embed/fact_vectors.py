@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memo.embed.index import VectorIndex
+from memo.embed.index import VectorIndex, db_key
 from memo.embed.vectors import encode
 from memo.store.connect import write_tx
 
@@ -111,8 +111,6 @@ _indexes: dict[tuple[str, str], FactVectorIndex] = {}
 
 def get_fact_index(conn: sqlite3.Connection, model_id: str, dimensions: int) -> FactVectorIndex:
     """One fact matrix per (database file, model id) per process, like ``get_index``."""
-    from memo.embed.service import db_key
-
     key = (db_key(conn), model_id)
     with _lock:
         idx = _indexes.get(key)

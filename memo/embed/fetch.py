@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memo.download import stream_download
+from memo.embed.integrity import sha256_file
 from memo.embed.registry import ModelSpec
 from memo.errors import ModelUnavailable, ValidationError
 
@@ -49,7 +50,6 @@ def _one(what: str, url: str | None, dest: Path, sha: str | None, force: bool) -
     if not url:
         return None
     if dest.is_file() and not force and sha:
-        from memo.embed.integrity import sha256_file
         if sha256_file(dest) == sha.lower():
             return Fetched(what, url, dest, dest.stat().st_size, sha.lower(), skipped=True)
     size, actual = download(url, dest, sha)

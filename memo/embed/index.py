@@ -26,6 +26,15 @@ import numpy as np
 _SCOPE_CACHE = 16  # distinct (generation, where, params) entries kept per index
 
 
+def db_key(conn: sqlite3.Connection) -> str:
+    """The main database file of ``conn`` ('' for in-memory: then keyed by the object): the
+    key of the per-process matrices (passages: ``memo.embed.service``, facts:
+    ``memo.embed.fact_vectors``)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    path = row[2] if row is not None else ""
+    return path or f"memory:{id(conn)}"
+
+
 class VectorIndex:
     def __init__(self, model_id: str, dimensions: int) -> None:
         self.model_id = model_id

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memo.embed.fact_vectors import clear_fact_indexes, get_fact_index
-from memo.embed.index import VectorIndex
+from memo.embed.index import VectorIndex, db_key
 from memo.embed.integrity import file_key
 from memo.embed.model import OnnxEmbedder
 from memo.embed.registry import ModelSpec, Registry, load_registry
@@ -59,13 +59,6 @@ def load_model(spec: ModelSpec) -> OnnxEmbedder:
         _failures.pop(spec.id, None)
         _models[spec.id] = model
         return model
-
-
-def db_key(conn: sqlite3.Connection) -> str:
-    """The main database file of ``conn`` ('' for in-memory: then keyed by the object)."""
-    row = conn.execute("PRAGMA database_list").fetchone()
-    path = row[2] if row is not None else ""
-    return path or f"memory:{id(conn)}"
 
 
 def get_index(conn: sqlite3.Connection, model_id: str, dimensions: int) -> VectorIndex:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memo import metrics
+from memo.profile import Profile, load_profile
 from memo.retrieve.abstention import abstain
 from memo.retrieve.arms import ARMS
 from memo.retrieve.arms.base import ArmContext
@@ -31,9 +32,6 @@ from memo.retrieve.scope import build_scope_sql, scope_counts
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
-
-if TYPE_CHECKING:
-    from memo.profile import Profile
 
 DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"
 NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add the information"
@@ -53,7 +51,6 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
             services: dict[str, Any] | None, t_start: float) -> SearchResponse:
     clock = _Clock(t_start)
     if not hasattr(profile, "fusion"):
-        from memo.profile import load_profile  # lazy: memo.profile imports memo.retrieve
         profile = load_profile(profile)
     services = services or {}
     checked = check_request(request, profile)

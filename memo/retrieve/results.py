@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from memo.profile import ModelBands
 from memo.retrieve.fetch import PassageRow
 from memo.retrieve.recency import age_days
 from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
-
-if TYPE_CHECKING:
-    from memo.profile import ModelBands
 
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],

@@ -17,12 +17,21 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from memo.errors import ValidationError
-from memo.retrieve.arms.base import ScopeSQL
 from memo.retrieve.conn_cache import conn_cache
 from memo.text.folding import has_surrogates
 from memo.types import KINDS, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSQL:
+    """A WHERE fragment over ``passages p JOIN records r`` and its parameters (re-exported
+    by ``memo.retrieve.arms.base``)."""
+
+    where: str
+    params: tuple[Any, ...]
 
 # The timestamp format memo stores (memo.store.records.utc_now, "%Y-%m-%dT%H:%M:%S.%fZ");
 # as_of is normalised to it (``_stamp``) so the string comparison with

@@ -10,14 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from memo.retrieve.arms.base import ArmHit
-from memo.types import Scope
+from memo.types import MODES, Mode, Scope  # noqa: F401  (re-exported: the names live in memo.types)
 
-Mode = Literal["auto", "keyword", "exact", "semantic"]
-MODES: tuple[str, ...] = ("auto", "keyword", "exact", "semantic")
 FORMATS: tuple[str, ...] = ("compact", "explain")
 DropReason = Literal["scope", "abstention", "cutoff", "limit", "budget"]
 CutoffKind = Literal["gap", "none", "disabled", "min_results"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArmHit:
+    """One passage an arm found (re-exported by ``memo.retrieve.arms.base``)."""
+
+    pk: int          # passages.pk
+    rank: int        # 1-based, within this arm
+    raw: float       # the arm's own score (bm25 negated so higher is better; cosine; ...)
+    votes: tuple[Any, ...] = ()   # what voted for the passage (fact arm: FactVote s, best first)
 
 
 # --- request ---------------------------------------------------------------------------

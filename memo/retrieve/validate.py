@@ -10,16 +10,14 @@ tokenizer accepts them).  Every other bad field raises a ``MemoError`` subclass
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from memo.errors import QuerySyntaxError, ValidationError
+from memo.profile import Profile
 from memo.retrieve.scope import parse_when
 from memo.retrieve.types import FORMATS, MODES, SearchRequest
 from memo.text.folding import has_surrogates, scrub_surrogates
 from memo.text.limits import MAX_QUERY_CHARS, clip_query
-
-if TYPE_CHECKING:
-    from memo.profile import Profile
 
 
 class Checked(NamedTuple):

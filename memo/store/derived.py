@@ -40,6 +40,15 @@ def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch'")
 
 
+def rebuild_fact_index(conn: sqlite3.Connection) -> int:
+    """Rebuild ``facts_fts`` from ``facts`` and drop vectors of facts that no longer
+    exist (caller holds a write tx).  Vectors are re-embedded by ``memo backfill``."""
+    conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')")
+    conn.execute("DELETE FROM fact_vectors WHERE fact_pk NOT IN (SELECT pk FROM facts)")
+    conn.execute("DELETE FROM fact_evidence WHERE passage_pk NOT IN (SELECT pk FROM passages)")
+    return int(conn.execute("SELECT count(*) FROM facts").fetchone()[0])
+
+
 def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
     """Rebuild the keyword and exact indexes from ``passages`` and the fact keyword index
     from ``facts`` (caller holds a write tx).  Vectors (passage and fact) are rebuilt by
@@ -54,7 +63,6 @@ def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
     # Drop vectors of passages that no longer exist (foreign keys already do this; this
     # guards databases written with foreign_keys off by another tool).
     conn.execute("DELETE FROM vectors WHERE passage_pk NOT IN (SELECT pk FROM passages)")
-    from memo.store.facts import rebuild_fact_index  # lazy: facts.py imports this module
     n_facts = rebuild_fact_index(conn)
     bump_vectors_epoch(conn)
     return {"passages": n, "facts": n_facts}

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from memo.errors import NotFound, ValidationError
-from memo.store.derived import bump_vectors_epoch
+from memo.store.derived import bump_vectors_epoch, rebuild_fact_index  # noqa: F401  (rebuild_fact_index re-exported)
+from memo.store.records import utc_now
 from memo.store.mentions import index_fact_mentions
 from memo.types import Fact, FactDraft, FactEvidence
 
@@ -142,8 +143,6 @@ def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[t
                 recorded_at: str | None = None, fact_id: str | None = None) -> tuple[str, int]:
     """Insert one fact and its evidence rows (facts_fts follows by trigger).  The caller
     has resolved the evidence and checked for duplicates inside its write transaction."""
-    from memo.store.records import utc_now
-
     validate_fact(draft)
     fid = fact_id or new_fact_id()
     cur = conn.execute(
@@ -212,12 +211,3 @@ def purge_fact_rows(conn: sqlite3.Connection) -> list[str]:
         conn.execute("DELETE FROM facts WHERE forgotten_at IS NOT NULL")
         bump_vectors_epoch(conn)
     return ids
-
-
-def rebuild_fact_index(conn: sqlite3.Connection) -> int:
-    """Rebuild ``facts_fts`` from ``facts`` and drop vectors of facts that no longer
-    exist (caller holds a write tx).  Vectors are re-embedded by ``memo backfill``."""
-    conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')")
-    conn.execute("DELETE FROM fact_vectors WHERE fact_pk NOT IN (SELECT pk FROM facts)")
-    conn.execute("DELETE FROM fact_evidence WHERE passage_pk NOT IN (SELECT pk FROM passages)")
-    return int(conn.execute("SELECT count(*) FROM facts").fetchone()[0])

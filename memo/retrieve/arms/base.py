@@ -16,28 +16,16 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from memo.types import Scope
+from memo.retrieve.scope import ScopeSQL
+from memo.retrieve.types import ArmHit
+from memo.types import ARM_NAMES, ArmName, Scope
 
-ArmName = Literal["keyword", "exact", "semantic", "fact", "entity", "graph"]
-ARM_NAMES: tuple[str, ...] = ("semantic", "keyword", "exact", "fact", "entity", "graph")
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeSQL:
-    """A WHERE fragment over ``passages p JOIN records r`` and its parameters."""
-
-    where: str
-    params: tuple[Any, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ArmHit:
-    pk: int          # passages.pk
-    rank: int        # 1-based, within this arm
-    raw: float       # the arm's own score (bm25 negated so higher is better; cosine; ...)
-    votes: tuple[Any, ...] = ()   # what voted for the passage (fact arm: FactVote s, best first)
+# ARM_NAMES / ArmName live in memo.types, ScopeSQL in memo.retrieve.scope and ArmHit in
+# memo.retrieve.types (values the pipeline's lower modules need without importing the arm
+# registry); re-exported here, the arms' one import.
+__all__ = ["ARM_NAMES", "Arm", "ArmContext", "ArmHit", "ArmName", "ArmPlan", "ScopeSQL"]
 
 
 @dataclass(frozen=True, slots=True)

