@@ -9,29 +9,54 @@ other exception is logged with its traceback on stderr and answered with a gener
 ``InternalError`` result, and the server goes on serving.
 
 stdout carries JSON-RPC only: logging goes to stderr, nothing here prints, and while the
-transport runs the SDK points fd 1 at stderr so stray native output cannot corrupt it.
+transport runs fd 1 points at stderr (the protocol uses a private duplicate of the real
+stdout) so stray native output cannot corrupt it.
+
+The stdio transport is memo's own (``stdio_transport``; the SDK's drops every line that
+fails its schema without a reply, so a client waits forever, and reads a line of any
+length into memory).  Every line is answered or served:
+
+* a line over ``MAX_MESSAGE_BYTES`` (8 MiB) is refused (-32600) while it streams past,
+  never held whole; its id is read from either end of the line when it is there;
+* invalid UTF-8 or JSON (``NaN``, integers over 4,300 digits) is -32700; nesting deeper
+  than ``MAX_JSON_DEPTH`` (64) -32600; a lone surrogate escape (``"\\ud800"``) -32602;
+* a message the SDK's schema refuses (no ``jsonrpc``, a ``method`` that is not a string,
+  ``params`` that are not an object, a batch array) is -32600 with the message's id, or
+  ``id: null`` when no id can be read (JSON-RPC 2.0, section 5); malformed *responses*
+  from the client are logged and dropped (nothing waits for an answer to them);
+* everything else goes to the SDK unchanged (unknown methods, bad tool arguments: its
+  own -32601 / -32602 / tool errors).
 
 Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill]``
 (docs/mcp.md).  The database is ``--db``, else ``$MEMO_DB``, else the user data dir.
 """
 
 import argparse
+import fcntl
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+import anyio
+import anyio.to_thread
+import mcp_types
 import pydantic
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memo import __version__
 from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, ValidationError
+from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 from memo.serve.mcp_tools import MemoTools
 
 log = logging.getLogger("memo.serve.mcp")
@@ -132,9 +157,286 @@ def _pydantic_line(tool: str, exc: pydantic.ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts)
 
 
+# --- the stdio transport ------------------------------------------------------------------
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024   # one JSON-RPC line; memory_add's text may be 5 MiB (MAX_BODY_CHARS)
+_CHUNK = 1 << 16
+_ENDS = 1 << 16                       # bytes kept from each end of an oversized line (to find its id)
+_TAIL_ID = re.compile(r'"id"\s*:\s*(-?\d{1,30}|"(?:[^"\\]|\\.){0,512}")\s*\}\s*$')
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+')
+RequestId = int | str
+
+
+@dataclass
+class Oversized:
+    """What is kept of a line over the cap while the rest streams past."""
+
+    size: int
+    head: bytes
+    tail: bytes = b""
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        self.tail = (self.tail + piece)[-_ENDS:]
+
+
+def _usable_id(value: object) -> RequestId | None:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return value
+
+
+def _head_id(text: str) -> RequestId | None:
+    """The top-level ``"id"`` of a JSON object's text that may be cut short or invalid
+    further on: tokens are scanned up to the id (nested keys named id are skipped)."""
+    depth, expect_key, key = 0, False, None
+    for i, m in enumerate(_TOKEN.finditer(text)):
+        tok = m.group()
+        if i == 0 and tok != "{":
+            return None
+        if tok in ("{", "["):
+            if depth == 1 and key == '"id"':
+                return None
+            depth += 1
+            expect_key = tok == "{" and depth == 1
+        elif tok in ("}", "]"):
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif tok == ",":
+            if depth == 1:
+                expect_key, key = True, None
+        elif tok == ":":
+            continue
+        elif depth == 1:
+            if expect_key:
+                key, expect_key = tok, False
+            elif key == '"id"':
+                try:
+                    return _usable_id(json.loads(tok))
+                except ValueError:
+                    return None
+            else:
+                key = None
+    return None
+
+
+def recover_id(head: str, tail: str = "") -> RequestId | None:
+    """The id of a message that cannot be parsed: at the start of the object (as
+    clients write it) or as its last member."""
+    rid = _head_id(head)
+    if rid is None and tail:
+        m = _TAIL_ID.search(tail)
+        if m:
+            try:
+                rid = _usable_id(json.loads(m.group(1)))
+            except ValueError:
+                rid = None
+    return rid
+
+
+def _error(rid: RequestId | None, code: int, message: str) -> mcp_types.JSONRPCError:
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=rid, error=mcp_types.ErrorData(code=code, message=message))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+def inbound(line: bytes | Oversized) -> SessionMessage | list[mcp_types.JSONRPCError]:
+    """One line from the client -> a message for the SDK, or the error replies to send."""
+    if isinstance(line, Oversized):
+        rid = recover_id(line.head.decode("utf-8", "replace"), line.tail.decode("utf-8", "replace"))
+        log.info("refused a %d-byte message (id %r)", line.size, rid)
+        return [_error(rid, mcp_types.INVALID_REQUEST,
+                       f"Invalid Request: the message is {line.size:,} bytes, over memo-mcp's limit of "
+                       f"{MAX_MESSAGE_BYTES:,} bytes per message (docs/mcp.md); import big texts with `memo import`")]
+    text = line.strip()
+    if not text:
+        return []
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        rid = recover_id(text[:_ENDS].decode("utf-8", "replace"), text[-_ENDS:].decode("utf-8", "replace"))
+        return [_error(rid, mcp_types.PARSE_ERROR, f"Parse error: the message is not UTF-8 (byte {exc.start})")]
+    try:
+        value = json.loads(decoded, parse_constant=_no_constant)
+    except RecursionError:
+        return [_error(recover_id(decoded[:_ENDS], decoded[-_ENDS:]), mcp_types.INVALID_REQUEST,
+                       f"Invalid Request: JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)")]
+    except ValueError as exc:
+        return [_error(recover_id(decoded[:_ENDS], decoded[-_ENDS:]), mcp_types.PARSE_ERROR,
+                       f"Parse error: {_reason(exc)}")]
+    if isinstance(value, list):      # JSON-RPC batches were removed from MCP (2025-06-18)
+        ids = [rid for item in value[:100] if isinstance(item, dict)
+               and (rid := _usable_id(item.get("id"))) is not None]
+        message = "Invalid Request: batches are not supported; send one message per line"
+        return [_error(rid, mcp_types.INVALID_REQUEST, message) for rid in ids] or [
+            _error(None, mcp_types.INVALID_REQUEST, message)]
+    if not isinstance(value, dict):
+        return [_error(None, mcp_types.INVALID_REQUEST, "Invalid Request: a message is a JSON object")]
+    rid = _usable_id(value.get("id"))
+    is_response = "method" not in value and ("result" in value or "error" in value)
+    if "id" in value and rid is None and not is_response:
+        # Else the SDK would take it for a notification (it ignores the extra key): no reply.
+        return [_error(None, mcp_types.INVALID_REQUEST, "Invalid Request: id must be a string or an integer")]
+    problem = json_problem(value)
+    if problem:
+        code = mcp_types.INVALID_PARAMS if "surrogate" in problem else mcp_types.INVALID_REQUEST
+        return [] if is_response else [_error(rid, code, f"{'Invalid params' if code == mcp_types.INVALID_PARAMS else 'Invalid Request'}: {problem}")]
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except pydantic.ValidationError as exc:
+        if is_response:
+            log.info("dropped a malformed response from the client (id %r)", rid)
+            return []
+        where = ", ".join(dict.fromkeys(".".join(str(p) for p in e["loc"][-1:]) or "message"
+                                        for e in exc.errors()[:6]))
+        return [_error(rid, mcp_types.INVALID_REQUEST, f"Invalid Request: not a JSON-RPC 2.0 message ({where})")]
+    return SessionMessage(message)
+
+
+@dataclass
+class _LineReader:
+    """Lines of at most ``max_bytes`` from a file descriptor; longer ones come out as
+    ``Oversized`` without ever being held whole."""
+
+    fd: int
+    max_bytes: int = MAX_MESSAGE_BYTES
+    limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
+
+    async def lines(self) -> AsyncIterator[bytes | Oversized]:
+        buf = bytearray()
+        skipping: Oversized | None = None
+        while True:
+            chunk = await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True,
+                                                   limiter=self.limiter)
+            if not chunk:
+                if skipping is not None:
+                    yield skipping
+                elif buf.strip():
+                    yield bytes(buf)
+                return
+            start = 0
+            while True:
+                nl = chunk.find(b"\n", start)
+                piece = chunk[start:] if nl < 0 else chunk[start:nl]
+                if skipping is not None:
+                    skipping.add(piece)
+                else:
+                    buf += piece
+                    if len(buf) > self.max_bytes:
+                        skipping = Oversized(size=len(buf), head=bytes(buf[:_ENDS]), tail=bytes(buf[-_ENDS:]))
+                        buf = bytearray()
+                if nl < 0:
+                    break
+                if skipping is not None:
+                    yield skipping
+                    skipping = None
+                else:
+                    line, buf = bytes(buf), bytearray()
+                    yield line
+                start = nl + 1
+
+
+def _claim_stdio() -> tuple[int, int, Callable[[], None]]:
+    """Private duplicates of fd 0 and fd 1 for the protocol; fd 0 then reads /dev/null and
+    fd 1 writes to stderr, so nothing else in the process can read a message or write
+    into the stream.  The duplicates are never closed (a worker thread may still block
+    on one after the transport ends)."""
+    sys.stdout.flush()
+    in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+
+    def restore() -> None:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(out_fd, 1)
+        os.dup2(in_fd, 0)
+
+    return in_fd, out_fd, restore
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+@asynccontextmanager
+async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any]]]:
+    """The (read, write) stream pair ``Server.run`` takes, over the process's stdio."""
+    in_fd, out_fd, restore = _claim_stdio()
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+    out_limiter = anyio.CapacityLimiter(1)
+
+    async def write_message(message: Any) -> None:
+        try:
+            data = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
+        except Exception as exc:   # a value that cannot be serialised: answer its id instead
+            log.warning("cannot serialise an outgoing message: %s", _reason(exc))
+            rid = getattr(message, "id", None)
+            if rid is None:
+                return
+            data = _error(rid, mcp_types.INTERNAL_ERROR, "Internal error: the reply could not be encoded"
+                          ).model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
+        await anyio.to_thread.run_sync(_write_all, out_fd, data + b"\n", limiter=out_limiter)
+
+    async def reader(replies: MemoryObjectSendStream[SessionMessage]) -> None:
+        async with read_send, replies:
+            async for line in _LineReader(in_fd).lines():
+                got = inbound(line)
+                if isinstance(got, SessionMessage):
+                    await read_send.send(got)
+                else:
+                    for err in got:
+                        await replies.send(SessionMessage(err))
+
+    writer_done = anyio.Event()
+
+    async def writer(scope: anyio.CancelScope) -> None:
+        try:
+            async with write_recv:
+                async for session_message in write_recv:
+                    await write_message(session_message.message)
+        except OSError as exc:          # the client closed its end: stop serving, quietly
+            log.info("stdout closed (%s); stopping", exc)
+            scope.cancel()
+        finally:
+            writer_done.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader, write_send.clone())
+            tg.start_soon(writer, tg.cancel_scope)
+            yield read_recv, write_send
+            write_send.close()
+            with anyio.move_on_after(5):       # replies already queued still go out
+                await writer_done.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        restore()
+
+
 class MemoMCPServer(MCPServer[Any]):
-    """``MCPServer`` whose schema failures read like memo's own errors: one line with a
-    hint instead of pydantic's multi-line report."""
+    """``MCPServer`` whose schema failures read like memo's own errors (one line with a
+    hint instead of pydantic's multi-line report), served over ``stdio_transport``."""
+
+    async def run_stdio_async(self) -> None:
+        async with stdio_transport() as (read_stream, write_stream):
+            await self._lowlevel_server.run(read_stream, write_stream,
+                                            self._lowlevel_server.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:

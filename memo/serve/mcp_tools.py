@@ -2,12 +2,17 @@
 one memo library function and serialise its frozen report the way ``memo … --json``
 prints it (``memo.cli.common.to_jsonable``; schemas in docs/cli-json.md).
 
-One long-lived connection per server process, guarded by a lock: the SDK runs each
-synchronous tool on a worker thread, and a sqlite3 connection must not run two
-statements (or an explicit transaction) from two threads at once.  Every call is
-short (searches are milliseconds, adds embed a few passages), so serialising them
-costs nothing a single agent would notice, and the in-memory vector index and the
-per-connection scope caches stay warm across calls.
+Two long-lived connections per server process, each guarded by its own lock: the SDK
+(and the web UI) run each synchronous tool on a worker thread, and a sqlite3 connection
+must not run two statements (or an explicit transaction) from two threads at once.
+
+* ``conn`` (write) serves ``add``, ``supersede`` and ``forget`` under ``_lock``.  An add
+  embeds its passages after the commit, still holding ``_lock``: a 2 MB add holds it for
+  minutes, so writes queue behind it, as they would at SQLite's write lock anyway.
+* ``read_conn`` serves ``search``, ``get``, ``list_records`` and ``stats`` under
+  ``_read_lock``, so a search never waits for an add (WAL: readers see the last commit);
+  searches take milliseconds and run one at a time.  The semantic service (in-memory
+  vector index, per-connection scope caches) is bound to it and stays warm across calls.
 """
 
 from __future__ import annotations
@@ -42,13 +47,21 @@ class MemoTools:
         # write=True: creates the file and applies migrations, so a fresh server can add
         # the first memory; a database from a newer memo fails here (SchemaTooNew).
         self.conn: sqlite3.Connection = open_db(self.db_path, write=True)
-        self.default_profile: Profile = load_profile(profile)
-        self._lock = threading.Lock()
+        try:
+            self.read_conn: sqlite3.Connection = open_db(self.db_path, write=False)
+            self.default_profile: Profile = load_profile(profile)
+        except BaseException:
+            self.conn.close()
+            raise
+        self._lock = threading.Lock()          # the write connection
+        self._read_lock = threading.Lock()     # the read connection
         self._services: dict[str, Any] | None = None
 
     def close(self) -> None:
         with self._lock:
             self.conn.close()
+        with self._read_lock:
+            self.read_conn.close()
 
     # --- helpers -----------------------------------------------------------------------
     def _profile(self, name: str | None) -> Profile:
@@ -64,7 +77,7 @@ class MemoTools:
         # and keeps the vector matrix resident between calls.
         if self._services is None:
             from memo.embed.service import semantic_services  # numpy/onnx only when searching
-            self._services = semantic_services(self.conn)
+            self._services = semantic_services(self.read_conn)
         return self._services
 
     # --- tools -------------------------------------------------------------------------
@@ -81,8 +94,8 @@ class MemoTools:
                         library=library, version=version, tags=tuple(tags), date_from=date_from,
                         date_to=date_to, min_trust=min_trust, as_of=as_of),
             mode=mode, limit=limit, max_tokens=max_tokens, response_format=response_format)
-        with self._lock, store_errors("search"):
-            resp = run_search(self.conn, request, prof, self._semantic())
+        with self._read_lock, store_errors("search"):
+            resp = run_search(self.read_conn, request, prof, self._semantic())
         return to_jsonable(resp)
 
     def add(self, text: str, **fields: Any) -> dict[str, Any]:
@@ -95,8 +108,8 @@ class MemoTools:
             return to_jsonable(ops.add_record(self.conn, draft))
 
     def get(self, record_id: str) -> dict[str, Any]:
-        with self._lock:
-            return to_jsonable(ops.get(self.conn, record_id))
+        with self._read_lock:
+            return to_jsonable(ops.get(self.read_conn, record_id))
 
     def list_records(self, *, namespaces: Sequence[str] = (), kinds: Sequence[str] = (), sources: Sequence[str] = (),
              library: str | None = None, version: str | None = None, tags: Sequence[str] = (),
@@ -106,8 +119,8 @@ class MemoTools:
                              library=library, version=version, tags=tuple(tags),
                              include_forgotten=include_forgotten, include_superseded=include_superseded,
                              limit=limit, offset=offset)
-        with self._lock:
-            rows = ops.list_records(self.conn, flt)
+        with self._read_lock:
+            rows = ops.list_records(self.read_conn, flt)
         return {"count": len(rows), "records": to_jsonable(rows)}
 
     def supersede(self, record_id: str, text: str, **changes: Any) -> dict[str, Any]:
@@ -166,5 +179,5 @@ class MemoTools:
             return to_jsonable(forget_facts(self.conn, distinct, confirm=True))
 
     def stats(self) -> dict[str, Any]:
-        with self._lock:
-            return to_jsonable(ops.stats(self.conn))
+        with self._read_lock:
+            return to_jsonable(ops.stats(self.read_conn))
