@@ -264,15 +264,55 @@ def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
         return {int(pk): str(k) for pk, k in conn.execute(sql)}
     # auto (a user's own labels): whichever identifier the labels use, else the record id.
     labels = {k for rel in es.qrels.values() for k in rel}
+    by_path = _section_labels(labels)
     out: dict[int, str] = {}
-    sql = ("SELECT p.pk, p.id, r.id, r.ext_id, r.import_path FROM passages p "
+    sql = ("SELECT p.pk, p.id, r.id, r.ext_id, r.import_path, p.section FROM passages p "
            "JOIN records r ON r.id = p.record_id")
-    for pk, pid, rid, ext, imp in conn.execute(sql):
+    for pk, pid, rid, ext, imp, section in conn.execute(sql):
         key = next((k for k in (pid, ext, rid, imp) if k is not None and k in labels), None)
+        if key is None and imp is not None and by_path:
+            key = _section_label(imp, section or "", by_path)
         if key is None and imp is not None:
             key = _path_label(imp, labels)
         out[int(pk)] = key or rid
     return out
+
+
+def _norm_heading(text: str) -> str:
+    return " ".join(text.replace("`", "").split()).casefold()
+
+
+def _section_labels(labels: set[str]) -> dict[str, list[tuple[str, list[str]]]]:
+    """Labels of the form ``<path suffix>#<section>``, by path suffix."""
+    out: dict[str, list[tuple[str, list[str]]]] = {}
+    for label in labels:
+        path, sep, section = label.partition("#")
+        if sep and path and section.strip():
+            out.setdefault(path, []).append((label, [_norm_heading(s) for s in section.split(" > ")]))
+    return out
+
+
+def section_matches(section: str, want: list[str]) -> bool:
+    """Does a passage's section (heading path ``A > B > C`` or a code symbol) end with the
+    label's headings ``want`` (normalised: no backticks, case or repeated spaces)?  The last
+    label heading may stop before a ``(``: ``fs.readFile`` names the heading
+    ``fs.readFile(path[, options], callback)``, not ``fs.readFileSync(...)``."""
+    have = [_norm_heading(s) for s in section.split(" > ")]
+    if len(have) < len(want) or have[len(have) - len(want):-1] != want[:-1]:
+        return False
+    last = have[-1]
+    return last == want[-1] or last.startswith(want[-1] + "(")
+
+
+def _section_label(import_path: str, section: str, by_path: dict[str, list[tuple[str, list[str]]]]) -> str | None:
+    """The ``<path suffix>#<section>`` label naming this passage (a file's section: labels
+    that survive a change of splitter, unlike passage ids)."""
+    parts = import_path.split("/")
+    for i in range(1, len(parts)):
+        for label, want in by_path.get("/".join(parts[i:]), ()):
+            if section_matches(section, want):
+                return label
+    return None
 
 
 def _path_label(import_path: str, labels: set[str]) -> str | None:
