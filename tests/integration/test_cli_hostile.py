@@ -41,7 +41,7 @@ ROOT = typer.main.get_command(app)
 # Names a JSON error document may carry: memo's error classes.
 ERROR_NAMES = {name for name, obj in vars(memo_errors).items()
                if isinstance(obj, type) and issubclass(obj, memo_errors.MemoError)}
-EXIT_CODES = set(range(0, 9))
+EXIT_CODES = set(range(0, 9)) | {9, 10}   # 9, 10: `memo doctor` verdicts (docs/cli-json.md)
 
 
 def leaf_commands(cmd: Any = ROOT, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -199,7 +199,7 @@ def check_result(argv: list[str], result: Any) -> None:
         assert set(doc) == {"error", "message", "hint", "exit_code"}, (where, doc)
         assert doc["error"] in ERROR_NAMES, (where, doc)
         assert doc["exit_code"] == result.exit_code, (where, doc)
-    if result.exit_code not in (0, 1, 5, 7):          # 1: regress; 5: import report; 7: models check
+    if result.exit_code not in (0, 1, 5, 7, 9, 10):   # 1: regress; 5: import report; 7: models check; 9, 10: doctor
         assert isinstance(doc, dict) and "error" in doc, (where, doc)
 
 
