@@ -23,7 +23,7 @@ from eval.anchors import against
 from eval.grid import RunSpec, expand
 from eval.run import EvalOptions, code_version, run_eval
 from memo.errors import ValidationError
-from memo.profile import load_profile
+from memo.profile import load_profile, user_profile_dir
 
 # Only weight *ratios* matter to both fusions (cutoff is relative, abstention reads raw
 # cosines), so the keyword weight stays at 0.5 and the others move around it.  The exact
@@ -129,7 +129,7 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
                     status=status, tick_factory=tick_factory)
     test_best, test_bases = test["runs"][0], test["runs"][1:]
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    out_profile = opts.out_profile or Path("profiles") / f"tuned-{train['dataset']}.toml"
+    out_profile = opts.out_profile or user_profile_dir() / f"tuned-{train['dataset']}.toml"
     name = opts.name or out_profile.stem
     version = code_version()
     space = list(opts.sets) if opts.sets else [f"{p}: {' '.join(DEFAULT_SPACE.get(p, []))}" for p in opts.profiles]

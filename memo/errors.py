@@ -103,3 +103,11 @@ class DatasetError(MemoError):
     exit_code = 8
     http_status = 422
     hint = "check the data set path and format (docs/eval.md)"
+
+
+class ExtraMissing(MemoError):
+    """A command needs an optional extra that is not installed (``memo eval``: ``eval``)."""
+
+    exit_code = 11
+    http_status = 501
+    hint = 'pip install "memo[eval]"'

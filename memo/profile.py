@@ -1,11 +1,16 @@
-"""Search profiles: every constant of the search pipeline, loaded from ``profiles/*.toml``
-into one frozen ``Profile`` (seed: "Tuning these constants: Profiles and constants").
+"""Search profiles: every constant of the search pipeline, loaded from a TOML file into one
+frozen ``Profile`` (seed: "Tuning these constants: Profiles and constants").
 
 A profile is data, not flags: fusion method, k, arm weights, recency, relevance bands per
 embedding model, cutoff, limit and token budget.  ``docs/profiles.md`` lists every key.
 
-* ``load_profile("rrf")`` reads ``<repo>/profiles/rrf.toml``; a path (``./my.toml``) is read
-  as is.  Loaded profiles are cached by (path, mtime): the eval harness calls this per run.
+* ``load_profile("rrf")`` reads ``rrf.toml`` from the user's profile folder
+  (``user_profile_dir()``: ``$MEMO_PROFILES_DIR``, else ``<user config dir>/memo/profiles``,
+  ``~/.config/memo/profiles`` on Linux) if it is there, else from the profiles shipped
+  inside the package (``memo/profiles``, read through ``importlib.resources``; in a checkout
+  that is a link to the top-level ``profiles/`` folder, the one copy of each file).  A path
+  (``./my.toml``) is read as is.  Loaded profiles are cached by (path, mtime): the eval
+  harness calls this per run.
 * Unknown keys, missing keys and bad values raise ``ProfileError`` naming the file and
   the dotted key.
 * ``profile.with_overrides({"fusion.k": 20})`` returns a new, validated profile;
@@ -15,21 +20,21 @@ embedding model, cutoff, limit and token budget.  ``docs/profiles.md`` lists eve
 from __future__ import annotations
 
 import math
+import os
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import platformdirs
+
 from memo.errors import ProfileError
 from memo.types import ARM_NAMES, KINDS
 
-PROFILE_DIRS: tuple[Path, ...] = (
-    Path(__file__).resolve().parent.parent / "profiles",   # repo checkout / editable install
-    Path(__file__).resolve().parent / "profiles",          # packaged (package-data)
-)
 FUSION_METHODS = ("rrf", "minmax")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -291,9 +296,27 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
 # ---------------------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------------------
+def user_profile_dir() -> Path:
+    """The user's profile folder: ``$MEMO_PROFILES_DIR`` if set, else
+    ``<user config dir>/memo/profiles`` (``~/.config/memo/profiles`` on Linux)."""
+    env = os.environ.get("MEMO_PROFILES_DIR")
+    return Path(env).expanduser() if env else Path(platformdirs.user_config_dir("memo")) / "profiles"
+
+
+def shipped_profile_dir() -> Path:
+    """The profiles inside the installed package (``memo/profiles/*.toml``)."""
+    return Path(str(files("memo") / "profiles"))
+
+
+def profile_dirs() -> tuple[Path, ...]:
+    """Where a profile name is looked up, first match wins: the user's folder, then the
+    shipped profiles."""
+    return (user_profile_dir(), shipped_profile_dir())
+
+
 def profile_names() -> list[str]:
     names: set[str] = set()
-    for d in PROFILE_DIRS:
+    for d in profile_dirs():
         if d.is_dir():
             names.update(p.stem for p in d.glob("*.toml"))
     return sorted(names)
@@ -308,18 +331,20 @@ def resolve_profile_path(name_or_path: str | Path) -> Path:
         return path
     if not _NAME.fullmatch(text):
         raise ProfileError(f"profile name {text!r} is not valid (letters, digits, _ . -)")
-    for d in PROFILE_DIRS:
+    for d in profile_dirs():
         path = d / f"{text}.toml"
         if path.is_file():
             return path
-    raise ProfileError(f"no profile named {text!r} (known: {', '.join(profile_names()) or 'none'})")
+    raise ProfileError(f"no profile named {text!r} (known: {', '.join(profile_names()) or 'none'})",
+                       hint=f"put NAME.toml in {user_profile_dir()} or pass a path (docs/profiles.md)")
 
 
 _CACHE: dict[tuple[str, float], Profile] = {}
 
 
 def load_profile(name_or_path: str | Path | Profile = "rrf") -> Profile:
-    """Load a profile by name (``profiles/<name>.toml``) or path; a Profile passes through."""
+    """Load a profile by name (``<name>.toml`` in ``profile_dirs()``) or path; a Profile
+    passes through."""
     if isinstance(name_or_path, Profile):
         return name_or_path
     path = resolve_profile_path(name_or_path).resolve()

@@ -12,12 +12,39 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memo.embed.registry import load_registry
+from memo.errors import MemoError
 from memo.profile import Profile, load_profile
 from memo.retrieve import SearchRequest, SearchResponse
 from memo.retrieve import search as run_search
 from memo.retrieve.conn_cache import forget
 from memo.store.db import open_db
 from memo.types import Scope
+
+_NO_MEANING_MODES = ("keyword", "exact")   # the semantic arm is off: nothing of memo.embed is loaded
+
+
+class _NotLoaded:
+    """The semantic service of a keyword or exact search: names the default model (the
+    trace's ``model_id``, as the servers' loaded service does) and loads nothing."""
+
+    index = None
+    fact_index = None
+
+    def __init__(self, model_id: str | None) -> None:
+        self.model_id = model_id
+
+    def status(self) -> tuple[bool, str]:
+        return False, "not loaded: keyword or exact mode"
+
+
+def default_model_id() -> str | None:
+    """The default model's id from the registry (no numpy, no onnxruntime); None if the
+    registry cannot be read."""
+    try:
+        return load_registry().get(None).id
+    except MemoError:
+        return None
 
 
 def search(query: str, *, db: str | Path | None = None,
@@ -42,8 +69,11 @@ def search(query: str, *, db: str | Path | None = None,
         response_format="explain" if explain else "compact", now=now)
     conn = open_db(db, write=False)
     try:
-        if services is None:
-            from memo.embed.service import semantic_services  # lazy: numpy/onnx only when searching
+        if services is None and mode in _NO_MEANING_MODES:
+            services = {"semantic": _NotLoaded(default_model_id())}
+        elif services is None:
+            # numpy, onnxruntime and the vector matrix load only for a search that uses meaning
+            from memo.embed.service import semantic_services
             services = semantic_services(conn)
         return run_search(conn, request, prof, services)
     finally:

@@ -11,12 +11,9 @@ from typing import Annotated
 import typer
 
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
-from memo.embed.backfill import backfill
 from memo.embed.fetch import fetch_model
 from memo.embed.integrity import sha256_file
 from memo.embed.registry import ModelSpec, load_registry, user_models_file
-from memo.embed.service import load_model
-from memo.embed.vectors import model_ids_in_db, pending_count, vector_count
 from memo.errors import MemoError, ModelUnavailable
 from memo.store.db import open_db, resolve_db_path
 
@@ -38,6 +35,8 @@ def check_model(spec: ModelSpec) -> dict[str, object]:
     doc: dict[str, object] = {"id": spec.id, "onnx": str(spec.onnx), "ok": False}
     try:
         t0 = time.perf_counter()
+        from memo.embed.service import load_model  # numpy/onnxruntime: only when a command embeds
+
         model = load_model(spec)
         doc["load_ms"] = round((time.perf_counter() - t0) * 1000, 1)
         t0 = time.perf_counter()
@@ -65,6 +64,8 @@ def register(app: typer.Typer) -> None:
         """Embed passages that have no vector for the model yet (queued while it was unavailable)."""
         conn = open_db(db, write=True)
         try:
+            from memo.embed.backfill import backfill
+
             report = backfill(conn, model, progress=True, batch_size=batch_size)
         finally:
             conn.close()
@@ -84,6 +85,8 @@ def register(app: typer.Typer) -> None:
         if path.exists():
             conn = open_db(path, write=False)
             try:
+                from memo.embed.vectors import model_ids_in_db
+
                 in_db = model_ids_in_db(conn)
             finally:
                 conn.close()
@@ -109,6 +112,8 @@ def register(app: typer.Typer) -> None:
         if path.exists():
             conn = open_db(path, write=False)
             try:
+                from memo.embed.vectors import pending_count, vector_count
+
                 doc["vectors"] = vector_count(conn, spec.id)
                 doc["pending"] = pending_count(conn, spec.id)
             finally:

@@ -1,14 +1,17 @@
 """``memo eval``: run, compare, report, tune, regress, fetch (the evaluation harness).
 
 The commands parse options, call ``eval.*`` and print; progress goes to stderr.  The
-``eval`` package (and its extras: duckdb, polars, pyarrow, scipy, matplotlib, pytrec_eval)
-is imported only when an eval command runs.  docs/eval.md describes every command.
+``eval`` package needs the ``eval`` extra (duckdb, polars, pyarrow, scipy, matplotlib,
+pytrec_eval): it is imported only when an eval command runs, and without the extra the
+command says one line, ``pip install "memo[eval]"`` (exit 11, ``ExtraMissing``), instead
+of a traceback.  ``memo eval fetch`` needs no extra.  docs/eval.md describes every command.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,14 +28,14 @@ from rich.progress import (
 from rich.table import Table
 
 from memo.cli.common import JsonOption, handle_errors, print_json
-from memo.errors import ValidationError
+from memo.errors import ExtraMissing, ValidationError
 
 eval_app = typer.Typer(name="eval", help="Evaluate search quality: replay labelled queries, compare, tune, regress.",
                        no_args_is_help=True)
 _err = Console(stderr=True)
 
-DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="scifact, locomo, a BEIR folder, a LoCoMo .json "
-                                                                 "or your queries .jsonl (docs/eval.md).")]
+DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="sample (bundled), scifact, locomo, a BEIR folder, a "
+                                                                 "LoCoMo .json or your queries .jsonl (docs/eval.md).")]
 ProfileOpt = Annotated[list[str] | None, typer.Option("--profile", "-p", help="Profile name or TOML path (repeat).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=V1,V2,... grid over a constant (repeat: "
                                                                       "cartesian product).")]
@@ -40,6 +43,17 @@ WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", help="Worker 
 RunsDirOpt = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs live (default $MEMO_EVAL_RUNS, "
                                                                      "else ./runs).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+# What the harness imports from the `eval` extra (pyproject.toml [project.optional-dependencies]).
+EVAL_EXTRA_MODULES = ("duckdb", "polars", "pyarrow", "scipy", "matplotlib", "pytrec_eval")
+
+
+def need_eval_extra() -> None:
+    """Raise ``ExtraMissing`` (one line, exit 11) unless the eval extra is installed."""
+    missing = [m for m in EVAL_EXTRA_MODULES if find_spec(m) is None]
+    if missing:
+        raise ExtraMissing(f"memo eval needs the eval extra, not installed here (missing: {', '.join(missing)})")
+
 
 _METRICS = ("ndcg_10", "recall_10", "recall_100", "rr_10", "abstain_precision", "abstain_recall")
 
@@ -118,6 +132,7 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
         rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the cached index.")] = False,
         quiet: QuietOpt = False, as_json: JsonOption = False) -> None:
     """Replay a labelled query set across profiles and a grid of constants; write Parquet traces."""
+    need_eval_extra()
     from eval.grid import expand
     from eval.run import EvalOptions, run_eval
 
@@ -140,6 +155,7 @@ def compare(run_a: Annotated[str, typer.Argument(help="Baseline run (id, prefix 
             movers: Annotated[int, typer.Option("--movers", help="How many biggest movers to list.")] = 10,
             runs_dir: RunsDirOpt = None, as_json: JsonOption = False) -> None:
     """Paired comparison of two runs: t-test, Wilcoxon, wins/losses/ties, biggest movers."""
+    need_eval_extra()
     from eval.compare import compare_runs
     from eval.traces import resolve_runs
 
@@ -176,6 +192,7 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
                                                                       "<runs dir>/report-<first run>).")] = None,
            runs_dir: RunsDirOpt = None, as_json: JsonOption = False) -> None:
     """Markdown report + PNG figures (metric vs constants, per-arm contribution, latency)."""
+    need_eval_extra()
     from eval.report import build_report
     from eval.traces import resolve_runs, runs_root
 
@@ -197,11 +214,12 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
          tune_split: Annotated[str, typer.Option("--tune-split", help="Split to tune on.")] = "train",
          test_split: Annotated[str, typer.Option("--test-split", help="Split to report the winner on.")] = "test",
          out_profile: Annotated[Path | None, typer.Option("--out-profile", help="Profile TOML to write "
-                                                                               "(default profiles/tuned-<dataset>.toml).")] = None,
+                                                                               "(default tuned-<dataset>.toml in the user profile folder, docs/profiles.md).")] = None,
          limit_queries: Annotated[int | None, typer.Option("--limit-queries", help="Only the first N queries.")] = None,
          workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
          as_json: JsonOption = False) -> None:
     """Search constants on the train split, evaluate the winner on test, write a tuned profile."""
+    need_eval_extra()
     from eval.tune import TuneOptions
     from eval.tune import tune as run_tune
 
@@ -230,6 +248,7 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
             workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
             as_json: JsonOption = False) -> None:
     """Replay the committed checks; exit 1 when a metric falls below expected - tolerance."""
+    need_eval_extra()
     from eval.regress import regress as run_regress
 
     with _progress(not quiet) as (status, ticks):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -51,6 +52,7 @@ class VectorIndex:
         self._mask_ref: np.ndarray | None = None
         self.reloads = 0           # full reloads (tests check that appends don't reload)
         self.loads = 0             # incremental loads
+        self.load_ms = 0.0         # time spent reading vectors into the matrix (trace: matrix_load)
 
     def __len__(self) -> int:
         return self._n
@@ -86,6 +88,13 @@ class VectorIndex:
         self._mask_for = None
 
     def _load_since(self, conn: sqlite3.Connection, seq: int, max_seq: int) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._read_since(conn, seq, max_seq)
+        finally:
+            self.load_ms += (time.perf_counter() - t0) * 1000.0
+
+    def _read_since(self, conn: sqlite3.Connection, seq: int, max_seq: int) -> None:
         rows = conn.execute("SELECT seq, passage_pk, vec FROM vectors WHERE model_id = ? AND seq > ? "
                             "ORDER BY seq", (self.model_id, seq)).fetchall()
         self.loads += 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,12 +95,31 @@ class SemanticService:
         self.index = get_index(conn, spec.id, spec.dimensions)
         self.fact_index = get_fact_index(conn, spec.id, spec.dimensions)   # the fact arm's matrix
         self._embedder = embedder      # tests inject a fake; else loaded lazily
+        self._model_load_ms = 0.0
+        self._matrix_seen_ms = self.index.load_ms + self.fact_index.load_ms
 
     @property
     def embedder(self) -> OnnxEmbedder:
         if self._embedder is None:
-            self._embedder = load_model(self.spec)
+            t0 = time.perf_counter()
+            try:
+                self._embedder = load_model(self.spec)
+            finally:
+                self._model_load_ms += (time.perf_counter() - t0) * 1000.0
         return self._embedder  # type: ignore[return-value]
+
+    def take_startup_ms(self) -> dict[str, float]:
+        """Model and matrix load time (ms) since the last call: the pipeline reports it in
+        ``trace.stage_ms`` as ``model_load`` / ``matrix_load``, apart from the search."""
+        out: dict[str, float] = {}
+        if self._model_load_ms:
+            out["model_load"] = round(self._model_load_ms, 3)
+            self._model_load_ms = 0.0
+        matrix = self.index.load_ms + self.fact_index.load_ms
+        if matrix > self._matrix_seen_ms:
+            out["matrix_load"] = round(matrix - self._matrix_seen_ms, 3)
+        self._matrix_seen_ms = matrix
+        return out
 
     def model_status(self) -> tuple[bool, str]:
         try:

@@ -18,10 +18,16 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from memo.embed.backfill import BackfillReport, backfill, embed_records
 from memo.errors import MemoError
 from memo.ops.reports import VectorStatus
+
+if TYPE_CHECKING:
+    from memo.embed.backfill import BackfillReport
+
+# memo.embed (numpy, onnxruntime) is imported by the functions that embed, not here: every
+# CLI command imports memo.ops, and `memo search --mode keyword` must start without them.
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,8 @@ def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: 
     error: str | None = None
     model_id: str | None = None
     try:
+        from memo.embed.backfill import embed_records
+
         report = embed_records(conn, record_ids, progress=False)
         model_id, error = report.model_id or None, report.error
     except Exception as exc:
@@ -92,6 +100,8 @@ def embed_pending(conn: sqlite3.Connection, *, progress: bool) -> BackfillReport
     """Embed every queued passage (after an import).  A missing model or any other
     embedding failure is reported in the returned report's ``error``, not raised: the
     import itself succeeded."""
+    from memo.embed.backfill import BackfillReport, backfill
+
     try:
         return backfill(conn, progress=progress)
     except Exception as exc:

@@ -71,6 +71,11 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
                      scope=request.scope)
     runs = run_arms(ctx, ARMS)
     clock.lap("arms")
+    # Loading the model and the vector matrix (a cold process's first semantic search) is
+    # start-up, not search: trace.stage_ms reports it as model_load / matrix_load, and
+    # neither "arms" nor latency_ms include it.
+    startup = _take_startup_ms(services)
+    clock.exclude("arms", startup)
 
     # 3 fusion
     fused = fuse([r for r in runs if r.ran], profile.fusion.method, profile.weights, profile.fusion.k)
@@ -134,8 +139,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         candidates=len(fused), cutoff_kind=cutoff_kind,
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
-        drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0, 3),
-        limit=checked.limit, stage_ms=clock.laps, notes=checked.notes)
+        drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
+        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes)
     return SearchResponse(query=checked.query, results=results, abstained=not results, reason=reason,
                           hint=hint, truncated=len(budget_pks) + len(limit_pks),
                           narrow_hint=narrow, trace=trace)
@@ -155,11 +160,23 @@ class _Clock:
         self.laps[stage] = round((now - self._t) * 1000.0, 3)
         self._t = now
 
+    def exclude(self, stage: str, parts: dict[str, float]) -> None:
+        """Take ``parts`` (reported on their own) out of ``stage``'s time."""
+        if parts:
+            self.laps[stage] = round(max(0.0, self.laps[stage] - sum(parts.values())), 3)
+
 
 def _matched(run: Any) -> int | None:
     """Distinct voters (facts) behind an arm's candidates; None for arms without votes."""
     voters = {v.fact_id for hit in run.hits for v in hit.votes}
     return len(voters) if voters else None
+
+
+def _take_startup_ms(services: dict[str, Any]) -> dict[str, float]:
+    """{"model_load": ms, "matrix_load": ms} spent by the semantic service during this
+    search (empty when nothing loaded: a warm process, or keyword/exact mode)."""
+    take = getattr(services.get("semantic"), "take_startup_ms", None)
+    return take() if take is not None else {}
 
 
 def _model_id(services: dict[str, Any]) -> str | None:

@@ -102,3 +102,26 @@ def test_flat_and_diff():
     # flat() round-trips through with_overrides
     again = a.with_overrides({k: v for k, v in flat.items() if k != "name"})
     assert again.flat() == flat
+
+
+def test_user_profile_folder_adds_and_shadows_names(tmp_path, monkeypatch):
+    """Names resolve in the user's folder first ($MEMO_PROFILES_DIR, else
+    <user config dir>/memo/profiles), then in the profiles shipped inside the package."""
+    # default: the XDG config dir the autouse fixture points at
+    import os
+
+    from memo.profile import profile_dirs, shipped_profile_dir, user_profile_dir
+    assert user_profile_dir() == Path(os.environ["XDG_CONFIG_HOME"]) / "memo" / "profiles"
+    assert (shipped_profile_dir() / "rrf.toml").is_file()     # importlib.resources: memo/profiles
+    mine = tmp_path / "profiles"
+    mine.mkdir()
+    monkeypatch.setenv("MEMO_PROFILES_DIR", str(mine))
+    assert profile_dirs()[0] == mine
+    text = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8").replace("k = 60", "k = 7")
+    (mine / "fast.toml").write_text(text, encoding="utf-8")
+    assert "fast" in profile_names() and load_profile("fast").fusion.k == 7
+    (mine / "rrf.toml").write_text(text, encoding="utf-8")          # a user's rrf wins over the shipped one
+    assert load_profile("rrf").fusion.k == 7 and load_profile("rrf").source == str((mine / "rrf.toml").resolve())
+    with pytest.raises(ProfileError) as err:
+        load_profile("nope")
+    assert str(mine) in err.value.hint

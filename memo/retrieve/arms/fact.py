@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memo.errors import ModelUnavailable, QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
@@ -41,6 +39,9 @@ from memo.retrieve.scope import _stamp, parse_when
 from memo.retrieve.types import ArmRun
 from memo.text.fts_query import keyword_match
 from memo.types import Scope
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +153,8 @@ class FactArm:
 
 def _allowed_facts(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> np.ndarray:
     """Fact pks that may vote under this scope (cached until the data changes)."""
+    import numpy as np  # only meaning needs it: keyword searches start without numpy
+
     cache = conn_cache(conn).setdefault("fact_allowed", {})
     key = (where, params)
     hit = cache.get(key)

@@ -13,11 +13,12 @@ corrupt, failed to load or no passage has a vector yet, ``plan`` says so with
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Modes in which the semantic arm is deliberately off (not a degradation).
 _OFF_MODES = ("keyword", "exact")
@@ -50,6 +51,8 @@ class SemanticArm:
 
 def query_vector(ctx: ArmContext, svc: Any) -> np.ndarray:
     """The query's unit vector, embedded once per search (the fact arm reuses it)."""
+    import numpy as np  # only the meaning arms need it: keyword searches start without numpy
+
     # Eval replay precomputes query vectors once per data set (services["query_vector"]).
     pre = ctx.services.get("query_vector")
     if pre is not None:
@@ -70,4 +73,6 @@ def _allowed_pks(ctx: ArmContext, svc: Any) -> np.ndarray | None:
     sql = ("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
            + (ctx.scope_sql.where or "1"))
     rows = ctx.conn.execute(sql, ctx.scope_sql.params).fetchall()
+    import numpy as np
+
     return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
