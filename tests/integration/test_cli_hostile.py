@@ -161,6 +161,13 @@ def argv_for(draw: st.DrawFn, path: tuple[str, ...], cmd: Any, sb: dict[str, Pat
 
 
 @pytest.fixture(autouse=True)
+def _cwd_in_sandbox(sandbox: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative paths drawn by the fuzz ('-', '') resolve inside the sandbox, never in the
+    checkout (a `memo backup -` once left a database named '-' at the repository root)."""
+    monkeypatch.chdir(sandbox["base"])
+
+
+@pytest.fixture(autouse=True)
 def _no_long_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     def stub(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("stubbed long-running call")
