@@ -4,7 +4,10 @@ test can touch the user's real database."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,3 +36,40 @@ def fresh_db(db_path: Path) -> Iterator[sqlite3.Connection]:
     conn = open_db(db_path)
     yield conn
     conn.close()
+
+
+HEARTBEAT_S = 30.0
+
+
+@pytest.fixture
+def progress(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
+    """A ``status(label)`` callback for long steps (embedding SciFact takes about 12 minutes
+    on 2 cores the first time): each label and, every 30 s, the step still running go to
+    the terminal past pytest's output capture, so a long test is never silent."""
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    t0 = time.monotonic()
+    state = {"label": "starting"}
+    lock = threading.Lock()
+
+    def write(line: str) -> None:
+        with lock, capman.global_and_fixture_disabled():
+            sys.stderr.write(f"\n  [{request.node.name} {time.monotonic() - t0:5.0f} s] {line}")
+            sys.stderr.flush()
+
+    def status(label: str) -> None:
+        state["label"] = label
+        write(label)
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            write(f"still running: {state['label']}")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield status
+    finally:
+        stop.set()
+        thread.join()

@@ -14,15 +14,15 @@ from eval.run import EvalOptions, run_eval
 pytestmark = pytest.mark.slow
 
 
-def test_fast_regression_passes(tmp_path):
-    res = regress(fast=True, out=tmp_path / "runs")
+def test_fast_regression_passes(tmp_path, progress):
+    res = regress(fast=True, out=tmp_path / "runs", status=progress)
     assert res["passed"], [c for c in res["checks"] if c["status"] == "FAIL"]
     assert res["batches"][0]["dataset"] == "scifact"
 
 
-def test_locomo_keyword_by_category(tmp_path):
+def test_locomo_keyword_by_category(tmp_path, progress):
     res = run_eval(EvalOptions(dataset="locomo", specs=[RunSpec("rrf", mode="keyword")], semantic=False,
-                               out=tmp_path / "runs"))
+                               out=tmp_path / "runs"), status=progress)
     run = res["runs"][0]
     cats = run["by_category"]
     assert set(cats) == {"1", "2", "3", "4", "5"} and cats["5"]["n"] == 446
@@ -33,6 +33,7 @@ def test_locomo_keyword_by_category(tmp_path):
     assert ev["dropped_unknown"] == 2 and ev["split"] == 4
 
 
-def test_full_regression_passes(tmp_path):
-    res = regress(fast=False, out=tmp_path / "runs")
+def test_full_regression_passes(tmp_path, progress):
+    # The first run embeds SciFact's 5,183 abstracts (about 12 minutes on 2 cores; cached after).
+    res = regress(fast=False, out=tmp_path / "runs", status=progress)
     assert res["passed"], [c for c in res["checks"] if c["status"] == "FAIL"]
