@@ -95,6 +95,25 @@ class BudgetCfg:
     max_tokens: int
 
 
+@dataclass(frozen=True, slots=True)
+class EntitiesCfg:
+    """Query entities and the routing of the entity and graph arms (docs/architecture.md section 2)."""
+
+    max_words: int                        # longest alias matched in the query, in words
+    common_share: float                   # an entity in more than this share of the in-scope passages is common
+    common_min_passages: int              # ... when at least this many passages are in scope
+    relational_cues: tuple[str, ...]      # words / phrases that make a 1-entity query relational
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCfg:
+    """Personalised PageRank over the mention graph (docs/architecture.md section 5)."""
+
+    damping: float                        # probability a walk goes on (1 - damping: back to its seed)
+    iterations: int                       # at most this many power iterations
+    tolerance: float                      # stop when the L1 change of every walk is below this
+
+
 # ---------------------------------------------------------------------------------------
 # Key specification: (section, key) -> (kind, lo, hi).  One table drives validation,
 # docs/profiles.md and the unknown-key check.
@@ -111,6 +130,13 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "limit.default": ("int", 1, 10_000),
     "limit.max": ("int", 1, 10_000),
     "budget.max_tokens": ("int", 1, 10_000_000),
+    "entities.max_words": ("int", 1, 10),
+    "entities.common_share": ("float_pos", 0.0, 1.0),
+    "entities.common_min_passages": ("int", 1, 1_000_000_000),
+    "entities.relational_cues": ("words", None, None),
+    "graph.damping": ("float_open", 0.0, 1.0),
+    "graph.iterations": ("int", 1, 1000),
+    "graph.tolerance": ("float_pos", 0.0, 1.0),
 }
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
@@ -128,6 +154,8 @@ class Profile:
     cutoff: CutoffCfg
     limit: LimitCfg
     budget: BudgetCfg
+    entities: EntitiesCfg
+    graph: GraphCfg
 
     def flat(self) -> dict[str, Any]:
         """Dotted key -> scalar (lists become comma-joined strings)."""
@@ -160,7 +188,7 @@ class Profile:
                 node = node[part]
             if parts[-1] not in node and parts[0] != "models":
                 raise ProfileError(f"override {dotted!r}: unknown key")
-            if dotted == "recency.aging_kinds" and isinstance(value, str):
+            if dotted in ("recency.aging_kinds", "entities.relational_cues") and isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]
             node[parts[-1]] = value
         return _build(doc, name=name or self.name, source=f"{self.source} + overrides")
@@ -208,7 +236,7 @@ def _scalar(where: str, key: str, value: Any) -> Any:
     if kind == "float":
         return _number(where, key, value, lo, hi, integer=False)  # type: ignore[arg-type]
     if kind == "float_pos":
-        v = _number(where, key, value, 0.0, 1e6, integer=False)
+        v = _number(where, key, value, 0.0, hi, integer=False)  # type: ignore[arg-type]
         if v <= 0:
             raise ProfileError(f"{where}: key '{key}' must be > 0, got {value!r}")
         return v
@@ -221,6 +249,15 @@ def _scalar(where: str, key: str, value: Any) -> Any:
         if value not in FUSION_METHODS:
             raise ProfileError(f"{where}: key '{key}' must be one of {', '.join(FUSION_METHODS)}, got {value!r}")
         return value
+    if kind == "float_open":
+        v = _number(where, key, value, 0.0, 1.0, integer=False)
+        if not 0.0 < v < 1.0:
+            raise ProfileError(f"{where}: key '{key}' must be in (0, 1) (exclusive), got {value!r}")
+        return v
+    if kind == "words":
+        if not isinstance(value, list | tuple) or any(not isinstance(w, str) or not w.strip() for w in value):
+            raise ProfileError(f"{where}: key '{key}' must be a list of non-empty strings, got {value!r}")
+        return tuple(dict.fromkeys(" ".join(w.casefold().split()) for w in value))
     if kind == "kinds":
         if not isinstance(value, list | tuple) or any(k not in KINDS for k in value):
             raise ProfileError(f"{where}: key '{key}' must be a list of kinds from {', '.join(KINDS)}, got {value!r}")
@@ -290,6 +327,9 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         cutoff=CutoffCfg(values["cutoff.min_results"], values["cutoff.gap"]),
         limit=LimitCfg(values["limit.default"], values["limit.max"]),
         budget=BudgetCfg(values["budget.max_tokens"]),
+        entities=EntitiesCfg(values["entities.max_words"], values["entities.common_share"],
+                             values["entities.common_min_passages"], values["entities.relational_cues"]),
+        graph=GraphCfg(values["graph.damping"], values["graph.iterations"], values["graph.tolerance"]),
     )
 
 

@@ -68,7 +68,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 2 arms
     ctx = ArmContext(conn=conn, query=checked.query, mode=checked.mode, scope_sql=scope_sql,
                      fetch_depth=profile.retrieve.fetch_depth, services=services,
-                     scope=request.scope)
+                     scope=request.scope, profile=profile)
     runs = run_arms(ctx, ARMS)
     clock.lap("arms")
     # Loading the model and the vector matrix (a cold process's first semantic search) is
@@ -167,8 +167,9 @@ class _Clock:
 
 
 def _matched(run: Any) -> int | None:
-    """Distinct voters (facts) behind an arm's candidates; None for arms without votes."""
-    voters = {v.fact_id for hit in run.hits for v in hit.votes}
+    """Distinct voters behind an arm's candidates (fact arm: facts; entity and graph arms:
+    entities); None for arms without votes."""
+    voters = {v.voter for hit in run.hits for v in hit.votes}
     return len(voters) if voters else None
 
 

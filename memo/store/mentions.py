@@ -176,3 +176,43 @@ def m003_entities(conn: sqlite3.Connection, run_script) -> None:  # noqa: ANN001
     """Migration 3: the tables above, filled from the rows already stored."""
     run_script(conn, DDL)
     rebuild_mentions(conn)
+
+
+# --- reads (the entity and graph arms, memo entities) -----------------------------------
+
+def entities_by_alias(conn: sqlite3.Connection, forms: Sequence[str]) -> dict[str, list[tuple[int, str, str]]]:
+    """alias -> [(entity pk, key, display name)] for the given case-folded forms."""
+    out: dict[str, list[tuple[int, str, str]]] = {}
+    forms = list(dict.fromkeys(forms))
+    for s in range(0, len(forms), 500):
+        chunk = forms[s:s + 500]
+        for alias, pk, key, name in conn.execute(
+                "SELECT a.alias, e.pk, e.key, e.name FROM entity_aliases a JOIN entities e ON e.pk = a.entity_pk "
+                f"WHERE a.alias IN ({','.join('?' * len(chunk))}) ORDER BY e.pk", chunk):
+            out.setdefault(alias, []).append((int(pk), key, name))
+    return out
+
+
+def scoped_mentions(conn: sqlite3.Connection, entity_pks: Sequence[int], scope_where: str,
+                    scope_params: Sequence[object]) -> list[tuple[int, int]]:
+    """Distinct (passage pk, entity pk) for these entities, passages inside the scope
+    (the WHERE over ``passages p JOIN records r`` every arm applies)."""
+    if not entity_pks:
+        return []
+    marks = ",".join("?" * len(entity_pks))
+    return [(int(r[0]), int(r[1])) for r in conn.execute(
+        "SELECT DISTINCT m.passage_pk, m.entity_pk FROM mentions m JOIN passages p ON p.pk = m.passage_pk "
+        f"JOIN records r ON r.id = p.record_id WHERE m.entity_pk IN ({marks}) AND " + (scope_where or "1"),
+        (*entity_pks, *scope_params))]
+
+
+def scoped_df(conn: sqlite3.Connection, entity_pks: Sequence[int], scope_where: str,
+              scope_params: Sequence[object]) -> dict[int, int]:
+    """entity pk -> number of in-scope passages that mention it."""
+    if not entity_pks:
+        return {}
+    marks = ",".join("?" * len(entity_pks))
+    return {int(r[0]): int(r[1]) for r in conn.execute(
+        "SELECT m.entity_pk, count(DISTINCT m.passage_pk) FROM mentions m JOIN passages p ON p.pk = m.passage_pk "
+        f"JOIN records r ON r.id = p.record_id WHERE m.entity_pk IN ({marks}) AND " + (scope_where or "1")
+        + " GROUP BY m.entity_pk", (*entity_pks, *scope_params))}

@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memo.profile import Profile
 from memo.retrieve.scope import ScopeSQL
 from memo.retrieve.types import ArmHit
 from memo.types import ARM_NAMES, ArmName, Scope
@@ -41,8 +42,10 @@ class ArmContext:
     #   "query_vector": a precomputed unit query vector (eval replay caches these)
     services: dict[str, Any] = field(default_factory=dict)
     scope: Scope = Scope()         # the request's scope (the fact arm filters facts by it too)
-    # Per-search scratch shared by the arms (the query vector is embedded once).
+    # Per-search scratch shared by the arms (the query vector is embedded once; the
+    # entity/graph routing decision is made once).
     memo: dict[str, Any] = field(default_factory=dict)
+    profile: Profile | None = None # the search's profile (entity/graph arms: [entities], [graph])
 
 
 @dataclass(frozen=True, slots=True)

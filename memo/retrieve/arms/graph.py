@@ -1,0 +1,118 @@
+"""Graph arm (seed: "Personalised PageRank over the mention graph, one walk per named
+entity" | "Same routing; reports only passages not every seed mentions directly").
+
+1. Routing: as the entity arm (``memo.retrieve.arms.entity.routed``); mode ``auto`` only.
+2. Seeds: the query's distinctive entities (common ones never seed a walk).
+3. Graph: ``memo.graph.cache.mention_graph`` (passages x entities, facts' subject/object
+   mentions included), cached per database and brought up to date after writes.
+4. Mask, before top-k: passages inside the scope (the same WHERE as every arm: live
+   filter or as_of, namespaces, kinds, ...; cached per connection until the data
+   changes); entities that are common in the scope (``entities.common_share`` of the
+   in-scope passages) carry no walk.  The walks never enter a masked node.
+5. One walk per seed (``memo.graph.ppr``, ``graph.damping`` / ``iterations`` /
+   ``tolerance``); a passage's raw score is the sum of the walks' mass on it, in seed
+   order (by linearity, the one walk HippoRAG runs from all seeds at once, times the
+   number of seeds).  ``votes`` holds each walk's mass (``why``), which sum to raw.
+6. Reported: passages with mass > 0 that do not mention every seed directly (those are
+   the entity arm's), best first, ties by pk, at most ``fetch_depth``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from memo.graph.cache import mention_graph
+from memo.graph.ppr import personalized_pagerank
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.arms.entity import plan_routed, routed
+from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.route import is_common
+from memo.retrieve.scope import scope_counts
+
+
+@dataclass(frozen=True, slots=True)
+class GraphVote:
+    """One walk's mass on the passage (``why.arms.graph.votes``)."""
+
+    entity: str        # the walk's seed (entity key)
+    name: str
+    mass: float        # stationary probability of the walk at this passage
+
+    @property
+    def voter(self) -> str:
+        return self.entity
+
+
+def in_scope_pks(ctx: ArmContext) -> np.ndarray:
+    """Passage pks inside the scope (cached per connection until the data changes)."""
+    cache = conn_cache(ctx.conn).setdefault("graph_scope", {})
+    key = (ctx.scope_sql.where, ctx.scope_sql.params)
+    hit = cache.get(key)
+    if hit is None:
+        rows = ctx.conn.execute("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
+                                + (ctx.scope_sql.where or "1"), ctx.scope_sql.params).fetchall()
+        if len(cache) > 64:
+            cache.clear()
+        hit = cache[key] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return hit
+
+
+class GraphArm:
+    name = "graph"
+
+    def plan(self, ctx: ArmContext) -> ArmPlan:
+        return plan_routed(ctx)
+
+    def run(self, ctx: ArmContext) -> list[ArmHit]:
+        decision = routed(ctx)
+        if not decision.fired or ctx.profile is None:
+            return []
+        graph = mention_graph(ctx.conn)
+        seeds = [(graph.entity_index[e.pk], e) for e in decision.distinctive if e.pk in graph.entity_index]
+        if not seeds:
+            return []
+        cache = conn_cache(ctx.conn).setdefault("graph_mask", {})
+        key = (graph.epoch, graph.seq, ctx.scope_sql.where, ctx.scope_sql.params)
+        masks = cache.get(key)
+        if masks is None:
+            p_mask = graph.passage_mask(in_scope_pks(ctx))
+            in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
+            df = graph.WT @ p_mask.astype(np.float64)
+            cfg_e = ctx.profile.entities
+            e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
+            if len(cache) > 64:
+                cache.clear()
+            masks = cache[key] = (p_mask, e_mask)
+        p_mask, e_mask = masks
+        cfg = ctx.profile.graph
+        walks = personalized_pagerank(graph.W, graph.WT, [i for i, _ in seeds], p_mask, e_mask,
+                                      damping=cfg.damping, iterations=cfg.iterations, tolerance=cfg.tolerance)
+        mass = walks.passages
+        total = mass.sum(axis=1)
+        # Passages every seed mentions directly are not reported.
+        direct = np.ones(len(total), dtype=bool)
+        for i, _ in seeds:
+            row = np.zeros(len(total), dtype=bool)
+            row[graph.WT.indices[graph.WT.indptr[i]:graph.WT.indptr[i + 1]]] = True
+            direct &= row
+        total[direct] = 0.0
+        candidates = np.flatnonzero(total > 0)
+        if not len(candidates):
+            return []
+        if len(candidates) > ctx.fetch_depth * 2:
+            keep = np.argpartition(-total[candidates], ctx.fetch_depth * 2)[:ctx.fetch_depth * 2]
+            candidates = candidates[keep]
+        out = []
+        rows = []
+        for idx in candidates.tolist():
+            votes = tuple(GraphVote(e.key, e.name, float(mass[idx, j])) for j, (_, e) in enumerate(seeds))
+            raw = 0.0
+            for v in votes:
+                raw += v.mass
+            rows.append((raw, int(graph.passage_pks[idx]), votes))
+        rows.sort(key=lambda t: (-t[0], t[1]))
+        for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1):
+            out.append(ArmHit(pk=pk, rank=rank, raw=raw, votes=votes))
+        return out

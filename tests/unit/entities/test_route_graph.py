@@ -1,0 +1,129 @@
+"""Routing (0, 1 plain, 1 relational, 2+ entities), PageRank against hand-computed
+values, the graph arm never reporting a passage every seed mentions, forget/supersede
+removing passages from both arms at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from memo.graph.ppr import personalized_pagerank
+from memo.ops.add import add_record
+from memo.ops.records import forget, supersede
+from memo.retrieve import search
+from memo.retrieve.route import QueryEntity, decide, longest_matches, query_words
+from memo.retrieve.types import SearchRequest
+from memo.types import RecordDraft, Scope
+
+CUES = ("with", "who", "between")
+
+
+def qe(key: str, common: bool = False) -> QueryEntity:
+    return QueryEntity(hash(key) % 1000, key, key.title(), key, 3, common)
+
+
+@pytest.mark.parametrize(("ents", "cue", "fired", "rule"), [
+    ((), None, False, None),
+    ((qe("alice"),), None, False, None),
+    ((qe("alice"),), "with", True, "1 entity + relational cue"),
+    ((qe("alice"), qe("paris")), None, True, "2+ entities"),
+    ((qe("alice"), qe("bob", common=True)), None, False, None),     # a common entity does not count
+    ((qe("bob", common=True),), "with", False, None),
+])
+def test_routing_rule(ents, cue, fired, rule):
+    r = decide(ents, cue)
+    assert (r.fired, r.rule) == (fired, rule)
+    assert r.reason.startswith("routed" if fired else "not routed")
+    for e in ents:
+        assert e.key in r.reason
+
+
+def test_longest_match_and_words():
+    words = query_words("Did Alice visit New York City's #museum with @Bob?")
+    assert words == ["did", "alice", "visit", "new", "york", "city", "museum", "with", "bob"]
+    known = {"new york": [(1, "new york", "New York")], "new york city": [(2, "new york city", "NYC")],
+             "alice": [(3, "alice", "Alice")], "with": [(4, "with", "With")]}
+    got = [g for g, _ in longest_matches(words, known, 5)]
+    assert got == ["alice", "new york city"]       # longest wins; a common word never matches
+
+
+def graph(edges, n_p, n_e):
+    rows, cols = zip(*edges, strict=True)
+    W = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_p, n_e))
+    return W, W.T.tocsr()
+
+
+def test_ppr_hand_computed_two_nodes():
+    # Seed entity e mentioned by one passage p: x_e = (1-d) + d x_p, x_p = d x_e
+    # => x_e = 1/(1+d), x_p = d/(1+d); d = 0.5 -> 2/3, 1/3.
+    W, WT = graph([(0, 0)], 1, 1)
+    w = personalized_pagerank(W, WT, [0], np.ones(1, bool), np.ones(1, bool), damping=0.5,
+                              iterations=200, tolerance=1e-12)
+    assert w.entities[0, 0] == pytest.approx(2 / 3, abs=1e-9)
+    assert w.passages[0, 0] == pytest.approx(1 / 3, abs=1e-9)
+
+
+def test_ppr_hand_computed_chain_and_mask():
+    # e0 - p0 - e1 - p1 (p0 mentions e0, e1; p1 mentions e1).  Seed e0, d = 0.5:
+    #   x_p0 = d (x_e0 + x_e1 / 2);  x_e1 = d (x_p0 / 2 + x_p1);  x_p1 = d x_e1 / 2
+    #   x_e0 = (1 - d) + d x_p0 / 2          (no dangling node)
+    # By hand: x_e1 = 2/7 x_p0, x_p0 = 7/13 x_e0, x_e0 = 26/45 -> (26, 4, 14, 1) / 45.
+    W, WT = graph([(0, 0), (0, 1), (1, 1)], 2, 2)
+    d = 0.5
+    w = personalized_pagerank(W, WT, [0], np.ones(2, bool), np.ones(2, bool), damping=d,
+                              iterations=500, tolerance=1e-14)
+    # nodes: e0, e1, p0, p1; column-stochastic T
+    T = np.array([[0, 0, .5, 0], [0, 0, .5, 1], [1, .5, 0, 0], [0, .5, 0, 0]])
+    x = np.linalg.solve(np.eye(4) - d * T, (1 - d) * np.array([1, 0, 0, 0]))
+    got = [w.entities[0, 0], w.entities[1, 0], w.passages[0, 0], w.passages[1, 0]]
+    assert np.allclose(got, np.array([26, 4, 14, 1]) / 45, atol=1e-10)
+    assert np.allclose(got, x, atol=1e-10)
+    assert sum(x) == pytest.approx(1.0)
+    # mask p1 out: the walk never enters it, e1 becomes a dead end (mass goes back to the seed)
+    w2 = personalized_pagerank(W, WT, [0], np.array([True, False]), np.ones(2, bool), damping=d,
+                               iterations=500, tolerance=1e-14)
+    assert w2.passages[1, 0] == 0.0
+    assert w2.passages.sum() + w2.entities.sum() == pytest.approx(1.0)
+
+
+BODIES = ["Alice works at Initech with Bob.", "Bob lives in Paris.", "Paris has the Louvre.",
+          "Carol met Alice in Berlin.", "Alice and Bob went to Paris together.", "Nothing here."]
+
+
+def arm_pks(conn, query, arm, scope=Scope()):
+    r = search(conn, SearchRequest(query, scope=scope, response_format="explain", limit=100), "rrf")
+    return {x.passage_id.split(":")[0] for x in r.results if arm in x.why.arms}, r
+
+
+def test_graph_never_reports_a_passage_every_seed_mentions(fresh_db):
+    ids = [add_record(fresh_db, RecordDraft(body=b)).record_id for b in BODIES]
+    got, r = arm_pks(fresh_db, "Alice and Paris", "graph")
+    trace = {a.name: a for a in r.trace.arms}
+    assert trace["graph"].ran and trace["entity"].ran
+    assert ids[4] not in got                   # mentions both seeds
+    assert ids[1] in got and ids[0] in got     # each mentions one seed
+    for res in r.results:
+        g = res.why.arms.get("graph")
+        if g is not None:
+            total = 0.0
+            for v in g.votes:
+                total += v.mass
+            assert total == g.raw              # the walks' contributions reproduce raw exactly
+
+
+def test_forget_and_supersede_leave_both_arms_at_once(fresh_db):
+    ids = [add_record(fresh_db, RecordDraft(body=b)).record_id for b in BODIES]
+    ent, _ = arm_pks(fresh_db, "Alice and Paris", "entity")
+    gr, _ = arm_pks(fresh_db, "Alice and Paris", "graph")
+    assert ids[1] in ent and ids[1] in gr and ids[3] in ent
+    forget(fresh_db, [ids[1]])
+    new = supersede(fresh_db, ids[3], "Carol met Dave in Berlin.").new_id
+    ent, _ = arm_pks(fresh_db, "Alice and Paris", "entity")
+    gr, _ = arm_pks(fresh_db, "Alice and Paris", "graph")
+    for gone in (ids[1], ids[3]):
+        assert gone not in ent and gone not in gr
+    assert new not in ent
+    # as_of before the supersede still sees the old version (its mentions are kept)
+    old, _ = arm_pks(fresh_db, "Alice and Paris", "entity", Scope(as_of="2999-01-01"))
+    assert ids[3] not in old                   # superseded before 2999: hidden as_of then too
