@@ -48,13 +48,16 @@ def _code_hash() -> str:
     import memo.ingest.locomo_facts
     import memo.store.derived
     import memo.store.facts
+    import memo.store.mentions
     import memo.store.records
+    import memo.text.entities
     import memo.text.identifiers
     import memo.text.tokens
 
     h = hashlib.sha256(f"format={INDEX_FORMAT}".encode())
     for mod in (memo.ingest.beir, memo.ingest.locomo, memo.ingest.locomo_facts, memo.store.derived,
-                memo.store.facts, memo.store.records, memo.text.identifiers, memo.text.tokens):
+                memo.store.facts, memo.store.mentions, memo.store.records, memo.text.entities,
+                memo.text.identifiers, memo.text.tokens):
         h.update(inspect.getsource(mod).encode())
     return h.hexdigest()
 
