@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import typer
 
-from memo.cli import doctor_cmds, embed_cmds, eval_cmds, fact_cmds, search_cmds, store_cmds, web_cmds
+from memo.cli import (
+    doctor_cmds,
+    embed_cmds,
+    entity_cmds,
+    eval_cmds,
+    fact_cmds,
+    search_cmds,
+    store_cmds,
+    web_cmds,
+)
 from memo.cli.common import MemoGroup
 
 app = typer.Typer(name="memo", help="memo: a local-first memory and knowledge base for AI agents.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   cls=MemoGroup)
 
-for _module in (store_cmds, fact_cmds, search_cmds, embed_cmds, eval_cmds, web_cmds, doctor_cmds):
+for _module in (store_cmds, fact_cmds, entity_cmds, search_cmds, embed_cmds, eval_cmds, web_cmds, doctor_cmds):
     _module.register(app)
 
 

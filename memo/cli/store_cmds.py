@@ -79,12 +79,17 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
         namespace: NamespaceOpt = "default", kind: KindOpt = None, title: TitleOpt = None,
         source: SourceOpt = None, library: LibraryOpt = None, version: VersionOpt = None,
         tag: TagOpt = None, event_date: EventOpt = None, trust: TrustOpt = None,
-        author: AuthorOpt = None, db: DbOption = None, as_json: JsonOption = False) -> None:
+        author: AuthorOpt = None,
+        entity: Annotated[list[str] | None, typer.Option(
+            "--entity", help="An entity the record is about (repeat); stored as meta.entities and mentioned "
+                             "by every passage of the record.")] = None,
+        db: DbOption = None, as_json: JsonOption = False) -> None:
     """Add one record (a note, a conversation, a doc or code). The same text twice is stored once."""
     draft = RecordDraft(body=_text_arg(text), kind=kind or "note", namespace=namespace,  # type: ignore[arg-type]
                         title=title, source=source, library=library, version=version,
                         tags=tuple(tag or ()), event_at=event_date,
-                        trust=1.0 if trust is None else trust, author=author)
+                        trust=1.0 if trust is None else trust, author=author,
+                        meta={"entities": list(dict.fromkeys(entity))} if entity else {})
     conn = open_db(db)
     report = ops.add_record(conn, draft)
     if as_json:

@@ -2,7 +2,7 @@
 
     {"text": "...", "kind": "note", "namespace": "work", "title": "...", "source": "...",
      "library": "...", "version": "...", "tags": ["a", "b"], "event_date": "2024-05-01",
-     "trust": 0.8, "author": "...", "id": "external-id", "meta": {...}}
+     "trust": 0.8, "author": "...", "id": "external-id", "meta": {...}, "entities": ["Acme", "Bob"]}
 
 Only ``text`` (alias ``body``) is required; a missing field takes the value given on the
 command line.  ``id`` is the record's id in the source: re-importing a line with the same
@@ -27,7 +27,8 @@ from memo.ingest.files import FileItem, NotRegularFile, open_regular
 from memo.types import KINDS, RecordDraft
 
 _STR_FIELDS = ("kind", "namespace", "title", "source", "library", "version", "author")
-KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", "type", *_STR_FIELDS}
+KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", "type", "entities",
+                *_STR_FIELDS}
 MAX_JSON_DEPTH = 64                # nesting levels of one JSON value (line, BEIR doc, LoCoMo file)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CHUNK = 1 << 16
@@ -126,6 +127,14 @@ def parse_line(obj: object, template: RecordDraft, rel: str, lineno: int) -> Rec
         if not isinstance(obj["meta"], dict):
             raise ValueError("field 'meta' must be an object")
         changes["meta"] = obj["meta"]
+    if obj.get("entities") is not None:
+        ents = obj["entities"]
+        if isinstance(ents, str):
+            ents = [ents]
+        if not isinstance(ents, list) or not all(isinstance(e, str) and e.strip() for e in ents):
+            raise ValueError("field 'entities' must be a list of non-empty strings")
+        # stored as meta.entities: every passage of the record mentions them (memo/store/mentions.py)
+        changes["meta"] = {**changes.get("meta", template.meta), "entities": list(dict.fromkeys(ents))}
     ext = obj.get("id")
     if ext is not None:
         changes["ext_id"] = str(ext)
