@@ -128,6 +128,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             trust: TrustOpt = None, author: AuthorOpt = None,
             root: Annotated[Path | None, typer.Option("--root", help="Refuse paths outside this folder.")] = None,
             max_bytes: Annotated[int, typer.Option("--max-bytes", help="Reject files larger than this.")] = DEFAULT_MAX_BYTES,
+            encoding: Annotated[str | None, typer.Option(
+                "--encoding", help="Files' text encoding (latin-1, cp1252...); default: UTF-8, else detected.")] = None,
             batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 500,
             prune: Annotated[bool, typer.Option(
                 "--prune", help="Folder import: forget the records of files deleted from the folder.")] = False,
@@ -143,7 +145,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     opts = ImportOptions(format=format, namespace=namespace, kind=kind, tags=tuple(tag or ()),
                          source=source, library=library, version=version,
                          trust=1.0 if trust is None else trust, author=author, max_bytes=max_bytes,
-                         batch_size=batch_size, root=root, prune=prune)
+                         batch_size=batch_size, root=root, prune=prune, encoding=encoding)
     conn = open_db(db)
     with _progress_bar(progress and not as_json) as update:
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
@@ -158,6 +160,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                    f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
         for rej in report.rejected:
             typer.echo(f"  rejected {rej.path}: {rej.reason}", err=True)
+        _echo_ignored(report)
         _echo_missing(report, path)
         if embedded is not None:
             typer.echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
@@ -166,6 +169,13 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
         _note_queued(report.vectors)
     if report.rejected:
         raise typer.Exit(ImportRejected.exit_code)
+
+
+def _echo_ignored(report: ImportReport, shown: int = 10) -> None:
+    for item in report.ignored_files[:shown]:
+        typer.echo(f"  ignored {item.path}: {item.reason}")
+    if len(report.ignored_files) > shown:
+        typer.echo(f"  ... and {len(report.ignored_files) - shown} more ignored (--json lists all)")
 
 
 def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:

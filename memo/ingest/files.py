@@ -2,8 +2,10 @@
 
 Security (reliability.md R13, CWE-22): every file is resolved and must stay inside the
 resolved root; a symlink that leaves the root is rejected, never followed.  A file
-larger than ``max_bytes`` or not valid UTF-8 text is rejected with a reason; the rest
-of the import goes on.
+larger than ``max_bytes`` is rejected with a reason; the rest of the import goes on.
+Text is UTF-8, else the encoding given (``--encoding``), else the one charset-normalizer
+detects (recorded in the record's meta: ``decode_text``); a file nothing decodes is
+rejected.  Files of other types are ignored, each with its reason (``why_ignored``).
 
 Hostile trees (issue 9.3): one item never stops or hangs the walk.
 
@@ -20,14 +22,18 @@ Hostile trees (issue 9.3): one item never stops or hangs the walk.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from memo.errors import ValidationError
+from memo.ingest.markdown_parse import first_heading
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import front_matter, looks_like_markdown
 from memo.types import RecordDraft
@@ -47,6 +53,7 @@ class FileItem:
     draft: RecordDraft | None = None
     rejected: str | None = None
     ignored: bool = False
+    why_ignored: str | None = None    # with ignored: the reason, for the import's report
 
 
 class NotRegularFile(ValueError):
@@ -187,13 +194,34 @@ def kind_for(path: Path) -> str | None:
 def _title(text: str, path: Path, kind: str) -> str:
     if kind != "code" and path.suffix.lower() in {".md", ".markdown", ".mdx"}:
         meta, text = front_matter(text)
-        if meta.get("title"):
-            return meta["title"]
+        if isinstance(meta.get("title"), str) and meta["title"]:
+            return str(meta["title"])
     if kind != "code" and looks_like_markdown(text):
-        for line in text.splitlines():
-            if line.startswith("# "):
-                return line[2:].strip()
+        return first_heading(text) or path.name
     return path.name
+
+
+def front_matter_fields(text: str, path: Path, kind: str) -> dict[str, object]:
+    """Record fields from a markdown file's front matter: ``tags`` (a list or one word)
+    and ``date`` (ISO, as the event date; anything else is ignored, not an error)."""
+    if kind == "code" or path.suffix.lower() not in {".md", ".markdown", ".mdx"}:
+        return {}
+    meta, _ = front_matter(text)
+    out: dict[str, object] = {}
+    tags = meta.get("tags")
+    if isinstance(tags, str):
+        tags = [t for t in tags.replace(",", " ").split() if t]
+    if tags:
+        out["tags"] = tuple(dict.fromkeys(str(t).lstrip("#") for t in tags if str(t).strip("# ")))
+    when = meta.get("date")
+    if isinstance(when, str) and when:
+        try:
+            datetime.fromisoformat(when)          # what memo.ops.add checks
+        except ValueError:
+            pass
+        else:
+            out["event_at"] = when
+    return out
 
 
 def _resolve(path: Path) -> tuple[Path | None, str | None]:
@@ -205,8 +233,74 @@ def _resolve(path: Path) -> tuple[Path | None, str | None]:
         return None, _os_reason(exc)
 
 
+def _ignored(rel: str, path: Path) -> FileItem:
+    suffix = path.suffix.lower()
+    what = f"'{suffix}' files" if suffix else "files with this name"
+    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text and code are; "
+                                                   "--kind does not change which files are read)")
+
+
+def check_encoding(encoding: str | None) -> str | None:
+    """``encoding`` as Python names it (``latin-1`` -> ``iso8859-1``), None for detection;
+    an unknown name is a ValidationError (before any file is read)."""
+    if encoding is None or encoding.strip().lower() in ("", "auto"):
+        return None
+    try:
+        return codecs.lookup(encoding.strip()).name
+    except LookupError:
+        raise ValidationError(f"unknown encoding {encoding!r}",
+                              hint="use a Python codec name such as utf-8, latin-1, cp1252, shift_jis, or auto") from None
+
+
+def decode_text(data: bytes, encoding: str | None = None) -> tuple[str, dict[str, object]] | str:
+    """(text, provenance) or a rejection reason.
+
+    With ``encoding`` (a name from ``check_encoding``) the bytes are decoded with it, strictly.
+    Without: UTF-8 (a BOM is dropped); bytes that are not UTF-8 go to charset-normalizer's
+    detection, and the text is kept only when it finds an encoding that decodes the whole
+    file.  The provenance (stored in the record's meta) names a non-UTF-8 encoding and how
+    it was chosen: ``{"encoding": "cp1252", "encoding_source": "detected"}``."""
+    if encoding is not None:
+        codec = "utf-8-sig" if encoding == "utf-8" else encoding
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError as exc:
+            return f"not {encoding} text (byte {exc.start}; --encoding {encoding})"
+        return text, ({} if encoding == "utf-8" else {"encoding": encoding, "encoding_source": "--encoding"})
+    try:
+        return data.decode("utf-8-sig"), {}
+    except UnicodeDecodeError as exc:
+        first_bad = exc.start
+    name = _detect_encoding(data)
+    if name is None:
+        return (f"not UTF-8 text (byte {first_bad}) and no other encoding fits; "
+                "pass --encoding NAME (e.g. latin-1) if you know it")
+    try:
+        text = data.decode(name)
+    except UnicodeDecodeError:
+        return f"not UTF-8 text (byte {first_bad}); detected {name} does not decode it, pass --encoding NAME"
+    return text, {"encoding": name, "encoding_source": "detected"}
+
+
+def _detect_encoding(data: bytes) -> str | None:
+    """charset-normalizer's best guess (its first match); among guesses it ranks equal
+    (same chaos and coherence: short Western text often fits cp1250, cp1252 and cp1257
+    alike) cp1252 wins, the most common legacy encoding (what browsers read "latin-1" as)."""
+    from charset_normalizer import from_bytes
+    # UTF-16/32 without NUL bytes (a NUL rejects the file as binary before this) is a
+    # misreading of a few high bytes as CJK: 'caf\xe9' came back as utf_16_be.
+    matches = [m for m in from_bytes(data) if m.encoding and not m.encoding.startswith(("utf_16", "utf_32"))]
+    if not matches:
+        return None
+    best = matches[0]
+    for m in matches:
+        if (m.chaos, m.coherence) == (best.chaos, best.coherence) and "cp1252" in (m.encoding, *m.could_be_from_charset):
+            return "cp1252"
+    return codecs.lookup(best.encoding).name
+
+
 def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes: int,
-              kind_override: str | None) -> FileItem:
+              kind_override: str | None, encoding: str | None = None) -> FileItem:
     if not is_valid_name(rel):
         return FileItem(safe_name(rel), rejected=f"file {_BAD_NAME}")
     real, why = _resolve(path)
@@ -220,13 +314,14 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     try:
         st = os.stat(real)             # the type from its mode: a FIFO is never opened
     except OSError as exc:
-        return FileItem(rel, ignored=True) if kind is None else FileItem(rel, rejected=_os_reason(exc))
+        return _ignored(rel, path) if kind is None else FileItem(rel, rejected=_os_reason(exc))
     if stat.S_ISDIR(st.st_mode):
-        return FileItem(rel, ignored=True)  # symlinked directory inside the root: avoid loops
+        return FileItem(rel, ignored=True,  # symlinked directory inside the root: avoid loops
+                        why_ignored="symlink to a folder inside the import root: not followed (the folder is walked itself)")
     if not stat.S_ISREG(st.st_mode):
         return FileItem(rel, rejected=not_regular_reason(st.st_mode))
     if kind is None:
-        return FileItem(rel, ignored=True)
+        return _ignored(rel, path)
     cap = f"over the {max_bytes}-byte cap (--max-bytes)"
     if st.st_size > max_bytes:
         return FileItem(rel, rejected=f"file is {st.st_size} bytes, {cap}")
@@ -241,19 +336,26 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         return FileItem(rel, rejected=f"file grew past {max_bytes} bytes while read, {cap}")
     if b"\x00" in data:
         return FileItem(rel, rejected="binary file (contains NUL bytes)")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return FileItem(rel, rejected=f"not UTF-8 text (byte {exc.start})")
+    decoded = decode_text(data, encoding)
+    if isinstance(decoded, str):
+        return FileItem(rel, rejected=decoded)
+    text, provenance = decoded
     if not text.strip():
         return FileItem(rel, rejected="file is empty")
     kind = kind_override or kind
+    fields = front_matter_fields(text, path, kind)
+    if "tags" in fields:
+        fields["tags"] = tuple(dict.fromkeys([*template.tags, *fields["tags"]]))  # type: ignore[misc]
+    if template.event_at:
+        fields.pop("event_at", None)
+    if provenance:
+        fields["meta"] = {**template.meta, **provenance}
     draft = replace(template, body=text, kind=kind, title=template.title or _title(text, path, kind),
-                    import_path=rel, ext_id=None)  # type: ignore[arg-type]
+                    import_path=rel, ext_id=None, **fields)  # type: ignore[arg-type]
     return FileItem(rel, draft=draft)
 
 
 def iter_files(root: Path, template: RecordDraft, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               kind_override: str | None = None) -> Iterator[FileItem]:
+               kind_override: str | None = None, encoding: str | None = None) -> Iterator[FileItem]:
     for path, rel in list_files(root):
-        yield read_file(path, rel, root, template, max_bytes, kind_override)
+        yield read_file(path, rel, root, template, max_bytes, kind_override, check_encoding(encoding))

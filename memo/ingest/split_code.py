@@ -4,8 +4,12 @@ Python is parsed with ``ast``: the module docstring is one passage (section = mo
 name), then each top-level function or class gets its signature and docstring (a class
 also lists its methods' signatures, so a method name finds its class).  Bodies are left
 out on purpose: memo indexes what code *says it does*, and bodies would drown the
-docstrings in BM25.  Other languages (or Python that does not parse) fall back to a
-line scan for top-level definitions; a file without any becomes windows of its text.
+docstrings in BM25.  JavaScript, TypeScript, Go and Rust are parsed with their tree-sitter
+grammars (``memo.ingest.code_parse``): one passage per top-level definition, its source
+with the comments above it, section = qualified name (``<module>.<Receiver>.<Method>`` for
+Go methods, ``<module>.<Type>`` for a Rust ``impl``).  Other languages (or a file that
+does not parse into any definition) fall back to a line scan for top-level definitions;
+a file without any becomes windows of its text.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
+from memo.ingest.code_parse import LANGUAGES, split_tree_sitter
 from memo.ingest.windows import windowed
 from memo.types import PassageDraft
 
@@ -110,6 +115,10 @@ def split_code(source: str, import_path: str | None, title: str | None,
     lang = language or CODE_EXTENSIONS.get(suffix)
     if lang == "python":
         parsed = split_python(source, module)
+        if parsed:
+            return parsed
+    elif lang in LANGUAGES:
+        parsed = split_tree_sitter(source, module, lang, tsx=suffix == ".tsx")
         if parsed:
             return parsed
     return split_generic(source, module)

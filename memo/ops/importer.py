@@ -36,6 +36,7 @@ from memo.errors import DatasetError, ImportRejected, MemoError, StoreError, Val
 from memo.ingest.files import (
     DEFAULT_MAX_BYTES,
     FileItem,
+    check_encoding,
     inside,
     is_valid_name,
     list_files,
@@ -70,6 +71,7 @@ class ImportOptions:
     batch_size: int = DEFAULT_BATCH
     root: Path | None = None          # refuse paths outside it (default: the path itself)
     prune: bool = False               # folder import: forget records of files that are gone
+    encoding: str | None = None       # files: decode with this codec; None/'auto' = UTF-8, else detected
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +191,7 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
 def _read_one(path: Path, rel: str, root: Path, template: RecordDraft, opts: ImportOptions) -> FileItem:
     """One file of a folder; an unexpected error reading it rejects that file only."""
     try:
-        return read_file(path, rel, root, template, opts.max_bytes, opts.kind)
+        return read_file(path, rel, root, template, opts.max_bytes, opts.kind, opts.encoding)
     except Exception as exc:
         log.warning("import: cannot read %s", safe_name(rel), exc_info=True)
         return FileItem(safe_name(rel), rejected=f"cannot read: {type(exc).__name__}: {exc}")
@@ -275,6 +277,7 @@ def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) ->
 def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
                 progress: Callable[[Progress], None] | None = None) -> ImportReport:
     opts = opts or ImportOptions()
+    opts = replace(opts, encoding=check_encoding(opts.encoding))
     started = time.monotonic()
     real = _resolve(Path(path), opts)
     fmt = _detect(real, opts.format)
@@ -285,12 +288,12 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     base = walk.root if walk else real.parent       # what the items' relative paths are under
     batcher = _Batcher(conn, opts.batch_size)
     rejected: list[Rejection] = list(walk.errors) if walk else []
-    ignored = 0
+    ignored: list[Rejection] = []
     for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
         if item.rejected is not None:
             rejected.append(Rejection(item.rel, item.rejected))
         elif item.ignored:
-            ignored += 1
+            ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
         elif item.draft is not None:
             try:
                 passages = prepare(item.draft)
@@ -314,7 +317,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                                 frozenset(batcher.matched), prune=opts.prune)
     return ImportReport(root=str(real), format=fmt, added=batcher.counts["added"],
                         updated=batcher.counts["updated"], skipped=batcher.counts["skipped"],
-                        rejected=tuple(rejected), ignored=ignored, batches=batcher.batches,
+                        rejected=tuple(rejected), ignored=len(ignored), ignored_files=tuple(ignored), batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
                         facts_added=facts.added, facts_skipped=facts.skipped,

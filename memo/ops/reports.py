@@ -54,6 +54,7 @@ class ImportReport:
     facts_skipped: int = 0            # the same fact (text and evidence) was already stored
     seconds: float = 0.0
     vectors: VectorStatus | None = None   # set by the caller that embeds after the import (the CLI)
+    ignored_files: tuple[Rejection, ...] = ()  # the ignored files, each with why (path, reason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,8 @@ def test_rejects_oversize_binary_undecodable_empty(tmp_path: Path):
     items = _items(tmp_path, max_bytes=50)
     assert "over the 50-byte cap" in items["big.md"].rejected
     assert "binary" in items["bin.txt"].rejected
-    assert "not UTF-8" in items["latin.txt"].rejected
+    assert items["latin.txt"].draft.body == "caf\xe9"              # detected (issue 15.4)
+    assert items["latin.txt"].draft.meta == {"encoding": "cp1252", "encoding_source": "detected"}
     assert "empty" in items["empty.md"].rejected
     assert items["ok.md"].draft is not None
 

@@ -95,7 +95,7 @@ def test_python_syntax_error_falls_back():
 
 def test_generic_code_by_definition_lines():
     src = "// helper doc\nfunction foo(a) {\n  return 1;\n}\n\nexport class Bar {}\nfunc Baz() {}\n"
-    parts = split_record(RecordDraft(body=src, kind="code", import_path="web/app.js"))
+    parts = split_record(RecordDraft(body=src, kind="code", import_path="web/app.kt"))  # no grammar: line scan
     assert [p.section for p in parts] == ["web.app.foo", "web.app.Bar", "web.app.Baz"]
     assert parts[0].text.startswith("// helper doc")
 
@@ -152,7 +152,7 @@ def test_front_matter_is_not_indexed_and_gives_no_heading():
     from memo.ingest.split_markdown import front_matter
     text = "---\ntitle: \"My note\"\ntags: [a, b]\n---\nBody line.\n\n## Part\nMore.\n"
     meta, body = front_matter(text)
-    assert meta == {"title": "My note", "tags": "[a, b]"} and body.startswith("Body line.")
+    assert meta == {"title": "My note", "tags": ["a", "b"]} and body.startswith("Body line.")
     parts = split_markdown(text, title="My note")
     assert [(p.section, p.text) for p in parts] == [("My note", "Body line."), ("Part", "More.")]
     assert front_matter("no front matter\n---\n") == ({}, "no front matter\n---\n")

@@ -13,7 +13,7 @@ def _tree(root: Path) -> Path:
     (root / "guide" / "install.md").write_text("# Install\n## Linux\napt-get install memo\n## Mac\nbrew install memo\n")
     (root / "notes.txt").write_text("first paragraph\n\nsecond paragraph\n")
     (root / "lib.py").write_text('"""Lib."""\ndef parse_url(u: str) -> str:\n    """Parse a URL."""\n')
-    (root / "bad.txt").write_bytes(b"\xff\xfe\xfa")
+    (root / "bad.txt").write_bytes(bytes(range(0x80, 0x100)) * 3)   # no encoding decodes it
     (root / "pic.png").write_bytes(b"\x89PNG")
     return root
 
