@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memo.graph.cache import mention_graph
-from memo.graph.ppr import personalized_pagerank
+from memo.graph.ppr import transitions, walk
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.entity import plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
@@ -73,6 +73,8 @@ class GraphArm:
         seeds = [(graph.entity_index[e.pk], e) for e in decision.distinctive if e.pk in graph.entity_index]
         if not seeds:
             return []
+        # The masked, normalised transitions depend only on the graph and the scope: cached
+        # per connection until the data changes.
         cache = conn_cache(ctx.conn).setdefault("graph_mask", {})
         key = (graph.epoch, graph.seq, ctx.scope_sql.where, ctx.scope_sql.params)
         masks = cache.get(key)
@@ -84,11 +86,10 @@ class GraphArm:
             e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
             if len(cache) > 64:
                 cache.clear()
-            masks = cache[key] = (p_mask, e_mask)
-        p_mask, e_mask = masks
+            masks = cache[key] = transitions(graph.W, graph.WT, p_mask, e_mask)
         cfg = ctx.profile.graph
-        walks = personalized_pagerank(graph.W, graph.WT, [i for i, _ in seeds], p_mask, e_mask,
-                                      damping=cfg.damping, iterations=cfg.iterations, tolerance=cfg.tolerance)
+        walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping, iterations=cfg.iterations,
+                     tolerance=cfg.tolerance)
         mass = walks.passages
         total = mass.sum(axis=1)
         # Passages every seed mentions directly are not reported.
