@@ -57,11 +57,6 @@ class FactVote:
     semantic_rank: int | None     # in the meaning fact list
     semantic_raw: float | None    # cosine
 
-    @property
-    def voter(self) -> str:
-        """Who voted (``trace.arms[].matched`` counts distinct voters)."""
-        return self.fact_id
-
 
 def fact_filter_sql(scope: Scope, scope_where: str, scope_params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     """WHERE over ``facts f``: the fact's own live / as_of filter, namespaces and
@@ -195,9 +190,12 @@ def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, f
     texts = {int(r[0]): (r[1], r[2]) for r in conn.execute(
         f"SELECT pk, id, text FROM facts WHERE pk IN ({marks})", fpks)}
     # Evidence passages inside the passage scope (the same WHERE every arm applies).
+    # CROSS JOIN fixes the order (start from the matched facts' evidence rows): left to
+    # itself SQLite walks every passage of the scope's namespace first (LoCoMo: 11 ms
+    # instead of 0.25 ms per query).
     ev = conn.execute(
-        f"SELECT e.fact_pk, e.passage_pk FROM fact_evidence e JOIN passages p ON p.pk = e.passage_pk"
-        f" JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "
+        f"SELECT e.fact_pk, e.passage_pk FROM fact_evidence e CROSS JOIN passages p ON p.pk = e.passage_pk"
+        f" CROSS JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "
         + (ctx.scope_sql.where or "1"), (*fpks, *ctx.scope_sql.params)).fetchall()
     by_passage: dict[int, list[int]] = {}
     for fpk, ppk in ev:
