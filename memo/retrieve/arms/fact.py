@@ -57,6 +57,11 @@ class FactVote:
     semantic_rank: int | None     # in the meaning fact list
     semantic_raw: float | None    # cosine
 
+    @property
+    def voter(self) -> str:
+        """Who voted (``trace.arms[].matched`` counts distinct voters)."""
+        return self.fact_id
+
 
 def fact_filter_sql(scope: Scope, scope_where: str, scope_params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     """WHERE over ``facts f``: the fact's own live / as_of filter, namespaces and
