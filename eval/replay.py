@@ -110,7 +110,7 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
     tr = resp.trace
     row: dict[str, Any] = {
         "qid": q.qid, "query": q.text, "category": q.category, "answerable": q.answerable,
-        "namespace": q.namespace, "n_results": len(resp.results), "abstained": bool(resp.abstained),
+        "namespace": q.namespace, "n_results": len(resp.results), "abstained": not resp.results,
         "reason": resp.reason, "degraded": bool(tr.degraded.get("flag")),
         "degraded_reason": tr.degraded.get("reason"), "cutoff_kind": tr.cutoff_kind,
         "truncated": int(resp.truncated), "candidates": int(tr.candidates),

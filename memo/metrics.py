@@ -1,13 +1,101 @@
-"""Prometheus metrics (prometheus-client).  Counters live in the process registry; the
-MCP/web servers expose them, the CLI reports them in ``--json`` traces."""
+"""Prometheus metrics (prometheus-client), defined once here.
+
+Every search through the pipeline (``memo.retrieve.search``, called by the CLI, MCP and
+the web UI alike) calls ``observe_search``.  The values live in this process's registry:
+
+* ``memo web`` serves them at ``GET /metrics`` (Prometheus text exposition);
+* ``memo-mcp`` (stdio only: it has no HTTP transport to scrape) returns them in
+  ``memory_stats`` (``metrics``) and as the MCP resource ``memo://metrics`` (the same text
+  exposition);
+* ``memo stats --json`` prints ``metrics`` too: a CLI process has run no search, so its
+  counters are zero there, but ``memo_vectors_pending`` is read from the database.
+
+| metric | type | labels |
+|---|---|---|
+| ``memo_searches_total`` | counter | ``profile`` |
+| ``memo_search_degraded_total`` | counter | ``reason``: ``arm_unavailable`` (an arm that should run could not: no model), ``vectors_pending`` (some in-scope passages have no vector yet) |
+| ``memo_search_empty_total`` | counter | ``cause`` (memo.retrieve.empty.EMPTY_CAUSES) |
+| ``memo_search_latency_seconds`` | histogram | ``mode`` |
+| ``memo_arm_runs_total`` | counter | ``arm``, ``outcome`` (``ran``, ``skipped``, ``degraded``) |
+| ``memo_arm_latency_seconds`` | histogram | ``arm`` (arms that ran) |
+| ``memo_vectors_pending`` | gauge | ``model``: live passages without a vector (set by ``set_pending``) |
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401  (re-exported for the servers)
+
+# Search latency: 1 ms .. 10 s (a keyword search is a few ms, a cold semantic one ~100 ms).
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_ARM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+SEARCHES = Counter("memo_searches", "Searches run through the pipeline.", ["profile"])
 SEARCH_DEGRADED = Counter(
     "memo_search_degraded",  # exported as memo_search_degraded_total
-    "Searches that ran without an arm they should have used (e.g. no embedding model).",
+    "Searches that ran without an arm they should have used (e.g. no embedding model), or "
+    "whose semantic arm could not see every in-scope passage (vectors pending).",
     ["reason"],
 )
-SEARCHES = Counter("memo_searches", "Searches run through the pipeline.", ["profile"])
+SEARCH_EMPTY = Counter("memo_search_empty", "Searches that returned no result, by cause.", ["cause"])
+SEARCH_LATENCY = Histogram("memo_search_latency_seconds",
+                           "Search latency (trace.latency_ms: model and matrix loading excluded).",
+                           ["mode"], buckets=_LATENCY_BUCKETS)
+ARM_RUNS = Counter("memo_arm_runs", "Retrieval arm runs per search, by outcome.", ["arm", "outcome"])
+ARM_LATENCY = Histogram("memo_arm_latency_seconds", "Latency of the arms that ran.", ["arm"],
+                        buckets=_ARM_BUCKETS)
+VECTORS_PENDING = Gauge("memo_vectors_pending", "Live passages without a vector for the model "
+                        "(memo backfill embeds them).", ["model"])
+
+_FAMILIES = ("memo_searches", "memo_search_degraded", "memo_search_empty", "memo_search_latency_seconds",
+             "memo_arm_runs", "memo_arm_latency_seconds", "memo_vectors_pending")
+
+
+def observe_search(*, profile: str, mode: str, latency_ms: float, arms: Iterable[Any],
+                   degraded: Iterable[str] = (), empty_cause: str | None = None) -> None:
+    """Count one search.  ``arms``: the pipeline's ArmRun values (name, ran, degraded,
+    latency_ms); ``degraded``: the ``memo_search_degraded_total`` reasons this search
+    counts (once each)."""
+    SEARCHES.labels(profile=profile).inc()
+    SEARCH_LATENCY.labels(mode=mode).observe(max(0.0, latency_ms) / 1000.0)
+    for reason in dict.fromkeys(degraded):
+        SEARCH_DEGRADED.labels(reason=reason).inc()
+    for arm in arms:
+        name = arm.name
+        if arm.ran:
+            ARM_RUNS.labels(arm=name, outcome="ran").inc()
+            ARM_LATENCY.labels(arm=name).observe(max(0.0, arm.latency_ms) / 1000.0)
+        else:
+            outcome = "degraded" if getattr(arm, "degraded", False) else "skipped"
+            ARM_RUNS.labels(arm=name, outcome=outcome).inc()
+    if empty_cause is not None:
+        SEARCH_EMPTY.labels(cause=empty_cause).inc()
+
+
+def set_pending(pending: Mapping[str, int]) -> None:
+    """``memo_vectors_pending`` from a stats report's ``pending_vectors`` (model -> count)."""
+    for model, count in pending.items():
+        VECTORS_PENDING.labels(model=model).set(count)
+
+
+def exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
+    """The Prometheus text exposition of every metric in the process (``/metrics``)."""
+    return generate_latest(registry)
+
+
+def snapshot(registry: CollectorRegistry = REGISTRY) -> dict[str, Any]:
+    """memo's metrics as JSON (``memo stats --json``, ``memory_stats``): one entry per
+    sample name, ``{"labels": {...}, "value": x}`` per sample; histograms give their
+    ``_bucket`` (cumulative, with ``le``), ``_sum`` and ``_count`` samples."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for family in registry.collect():
+        if family.name not in _FAMILIES:
+            continue
+        for s in family.samples:
+            if s.name.endswith("_created"):
+                continue
+            out.setdefault(s.name, []).append({"labels": dict(s.labels), "value": s.value})
+    return out

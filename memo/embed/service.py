@@ -121,6 +121,12 @@ class SemanticService:
         self._matrix_seen_ms = matrix
         return out
 
+    def pending_in_scope(self, conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> int:
+        """In-scope passages without a vector for this model (the pipeline reports them as
+        a partial degradation: ``memo backfill`` embeds them)."""
+        from memo.embed.vectors import pending_in_scope
+        return pending_in_scope(conn, self.model_id, where, params)
+
     def model_status(self) -> tuple[bool, str]:
         try:
             _ = self.embedder

@@ -47,6 +47,16 @@ def pending_count(conn: sqlite3.Connection, model_id: str) -> int:
         "(SELECT 1 FROM vectors v WHERE v.model_id = ? AND v.passage_pk = p.pk)", (model_id,)).fetchone()[0])
 
 
+def pending_in_scope(conn: sqlite3.Connection, model_id: str, where: str, params: tuple[object, ...]) -> int:
+    """Passages matching a scope filter (``memo.retrieve.scope.build_scope_sql``: a WHERE
+    over ``passages p JOIN records r``) that have no vector for ``model_id``: the semantic
+    arm cannot see them, the keyword arms can."""
+    return int(conn.execute(
+        "SELECT count(*) FROM passages p JOIN records r ON r.id = p.record_id WHERE " + (where or "1")
+        + " AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = ? AND v.passage_pk = p.pk)",
+        (*params, model_id)).fetchone()[0])
+
+
 def pending_batch(conn: sqlite3.Connection, model_id: str, after_pk: int, limit: int) -> list[tuple[int, str, str]]:
     """The next ``limit`` pending passages with pk > ``after_pk``: (pk, section, text).
     A plain autocommit read: no transaction stays open while the caller embeds them."""

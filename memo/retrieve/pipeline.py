@@ -20,7 +20,9 @@ from memo.retrieve.abstention import abstain
 from memo.retrieve.arms import ARMS
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.budget import pack
+from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
+from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
 from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
 from memo.retrieve.limit import limit as limit_stage
@@ -34,7 +36,6 @@ from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
 
 DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"
-NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add the information"
 
 
 def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str = "rrf",
@@ -93,6 +94,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     clock.lap("recency")
 
     # 5 abstention
+    n_before_abstention = len(ranked)
     ranked, abstained_pks = abstain(ranked, bands.semantic_floor if bands is not None else None)
     if abstained_pks:
         drops.append(Drop("abstention", "only evidence a semantic similarity below semantic_floor "
@@ -125,13 +127,28 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
                             explain=checked.explain, now=checked.now, aging_kinds=rec.aging_kinds)
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
-    degraded_reason = "; ".join(f"{r.name}: {r.reason}" for r in runs if r.degraded)
-    if degraded_reason:
-        metrics.SEARCH_DEGRADED.labels(reason="arm_unavailable").inc()
-    metrics.SEARCHES.labels(profile=profile.name).inc()
-    reason = hint = None
+    degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
+    degraded_kinds = ["arm_unavailable"] if degraded_parts else []
+    pending = _pending_in_scope(conn, runs, scope_sql, services)
+    if pending:
+        degraded_parts.append(
+            f"semantic: {pending} of {in_scope} in-scope passages have no vector for {model_id} yet "
+            "(found by keyword only); run `memo backfill`")
+        degraded_kinds.append("vectors_pending")
+    degraded_reason = "; ".join(degraded_parts)
+    cause = reason = hint = None
     if not results:
-        reason, hint = _empty_reason(runs, len(fused), abstained_pks, in_scope), NOT_FOUND_HINT
+        cause = empty_cause(in_scope=in_scope, mode=checked.mode, runs=runs, n_fused=len(fused),
+                            n_abstained=len(abstained_pks), n_after_abstention=len(ranked))
+        first = meta.get(limited[0].pk) if limited else None
+        semantic = next((r for r in runs if r.name == "semantic"), None)
+        syntax = next((r.reason.removeprefix("not run: ") for r in runs
+                       if not r.ran and r.reason.startswith("not run:")), None)
+        reason, hint = describe(
+            cause, candidates=n_before_abstention,
+            floor=bands.semantic_floor if bands is not None else "", max_tokens=checked.max_tokens,
+            tokens=first.tokens if first is not None else "?",
+            why=syntax if cause == "no_searchable_word" else (semantic.reason if semantic is not None else "?"))
     trace = Trace(
         profile=profile.name, fusion=profile.fusion.method, mode=checked.mode, model_id=model_id,
         arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r)) for r in runs),
@@ -141,8 +158,10 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
         limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes)
-    return SearchResponse(query=checked.query, results=results, abstained=not results, reason=reason,
-                          hint=hint, truncated=len(budget_pks) + len(limit_pks),
+    metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
+                           degraded=degraded_kinds, empty_cause=cause)
+    return SearchResponse(query=checked.query, results=results, abstained=cause == "abstained", cause=cause,
+                          reason=reason, hint=hint, truncated=len(budget_pks) + len(limit_pks),
                           narrow_hint=narrow, trace=trace)
 
 
@@ -185,13 +204,18 @@ def _model_id(services: dict[str, Any]) -> str | None:
     return getattr(svc, "model_id", None) if svc is not None else None
 
 
-def _empty_reason(runs: list, n_fused: int, abstained: list[int], in_scope: int) -> str:
-    if in_scope == 0:
-        return "no passage is in scope"
-    if not any(r.ran for r in runs):
-        return "no retrieval arm could run"
-    if n_fused == 0:
-        return "no passage matched the query"
-    if abstained and len(abstained) == n_fused:
-        return f"all {n_fused} candidates were only weakly similar (below semantic_floor)"
-    return "every candidate was dropped"
+def _pending_in_scope(conn: sqlite3.Connection, runs: list, scope_sql: Any, services: dict[str, Any]) -> int:
+    """In-scope passages without a vector for the model the semantic arm ran with: the
+    arm cannot see them (the keyword arms can).  Counted by the semantic service in the
+    search's read snapshot, cached per connection until the data changes (``conn_cache``);
+    a service without ``pending_in_scope`` (test fakes) reports none."""
+    count = getattr(services.get("semantic"), "pending_in_scope", None)
+    if count is None or not any(r.name == "semantic" and r.ran for r in runs):
+        return 0
+    cache = conn_cache(conn).setdefault("pending_in_scope", {})
+    key = (_model_id(services), scope_sql.where, scope_sql.params)
+    if key not in cache:
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = int(count(conn, scope_sql.where, scope_sql.params))
+    return cache[key]

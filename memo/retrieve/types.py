@@ -159,7 +159,8 @@ class Trace:
 class SearchResponse:
     query: str
     results: tuple[Result, ...]
-    abstained: bool
+    abstained: bool                 # only when the abstention stage emptied the list
+    cause: str | None               # why the list is empty (memo.retrieve.empty.EMPTY_CAUSES), else None
     reason: str | None
     hint: str | None
     truncated: int

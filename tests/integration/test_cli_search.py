@@ -50,7 +50,8 @@ def db(tmp_path: Path) -> str:
 def test_search_json_document(db):
     doc = js("search", "deploy key", "--db", db, "--mode", "keyword")
     assert [r["record_id"] for r in doc["results"]][0] == "key-doc"
-    assert set(doc) == {"query", "results", "abstained", "reason", "hint", "truncated", "narrow_hint", "trace"}
+    assert set(doc) == {"query", "results", "abstained", "cause", "reason", "hint", "truncated", "narrow_hint",
+                        "trace"}
     tr = doc["trace"]
     assert {"arms", "filter", "candidates", "cutoff_kind", "budget", "degraded", "drops", "latency_ms"} <= set(tr)
     assert tr["filter"] == {"in_scope": 3, "total": 3, "out_of_scope": 0}
@@ -75,7 +76,7 @@ def test_text_output_explain_and_not_found(db):
     out = run("search", "ERR_CONN_RESET", "--db", db, "--explain").stdout
     assert "err-note:0" in out and "why:" in out and "exact #1" in out
     out = run("search", "zeppelin", "--db", db, "--mode", "keyword").stdout
-    assert "No results" in out and "not in the knowledge base" in out
+    assert "No results: no passage matched the query" in out and "hint: rephrase" in out
 
 
 @pytest.mark.parametrize("args", [["--limit", "101"], ["--limit", "0"], ["--mode", "fuzzy"],

@@ -154,9 +154,10 @@ def test_wordless_query_still_runs_the_semantic_arm(conn):
     assert not kw.ran and "no words" in kw.reason
 
 
-def test_empty_database_answers_not_found(conn):
+def test_empty_database_answers_no_scope_not_abstained(conn):
     resp = search(conn, SearchRequest("anything", mode="keyword"), "rrf")
-    assert resp.abstained and resp.reason == "no passage is in scope" and resp.results == ()
+    assert not resp.abstained and resp.cause == "no_scope" and resp.results == ()
+    assert resp.reason == "no passage is in scope" and "widen" in resp.hint
 
 
 def test_index_rows_without_a_passage_are_not_results(conn):

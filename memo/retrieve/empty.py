@@ -1,0 +1,80 @@
+"""Why a search returned nothing: every cause once, with its reason and hint.
+
+An empty answer is not an error (exit 0), but each cause is told apart, so a tiny
+``max_tokens`` or a missing model never reads as "not in the knowledge base".  Only
+``abstained`` (the abstention stage dropped every candidate, each for weak semantic
+evidence only) sets ``SearchResponse.abstained``: the seed's deliberate "not in the
+knowledge base".  ``SearchResponse.cause`` carries the key; docs/cli-json.md lists the
+table; tests/unit/retrieve/test_empty_causes.py has one test per cause.
+
+``empty_cause`` decides in this order (the first that holds wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add the information"
+
+# cause -> (reason, hint); ``{name}`` fields are filled from the search (``describe``).
+EMPTY_CAUSES: dict[str, tuple[str, str]] = {
+    "no_scope": (
+        "no passage is in scope",
+        "the scope filter leaves nothing to search: widen it (namespace, kind, source, library, version, "
+        "tags, dates, min_trust, as_of) or add memories; `memo stats` lists the namespaces and kinds"),
+    "model_unavailable": (
+        "semantic mode needs the embedding model, which is unavailable: {why}",
+        "`memo models check` says what is wrong (`memo models fetch` downloads the model); "
+        "meanwhile search with mode auto or keyword"),
+    "no_searchable_word": (
+        "the query has no word or identifier to search for ({why})",
+        "search with words or identifiers; punctuation and operators alone match nothing"),
+    "no_arm": (
+        "no retrieval arm could run",
+        "trace.arms says why each arm did not run"),
+    "no_match": (
+        "no passage matched the query",
+        "rephrase with other words (or mode semantic to search by meaning), or widen the scope"),
+    "abstained": (
+        "all {candidates} candidates were only weakly similar (below semantic_floor {floor})",
+        NOT_FOUND_HINT),
+    "budget": (
+        "the best result needs {tokens} tokens, more than max_tokens {max_tokens}",
+        "raise max_tokens (--max-tokens) to at least {tokens}, or narrow the search"),
+    "dropped": (
+        "every candidate was dropped",
+        "trace.drops says at which stage and why"),
+}
+
+
+def empty_cause(*, in_scope: int, mode: str, runs: Sequence[Any], n_fused: int, n_abstained: int,
+                n_after_abstention: int) -> str:
+    """The cause of an empty result list (keys of ``EMPTY_CAUSES``)."""
+    if in_scope == 0:
+        return "no_scope"
+    semantic = next((r for r in runs if r.name == "semantic"), None)
+    if mode == "semantic" and semantic is not None and not semantic.ran and semantic.degraded:
+        return "model_unavailable"
+    if n_fused == 0:
+        if any(not r.ran and r.reason.startswith("not run:") for r in runs):
+            return "no_searchable_word"
+        if not any(r.ran for r in runs):
+            return "no_arm"
+        return "no_match"
+    if n_abstained and n_after_abstention == 0:
+        return "abstained"
+    if n_after_abstention > 0:
+        return "budget"     # cutoff keeps min_results and limit >= 1: only the budget empties it
+    return "dropped"
+
+
+def describe(cause: str, **values: Any) -> tuple[str, str]:
+    """(reason, hint) of ``cause`` with its fields filled in."""
+    reason, hint = EMPTY_CAUSES[cause]
+    return reason.format_map(_Blank(values)), hint.format_map(_Blank(values))
+
+
+class _Blank(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
