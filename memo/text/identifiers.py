@@ -46,28 +46,53 @@ def looks_like_identifier(query: str) -> bool:
     return False
 
 
-# Code-like shapes natural language almost never has: snake_case / SCREAMING_CASE,
-# C++/Rust paths (a::b), slash paths with letters (net/http), dotted calls (os.path.join(),
-# semantic versions (2.31.0).
+# Code-like shapes natural language almost never has (one token is enough to route a
+# question to the exact arm): snake_case / SCREAMING_CASE, C++/Rust paths (a::b), slash
+# paths with letters (net/http), dotted names (process.nextTick, os.path.join), calls
+# (require(id), setTimeout()), camelCase and PascalCase with an inner word (setImmediate,
+# EventEmitter), dunder names (__dirname), command-line flags (--max-old-space-size),
+# semantic versions (2.31.0), errno codes (ECONNREFUSED, ENOENT).  Not code-shaped on
+# their own: gene and protein names (p53, IL-6, BRCA1, mRNA, mTOR, siRNA, TNF-alpha),
+# which only route a query when they make up a third of its words.
 _CODE_SHAPE = re.compile(
-    r"[A-Za-z]\w*(?:_|::|/(?=[A-Za-z]))\w"      # snake_case, a::b, net/http
-    r"|\w\.[A-Za-z_]\w*\("                      # obj.method(
-    r"|^v?\d+\.\d+\.\d+"                        # 2.31.0, v1.2.3
-    r"|^[A-Z0-9]+(?:_[A-Z0-9]+)+$")             # ERR_CONN_RESET
+    r"[A-Za-z]\w*(?:_|::|/(?=[A-Za-z]))\w"                       # snake_case, a::b, net/http
+    r"|^_+[A-Za-z]\w*$"                                           # __dirname, _private
+    r"|^[A-Za-z_$][\w$]*[a-z][\w$]*(?:\.[A-Za-z_$][\w$]*[a-z][\w$]*)+(?:\(.*)?$"   # fs.readFile, os.path.join
+    r"|^[a-z_$][\w.$]*\((?:[a-z_$][\w$]+)?\)$"                     # require(id), setTimeout()
+    r"|^[a-z]{2,}[A-Z][a-z]\w*$"                                  # setImmediate, readFile
+    r"|^[A-Z][a-z]{2,}(?:[A-Z][a-z]{2,})+\w*$"                    # EventEmitter, TypeError
+    r"|^--[a-z][\w-]*"                                            # --watch, --max-old-space-size
+    r"|^v?\d+\.\d+\.\d+"                                          # 2.31.0, v1.2.3
+    r"|^E[A-Z]{4,}$"                                              # ECONNREFUSED, ENOENT, EACCES
+    r"|^[A-Z0-9]+(?:_[A-Z0-9]+)+$")                               # ERR_CONN_RESET
+
+
+def _strip(word: str) -> str:
+    word = word.strip("\"'`[]{}<>,;!?")
+    if word.endswith(".") or word.endswith(":"):
+        word = word.rstrip(".:")
+    if word.startswith("(") or (word.endswith(")") and "(" not in word):
+        word = word.strip("()")
+    return word
+
+
+def code_shaped(word: str) -> bool:
+    """One whitespace-separated word of a query has a code-like shape (``_CODE_SHAPE``)."""
+    return bool(_CODE_SHAPE.search(_strip(word)))
 
 
 def query_looks_like_identifier(query: str) -> bool:
-    """Routing for the exact arm in auto mode (seed: "when the query looks like an
-    identifier").  The *query* must look like one, not merely contain one: either a
-    token has a code-like shape, or identifier-shaped tokens make up at least a third of
-    the words.  Why: a 15-word scientific claim that mentions "ADAR1" or "IL-6" is natural
-    language; routing it to the exact arm double-counts the keyword arm's evidence and
-    cost rrf 0.014 nDCG@10 on SciFact test (173 of 300 claims routed; now 13).
+    """Routing for the exact arm in auto mode: a question that names an identifier
+    anywhere ("event loop blocking setImmediate vs process.nextTick", "why do I get
+    ERR_HTTP_HEADERS_SENT") runs it.  Either one word has a code-like shape
+    (``code_shaped``), or identifier-shaped words (``looks_like_identifier``: digits mixed
+    with letters, inner hyphens...) make up at least a third of the words ("ADAR1 IL-6").
+    Why not every identifier-shaped word: a 15-word scientific claim that mentions "ADAR1"
+    or "IL-6" is natural language; routing it to the exact arm double-counts the keyword
+    arm's evidence and cost rrf 0.014 nDCG@10 on SciFact test (173 of 300 claims routed).
     """
     words = [w for w in query.split() if re.search(r"\w", w)]
-    shaped = [w for w in words if looks_like_identifier(w)]
-    if not shaped:
-        return False
-    if any(_CODE_SHAPE.search(w.strip("\"'`()[]{}<>,;!?.")) for w in shaped):
+    if any(code_shaped(w) for w in words):
         return True
-    return len(shaped) * 3 >= len(words)
+    shaped = [w for w in words if looks_like_identifier(w)]
+    return bool(shaped) and len(shaped) * 3 >= len(words)
