@@ -26,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401  (re-exported for the servers)
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from memo.types import ARM_NAMES, MODES
 
 # Search latency: 1 ms .. 10 s (a keyword search is a few ms, a cold semantic one ~100 ms).
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -49,6 +51,20 @@ ARM_LATENCY = Histogram("memo_arm_latency_seconds", "Latency of the arms that ra
                         buckets=_ARM_BUCKETS)
 VECTORS_PENDING = Gauge("memo_vectors_pending", "Live passages without a vector for the model "
                         "(memo backfill embeds them).", ["model"])
+
+DEGRADED_REASONS = ("arm_unavailable", "vectors_pending")
+ARM_OUTCOMES = ("ran", "skipped", "degraded")
+
+# Every known series starts at zero, so a scrape (and ``memo stats --json``) lists them all
+# before the first search, and rate() sees the first increment.
+for _reason in DEGRADED_REASONS:
+    SEARCH_DEGRADED.labels(reason=_reason)
+for _mode in MODES:
+    SEARCH_LATENCY.labels(mode=_mode)
+for _arm in ARM_NAMES:
+    ARM_LATENCY.labels(arm=_arm)
+    for _outcome in ARM_OUTCOMES:
+        ARM_RUNS.labels(arm=_arm, outcome=_outcome)
 
 _FAMILIES = ("memo_searches", "memo_search_degraded", "memo_search_empty", "memo_search_latency_seconds",
              "memo_arm_runs", "memo_arm_latency_seconds", "memo_vectors_pending")
@@ -81,21 +97,41 @@ def set_pending(pending: Mapping[str, int]) -> None:
         VECTORS_PENDING.labels(model=model).set(count)
 
 
+def stats_metrics(pending: Mapping[str, int]) -> dict[str, Any]:
+    """``metrics`` of a stats document (``memo stats --json``, ``memory_stats``,
+    ``/api/stats``): ``set_pending`` from the report's ``pending_vectors``, then ``snapshot``."""
+    set_pending(pending)
+    return snapshot()
+
+
 def exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
     """The Prometheus text exposition of every metric in the process (``/metrics``)."""
     return generate_latest(registry)
 
 
 def snapshot(registry: CollectorRegistry = REGISTRY) -> dict[str, Any]:
-    """memo's metrics as JSON (``memo stats --json``, ``memory_stats``): one entry per
-    sample name, ``{"labels": {...}, "value": x}`` per sample; histograms give their
-    ``_bucket`` (cumulative, with ``le``), ``_sum`` and ``_count`` samples."""
+    """memo's metrics as JSON (``memo stats --json``, ``memory_stats``), by exported name:
+    counters and gauges ``[{"labels": {...}, "value": x}]``; histograms
+    ``[{"labels": {...}, "count": n, "sum": seconds, "buckets": {"<le>": cumulative count}}]``."""
     out: dict[str, list[dict[str, Any]]] = {}
     for family in registry.collect():
         if family.name not in _FAMILIES:
             continue
-        for s in family.samples:
-            if s.name.endswith("_created"):
-                continue
-            out.setdefault(s.name, []).append({"labels": dict(s.labels), "value": s.value})
+        if family.type == "histogram":
+            series: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+            for smp in family.samples:
+                labels = {k: v for k, v in smp.labels.items() if k != "le"}
+                entry = series.setdefault(tuple(sorted(labels.items())),
+                                          {"labels": labels, "count": 0, "sum": 0.0, "buckets": {}})
+                if smp.name.endswith("_bucket"):
+                    entry["buckets"][smp.labels["le"]] = int(smp.value)
+                elif smp.name.endswith("_count"):
+                    entry["count"] = int(smp.value)
+                elif smp.name.endswith("_sum"):
+                    entry["sum"] = smp.value
+            out[family.name] = list(series.values())
+            continue
+        for smp in family.samples:
+            if not smp.name.endswith("_created"):
+                out.setdefault(smp.name, []).append({"labels": dict(smp.labels), "value": smp.value})
     return out

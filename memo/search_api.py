@@ -8,7 +8,6 @@ eval harness) hold their own connection and call ``memo.retrieve.search`` direct
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from memo.retrieve import SearchRequest, SearchResponse
 from memo.retrieve import search as run_search
 from memo.retrieve.conn_cache import forget
 from memo.store.db import open_db
-from memo.types import Scope
+from memo.types import check_fields, default_profile, scope_from
 
 _NO_MEANING_MODES = ("keyword", "exact")   # the semantic arm is off: nothing of memo.embed is loaded
 
@@ -47,26 +46,24 @@ def default_model_id() -> str | None:
         return None
 
 
-def search(query: str, *, db: str | Path | None = None,
-           namespaces: Iterable[str] = (), kinds: Iterable[str] = (), sources: Iterable[str] = (),
-           library: str | None = None, version: str | None = None, tags: Iterable[str] = (),
-           date_from: str | None = None, date_to: str | None = None, min_trust: float | None = None,
-           as_of: str | None = None, mode: str = "auto", profile: str | Path | Profile = "rrf",
-           limit: int | None = None, max_tokens: int | None = None, explain: bool = False,
-           now: str | None = None, services: dict[str, Any] | None = None) -> SearchResponse:
-    """Search the knowledge base (``db`` default: $MEMO_DB, else the user data dir).
+def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
+           profile: str | Path | Profile | None = None, limit: int | None = None,
+           max_tokens: int | None = None, explain: bool = False,
+           services: dict[str, Any] | None = None, **fields: Any) -> SearchResponse:
+    """Search the knowledge base (``db`` default: $MEMO_DB, else the user data dir;
+    ``profile`` default: $MEMO_PROFILE, else rrf).
 
-    Scope fields left empty do not constrain; ``tags`` must all be present on a record.
+    ``fields``: the search fields of ``memo.types.SEARCH_FIELDS`` (``namespaces``, ``kinds``,
+    ``sources``, ``library``, ``version``, ``tags``, ``date_from``, ``date_to``,
+    ``min_trust``, ``as_of``, ``now``); left out = no constraint; ``tags`` must all be
+    present on a record; ``now`` pins the time recency is computed at.
     ``services=None`` builds the default semantic service; pass ``{}`` for keyword/exact only.
     """
-    prof = load_profile(profile)
+    check_fields(fields, "memo.search()")
+    prof = load_profile(default_profile() if profile is None else profile)
     request = SearchRequest(
-        query=query,
-        scope=Scope(namespaces=_strs(namespaces), kinds=_strs(kinds), sources=_strs(sources),
-                    library=library, version=version, tags=_strs(tags), date_from=date_from,
-                    date_to=date_to, min_trust=min_trust, as_of=as_of),
-        mode=mode, limit=limit, max_tokens=max_tokens,
-        response_format="explain" if explain else "compact", now=now)
+        query=query, scope=scope_from(fields), mode=mode, limit=limit, max_tokens=max_tokens,
+        response_format="explain" if explain else "compact", now=fields.get("now"))
     conn = open_db(db, write=False)
     try:
         if services is None and mode in _NO_MEANING_MODES:
@@ -80,10 +77,3 @@ def search(query: str, *, db: str | Path | None = None,
         forget(conn)
         conn.close()
 
-
-def _strs(values: Iterable[str] | str | None) -> tuple[str, ...]:
-    if values is None:
-        return ()
-    if isinstance(values, str):
-        return (values,)
-    return tuple(values)

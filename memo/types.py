@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -107,6 +109,86 @@ class Scope:
     date_to: str | None = None          # inclusive; a bare date covers the whole day
     min_trust: float | None = None
     as_of: str | None = None
+
+
+# --- search fields: defined once -------------------------------------------------------------
+# Every surface derives its search parameters from SEARCH_FIELDS: the CLI options of
+# ``memo search`` (memo/cli/search_cmds.py), the ``memory_search`` MCP tool's input schema
+# (memo/serve/mcp.py), the web API's query parameters (memo/serve/web_input.py) and the keyword
+# arguments of ``memo.search`` and ``MemoTools.search``.  A new scope field is one Scope
+# attribute plus one entry here.  (mode, profile, limit, max_tokens and explain /
+# response_format differ per surface on purpose and are spelled out there.)
+@dataclass(frozen=True, slots=True)
+class SearchField:
+    name: str                       # Scope attribute; memo.search / MemoTools / MCP argument name
+    type: type                      # the value's (each item's, when multiple) type: str or float
+    help: str                       # one line, shown by every surface
+    cli: tuple[str, ...]            # CLI flags, long first ("--namespace", "-n")
+    cli_param: str                  # the CLI option's Python name (its JSON error/field name)
+    web: str                        # the web API query parameter
+    multiple: bool = False          # a list: repeat the CLI flag / web parameter
+    scope: bool = True              # a Scope field (False: a request field, e.g. now)
+    iso_time: bool = False          # an ISO-8601 date or date-time
+    choices: tuple[str, ...] = ()   # allowed values (each item)
+    bounds: tuple[float, float] | None = None   # inclusive range of a number
+
+
+SEARCH_FIELDS: tuple[SearchField, ...] = (
+    SearchField("namespaces", str, "Only these namespaces (separate collections); any of.",
+                ("--namespace", "-n"), "namespace", "namespace", multiple=True),
+    SearchField("kinds", str, "Only these kinds: note, conversation, doc, code; any of.",
+                ("--kind", "-k"), "kind", "kind", multiple=True, choices=KINDS),
+    SearchField("sources", str, "Only records from these sources; any of.",
+                ("--source",), "source", "source", multiple=True),
+    SearchField("library", str, "Only this library (docs and code).", ("--library",), "library", "library"),
+    SearchField("version", str, "Only this library version.", ("--version",), "version", "version"),
+    SearchField("tags", str, "Records carrying every one of these tags.",
+                ("--tag", "-t"), "tag", "tags", multiple=True),
+    SearchField("date_from", str, "Event date (else recorded date) on or after this ISO-8601 date/time.",
+                ("--from",), "date_from", "from", iso_time=True),
+    SearchField("date_to", str, "Event date (else recorded date) on or before this; a bare date includes the day.",
+                ("--to",), "date_to", "to", iso_time=True),
+    SearchField("min_trust", float, "Only records with trust >= this (0..1).",
+                ("--min-trust",), "min_trust", "min_trust", bounds=(0.0, 1.0)),
+    SearchField("as_of", str, "Search the knowledge base as it was at this ISO-8601 time.",
+                ("--as-of",), "as_of", "as_of", iso_time=True),
+    SearchField("now", str, "Pin the current time for recency and ages (ISO-8601; default: the clock), "
+                "so every surface gives identical numbers.", ("--now",), "now", "now", scope=False,
+                iso_time=True),
+)
+SCOPE_FIELDS: tuple[SearchField, ...] = tuple(f for f in SEARCH_FIELDS if f.scope)
+
+
+def scope_from(values: Mapping[str, object]) -> Scope:
+    """A Scope from SEARCH_FIELDS names (``namespaces=...``, ``min_trust=...``); missing or
+    None = no constraint; a multiple field takes a list or one string.  Other keys (request
+    fields such as ``now``) are ignored; the caller checks unknown names (``check_fields``)."""
+    kwargs: dict[str, object] = {}
+    for f in SCOPE_FIELDS:
+        value = values.get(f.name)
+        if value is None:
+            continue
+        if f.multiple:
+            value = (value,) if isinstance(value, str) else tuple(value)  # type: ignore[arg-type]
+        kwargs[f.name] = value
+    return Scope(**kwargs)  # type: ignore[arg-type]
+
+
+PROFILE_ENV = "MEMO_PROFILE"
+
+
+def default_profile() -> str:
+    """The default search profile of every surface (CLI, memo.search, memo-mcp, memo web):
+    ``$MEMO_PROFILE``, else ``rrf``."""
+    return os.environ.get(PROFILE_ENV) or "rrf"
+
+
+def check_fields(values: Mapping[str, object], where: str) -> None:
+    """TypeError for a keyword that is no search field (a typo must not widen a search)."""
+    unknown = sorted(set(values) - {f.name for f in SEARCH_FIELDS})
+    if unknown:
+        raise TypeError(f"{where} got unexpected keyword argument(s) {', '.join(unknown)}; "
+                        f"search fields: {', '.join(f.name for f in SEARCH_FIELDS)}")
 
 
 @dataclass(frozen=True, slots=True)

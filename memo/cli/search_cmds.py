@@ -6,6 +6,7 @@ Parsing and printing only: the pipeline is ``memo.retrieve.search`` (via ``memo.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,40 +16,54 @@ from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
 from memo.profile import diff_profiles, load_profile, profile_names
 from memo.retrieve import SearchResponse
 from memo.search_api import search as api_search
+from memo.types import PROFILE_ENV, SEARCH_FIELDS, SearchField
 
-ListOpt = list[str] | None
 
-
-@handle_errors
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for (plain words; memo quotes operators itself).")],
-    namespace: Annotated[ListOpt, typer.Option("--namespace", "-n", help="Only this namespace (repeatable).")] = None,
-    kind: Annotated[ListOpt, typer.Option("--kind", "-k", help="Only this kind: note, conversation, doc, code (repeatable).")] = None,
-    source: Annotated[ListOpt, typer.Option("--source", help="Only this source (repeatable).")] = None,
-    library: Annotated[str | None, typer.Option("--library", help="Only this library.")] = None,
-    version: Annotated[str | None, typer.Option("--version", help="Only this library version.")] = None,
-    tag: Annotated[ListOpt, typer.Option("--tag", "-t", help="Records carrying this tag (repeatable: all required).")] = None,
-    date_from: Annotated[str | None, typer.Option("--from", help="Event date on or after (ISO date/time).")] = None,
-    date_to: Annotated[str | None, typer.Option("--to", help="Event date on or before (a bare date includes the day).")] = None,
-    min_trust: Annotated[float | None, typer.Option("--min-trust", help="Only records with trust >= this (0..1).")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Search the knowledge base as it was at this time.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="auto, keyword, exact or semantic.")] = "auto",
-    profile: Annotated[str, typer.Option("--profile", help="Profile name (profiles/NAME.toml) or path.")] = "rrf",
-    limit: Annotated[int | None, typer.Option("--limit", help="Results to return (default 10, at most 100).")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget for all results together.")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Show why each result ranks where it does.")] = False,
-    db: DbOption = None,
-    as_json: JsonOption = False,
+    query: str, mode: str = "auto", profile: str | None = None, limit: int | None = None,
+    max_tokens: int | None = None, explain: bool = False, db: Path | None = None, as_json: bool = False,
+    **options: Any,
 ) -> None:
     """Search the knowledge base (scope -> arms -> fusion -> recency -> abstention -> cutoff -> limit -> budget)."""
-    resp = api_search(query, db=db, namespaces=namespace or (), kinds=kind or (), sources=source or (),
-                      library=library, version=version, tags=tag or (), date_from=date_from,
-                      date_to=date_to, min_trust=min_trust, as_of=as_of, mode=mode, profile=profile,
-                      limit=limit, max_tokens=max_tokens, explain=explain)
+    fields = {f.name: options[f.cli_param] for f in SEARCH_FIELDS if options.get(f.cli_param) not in (None, [])}
+    resp = api_search(query, db=db, mode=mode, profile=profile, limit=limit, max_tokens=max_tokens,
+                      explain=explain, **fields)
     if as_json:
         print_json(resp)
         return
     _print_response(resp, explain=explain)
+
+
+def _cli_option(f: SearchField) -> inspect.Parameter:
+    """A search field (memo.types.SEARCH_FIELDS) as a ``memo search`` option."""
+    item: Any = f.type
+    kind = " (repeatable)" if f.multiple else ""
+    annotation = Annotated[(list[item] if f.multiple else item) | None,  # type: ignore[valid-type]
+                           typer.Option(*f.cli, help=f.help + kind)]
+    return inspect.Parameter(f.cli_param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
+
+
+_KW = inspect.Parameter.KEYWORD_ONLY
+# query, the search fields (defined once in memo.types.SEARCH_FIELDS), then the command's own.
+search.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+    inspect.Parameter("query", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[
+        str, typer.Argument(help="What to look for (plain words; memo quotes operators itself).")]),
+    *(_cli_option(f) for f in SEARCH_FIELDS),
+    inspect.Parameter("mode", _KW, default="auto", annotation=Annotated[
+        str, typer.Option("--mode", help="auto, keyword, exact or semantic.")]),
+    inspect.Parameter("profile", _KW, default=None, annotation=Annotated[str | None, typer.Option(
+        "--profile", envvar=PROFILE_ENV, show_envvar=True,
+        help="Profile name or .toml path (default: $MEMO_PROFILE, else rrf).")]),
+    inspect.Parameter("limit", _KW, default=None, annotation=Annotated[int | None, typer.Option(
+        "--limit", help="Results to return (default: the profile's, 10; at most its limit.max, 100).")]),
+    inspect.Parameter("max_tokens", _KW, default=None, annotation=Annotated[int | None, typer.Option(
+        "--max-tokens", help="Token budget for all results together.")]),
+    inspect.Parameter("explain", _KW, default=False, annotation=Annotated[bool, typer.Option(
+        "--explain", help="Show why each result ranks where it does.")]),
+    inspect.Parameter("db", _KW, default=None, annotation=DbOption),
+    inspect.Parameter("as_json", _KW, default=False, annotation=JsonOption),
+])
+search = handle_errors(search)
 
 
 def _print_response(resp: SearchResponse, *, explain: bool) -> None:

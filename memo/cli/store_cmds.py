@@ -24,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from memo import ops
+from memo import metrics, ops
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_jsonable
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
@@ -280,7 +280,9 @@ def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending
     """Counts: records (live, superseded, forgotten), passages, vectors per model, pending vectors."""
     report = ops.stats(open_db(db, write=migrate))
     if as_json:
-        print_json(report)
+        # metrics: this process's search metrics (zero in a fresh CLI process) and the
+        # pending-vector gauge read from the database (memo/metrics.py; docs/cli-json.md).
+        print_json({**to_jsonable(report), "metrics": metrics.stats_metrics(report.pending_vectors)})
         return
     _echo_kv([("database", report.path), ("schema", f"v{report.schema_version}"),
               ("size", f"{report.size_bytes} bytes"),

@@ -27,12 +27,13 @@ length into memory).  Every line is answered or served:
 * everything else goes to the SDK unchanged (unknown methods, bad tool arguments: its
   own -32601 / -32602 / tool errors).
 
-Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill]``
-(docs/mcp.md).  The database is ``--db``, else ``$MEMO_DB``, else the user data dir.
+Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill]``, or
+``memo-mcp backfill [--db PATH] [--model ID]`` (docs/mcp.md).  The database is ``--db``, else ``$MEMO_DB``, else the user data dir.
 """
 
 import argparse
 import fcntl
+import inspect
 import json
 import logging
 import os
@@ -57,11 +58,14 @@ from pydantic import Field
 from memo import __version__
 from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, ValidationError
 from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
+from memo.profile import Profile
 from memo.serve.mcp_tools import MemoTools
+from memo.types import MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")
 
 SERVER_NAME = "memo"
+METRICS_URI = "memo://metrics"
 INSTRUCTIONS = (
     "memo is a local memory and knowledge base. Call memory_search before answering from "
     "memory; add durable facts with memory_add. Every memory returned is quoted data with its "
@@ -87,7 +91,6 @@ KindName = Literal["note", "conversation", "doc", "code"]
 KindList = Annotated[list[KindName] | None, Field(description="Only these kinds.")]
 Query = Annotated[str, Field(min_length=1, description="What to look for, in plain words "
                                                        "(memo quotes operators itself).")]
-Limit = Annotated[int | None, Field(ge=1, le=100, description="Results to return, 1..100 (default: the profile's, 10).")]
 MaxTokens = Annotated[int | None, Field(ge=1, description="Token budget for all results together "
                                                          "(default: the profile's).")]
 Trust = Annotated[float | None, Field(ge=0.0, le=1.0)]
@@ -449,6 +452,35 @@ class MemoMCPServer(MCPServer[Any]):
             raise
 
 
+# --- memory_search's arguments, derived from memo.types.SEARCH_FIELDS -------------------------
+_KW = inspect.Parameter.KEYWORD_ONLY
+
+
+def mcp_field_type(f: SearchField) -> Any:
+    """A search field as an optional tool argument (type, range, description)."""
+    item: Any = Literal[f.choices] if f.choices else f.type  # type: ignore[valid-type]
+    kwargs: dict[str, Any] = {"description": f.help + (" E.g. 2024-05-01 or 2024-05-01T14:30:00Z." if f.iso_time else "")}
+    if f.bounds is not None:
+        kwargs["ge"], kwargs["le"] = f.bounds
+    return Annotated[(list[item] if f.multiple else item) | None, Field(**kwargs)]  # type: ignore[index]
+
+
+def _search_options(profile: Profile) -> list[inspect.Parameter]:
+    lim = profile.limit
+    return [
+        inspect.Parameter("mode", _KW, annotation=Literal[MODES], default="auto"),  # type: ignore[valid-type]
+        inspect.Parameter("profile", _KW, default=None, annotation=Annotated[OptStr, Field(
+            description="Search profile name (e.g. rrf, minmax); default: the server's.")]),
+        inspect.Parameter("limit", _KW, default=None, annotation=Annotated[int | None, Field(
+            ge=1, le=lim.max, description=f"Results to return, 1..{lim.max} (default: the profile's, {lim.default}).")]),
+        inspect.Parameter("max_tokens", _KW, default=None, annotation=MaxTokens),
+        inspect.Parameter("response_format", _KW, default="compact", annotation=Annotated[
+            Literal["compact", "explain"], Field(
+                description="'explain' adds `why` to every result (per-arm rank, raw score, "
+                            "contribution, fused/final score, band, provenance, freshness).")]),
+    ]
+
+
 # --- the server ----------------------------------------------------------------------------
 def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "WARNING") -> MemoMCPServer:
     @asynccontextmanager
@@ -471,35 +503,27 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
             return fn
         return register
 
-    @tool("memory_search", READ_ONLY)
-    def memory_search(
-        query: Query,
-        namespaces: Namespaces = None, kinds: KindList = None, sources: Sources = None,
-        library: Annotated[OptStr, Field(description="Only this library (docs and code).")] = None,
-        version: Annotated[OptStr, Field(description="Only this library version.")] = None,
-        tags: Tags = None,
-        date_from: Annotated[IsoDate, Field(description="Event date on or after (ISO-8601).")] = None,
-        date_to: Annotated[IsoDate, Field(description="Event date on or before; a bare date includes the day.")] = None,
-        min_trust: Annotated[Trust, Field(description="Only records with trust >= this (0..1).")] = None,
-        as_of: Annotated[IsoDate, Field(description="Search the knowledge base as it was at this time.")] = None,
-        mode: Literal["auto", "keyword", "exact", "semantic"] = "auto",
-        profile: Annotated[OptStr, Field(description="Search profile name (e.g. rrf, minmax); "
-                                                     "default: the server's.")] = None,
-        limit: Limit = None, max_tokens: MaxTokens = None,
-        response_format: Annotated[Literal["compact", "explain"], Field(
-            description="'explain' adds `why` to every result (per-arm rank, raw score, "
-                        "contribution, fused/final score, band, provenance, freshness).")] = "compact",
-    ) -> CallToolResult:
+    def memory_search(query: str, mode: str = "auto", profile: str | None = None, limit: int | None = None,
+                      max_tokens: int | None = None, response_format: str = "compact",
+                      **fields: Any) -> CallToolResult:
         """Search memo (scope -> keyword/exact/semantic arms -> fusion -> recency -> abstention
         -> cutoff -> limit -> token budget). Returns results (quoted memories with record_id,
-        namespace, kind, score, relevance band), a trace, and abstained/reason/hint when
-        nothing relevant is stored; truncated counts results that did not fit, narrow_hint
-        names the scope field that would shorten the list."""
+        namespace, kind, score, relevance band), a trace, and, when nothing is returned, cause,
+        reason and hint (abstained: true only for a deliberate "not in the knowledge base");
+        truncated counts results that did not fit, narrow_hint names the scope field that would
+        shorten the list. `now` pins the time recency is computed at."""
+        given = {k: v for k, v in fields.items() if v is not None}
         return run_tool("memory_search", lambda: tools.search(
-            query, namespaces=namespaces or (), kinds=kinds or (), sources=sources or (), library=library,
-            version=version, tags=tags or (), date_from=date_from, date_to=date_to, min_trust=min_trust,
-            as_of=as_of, mode=mode, profile=profile, limit=limit, max_tokens=max_tokens,
-            response_format=response_format), quoted=True)
+            query, mode=mode, profile=profile, limit=limit, max_tokens=max_tokens,
+            response_format=response_format, **given), quoted=True)
+
+    # The arguments: query, the search fields (memo.types.SEARCH_FIELDS, defined once), then
+    # the tool's own; limit's range comes from the server's default profile.
+    memory_search.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("query", _KW, annotation=Query),
+         *(inspect.Parameter(f.name, _KW, annotation=mcp_field_type(f), default=None) for f in SEARCH_FIELDS),
+         *_search_options(tools.default_profile)])
+    tool("memory_search", READ_ONLY)(memory_search)
 
     @tool("memory_add", ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
@@ -621,24 +645,61 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     @tool("memory_stats", READ_ONLY)
     def memory_stats() -> CallToolResult:
         """Counts: records (live, superseded, forgotten), passages, per-kind and per-namespace
-        counts, vectors per model and passages still waiting for a vector."""
+        counts, vectors per model and passages still waiting for a vector, and this server's
+        search metrics (metrics: searches, degraded searches by reason, empty answers by cause,
+        latency histogram, per-arm runs and latencies, vectors pending)."""
         return run_tool("memory_stats", tools.stats)
+
+    @server.resource(METRICS_URI, name="metrics", mime_type="text/plain",
+                     description="Prometheus text exposition of this server's metrics (memo-mcp has "
+                                 "no HTTP transport to scrape; docs/mcp.md).")
+    def metrics_resource() -> str:
+        return tools.metrics_text()
 
     return server
 
 
 # --- entry point ---------------------------------------------------------------------------
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="memo-mcp", description="memo as an MCP server (stdio).")
+    ap = argparse.ArgumentParser(prog="memo-mcp", description="memo as an MCP server (stdio).",
+                                 epilog="memo-mcp backfill [--db PATH] [--model ID] [--batch-size N]: embed the "
+                                        "queued passages and facts, as `memo backfill --json`, and exit.")
     ap.add_argument("--db", help="database file (default: $MEMO_DB, else the user data dir)")
-    ap.add_argument("--profile", default=os.environ.get("MEMO_PROFILE", "rrf"),
+    ap.add_argument("--profile", default=None,
                     help="default search profile, a name or a .toml path (default: $MEMO_PROFILE, else rrf)")
     ap.add_argument("--log-level", default=os.environ.get("MEMO_LOG_LEVEL", "WARNING").upper(),
                     choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
                     help="stderr log level (default: $MEMO_LOG_LEVEL, else WARNING)")
     ap.add_argument("--no-backfill", action="store_true",
                     help="do not embed queued passages at start (default: a background thread does)")
+    sub = ap.add_subparsers(dest="command", metavar="{backfill}")
+    bf = sub.add_parser("backfill", help="embed passages and facts queued while the model was unavailable "
+                                         "(the same library call as `memo backfill`), print its JSON report, exit")
+    bf.add_argument("--db", dest="backfill_db", help="database file (default: as above)")
+    bf.add_argument("--model", "-m", default=None, help="model id (default: $MEMO_MODEL or the registry default)")
+    bf.add_argument("--batch-size", type=int, default=64, help="passages per embedding batch (1..1024)")
     return ap.parse_args(argv)
+
+
+def run_backfill(db: str | None, model: str | None, batch_size: int) -> int:
+    """``memo-mcp backfill``: ``memo.embed.backfill.backfill``, as ``memo backfill --json``
+    (the report on stdout; an error is one line on stderr and memo's exit code)."""
+    from memo.embed.backfill import backfill
+    from memo.serialize import to_jsonable
+    from memo.store.db import open_db
+    try:
+        if not 1 <= batch_size <= 1024:
+            raise ValidationError(f"--batch-size {batch_size} is outside 1..1024")
+        conn = open_db(db, write=True)
+        try:
+            report = backfill(conn, model, progress=True, batch_size=batch_size)
+        finally:
+            conn.close()
+    except MemoError as err:
+        sys.stderr.write(f"memo-mcp backfill: error: {err.one_line()}\n")
+        return err.exit_code
+    sys.stdout.write(json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -646,6 +707,8 @@ def main(argv: list[str] | None = None) -> None:
     # Configured before MCPServer() so its own basicConfig is a no-op: plain lines on stderr.
     logging.basicConfig(stream=sys.stderr, level=args.log_level,
                         format="memo-mcp %(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "backfill":
+        raise SystemExit(run_backfill(args.backfill_db or args.db, args.model, args.batch_size))
     try:
         tools = MemoTools(args.db, args.profile)
     except MemoError as err:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memo import ops
+from memo import metrics, ops
 from memo.errors import ConfirmationRequired, ProfileError, ValidationError
 from memo.ops.guard import store_errors
 from memo.profile import Profile, load_profile
@@ -32,7 +32,7 @@ from memo.retrieve import SearchRequest
 from memo.retrieve import search as run_search
 from memo.serialize import to_jsonable
 from memo.store.db import open_db, resolve_db_path
-from memo.types import FactDraft, RecordDraft, Scope
+from memo.types import FactDraft, RecordDraft, check_fields, default_profile, scope_from
 
 # Profiles arrive from the client by name only: a path would let a tool call read any
 # TOML file on the machine.  The operator picks a path with `memo-mcp --profile`.
@@ -42,14 +42,14 @@ _PROFILE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 class MemoTools:
     """The server's state (database connection, default profile) and one method per tool."""
 
-    def __init__(self, db: str | Path | None = None, profile: str | Path = "rrf") -> None:
+    def __init__(self, db: str | Path | None = None, profile: str | Path | None = None) -> None:
         self.db_path = resolve_db_path(db)
         # write=True: creates the file and applies migrations, so a fresh server can add
         # the first memory; a database from a newer memo fails here (SchemaTooNew).
         self.conn: sqlite3.Connection = open_db(self.db_path, write=True)
         try:
             self.read_conn: sqlite3.Connection = open_db(self.db_path, write=False)
-            self.default_profile: Profile = load_profile(profile)
+            self.default_profile: Profile = load_profile(default_profile() if profile is None else profile)
         except BaseException:
             self.conn.close()
             raise
@@ -81,19 +81,13 @@ class MemoTools:
         return self._services
 
     # --- tools -------------------------------------------------------------------------
-    def search(self, query: str, *, namespaces: Sequence[str] = (), kinds: Sequence[str] = (),
-               sources: Sequence[str] = (), library: str | None = None, version: str | None = None,
-               tags: Sequence[str] = (), date_from: str | None = None, date_to: str | None = None,
-               min_trust: float | None = None, as_of: str | None = None, mode: str = "auto",
-               profile: str | None = None, limit: int | None = None, max_tokens: int | None = None,
-               response_format: str = "compact") -> dict[str, Any]:
+    def search(self, query: str, *, mode: str = "auto", profile: str | None = None, limit: int | None = None,
+               max_tokens: int | None = None, response_format: str = "compact", **fields: Any) -> dict[str, Any]:
+        """``fields``: the search fields of ``memo.types.SEARCH_FIELDS`` (scope fields and ``now``)."""
+        check_fields(fields, "MemoTools.search()")
         prof = self._profile(profile)
-        request = SearchRequest(
-            query=query,
-            scope=Scope(namespaces=tuple(namespaces), kinds=tuple(kinds), sources=tuple(sources),
-                        library=library, version=version, tags=tuple(tags), date_from=date_from,
-                        date_to=date_to, min_trust=min_trust, as_of=as_of),
-            mode=mode, limit=limit, max_tokens=max_tokens, response_format=response_format)
+        request = SearchRequest(query=query, scope=scope_from(fields), mode=mode, limit=limit,
+                                max_tokens=max_tokens, response_format=response_format, now=fields.get("now"))
         with self._read_lock, store_errors("search"):
             resp = run_search(self.read_conn, request, prof, self._semantic())
         return to_jsonable(resp)
@@ -179,5 +173,17 @@ class MemoTools:
             return to_jsonable(forget_facts(self.conn, distinct, confirm=True))
 
     def stats(self) -> dict[str, Any]:
+        """``memo stats --json``'s document plus ``metrics``: this server's search metrics
+        (memo.metrics.snapshot; the pending-vector gauge refreshed from the database)."""
         with self._read_lock:
-            return to_jsonable(ops.stats(self.read_conn))
+            report = ops.stats(self.read_conn)
+        return {**to_jsonable(report), "metrics": metrics.stats_metrics(report.pending_vectors)}
+
+    def metrics_text(self) -> str:
+        """The Prometheus text exposition (``/metrics``, the MCP resource ``memo://metrics``),
+        the pending-vector gauge refreshed from the database first."""
+        with self._read_lock:
+            report = ops.stats(self.read_conn)
+        metrics.set_pending(report.pending_vectors)
+        return metrics.exposition().decode("utf-8")
+

@@ -44,12 +44,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memo import __version__
+from memo import __version__, metrics
 from memo.errors import MemoError, ValidationError
 from memo.profile import profile_names
 from memo.serve import guard
 from memo.serve.mcp_tools import MemoTools
-from memo.serve.web_input import MAX_JSON_DEPTH, parse_add_body, parse_search_params  # noqa: F401 (re-exported)
+from memo.serve.web_input import MAX_JSON_DEPTH, parse_add_body, parse_search_params, search_fields  # noqa: F401 (MAX_JSON_DEPTH re-exported)
 
 log = logging.getLogger("memo.serve.web")
 
@@ -219,10 +219,11 @@ def resolve_token(token: str | None) -> str:
     return token
 
 
-def create_app(db: str | Path | None = None, profile: str | Path = "rrf", token: str | None = None, *,
+def create_app(db: str | Path | None = None, profile: str | Path | None = None, token: str | None = None, *,
                allowed_hosts: Iterable[str] = guard.LOOPBACK_NAMES, max_body: int = MAX_BODY_BYTES) -> Starlette:
     """The ASGI app.  ``app.state.token`` is the bearer token (``token``, else
-    $MEMO_WEB_TOKEN, else random); ``app.state.tools`` holds the one database connection."""
+    $MEMO_WEB_TOKEN, else random); ``app.state.tools`` holds the one database connection;
+    ``profile`` None = $MEMO_PROFILE, else rrf."""
     token = resolve_token(token)
     tools = MemoTools(db, profile)
 
@@ -230,10 +231,8 @@ def create_app(db: str | Path | None = None, profile: str | Path = "rrf", token:
     async def search(request: Request) -> Response:
         p = parse_search_params(request)
         doc = await run_in_threadpool(
-            tools.search, p.q, namespaces=p.namespace, kinds=p.kind, sources=p.source, library=p.library,
-            version=p.version, tags=p.tags, date_from=p.date_from, date_to=p.date_to, min_trust=p.min_trust,
-            as_of=p.as_of, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
-            response_format="explain" if p.explain else "compact")
+            tools.search, p.q, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
+            response_format="explain" if p.explain else "compact", **search_fields(p))
         return JSONResponse(doc)
 
     @api
@@ -257,6 +256,12 @@ def create_app(db: str | Path | None = None, profile: str | Path = "rrf", token:
     async def index(_: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
+    async def metrics_route(_: Request) -> Response:
+        # Behind the same guard as /api (Host, Origin, bearer token): the counters say how
+        # the knowledge base is used; a scraper sends the token (docs/web.md).
+        text = await run_in_threadpool(tools.metrics_text)
+        return Response(text, media_type=metrics.CONTENT_TYPE, headers={"Cache-Control": "no-store"})
+
     async def healthz(_: Request) -> Response:
         return JSONResponse({"ok": True, "version": __version__})   # no token, so nothing stored
 
@@ -272,7 +277,7 @@ def create_app(db: str | Path | None = None, profile: str | Path = "rrf", token:
         Route("/", index), Route("/healthz", healthz), Route("/favicon.ico", favicon),
         Route("/api/search", search), Route("/api/memories", add, methods=["POST"]),
         Route("/api/records/{record_id:path}", record), Route("/api/stats", stats),
-        Route("/api/profiles", profiles),
+        Route("/api/profiles", profiles), Route("/metrics", metrics_route),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_exception})
@@ -309,7 +314,7 @@ def page_url(sock: socket.socket, token: str) -> str:
     return f"http://{addr}:{port}/#token={token}"
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = None, profile: str | Path = "rrf",
+def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = None, profile: str | Path | None = None,
           token: str | None = None, open_browser: bool = False, *, allow_remote: bool = False,
           backfill: bool = True) -> None:
     """Run the UI until interrupted.  Prints one line on stderr:

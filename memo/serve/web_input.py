@@ -26,6 +26,7 @@ from starlette.requests import Request
 
 from memo.errors import ValidationError
 from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
+from memo.types import SEARCH_FIELDS, SearchField
 
 
 def pydantic_message(where: str, exc: pydantic.ValidationError) -> str:
@@ -37,31 +38,36 @@ def pydantic_message(where: str, exc: pydantic.ValidationError) -> str:
     return f"invalid {where}: " + "; ".join(parts)
 
 
-class SearchParams(BaseModel):
+class _SearchBase(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    q: str
-    namespace: list[str] = []
-    kind: list[str] = []
-    source: list[str] = []
-    tags: list[str] = []
-    library: str | None = None
-    version: str | None = None
-    date_from: str | None = Field(None, alias="from")
-    date_to: str | None = Field(None, alias="to")
-    as_of: str | None = None
-    min_trust: float | None = None
-    mode: str = "auto"
-    profile: str | None = None
-    limit: int | None = None
-    max_tokens: int | None = None
-    explain: bool = False
 
 
-_LIST_PARAMS = ("namespace", "kind", "source", "tags")
+def _web_field(f: SearchField) -> tuple[Any, Any]:
+    """A search field as a query parameter (alias = its web name: ``from``, ``kind``...)."""
+    if f.multiple:
+        return list[f.type], Field([], alias=f.web, description=f.help)  # type: ignore[name-defined]
+    return f.type | None, Field(None, alias=f.web, description=f.help)
+
+
+# q, the search fields (memo.types.SEARCH_FIELDS, defined once), then the page's own options.
+SearchParams = pydantic.create_model(  # type: ignore[call-overload]
+    "SearchParams", __base__=_SearchBase,
+    q=(str, ...),
+    **{f.name: _web_field(f) for f in SEARCH_FIELDS},
+    mode=(str, "auto"), profile=(str | None, None), limit=(int | None, None),
+    max_tokens=(int | None, None), explain=(bool, False))
+
+_LIST_PARAMS = tuple(f.web for f in SEARCH_FIELDS if f.multiple)
 _SEARCH_KEYS = tuple(f.alias or n for n, f in SearchParams.model_fields.items())
+_COMMA_LISTS = ("tags",)   # tag names are words: ?tags=a,b
 
 
-def parse_search_params(request: Request) -> SearchParams:
+def search_fields(p: Any) -> dict[str, Any]:
+    """The search-field values of parsed parameters, by field name (MemoTools.search)."""
+    return {f.name: getattr(p, f.name) for f in SEARCH_FIELDS}
+
+
+def parse_search_params(request: Request) -> Any:
     raw: dict[str, Any] = {}
     for key in request.query_params.keys():
         values = request.query_params.getlist(key)
@@ -69,7 +75,7 @@ def parse_search_params(request: Request) -> SearchParams:
             raise ValidationError(f"unknown parameter {key!r}; accepted: {', '.join(_SEARCH_KEYS)}")
         if key in _LIST_PARAMS:
             # tags also take a comma list (?tags=a,b): tag names are words.
-            raw[key] = [p.strip() for v in values for p in (v.split(",") if key == "tags" else [v]) if p.strip()]
+            raw[key] = [p.strip() for v in values for p in (v.split(",") if key in _COMMA_LISTS else [v]) if p.strip()]
         elif len(values) > 1:
             raise ValidationError(f"parameter {key!r} is given {len(values)} times; give it once")
         elif values[0] != "" or key == "q":   # an empty optional field (from a form) = not given

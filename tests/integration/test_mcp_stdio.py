@@ -122,7 +122,7 @@ def test_add_then_search_explain_matches_cli(tmp_path: Path) -> None:
         assert {"abstained", "reason", "hint", "truncated", "narrow_hint"} <= set(res)
 
         empty = doc(await s.call_tool("memory_search", {"query": "staging deploy key", "namespaces": ["nowhere"]}))
-        assert empty["abstained"] is True and empty["reason"] and empty["hint"]
+        assert empty["abstained"] is False and empty["cause"] == "no_scope" and empty["reason"] and empty["hint"]
 
         got = doc(await s.call_tool("memory_get", {"id": added["record_id"]}))
         assert got["body"] == text and got["tags"] == ["keys"]
