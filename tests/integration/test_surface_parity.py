@@ -205,15 +205,23 @@ def test_metrics_scraped_after_a_degraded_search(tmp_path: Path, monkeypatch: py
 def test_memo_mcp_backfill_is_memo_backfill(tmp_path: Path) -> None:
     db = tmp_path / "queued.db"
     conn = open_db(db)
+    add_record(conn, RecordDraft(body="an embedded passage about teapots"))      # embedded (real model)
     for text in ("first queued passage about tomatoes", "second queued passage about kettles"):
         with write_tx(conn):
             insert_record(conn, RecordDraft(body=text), (PassageDraft(text=text),))
     conn.close()
+    # Partly embedded: degraded with the count and `memo backfill`; the queued passage is
+    # still found (by keyword).
+    resp = memo.search("kettles", db=db)
+    assert resp.trace.degraded["flag"]
+    assert "2 of 3 in-scope passages have no vector" in resp.trace.degraded["reason"]
+    assert "memo backfill" in resp.trace.degraded["reason"] and "kettles" in resp.results[0].text
     out = subprocess.run([str(BIN / "memo-mcp"), "backfill", "--db", str(db)], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["embedded"] == 2 and doc["pending_before"] == 2 and doc["pending_after"] == 0
+    assert not memo.search("kettles", db=db).trace.degraded["flag"]
     again = subprocess.run([str(BIN / "memo"), "backfill", "--db", str(db), "--json"], capture_output=True,
                            text=True, timeout=300, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
