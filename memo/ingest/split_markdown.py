@@ -15,7 +15,7 @@ same passages (ids ``<record_id>:<ord>``).
 
 from __future__ import annotations
 
-from memo.ingest.markdown_parse import HEADING_SEP, front_matter, has_headings, parse_markdown
+from memo.ingest.markdown_parse import HEADING_SEP, Block, front_matter, has_headings, parse_markdown
 from memo.ingest.windows import MAX_WORDS, windowed
 from memo.types import PassageDraft
 
@@ -31,12 +31,22 @@ def split_markdown(text: str, title: str | None = None) -> list[PassageDraft]:
     _, text = front_matter(text)
     blocks = parse_markdown(text)
     sections: list[tuple[str, list[str]]] = []
-    for b in blocks:
+    empty: list[Block] = []           # headings with no body yet (alternative signatures)
+    for k, b in enumerate(blocks):
         section = HEADING_SEP.join(b.path) if b.path else (title or "")
         if b.heading or not sections or sections[-1][0] != section:
             sections.append((section, []))
         if not b.heading:
             sections[-1][1].append(b.text)
+            empty = []
+            continue
+        # A heading followed at once by a sibling heading (``### f(a)`` then ``### f(a, b)``
+        # and one body, as API docs list overloads) is not lost: its text opens the
+        # sibling's section.
+        if empty and empty[-1].level == b.level:
+            sections[-1][1].extend(e.text for e in empty)
+        nxt = blocks[k + 1] if k + 1 < len(blocks) else None
+        empty = [*empty, b] if nxt is not None and nxt.heading and nxt.level == b.level else []
     out: list[PassageDraft] = []
     for section, body in sections:
         for group in _group(body):

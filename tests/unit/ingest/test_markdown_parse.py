@@ -98,3 +98,10 @@ def test_node_docs_if_present(name: str):
         pytest.skip("Node.js API docs not installed")
     parts = split_markdown(path.read_text())
     assert parts and not any("<!--" in p.text or "<a id=" in p.text or "]: http" in p.text for p in parts)
+
+
+def test_sibling_heading_with_no_body_opens_the_next_section():
+    md = "# Util\n\n## `f(a)`\n## `f(a, b)`\n\nDoes f.\n\n## Parent\n\n### Child\n\ntext\n"
+    parts = split_markdown(md)
+    assert [(p.section, p.text) for p in parts] == [("Util > f(a, b)", "f(a)\n\nDoes f."),
+                                                    ("Util > Parent > Child", "text")]
