@@ -89,6 +89,7 @@ class Record:
     body: str
     meta: dict[str, object]
     passages: tuple[Passage, ...] = ()
+    facts: tuple[RecordFact, ...] = ()   # live facts citing its passages (``memo get``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,3 +239,13 @@ class Fact:
     content_hash: str
     meta: dict[str, object]
     evidence: tuple[FactEvidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFact:
+    """A live fact whose evidence includes passages of one record (``memo get``)."""
+
+    id: str
+    text: str
+    subject: str | None
+    passages: tuple[str, ...]           # the record's passage ids it cites

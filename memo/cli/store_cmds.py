@@ -209,6 +209,10 @@ def get(record_id: Annotated[str, typer.Argument(help="Record id (or a passage i
     for p in rec.passages:
         typer.echo(f"\n[{p.id}] {p.section}".rstrip())
         typer.echo(p.text)
+    if rec.facts:
+        typer.echo(f"\nfacts ({len(rec.facts)}) citing its passages:")
+        for f in rec.facts:
+            typer.echo(f"  {f.id}  {f.text}  [{', '.join(f.passages)}]")
 
 
 def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Repeatable.")] = None,
@@ -277,7 +281,7 @@ def purge(yes: YesOpt = False, db: DbOption = None, as_json: JsonOption = False)
 @handle_errors
 def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending schema migrations first.")] = False,
           db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Counts: records (live, superseded, forgotten), passages, vectors per model, pending vectors."""
+    """Counts: records and facts (live, superseded, forgotten), passages, vectors per model, pending vectors."""
     report = ops.stats(open_db(db, write=migrate))
     if as_json:
         # metrics: this process's search metrics (zero in a fresh CLI process) and the
@@ -288,7 +292,10 @@ def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending
               ("size", f"{report.size_bytes} bytes"),
               ("records", f"{report.live} live, {report.superseded} superseded, {report.forgotten} forgotten"),
               ("passages", report.passages), ("kinds", report.by_kind), ("namespaces", report.by_namespace),
-              ("vectors", report.vectors), ("pending", report.pending_vectors)])
+              ("vectors", report.vectors), ("pending", report.pending_vectors),
+              ("facts", f"{report.facts_live} live, {report.facts_superseded} superseded, "
+                        f"{report.facts_forgotten} forgotten"),
+              ("fact vectors", report.fact_vectors), ("facts pending", report.pending_fact_vectors)])
 
 
 @handle_errors

@@ -55,7 +55,30 @@ def stats(conn: sqlite3.Connection) -> StatsReport:
         superseded=one("SELECT count(*) FROM records WHERE superseded_at IS NOT NULL"),
         forgotten=one("SELECT count(*) FROM records WHERE forgotten_at IS NOT NULL"),
         passages=one("SELECT count(*) FROM passages"), by_kind=by_kind, by_namespace=by_ns,
-        vectors=vectors, pending_vectors=pending)
+        vectors=vectors, pending_vectors=pending, **_fact_stats(conn, list(vectors or {DEFAULT_MODEL_ID: 0})))
+
+
+def _fact_stats(conn: sqlite3.Connection, models: list[str]) -> dict[str, object]:
+    """Fact counts (live / superseded / forgotten), fact vectors per model and the facts
+    (not forgotten: superseded ones still vote under as_of) waiting for a vector, for the
+    models passages have vectors for and any model facts have vectors for.  A database
+    from before migration 2 has no fact tables: nothing to count."""
+    if conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'facts'").fetchone() is None:
+        return {}
+    row = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE superseded_at IS NULL AND forgotten_at IS NULL),"
+        " count(*) FILTER (WHERE superseded_at IS NOT NULL), count(*) FILTER (WHERE forgotten_at IS NOT NULL),"
+        " count(*) FILTER (WHERE forgotten_at IS NULL) FROM facts").fetchone()
+    fvec = {r[0]: r[1] for r in conn.execute(
+        "SELECT model_id, count(*) FROM fact_vectors GROUP BY model_id ORDER BY model_id")}
+    pending = {}
+    for model in dict.fromkeys([*models, *fvec]):
+        have = int(conn.execute(
+            "SELECT count(*) FROM fact_vectors v JOIN facts f ON f.pk = v.fact_pk"
+            " WHERE v.model_id = ? AND f.forgotten_at IS NULL", (model,)).fetchone()[0])
+        pending[model] = int(row[4]) - have
+    return {"facts": int(row[0]), "facts_live": int(row[1]), "facts_superseded": int(row[2]),
+            "facts_forgotten": int(row[3]), "fact_vectors": fvec, "pending_fact_vectors": pending}
 
 
 @store_errors("reindex")

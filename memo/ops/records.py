@@ -12,7 +12,7 @@ from memo.ops.guard import store_errors
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
-from memo.store.facts import purge_fact_rows
+from memo.store.facts import facts_of_record, purge_fact_rows
 from memo.store.mentions import drop_record_mentions
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
 from memo.types import KINDS, Record, RecordDraft
@@ -20,8 +20,10 @@ from memo.types import KINDS, Record, RecordDraft
 
 @store_errors("get")
 def get(conn: sqlite3.Connection, record_id: str) -> Record:
-    """A record with its passages (a passage id '<record>:<ord>' works too)."""
-    return get_record(conn, record_id)
+    """A record with its passages (a passage id '<record>:<ord>' works too) and the live
+    facts whose evidence is in it."""
+    rec = get_record(conn, record_id)
+    return replace(rec, facts=facts_of_record(conn, [(p.pk, p.id) for p in rec.passages]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,12 @@ class StatsReport:
     by_namespace: dict[str, int] = field(default_factory=dict)   # live records
     vectors: dict[str, int] = field(default_factory=dict)        # model_id -> rows
     pending_vectors: dict[str, int] = field(default_factory=dict)  # model_id -> live passages without one
+    facts: int = 0                    # every fact row, including superseded and forgotten
+    facts_live: int = 0               # neither superseded nor forgotten
+    facts_superseded: int = 0
+    facts_forgotten: int = 0
+    fact_vectors: dict[str, int] = field(default_factory=dict)          # model_id -> fact vector rows
+    pending_fact_vectors: dict[str, int] = field(default_factory=dict)  # model_id -> facts not forgotten without one
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 
 from memo.errors import NotFound, ValidationError
 from memo.store.derived import bump_vectors_epoch, rebuild_fact_index  # noqa: F401  (rebuild_fact_index re-exported)
-from memo.store.records import utc_now
 from memo.store.mentions import index_fact_mentions
-from memo.types import Fact, FactDraft, FactEvidence
+from memo.store.records import utc_now
+from memo.types import Fact, FactDraft, FactEvidence, RecordFact
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
 
@@ -199,6 +199,27 @@ def facts_for_passages(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int
                 "AND f.forgotten_at IS NULL ORDER BY f.pk", chunk):
             out.setdefault(int(ppk), []).append((fid, text))
     return out
+
+
+def facts_of_record(conn: sqlite3.Connection, passages: Sequence[tuple[int, str]]) -> tuple[RecordFact, ...]:
+    """Live facts (neither superseded nor forgotten) citing any of these passages of one
+    record, ``(pk, id)`` pairs: oldest first, each with the passage ids it cites among
+    them (``memo get``).  A database from before migration 2 has none."""
+    if not passages or conn.execute(
+            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'facts'").fetchone() is None:
+        return ()
+    pid = dict(passages)
+    found: dict[int, tuple[str, str, str | None, list[int]]] = {}
+    pks = list(pid)
+    for s in range(0, len(pks), 500):
+        chunk = pks[s:s + 500]
+        for ppk, fpk, fid, text, subject in conn.execute(
+                f"SELECT e.passage_pk, f.pk, f.id, f.text, f.subject FROM fact_evidence e JOIN facts f "
+                f"ON f.pk = e.fact_pk WHERE e.passage_pk IN ({','.join('?' * len(chunk))}) "
+                "AND f.superseded_at IS NULL AND f.forgotten_at IS NULL", chunk):
+            found.setdefault(int(fpk), (fid, text, subject, []))[3].append(int(ppk))
+    return tuple(RecordFact(id=fid, text=text, subject=subject, passages=tuple(pid[p] for p in sorted(ps)))
+                 for _, (fid, text, subject, ps) in sorted(found.items()))
 
 
 def purge_fact_rows(conn: sqlite3.Connection) -> list[str]:

@@ -46,3 +46,30 @@ def test_fact_commands_round_trip(tmp_path, monkeypatch):
     assert code == 0 and doc["forgotten"] == [new]
     code, doc = _run("fact", "list")
     assert doc["count"] == 0
+
+
+def test_stats_counts_facts_and_get_shows_them(tmp_path, monkeypatch):
+    """`memo stats` counts facts (live / superseded / forgotten) and facts waiting for a
+    vector; `memo get RECORD` lists the live facts whose evidence is in that record."""
+    monkeypatch.setenv("MEMO_DB", str(tmp_path / "s.db"))
+    monkeypatch.setenv("MEMO_MODELS", str(tmp_path / "no-models"))      # no model: fact vectors stay queued
+    rid = _run("add", "first paragraph\n\nsecond paragraph", "--namespace", "ops")[1]["record_id"]
+    other = _run("add", "unrelated note", "--namespace", "ops")[1]["record_id"]
+    a = _run("fact", "add", "about the second", "--evidence", f"{rid}:1", "--namespace", "ops")[1]["fact_id"]
+    b = _run("fact", "add", "about both", "--evidence", rid, "--namespace", "ops")[1]["fact_id"]
+    c = _run("fact", "add", "elsewhere", "--evidence", other, "--namespace", "ops")[1]["fact_id"]
+    new = _run("fact", "supersede", b, "about both, reworded")[1]["new_id"]
+    _run("fact", "forget", c)
+    code, doc = _run("stats")
+    assert code == 0
+    assert (doc["facts"], doc["facts_live"], doc["facts_superseded"], doc["facts_forgotten"]) == (4, 2, 1, 1)
+    assert doc["fact_vectors"] == {} and doc["pending_fact_vectors"] == {"all-minilm-l6-v2-int8": 3}
+    code, doc = _run("get", rid)
+    assert code == 0
+    assert [(f["id"], f["text"], f["passages"]) for f in doc["facts"]] == [
+        (a, "about the second", [f"{rid}:1"]), (new, "about both, reworded", [f"{rid}:0", f"{rid}:1"])]
+    assert _run("get", other)[1]["facts"] == []                        # its only fact is forgotten
+    human = runner.invoke(app, ["get", rid])
+    assert human.exit_code == 0 and "facts (2) citing its passages:" in human.stdout and a in human.stdout
+    human = runner.invoke(app, ["stats"])
+    assert "2 live, 1 superseded, 1 forgotten" in human.stdout
