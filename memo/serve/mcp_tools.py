@@ -9,7 +9,7 @@ must not run two statements (or an explicit transaction) from two threads at onc
 * ``conn`` (write) serves ``add``, ``supersede`` and ``forget`` under ``_lock``.  An add
   embeds its passages after the commit, still holding ``_lock``: a 2 MB add holds it for
   minutes, so writes queue behind it, as they would at SQLite's write lock anyway.
-* ``read_conn`` serves ``search``, ``get``, ``list_records`` and ``stats`` under
+* ``read_conn`` serves ``search``, ``get``, ``list_records``, ``fact_list`` and ``stats`` under
   ``_read_lock``, so a search never waits for an add (WAL: readers see the last commit);
   searches take milliseconds and run one at a time.  The semantic service (in-memory
   vector index, per-connection scope caches) is bound to it and stays warm across calls.
@@ -153,8 +153,8 @@ class MemoTools:
                   include_forgotten: bool = False, include_superseded: bool = False,
                   limit: int = 50, offset: int = 0) -> dict[str, Any]:
         from memo.ops.facts import list_facts
-        with self._lock:
-            facts = list_facts(self.conn, namespaces=tuple(namespaces), evidence=evidence,
+        with self._read_lock:      # a read: never waits behind a long add
+            facts = list_facts(self.read_conn, namespaces=tuple(namespaces), evidence=evidence,
                                include_forgotten=include_forgotten, include_superseded=include_superseded,
                                limit=limit, offset=offset)
         return {"count": len(facts), "facts": to_jsonable(facts)}
