@@ -20,7 +20,8 @@ from web_server import WebServer, memo_web
 
 from memo import ops
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.ops.facts import add_fact
+from memo.types import FactDraft, RecordDraft
 
 NOTE = "The staging deploy key rotates every 30 days; ask the platform team for a new one."
 SEED = [
@@ -29,6 +30,8 @@ SEED = [
     RecordDraft(body="Lunch on Fridays is pizza from the corner shop.", namespace="team"),
     RecordDraft(body="The CI runners restart every night at 02:00 UTC.", namespace="ops"),
 ]
+CI = SEED[3].body
+FACT = "A cron job on the build farm reboots the runner machines."
 EVIL = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 WATCH = """
 window.__csp = [];
@@ -51,6 +54,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebServer
     db = tmp_path_factory.mktemp("web-chromium") / "memo.db"
     conn = open_db(db)
     ids = {draft.body: ops.add_record(conn, draft).record_id for draft in SEED}
+    # A fact (issue 10) whose evidence is the CI runners note: its words are not the note's.
+    ids[FACT] = add_fact(conn, FactDraft(FACT, (ids[CI],), namespace="ops")).fact_id
     conn.close()
     with memo_web(db) as srv:
         yield srv, ids
@@ -179,6 +184,29 @@ def test_explain_renders_why_and_trace_with_the_api_numbers(page: Page) -> None:
         assert value(drops.nth(j).locator("[data-field='count']")) == d["count"]
     p.uncheck("#explain")
     assert p.locator("#trace").is_hidden() and p.locator(".why").count() == 0
+
+
+def test_a_voting_fact_is_shown_under_its_results_why(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    _, ids = server
+    p = page.open()
+    p.select_option("#mode", "auto")
+    p.check("#explain")
+    doc = page.search("cron job build farm")       # words of the fact only, not of its evidence note
+    p.wait_for_selector(".why-fact")
+    hit = next(i for i, r in enumerate(doc["results"]) if r["record_id"] == ids[CI])
+    votes = doc["results"][hit]["why"]["arms"]["fact"]["votes"]
+    assert [v["fact_id"] for v in votes] == [ids[FACT]]
+    item = p.locator(".result").nth(hit)
+    assert item.get_attribute("data-record-id") == ids[CI]
+    fact = item.locator(".why .why-facts .why-fact")
+    assert fact.count() == 1 and fact.get_attribute("data-fact") == ids[FACT]
+    assert FACT in (fact.text_content() or "")
+    assert float(fact.locator("[data-field='fact_rank']").get_attribute("data-value")) == votes[0]["rank"]
+    assert float(fact.locator("[data-field='fact_score']").get_attribute("data-value")) == votes[0]["score"]
+    # results no fact voted for show no facts block
+    for i, r in enumerate(doc["results"]):
+        if "fact" not in r["why"]["arms"]:
+            assert p.locator(".result").nth(i).locator(".why-facts").count() == 0
 
 
 def test_add_through_the_form_then_find_and_open_it(page: Page) -> None:
