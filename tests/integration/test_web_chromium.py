@@ -19,8 +19,8 @@ import pytest
 from web_server import WebServer, memo_web
 
 from memo import ops
-from memo.store.db import open_db
 from memo.ops.facts import add_fact
+from memo.store.db import open_db
 from memo.types import FactDraft, RecordDraft
 
 NOTE = "The staging deploy key rotates every 30 days; ask the platform team for a new one."
