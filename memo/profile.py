@@ -103,6 +103,10 @@ class EntitiesCfg:
     common_share: float                   # an entity in more than this share of the in-scope passages is common
     common_min_passages: int              # ... when at least this many passages are in scope
     relational_cues: tuple[str, ...]      # words / phrases that make a 1-entity query relational
+    name_share: float                     # a one-word name counts if >= this share of the passages holding the word name it
+    identifier_share: float               # an identifier counts for routing if in at most this share of the passages
+    min_shared: int                       # entity arm: passages naming at least min(this, counted entities) of them
+    min_query_share: float                # route only when counted entities cover at least this share of the query's words
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,7 @@ class GraphCfg:
     damping: float                        # probability a walk goes on (1 - damping: back to its seed)
     iterations: int                       # at most this many power iterations
     tolerance: float                      # stop when the L1 change of every walk is below this
+    report_floor: float                   # report a passage only if its mass >= this x the largest passage mass
 
 
 # ---------------------------------------------------------------------------------------
@@ -134,9 +139,14 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "entities.common_share": ("float_pos", 0.0, 1.0),
     "entities.common_min_passages": ("int", 1, 1_000_000_000),
     "entities.relational_cues": ("words", None, None),
+    "entities.name_share": ("float_pos", 0.0, 1.0),
+    "entities.identifier_share": ("float_pos", 0.0, 1.0),
+    "entities.min_shared": ("int", 1, 10),
+    "entities.min_query_share": ("float", 0.0, 1.0),
     "graph.damping": ("float_open", 0.0, 1.0),
     "graph.iterations": ("int", 1, 1000),
     "graph.tolerance": ("float_pos", 0.0, 1.0),
+    "graph.report_floor": ("float", 0.0, 1.0),
 }
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
@@ -328,8 +338,11 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         limit=LimitCfg(values["limit.default"], values["limit.max"]),
         budget=BudgetCfg(values["budget.max_tokens"]),
         entities=EntitiesCfg(values["entities.max_words"], values["entities.common_share"],
-                             values["entities.common_min_passages"], values["entities.relational_cues"]),
-        graph=GraphCfg(values["graph.damping"], values["graph.iterations"], values["graph.tolerance"]),
+                             values["entities.common_min_passages"], values["entities.relational_cues"],
+                             values["entities.name_share"], values["entities.identifier_share"],
+                             values["entities.min_shared"], values["entities.min_query_share"]),
+        graph=GraphCfg(values["graph.damping"], values["graph.iterations"], values["graph.tolerance"],
+                       values["graph.report_floor"]),
     )
 
 

@@ -10,11 +10,27 @@ phrasing".
    against known aliases (``entity_aliases``), left to right, non-overlapping, keeping only
    entities that at least one *in-scope* passage mentions.  A single word that is a common
    English word (``memo.text.entities.COMMON_WORDS``) never matches.
-3. **Common entities**: mentioned in more than ``entities.common_share`` of the in-scope
-   passages, in a scope of at least ``entities.common_min_passages`` (a conversation's two
-   speakers, when the search is scoped to its namespace).
-   They are recognised and listed in the trace, but they name nothing in particular:
-   they do not count for routing and never seed a walk.
+3. **Entities that do not count** (recognised and listed in the trace with the rule that
+   set them aside, but they name nothing in particular: they do not count for routing,
+   score nothing in the entity arm and never seed a walk):
+
+   * *common*: mentioned in more than ``entities.common_share`` of the in-scope passages,
+     in a scope of at least ``entities.common_min_passages`` (a conversation's two
+     speakers, when the search is scoped to its namespace);
+   * *common word*: a name (kind ``name``: a capitalised word or phrase) that the corpus
+     also writes as ordinary words: fewer than ``entities.name_share`` of the in-scope
+     passages that hold the word or phrase (keyword index: any case, Porter stem) mention
+     it as a name.  "Dicer", "Caroline", "New York" are names there; "Shipping" or
+     "Embryonic Stem Cells" in a title are not (their lowercase forms are words of the
+     corpus);
+   * *frequent identifier*: an identifier (kind ``identifier``), or a name shaped like a
+     technical term (``term_shaped``: an acronym in capitals, "DNA", or a word holding a
+     digit or an inner hyphen, "E4", "N-cadherin"), mentioned in more than
+     ``entities.identifier_share`` of the in-scope passages.  Identifiers always count for
+     the exact arm; for routing only when rare.
+
+   Speakers, ``@handles``, ``#tags``, ``[[wiki]]`` links, explicit entities, fact
+   subjects / objects and multi-word capitalised phrases are only subject to *common*.
 4. **Rule** (``decide``, pure): 2+ distinctive entities -> fired ("2+ entities"); exactly 1
    and a relational cue (``entities.relational_cues``, whole words or phrases) -> fired
    ("1 entity + relational cue"); otherwise not, with the reason.
@@ -43,9 +59,17 @@ class QueryEntity:
     span: str          # the query words it matched
     df: int            # in-scope passages that mention it
     common: bool       # df > common_share * in_scope
+    kind: str = "name"            # entities.kind (memo.text.entities.KINDS)
+    ignored: str | None = None    # why it does not count although not common: "common word" | "frequent identifier"
+
+    @property
+    def counts(self) -> bool:
+        """Counts for routing, scores in the entity arm, seeds a walk."""
+        return not self.common and self.ignored is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "name": self.name, "span": self.span, "passages": self.df, "common": self.common}
+        return {"key": self.key, "name": self.name, "span": self.span, "passages": self.df, "common": self.common,
+                "kind": self.kind, "ignored": self.ignored}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +82,7 @@ class Route:
 
     @property
     def distinctive(self) -> tuple[QueryEntity, ...]:
-        return tuple(e for e in self.entities if not e.common)
+        return tuple(e for e in self.entities if e.counts)
 
 
 def query_words(query: str) -> list[str]:
@@ -74,6 +98,27 @@ def query_words(query: str) -> list[str]:
         if len(out) >= MAX_TERMS:
             break
     return out
+
+
+def entity_kinds(conn: sqlite3.Connection, entity_pks: Sequence[int]) -> dict[int, str]:
+    """entity pk -> kind (``entities.kind``: the kind it was first seen as)."""
+    if not entity_pks:
+        return {}
+    marks = ",".join("?" * len(entity_pks))
+    return {int(r[0]): str(r[1]) for r in conn.execute(
+        f"SELECT pk, kind FROM entities WHERE pk IN ({marks})", list(entity_pks))}
+
+
+def scoped_word_df(conn: sqlite3.Connection, word: str, scope_where: str, scope_params: Sequence[object]) -> int:
+    """In-scope passages whose text or section holds ``word`` (a word or a phrase) in any
+    case (the keyword index: unicode61 case folding, Porter stem): the corpus's use of the
+    words, set against the passages that mention them as a name."""
+    match = '"' + word.replace('"', '""') + '"'
+    row = conn.execute(
+        "SELECT count(*) FROM passages_fts f JOIN passages p ON p.pk = f.rowid "
+        "JOIN records r ON r.id = p.record_id WHERE passages_fts MATCH ? AND " + (scope_where or "1"),
+        (match, *scope_params)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def ngrams(words: Sequence[str], max_words: int) -> list[str]:
@@ -115,11 +160,32 @@ def is_common(df: Any, in_scope: int, common_share: float, common_min_passages: 
     return (in_scope >= common_min_passages) & (df > common_share * in_scope)
 
 
-def decide(entities: Sequence[QueryEntity], cue: str | None) -> Route:
-    """The seed's rule over the recognised entities (pure)."""
+def _label(e: QueryEntity) -> str:
+    if e.common:
+        return f"{e.key} (common)"
+    if e.ignored:
+        return f"{e.key} ({e.ignored})"
+    return e.key
+
+
+def coverage(words: Sequence[str], entities: Sequence[QueryEntity]) -> float:
+    """Share of the query's content words (not ``COMMON_WORDS``) inside the spans of the
+    entities that count (pure)."""
+    content = [w for w in words if w not in COMMON_WORDS]
+    if not content:
+        return 0.0
+    covered = sum(len(e.span.split()) for e in entities if e.counts)
+    return min(1.0, covered / len(content))
+
+
+def decide(entities: Sequence[QueryEntity], cue: str | None, share: float = 1.0, min_share: float = 0.0) -> Route:
+    """The seed's rule over the recognised entities (pure); ``share`` = ``coverage``."""
     ents = tuple(entities)
-    distinct = [e for e in ents if not e.common]
-    names = ", ".join(f"{e.key}{' (common)' if e.common else ''}" for e in ents)
+    distinct = [e for e in ents if e.counts]
+    names = ", ".join(_label(e) for e in ents)
+    if distinct and share < min_share:
+        return Route(False, None, f"not routed: the entities ({names}) are {share:.0%} of the query's words, "
+                                  f"under {min_share:.0%}", ents, cue)
     if len(distinct) >= 2:
         return Route(True, "2+ entities", f"routed: 2+ entities ({names})", ents, cue)
     if len(distinct) == 1 and cue is not None:
@@ -128,13 +194,35 @@ def decide(entities: Sequence[QueryEntity], cue: str | None) -> Route:
     if len(distinct) == 1:
         return Route(False, None, f"not routed: 1 entity ({names}), no relational cue", ents, None)
     if ents:
-        return Route(False, None, f"not routed: only common entities ({names})", ents, cue)
+        return Route(False, None, f"not routed: no entity counts ({names})", ents, cue)
     return Route(False, None, "not routed: the query names no known entity", ents, cue)
+
+
+def ignored_because(kind: str, name: str, df: int, in_scope: int, word_df: int | None, *, name_share: float,
+                    identifier_share: float) -> str | None:
+    """Why a recognised, not common entity does not count (None: it counts; pure).
+    ``word_df``: in-scope passages holding the word in any case (single-word names only)."""
+    if kind == "name" and word_df is not None and df < name_share * word_df:
+        return "common word"
+    if (kind == "identifier" or (kind == "name" and term_shaped(name))) and df > identifier_share * in_scope:
+        return "frequent identifier"
+    return None
+
+
+def term_shaped(name: str) -> bool:
+    """A name shaped like a technical term rather than a proper name: an acronym in capitals
+    ("DNA", "UK"), or a word holding a digit or an inner hyphen ("E4", "N-cadherin").
+    Routing treats it as an identifier (it counts only when rare)."""
+    letters = [ch for ch in name if ch.isalpha()]
+    if any(ch.isdigit() for ch in name) or "-" in name.strip("-"):
+        return True
+    return len(letters) >= 2 and all(ch.isupper() for ch in letters)
 
 
 def route(conn: sqlite3.Connection, query: str, scope_where: str, scope_params: Sequence[object],
           in_scope: int, *, max_words: int, common_share: float, common_min_passages: int,
-          cues: Sequence[str]) -> Route:
+          cues: Sequence[str], name_share: float = 1.0, identifier_share: float = 1.0,
+          min_query_share: float = 0.0) -> Route:
     words = query_words(query)
     if not words:
         return decide((), None)
@@ -143,13 +231,23 @@ def route(conn: sqlite3.Connection, query: str, scope_where: str, scope_params: 
     df = scoped_df(conn, pks, scope_where, scope_params)
     known = {a: [h for h in hits if df.get(h[0], 0) > 0] for a, hits in known.items()}
     known = {a: hits for a, hits in known.items() if hits}
+    matched = longest_matches(words, known, max_words)
+    kinds = entity_kinds(conn, sorted({pk for _, hits in matched for pk, _, _ in hits}))
     seen: set[int] = set()
     found: list[QueryEntity] = []
-    for span, hits in longest_matches(words, known, max_words):
+    for span, hits in matched:
         for pk, key, name in hits:
             if pk in seen:
                 continue
             seen.add(pk)
-            found.append(QueryEntity(pk, key, name, span, df[pk], bool(is_common(df[pk], in_scope, common_share,
-                                                                                 common_min_passages))))
-    return decide(found, find_cue(words, cues))
+            kind = kinds.get(pk, "name")
+            common = bool(is_common(df[pk], in_scope, common_share, common_min_passages))
+            ignored = None
+            if not common:
+                word_df = None
+                if kind == "name" and df[pk] < name_share * in_scope:
+                    word_df = scoped_word_df(conn, key, scope_where, scope_params)
+                ignored = ignored_because(kind, name, df[pk], in_scope, word_df, name_share=name_share,
+                                          identifier_share=identifier_share)
+            found.append(QueryEntity(pk, key, name, span, df[pk], common, kind, ignored))
+    return decide(found, find_cue(words, cues), coverage(words, found), min_query_share)

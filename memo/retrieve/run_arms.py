@@ -11,7 +11,8 @@ fails mid-query (``ModelUnavailable``) marks the arm degraded.  SQLite errors ar
 errors, never swallowed.
 
 Arm-hit cache (opt-in: ``services["arm_cache"] = True``): an arm's hits depend only on
-the query, mode, scope, fetch_depth, query vector, model and data, never on the profile's
+the query, mode, scope, fetch_depth, query vector, model, the profile's [entities] and
+[graph] constants (routing, the graph walk) and data, never on the profile's
 fusion/recency/cutoff constants.  Eval replay runs the same queries under a grid of those
 constants (18 runs x 300 SciFact queries), so it asks for the cache and each arm runs
 once per query per worker: the keyword arm's bm25 top-k is ~2.7 ms of a ~6 ms search and
@@ -82,7 +83,10 @@ def _request_key(ctx: ArmContext) -> tuple[Any, ...]:
     """Everything an arm's hits depend on besides the data (``conn_cache`` covers that)."""
     svc = ctx.services.get("semantic")
     vec = ctx.services.get("query_vector")
-    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth,
+    # The routed arms also depend on the profile's [entities] and [graph] constants (an
+    # eval grid over them must not reuse another point's hits).
+    routed = (ctx.profile.entities, ctx.profile.graph) if ctx.profile is not None else None
+    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth, routed,
             getattr(svc, "model_id", None),
             None if vec is None else vec.tobytes() if hasattr(vec, "tobytes") else tuple(vec))
 

@@ -5,17 +5,21 @@ Routing and query entities: ``memo.retrieve.route`` (decided once per search, qu
 the reason of this arm and of the graph arm).  Runs in mode ``auto`` only.
 
 Candidates: in-scope passages (the scope WHERE inside the SQL, before top-k) that mention
-at least one *distinctive* query entity (not common: see route).  With Q the recognised
-query entities (common ones included), M(p) those p mentions, N the in-scope passages and
-df(e) the in-scope passages mentioning e:
+at least one query entity that *counts* (not common, not a common word, not a frequent
+identifier: see route).  With D those entities, M(p) the ones p mentions, N the in-scope
+passages and df(e) the in-scope passages mentioning e:
 
     idf(e)  = ln(1 + N / df(e))
-    n(p)    = |M(p)|                           distinct query entities mentioned
-    w(p)    = Σ_{e in M(p)} idf(e)             (summed in query order)
-    raw(p)  = n(p) + w(p) / (1 + Σ_{e in Q} idf(e))
+    raw(p)  = Σ_{e in D ∩ M(p)} idf(e)         (summed in query order)
 
-so passages rank by n, then by w (rarer entities first), then pk; raw < n + 1 keeps that
-order under min-max fusion.  ``votes`` lists the matched entities (``why``).
+over the passages with |D ∩ M(p)| >= min(entities.min_shared, |D|) (default 2: when the
+query names two or more entities, the arm's evidence is their co-mention; a passage that
+names one of them is the keyword arm's business),
+
+ranked by raw, then by the passage's keyword score for the whole query (FTS5 bm25 over
+``passages_fts``, the keyword arm's match: among passages naming the same entities, the
+one that also holds the question's other words), then pk.  Entities that do not count
+score nothing.  ``votes`` lists the matched entities (``why``).
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from memo.errors import QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.route import Route, route
 from memo.retrieve.scope import scope_counts
 from memo.store.mentions import scoped_mentions
+from memo.text.fts_query import keyword_match
 
 AUTO_ONLY = "auto"
 
@@ -54,7 +60,9 @@ def routed(ctx: ArmContext) -> Route:
         in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
         hit = ctx.memo["route"] = route(ctx.conn, ctx.query, ctx.scope_sql.where, ctx.scope_sql.params, in_scope,
                                         max_words=cfg.max_words, common_share=cfg.common_share,
-                                        common_min_passages=cfg.common_min_passages, cues=cfg.relational_cues)
+                                        common_min_passages=cfg.common_min_passages, cues=cfg.relational_cues,
+                                        name_share=cfg.name_share, identifier_share=cfg.identifier_share,
+                                        min_query_share=cfg.min_query_share)
     return hit
 
 
@@ -79,26 +87,45 @@ class EntityArm:
         decision = routed(ctx)
         if not decision.fired:
             return []
-        ents = decision.entities
+        ents = decision.distinctive
         in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
         weight = {e.pk: idf(in_scope, e.df) for e in ents}
-        total = sum(weight[e.pk] for e in ents)
-        distinctive = {e.pk for e in decision.distinctive}
         by_passage: dict[int, set[int]] = {}
         for ppk, epk in scoped_mentions(ctx.conn, [e.pk for e in ents], ctx.scope_sql.where, ctx.scope_sql.params):
             by_passage.setdefault(ppk, set()).add(epk)
+        if not by_passage:
+            return []
+        need = min(ctx.profile.entities.min_shared, len(ents))
+        by_passage = {p: got for p, got in by_passage.items() if len(got) >= need}
+        if not by_passage:
+            return []
+        kw = keyword_scores(ctx, by_passage)
         scored = []
         for ppk, got in by_passage.items():
-            if not got & distinctive:
-                continue
             w = 0.0
             for e in ents:
                 if e.pk in got:
                     w += weight[e.pk]
-            scored.append((len(got), w, ppk, got))
+            scored.append((w, kw.get(ppk, 0.0), ppk, got))
         scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
         out = []
-        for rank, (n, w, ppk, got) in enumerate(scored[:ctx.fetch_depth], 1):
+        for rank, (w, _, ppk, got) in enumerate(scored[:ctx.fetch_depth], 1):
             votes = tuple(EntityVote(e.key, e.name, weight[e.pk]) for e in ents if e.pk in got)
-            out.append(ArmHit(pk=ppk, rank=rank, raw=n + w / (1.0 + total), votes=votes))
+            out.append(ArmHit(pk=ppk, rank=rank, raw=w, votes=votes))
         return out
+
+
+def keyword_scores(ctx: ArmContext, pks: dict[int, set[int]] | list[int]) -> dict[int, float]:
+    """-bm25 of the query's words (the keyword arm's match) for these passages: the entity
+    arm's tiebreak.  Empty when the query has no searchable word."""
+    try:
+        match = keyword_match(ctx.query)
+    except QuerySyntaxError:
+        return {}
+    wanted = set(pks)
+    out: dict[int, float] = {}
+    for rowid, score in ctx.conn.execute(
+            "SELECT rowid, bm25(passages_fts) FROM passages_fts WHERE passages_fts MATCH ?", (match,)):
+        if rowid in wanted:
+            out[int(rowid)] = -float(score)
+    return out

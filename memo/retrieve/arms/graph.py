@@ -13,8 +13,10 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    ``tolerance``); a passage's raw score is the sum of the walks' mass on it, in seed
    order (by linearity, the one walk HippoRAG runs from all seeds at once, times the
    number of seeds).  ``votes`` holds each walk's mass (``why``), which sum to raw.
-6. Reported: passages with mass > 0 that do not mention every seed directly (those are
-   the entity arm's), best first, ties by pk, at most ``fetch_depth``.
+6. Reported: passages with mass > 0 and at least ``graph.report_floor`` times the largest
+   passage mass of the search (before the next rule: usually a seed's own passage) that
+   do not mention every seed directly (those are the entity arm's), best first, ties by
+   pk, at most ``fetch_depth``.
 """
 
 from __future__ import annotations
@@ -98,8 +100,11 @@ class GraphArm:
             row = np.zeros(len(total), dtype=bool)
             row[graph.WT.indices[graph.WT.indptr[i]:graph.WT.indptr[i + 1]]] = True
             direct &= row
+        # The floor: a passage is reported only if its mass is at least graph.report_floor
+        # times the largest passage mass of the walks (the seeds' own passages included).
+        floor = cfg.report_floor * float(total.max()) if len(total) else 0.0
         total[direct] = 0.0
-        candidates = np.flatnonzero(total > 0)
+        candidates = np.flatnonzero((total > 0) & (total >= floor))
         if not len(candidates):
             return []
         if len(candidates) > ctx.fetch_depth * 2:

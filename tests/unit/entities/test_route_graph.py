@@ -11,8 +11,17 @@ from scipy import sparse
 from memo.graph.ppr import personalized_pagerank
 from memo.ops.add import add_record
 from memo.ops.records import forget, supersede
+from memo.profile import load_profile
 from memo.retrieve import search
-from memo.retrieve.route import QueryEntity, decide, longest_matches, query_words
+from memo.retrieve.route import (
+    QueryEntity,
+    coverage,
+    decide,
+    ignored_because,
+    longest_matches,
+    query_words,
+    term_shaped,
+)
 from memo.retrieve.types import SearchRequest
 from memo.types import RecordDraft, Scope
 
@@ -37,6 +46,31 @@ def test_routing_rule(ents, cue, fired, rule):
     assert r.reason.startswith("routed" if fired else "not routed")
     for e in ents:
         assert e.key in r.reason
+
+
+def test_entities_that_do_not_count():
+    # a name the corpus also writes in lower case is a common word ("Patients" at a sentence start)
+    assert ignored_because("name", "Patients", 40, 5000, 900, name_share=0.8, identifier_share=0.001) == "common word"
+    assert ignored_because("name", "Caroline", 40, 5000, 41, name_share=0.8, identifier_share=0.001) is None
+    assert ignored_because("name", "New York", 9, 5000, 10, name_share=0.8, identifier_share=0.001) is None
+    # identifiers and term-shaped names count for routing only when rare
+    assert ignored_because("identifier", "ERR_X", 60, 5000, None, name_share=0.8, identifier_share=0.001) \
+        == "frequent identifier"
+    assert ignored_because("identifier", "APOE4", 3, 5000, None, name_share=0.8, identifier_share=0.001) is None
+    assert ignored_because("name", "DNA", 400, 5000, 400, name_share=0.8, identifier_share=0.001) \
+        == "frequent identifier"
+    assert [term_shaped(n) for n in ("DNA", "E4", "N-cadherin", "Caroline", "New York", "I")] == \
+        [True, True, True, False, False, False]
+    # speakers, explicit entities ... are only subject to the common rule
+    assert ignored_because("speaker", "Mel", 400, 500, None, name_share=0.8, identifier_share=0.001) is None
+    # counted entity words must cover min_query_share of the query's content words
+    ents = (qe("alice"), qe("paris"))
+    words = query_words("did alice and bob visit paris after the long winter of quiet work")
+    share = coverage(words, ents)
+    assert 0 < share < 0.34
+    assert not decide(ents, None, share, 0.34).fired
+    assert decide(ents, None, share, 0.2).fired
+    assert "under 34%" in decide(ents, None, share, 0.34).reason
 
 
 def test_longest_match_and_words():
@@ -91,8 +125,8 @@ BODIES = ["Alice works at Initech with Bob.", "Bob lives in Paris.", "Paris has 
           "Carol met Alice in Berlin.", "Alice and Bob went to Paris together.", "Nothing here."]
 
 
-def arm_pks(conn, query, arm, scope=Scope()):
-    r = search(conn, SearchRequest(query, scope=scope, response_format="explain", limit=100), "rrf")
+def arm_pks(conn, query, arm, scope=Scope(), profile="rrf"):
+    r = search(conn, SearchRequest(query, scope=scope, response_format="explain", limit=100), profile)
     return {x.passage_id.split(":")[0] for x in r.results if arm in x.why.arms}, r
 
 
@@ -112,18 +146,31 @@ def test_graph_never_reports_a_passage_every_seed_mentions(fresh_db):
             assert total == g.raw              # the walks' contributions reproduce raw exactly
 
 
+def test_entity_arm_needs_co_mention_and_ranks_by_idf(fresh_db):
+    ids = [add_record(fresh_db, RecordDraft(body=b)).record_id for b in BODIES]
+    got, r = arm_pks(fresh_db, "Alice and Paris", "entity")
+    assert got == {ids[4]}                     # min_shared 2: only the passage naming both
+    one = load_profile("rrf").with_overrides({"entities.min_shared": 1})
+    got, r = arm_pks(fresh_db, "Alice and Paris", "entity", profile=one)
+    hits = sorted((x.why.arms["entity"].rank, x.passage_id.split(":")[0], x.why.arms["entity"].raw)
+                  for x in r.results if "entity" in x.why.arms)
+    assert hits[0][1] == ids[4]                # both entities: the largest idf sum
+    assert [h[2] for h in hits] == sorted((h[2] for h in hits), reverse=True)
+
+
 def test_forget_and_supersede_leave_both_arms_at_once(fresh_db):
     ids = [add_record(fresh_db, RecordDraft(body=b)).record_id for b in BODIES]
-    ent, _ = arm_pks(fresh_db, "Alice and Paris", "entity")
+    one = load_profile("rrf").with_overrides({"entities.min_shared": 1})
+    ent, _ = arm_pks(fresh_db, "Alice and Paris", "entity", profile=one)
     gr, _ = arm_pks(fresh_db, "Alice and Paris", "graph")
     assert ids[1] in ent and ids[1] in gr and ids[3] in ent
     forget(fresh_db, [ids[1]])
     new = supersede(fresh_db, ids[3], "Carol met Dave in Berlin.").new_id
-    ent, _ = arm_pks(fresh_db, "Alice and Paris", "entity")
+    ent, _ = arm_pks(fresh_db, "Alice and Paris", "entity", profile=one)
     gr, _ = arm_pks(fresh_db, "Alice and Paris", "graph")
     for gone in (ids[1], ids[3]):
         assert gone not in ent and gone not in gr
     assert new not in ent
     # as_of before the supersede still sees the old version (its mentions are kept)
-    old, _ = arm_pks(fresh_db, "Alice and Paris", "entity", Scope(as_of="2999-01-01"))
+    old, _ = arm_pks(fresh_db, "Alice and Paris", "entity", Scope(as_of="2999-01-01"), profile=one)
     assert ids[3] not in old                   # superseded before 2999: hidden as_of then too
