@@ -98,7 +98,8 @@ def profile_toml(profile, header: Sequence[str]) -> str:
         return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     lines = [f"# {h}" if h else "#" for h in header] + [""]
-    for section in ("retrieve", "fusion", "weights", "recency", "cutoff", "limit", "budget"):
+    for section in ("retrieve", "fusion", "weights", "recency", "cutoff", "limit", "budget", "entities", "graph",
+                    "fact"):
         if section in sections:
             lines.append(f"[{section}]")
             lines += [f"{k} = {lit(k, v)}" for k, v in sections[section].items()]

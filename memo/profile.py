@@ -119,6 +119,22 @@ class GraphCfg:
     report_floor: float                   # report a passage only if its mass >= this x the largest passage mass
 
 
+@dataclass(frozen=True, slots=True)
+class FactCfg:
+    """How the fact arm ranks passages from matched facts (docs/architecture.md section 5)."""
+
+    merge: str                            # "minmax": Σ of min-max normalised list scores | "rrf": Σ 1/(k + rank)
+    vote: str                             # "best": a passage's raw = its best voting fact | "sum": decayed sum
+    decay: float                          # vote "sum": the i-th best vote (0-based) counts decay ** i
+    spread: float                         # a fact also votes for the turns next to its evidence, times this (0: off)
+    meaning_weight: float                 # weight of the meaning fact list against the keyword list's 1.0
+    top: int                              # only the best this many facts of the merged ranking vote (0: all)
+
+
+FACT_MERGES = ("minmax", "rrf")
+FACT_VOTES = ("best", "sum")
+
+
 # ---------------------------------------------------------------------------------------
 # Key specification: (section, key) -> (kind, lo, hi).  One table drives validation,
 # docs/profiles.md and the unknown-key check.
@@ -147,6 +163,12 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "graph.iterations": ("int", 1, 1000),
     "graph.tolerance": ("float_pos", 0.0, 1.0),
     "graph.report_floor": ("float", 0.0, 1.0),
+    "fact.merge": ("fact_merge", None, None),
+    "fact.vote": ("fact_vote", None, None),
+    "fact.decay": ("float", 0.0, 1.0),
+    "fact.spread": ("float", 0.0, 1.0),
+    "fact.meaning_weight": ("float", 0.0, 100.0),
+    "fact.top": ("int", 0, 100_000),
 }
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
@@ -166,6 +188,7 @@ class Profile:
     budget: BudgetCfg
     entities: EntitiesCfg
     graph: GraphCfg
+    fact: FactCfg
 
     def flat(self) -> dict[str, Any]:
         """Dotted key -> scalar (lists become comma-joined strings)."""
@@ -259,6 +282,11 @@ def _scalar(where: str, key: str, value: Any) -> Any:
         if value not in FUSION_METHODS:
             raise ProfileError(f"{where}: key '{key}' must be one of {', '.join(FUSION_METHODS)}, got {value!r}")
         return value
+    if kind in ("fact_merge", "fact_vote"):
+        allowed = FACT_MERGES if kind == "fact_merge" else FACT_VOTES
+        if value not in allowed:
+            raise ProfileError(f"{where}: key '{key}' must be one of {', '.join(allowed)}, got {value!r}")
+        return value
     if kind == "float_open":
         v = _number(where, key, value, 0.0, 1.0, integer=False)
         if not 0.0 < v < 1.0:
@@ -343,6 +371,8 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
                              values["entities.min_shared"], values["entities.min_query_share"]),
         graph=GraphCfg(values["graph.damping"], values["graph.iterations"], values["graph.tolerance"],
                        values["graph.report_floor"]),
+        fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],
+                     values["fact.meaning_weight"], values["fact.top"]),
     )
 
 

@@ -11,9 +11,9 @@ fails mid-query (``ModelUnavailable``) marks the arm degraded.  SQLite errors ar
 errors, never swallowed.
 
 Arm-hit cache (opt-in: ``services["arm_cache"] = True``): an arm's hits depend only on
-the query, mode, scope, fetch_depth, query vector, model, the profile's [entities] and
-[graph] constants (routing, the graph walk) and data, never on the profile's
-fusion/recency/cutoff constants.  Eval replay runs the same queries under a grid of those
+the query, mode, scope, fetch_depth, query vector, model, data, the fact arm's [fact]
+constants and the routed arms' [entities] and [graph] constants (in the key), never on the
+profile's fusion/recency/cutoff constants.  Eval replay runs the same queries under a grid of those
 constants (18 runs x 300 SciFact queries), so it asks for the cache and each arm runs
 once per query per worker: the keyword arm's bm25 top-k is ~2.7 ms of a ~6 ms search and
 cannot be made cheaper (FTS5 scores every match: ~2600 per SciFact query).  Entries live
@@ -83,10 +83,12 @@ def _request_key(ctx: ArmContext) -> tuple[Any, ...]:
     """Everything an arm's hits depend on besides the data (``conn_cache`` covers that)."""
     svc = ctx.services.get("semantic")
     vec = ctx.services.get("query_vector")
+    fact = getattr(ctx.profile, "fact", None)     # the fact arm's [fact] constants (and fusion.k for merge rrf)
+    fact_key = None if fact is None else (fact, ctx.profile.fusion.k if fact.merge == "rrf" else None)
     # The routed arms also depend on the profile's [entities] and [graph] constants (an
     # eval grid over them must not reuse another point's hits).
     routed = (ctx.profile.entities, ctx.profile.graph) if ctx.profile is not None else None
-    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth, routed,
+    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth, fact_key, routed,
             getattr(svc, "model_id", None),
             None if vec is None else vec.tobytes() if hasattr(vec, "tobytes") else tuple(vec))
 

@@ -19,6 +19,14 @@ passage" | runs always).
    its best voting fact's ``fact_score``; passages are ranked by that, then by the number
    of voting facts (more first), then pk.  ``votes`` lists the voting facts (``why``).
 
+The profile's ``[fact]`` keys vary steps 3-4 (docs/profiles.md): ``merge`` ("rrf": Σ
+weight / (fusion.k + rank) instead of min-max), ``meaning_weight`` (the meaning list's
+weight; keyword 1.0), ``top`` (only the best N facts vote; 0 = all), ``vote`` ("sum": Σ_i
+decay**i x the i-th best vote instead of the best) and ``spread`` (a fact also votes for
+the turns next to its evidence, same record and ord +- 1, at this share of its score).
+The shipped profiles keep the arm as described above; every variant measured on LoCoMo
+is in docs/eval.md.
+
 A database without facts costs one cached EXISTS: the arm runs, returns nothing and its
 reason says so.  Abstention (``memo.retrieve.abstention``) drops a candidate whose only
 evidence is facts matched only by meaning below ``semantic_floor``.
@@ -51,11 +59,12 @@ class FactVote:
     fact_id: str
     text: str
     rank: int                     # in the merged fact ranking
-    score: float                  # fact_score: Σ min-max normalised raw over the two fact lists
+    score: float                  # fact_score: Σ over the two fact lists of weight x norm (fact.merge)
     keyword_rank: int | None      # in the keyword fact list (None: not matched by keyword)
     keyword_raw: float | None     # -bm25 over facts_fts
     semantic_rank: int | None     # in the meaning fact list
     semantic_raw: float | None    # cosine
+    weight: float = 1.0           # 1.0: the passage is its evidence; fact.spread: a turn next to its evidence
 
     @property
     def voter(self) -> str:
@@ -171,24 +180,51 @@ def _allowed_facts(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]
     return hit
 
 
-def fact_scores(lists: tuple[dict[int, tuple[int, float]], ...]) -> dict[int, float]:
-    """fact pk -> Σ over the lists of its min-max normalised raw score (equal weights)."""
+def fact_scores(lists: tuple[dict[int, tuple[int, float]], ...], merge: str = "minmax",
+                k: int = 60, weights: tuple[float, ...] | None = None) -> dict[int, float]:
+    """fact pk -> Σ over the lists of weight x its min-max normalised raw score (``merge``
+    "minmax") or weight / (k + rank) (``merge`` "rrf"); weights 1.0 unless given."""
     score: dict[int, float] = {}
-    for lst in lists:
+    for j, lst in enumerate(lists):
         if not lst:
             continue
+        w = 1.0 if weights is None else weights[j]
+        if merge == "rrf":
+            for f, (r, _) in lst.items():
+                score[f] = score.get(f, 0.0) + w / (k + r)
+            continue
         run = ArmRun("fact", True, "", False, tuple(ArmHit(f, r, raw) for f, (r, raw) in lst.items()), 0.0)
-        for hit, norm in zip(run.hits, minmax_contributions(run, 1.0), strict=True):
+        for hit, norm in zip(run.hits, minmax_contributions(run, w), strict=True):
             score[hit.pk] = score.get(hit.pk, 0.0) + norm
     return score
 
 
+def _fact_cfg(ctx: ArmContext) -> tuple[str, str, float, float, int, float, int]:
+    """(merge, vote, decay, spread, k, meaning_weight, top) from the profile's [fact] (the
+    shipped defaults without a profile: minmax, best, 0.5, 0.0, 60, 1.0, 0 = all)."""
+    p = ctx.profile
+    cfg = getattr(p, "fact", None)
+    if cfg is None:
+        return "minmax", "best", 0.5, 0.0, 60, 1.0, 0
+    return cfg.merge, cfg.vote, cfg.decay, cfg.spread, p.fusion.k, cfg.meaning_weight, cfg.top
+
+
+def passage_fact_score(values: list[float], vote: str, decay: float) -> float:
+    """A passage's fact-arm raw score from its votes' values (fact_score x vote weight):
+    the best (``vote`` "best") or Σ_i decay**i * v_i over the values sorted desc ("sum")."""
+    vs = sorted(values, reverse=True)
+    if vote == "best":
+        return vs[0]
+    return sum(v * decay ** i for i, v in enumerate(vs))
+
+
 def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, float]],
            sem: dict[int, tuple[int, float]]) -> list[ArmHit]:
-    score = fact_scores((kw, sem))
+    merge, vote, decay, spread, k, meaning_weight, top = _fact_cfg(ctx)
+    score = fact_scores((kw, sem), merge, k, (1.0, meaning_weight))
     if not score:
         return []
-    order = sorted(score, key=lambda f: (-score[f], f))
+    order = sorted(score, key=lambda f: (-score[f], f))[:top or None]
     frank = {f: i for i, f in enumerate(order, 1)}
     fpks = list(order)
     marks = ",".join("?" * len(fpks))
@@ -202,18 +238,30 @@ def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, f
         f"SELECT e.fact_pk, e.passage_pk FROM fact_evidence e CROSS JOIN passages p ON p.pk = e.passage_pk"
         f" CROSS JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "
         + (ctx.scope_sql.where or "1"), (*fpks, *ctx.scope_sql.params)).fetchall()
-    by_passage: dict[int, list[int]] = {}
+    by_passage: dict[int, dict[int, float]] = {}      # passage -> {fact: vote weight}
     for fpk, ppk in ev:
-        by_passage.setdefault(int(ppk), []).append(int(fpk))
-    ranked = sorted(by_passage.items(),
-                    key=lambda item: (-max(score[f] for f in item[1]), -len(item[1]), item[0]))
+        by_passage.setdefault(int(ppk), {})[int(fpk)] = 1.0
+    if spread > 0.0:
+        # The turns next to each evidence turn (same record, ord +- 1), inside the scope:
+        # the neighbour is aliased p so the scope WHERE applies to it.
+        near = conn.execute(
+            f"SELECT e.fact_pk, p.pk FROM fact_evidence e CROSS JOIN passages q ON q.pk = e.passage_pk"
+            f" CROSS JOIN passages p ON p.record_id = q.record_id AND p.ord IN (q.ord - 1, q.ord + 1)"
+            f" CROSS JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "
+            + (ctx.scope_sql.where or "1"), (*fpks, *ctx.scope_sql.params)).fetchall()
+        for fpk, ppk in near:
+            by_passage.setdefault(int(ppk), {}).setdefault(int(fpk), spread)
+    raw = {ppk: passage_fact_score([score[f] * w for f, w in voters.items()], vote, decay)
+           for ppk, voters in by_passage.items()}
+    ranked = sorted(by_passage.items(), key=lambda item: (-raw[item[0]], -len(item[1]), item[0]))
     out = []
     for i, (ppk, voters) in enumerate(ranked[:ctx.fetch_depth], 1):
-        voters.sort(key=lambda f: frank[f])
+        order_f = sorted(voters, key=lambda f: (-score[f] * voters[f], frank[f]))
         votes = tuple(FactVote(fact_id=texts[f][0], text=texts[f][1], rank=frank[f], score=score[f],
                                keyword_rank=kw[f][0] if f in kw else None,
                                keyword_raw=kw[f][1] if f in kw else None,
                                semantic_rank=sem[f][0] if f in sem else None,
-                               semantic_raw=sem[f][1] if f in sem else None) for f in voters)
-        out.append(ArmHit(pk=ppk, rank=i, raw=score[voters[0]], votes=votes))
+                               semantic_raw=sem[f][1] if f in sem else None,
+                               weight=voters[f]) for f in order_f)
+        out.append(ArmHit(pk=ppk, rank=i, raw=raw[ppk], votes=votes))
     return out
