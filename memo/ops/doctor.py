@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memo.embed import DEFAULT_MODEL_ID
 from memo.errors import MemoError, StoreError
 from memo.store.connect import connect
 from memo.store.damage import check_header, clear_marker, is_corrupt_error, mark_damaged, read_marker
@@ -53,7 +54,6 @@ REINDEX = "run `memo reindex` (rebuilds the keyword, exact and fact indexes from
 RESTORE = "restore a backup: `memo restore <backup> --yes` (the current file is kept beside it)"
 MIGRATE = "run `memo stats --migrate`"
 BACKFILL = "run `memo backfill` to embed them (search works meanwhile, without their vectors)"
-DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"
 _LIVE = "r.forgotten_at IS NULL AND r.superseded_at IS NULL"
 
 

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from memo import metrics
+from memo.embed import DEFAULT_MODEL_ID  # noqa: F401  (re-exported: the one definition)
 from memo.profile import Profile, load_profile
 from memo.retrieve.abstention import abstain
 from memo.retrieve.arms import ARMS
@@ -34,8 +35,6 @@ from memo.retrieve.scope import build_scope_sql, scope_counts
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
-
-DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"
 
 
 def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str = "rrf",
