@@ -51,8 +51,11 @@ def stage_ms(res: dict) -> dict[str, list[float]]:
         table = pq.read_table(Path(run["path"]) / "queries.parquet", columns=["stage_ms", "wall_ms"])
         for text, wall in zip(table.column("stage_ms").to_pylist(), table.column("wall_ms").to_pylist(),
                               strict=True):
-            for stage, ms in json.loads(text or "{}").items():
-                per.setdefault(stage, []).append(ms)
+            # stage_ms: a struct since 2026-12-01 (JSON text before)
+            stages = text if isinstance(text, dict) else json.loads(text or "{}")
+            for stage, ms in stages.items():
+                if ms is not None:
+                    per.setdefault(stage, []).append(ms)
             per.setdefault("wall (search call)", []).append(wall)
     return per
 

@@ -86,3 +86,39 @@ def compare_runs(run_a: Path, run_b: Path, *, metric: str = "ndcg_10", movers: i
                     "first_relevant_a": r["first_a"], "first_relevant_b": r["first_b"]}
                    for r in moved if abs(r[f"b_{metric}"] - r[f"a_{metric}"]) > TIE_EPS],
     }
+
+
+def pair_runs(a: Sequence[Path], b: Sequence[Path], baseline: str | None = None) -> list[tuple[Path, Path]]:
+    """(baseline, candidate) pairs from two references that may each be a run or a batch.
+
+    * one run A, runs B...: A against each B;
+    * a batch alone (``b`` empty) with ``baseline`` = a label or run id in it: that run
+      against every other run of the batch;
+    * two batches: runs paired by label (the same profile and overrides in both).
+    """
+    from eval.traces import duck
+
+    def labels(paths: Sequence[Path]) -> dict[str, Path]:
+        con = duck(list(paths))
+        got = dict(con.execute("SELECT run_id, label FROM runs").fetchall())
+        return {str(got[p.name]): p for p in paths}
+
+    if not b:
+        if baseline is None:
+            if len(a) == 2:
+                return [(a[0], a[1])]
+            raise DatasetError("compare needs two runs, or a batch and --baseline LABEL")
+        by_label = labels(a)
+        base = by_label.get(baseline) or next((p for p in a if p.name == baseline or p.name.startswith(baseline)),
+                                              None)
+        if base is None:
+            raise DatasetError(f"no run labelled {baseline!r} in that batch",
+                               hint="labels: " + ", ".join(sorted(by_label)))
+        return [(base, p) for p in a if p != base]
+    if len(a) == 1:
+        return [(a[0], p) for p in b if p != a[0]]
+    la, lb = labels(a), labels(b)
+    shared = [k for k in la if k in lb]
+    if not shared:
+        raise DatasetError("the two batches share no run label", hint="compare runs one by one")
+    return [(la[k], lb[k]) for k in shared]

@@ -59,21 +59,59 @@ def parse_set(option: str) -> tuple[str, list[Any]]:
     key = key.strip()
     if not sep or not key or not values.strip():
         raise ValidationError(f"--set {option!r}: expected KEY=V1[,V2...]", hint="e.g. --set fusion.k=20,60,100")
-    # aging_kinds is itself a comma list: take it whole.
-    vals = [values.strip()] if key == "recency.aging_kinds" else [parse_value(v) for v in values.split(",") if v.strip()]
+    # aging_kinds and relational_cues are themselves comma lists: take them whole.
+    vals = [values.strip()] if key in ("recency.aging_kinds", "entities.relational_cues") else [parse_value(v) for v in values.split(",") if v.strip()]
     return key, vals
 
 
-def expand(profiles: Sequence[str], sets: Sequence[str], mode: str = "auto") -> list[RunSpec]:
-    """Cartesian product; every spec is validated now so a typo fails before any work."""
+# Modes that run no semantic arm (so no model band or semantic weight can matter).
+_NO_SEMANTIC = ("keyword", "exact")
+
+
+def no_effect(key: str, profile: Any, mode: str) -> str | None:
+    """Why constant ``key`` cannot change what ``profile`` returns in ``mode`` (None: it may).
+
+    * ``fusion.k`` under ``minmax``: min-max fusion has no k (k only orders exactly equal
+      min-max scores, through the rrf tiebreak; the runs came out identical);
+    * ``weights.semantic`` and ``models.*`` bands when the mode runs no semantic arm;
+    * ``weights.<arm>`` in mode keyword / exact / semantic for another arm (one arm runs)."""
+    method = profile.fusion.method
+    fact = getattr(profile, "fact", None)
+    k_used = method == "rrf" or getattr(fact, "merge", None) == "rrf"     # the fact arm's rrf merge reads k too
+    if key == "fusion.k" and not k_used:
+        return f"fusion.k has no effect under fusion.method = {method}"
+    if mode in _NO_SEMANTIC and (key == "weights.semantic" or key.startswith("models.")):
+        return f"{key} has no effect in mode {mode} (no semantic arm)"
+    if mode in ("keyword", "exact", "semantic") and key.startswith("weights.") and key != f"weights.{mode}":
+        return f"{key} has no effect in mode {mode} (only the {mode} arm runs)"
+    return None
+
+
+def expand(profiles: Sequence[str], sets: Sequence[str], mode: str = "auto",
+           notes: list[str] | None = None) -> list[RunSpec]:
+    """Cartesian product; every spec is validated now so a typo fails before any work.
+
+    An axis with no effect on a profile (``no_effect``) is dropped for that profile (its
+    own value is used) and ``notes`` gets one line saying so: ``--set fusion.k=20,60,100``
+    with ``-p minmax`` runs minmax once, not three identical times."""
     axes = [parse_set(s) for s in sets]
     keys = [k for k, _ in axes]
     if len(set(keys)) != len(keys):
         raise ValidationError("the same key is given twice with --set")
     specs = []
     for prof in profiles or ["rrf"]:
-        for combo in itertools.product(*[vals for _, vals in axes]) if axes else [()]:
-            spec = RunSpec(profile=prof, overrides=tuple(zip(keys, combo, strict=True)), mode=mode)
+        base = load_profile(prof)
+        live = []
+        for k, vals in axes:
+            why = None if k == "fusion.k" and "fusion.method" in keys else no_effect(k, base, mode)
+            if why is not None and len(vals) > 1:
+                if notes is not None:
+                    notes.append(f"{prof}: {why}; skipped --set {k}={','.join(map(str, vals))}")
+                continue
+            live.append((k, vals))
+        lkeys = [k for k, _ in live]
+        for combo in itertools.product(*[vals for _, vals in live]) if live else [()]:
+            spec = RunSpec(profile=prof, overrides=tuple(zip(lkeys, combo, strict=True)), mode=mode)
             spec.load()
             specs.append(spec)
-    return specs
+    return list(dict.fromkeys(specs))

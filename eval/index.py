@@ -7,9 +7,16 @@ Cache layout (``$MEMO_CACHE/eval`` if set, else ``./.cache/memo-eval``)::
     vectors/<dataset>-<model>-<passage-text sha:16>.npy           (n_passages, dim) float32, pk order
     queries/<dataset>-<model>-<query-text sha:16>.npy             (n_queries, dim) float32, split order
 
+* The index is built by ``memo import``'s own code: ``memo.ops.importer.import_path`` with
+  ``--format beir`` / ``--format locomo`` (same parsing, splitting, windows, sections,
+  de-duplication, entity mentions and, for ``locomo-obs``, observation facts), so the
+  figures describe the index a user gets and a change to a splitter moves them.  A BEIR
+  document longer than one window becomes several passages; results are scored per
+  document (``unit = record``) at the rank of its best passage: max over passages.
 * The index key is split-independent (train and test share one index) and includes the
-  schema version and a hash of the code that decides what goes into the index (the corpus
-  parser, the FTS/exact indexers, the token counter), so a code change rebuilds it.
+  schema version, the corpus hash and a hash of the files of the code that decides what
+  goes into the index (every ``memo/ingest/*.py``, the import/add/facts ops, ``memo/store``,
+  ``memo/text``, this module), so a code change rebuilds it.
 * A build writes ``<name>.tmp<pid>`` and renames it into place: a crash or a concurrent
   build never leaves a half-built file under the final name.
 * Passage vectors are keyed by a hash of the exact texts the model embeds, so an index
@@ -19,7 +26,6 @@ Cache layout (``$MEMO_CACHE/eval`` if set, else ``./.cache/memo-eval``)::
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import sqlite3
 from collections.abc import Callable
@@ -35,30 +41,27 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
 from memo.store.migrations import LATEST
-from memo.store.records import content_hash, find_live_duplicate, insert_record
 
-INDEX_FORMAT = 1   # bump when this module changes what it writes into an index
+INDEX_FORMAT = 2   # bump when this module changes what it writes into an index (2: built by import_path)
 
 Progress = Callable[[str, int, int], None]   # (stage, done, total)
 
+_MEMO = Path(__file__).resolve().parents[1] / "memo"
+# The code that decides what an index holds: hashed by file content (a change rebuilds).
+INDEX_CODE_GLOBS = ("ingest/*.py", "store/*.py", "text/*.py", "ops/importer.py", "ops/add.py", "ops/facts.py",
+                    "ops/reports.py", "types.py")
+
+
+def index_code_files() -> list[Path]:
+    files = {f for pat in INDEX_CODE_GLOBS for f in _MEMO.glob(pat)}
+    return sorted(files) + [Path(__file__).resolve()]
+
 
 def _code_hash() -> str:
-    import memo.ingest.beir
-    import memo.ingest.locomo
-    import memo.ingest.locomo_facts
-    import memo.store.derived
-    import memo.store.facts
-    import memo.store.mentions
-    import memo.store.records
-    import memo.text.entities
-    import memo.text.identifiers
-    import memo.text.tokens
-
     h = hashlib.sha256(f"format={INDEX_FORMAT}".encode())
-    for mod in (memo.ingest.beir, memo.ingest.locomo, memo.ingest.locomo_facts, memo.store.derived,
-                memo.store.facts, memo.store.mentions, memo.store.records, memo.text.entities,
-                memo.text.identifiers, memo.text.tokens):
-        h.update(inspect.getsource(mod).encode())
+    for f in index_code_files():
+        h.update(f"\x1e{f.relative_to(f.parents[1]).as_posix()}\x1f".encode())
+        h.update(f.read_bytes())
     return h.hexdigest()
 
 
@@ -79,6 +82,44 @@ class BuiltIndex:
     passages: int
     duplicates: int         # corpus entries skipped as exact duplicates (memo de-duplicates)
     seconds: float
+    rejected: int = 0       # corpus entries the import rejected (with a reason)
+    facts: int = 0
+
+
+def _import_corpus(conn: sqlite3.Connection, es: EvalSet, progress: Progress | None) -> tuple[int, int, int, int]:
+    """``memo import --format <beir|locomo> <corpus>`` into ``conn``: (records, skipped,
+    rejected, facts).  LoCoMo observations are imported only for ``locomo-obs``."""
+    from memo.ops.importer import ImportOptions, import_path
+
+    def tick(p) -> None:
+        if progress and p.done % 250 == 0:
+            progress("index", p.done, p.total or 0)
+
+    opts = ImportOptions(format=str(es.corpus_format), facts=es.facts is not None)
+    rep = import_path(conn, Path(str(es.corpus_path)), opts, progress=tick)
+    return rep.added + rep.updated, rep.skipped, len(rep.rejected), rep.facts_added
+
+
+def _store_drafts(conn: sqlite3.Connection, es: EvalSet, progress: Progress | None) -> tuple[int, int]:
+    """Sets without a corpus file (synthetic): each draft split like ``memo add`` does."""
+    from memo.ops.add import prepare, store_draft
+
+    n_rec = dup = 0
+    with write_tx(conn):
+        for draft in es.corpus():  # type: ignore[misc]
+            rep = store_draft(conn, draft, prepare(draft), replace_previous=False)
+            if rep.status == "skipped":
+                dup += 1
+                continue
+            n_rec += 1
+            if progress and n_rec % 250 == 0:
+                progress("index", n_rec, 0)
+        for _where, fdraft in (es.facts() if es.facts is not None else ()):
+            evidence = resolve_evidence(conn, fdraft.evidence, fdraft.namespace)
+            if find_live_fact(conn, fdraft.namespace, fact_hash(fdraft.text, (p for _, p in evidence))):
+                continue
+            insert_fact(conn, fdraft, evidence, recorded_at="2000-01-01T00:00:00.000000Z")
+    return n_rec, dup
 
 
 def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
@@ -94,45 +135,40 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
         try:
             n_rec = conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
             n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+            n_fact = conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
         finally:
             conn.close()
-        return BuiltIndex(path, False, n_rec, n_pas, 0, 0.0)
+        return BuiltIndex(path, False, n_rec, n_pas, 0, 0.0, facts=n_fact)
     start = time.perf_counter()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         stale.unlink(missing_ok=True)
     conn = open_db(tmp, write=True)
-    n_rec = dup = 0
+    rejected = n_fact = 0
     try:
         # A throwaway cache file: durability per commit buys nothing here.
         conn.execute("PRAGMA synchronous=OFF")
-        with write_tx(conn):
-            for draft in es.corpus():
-                if find_live_duplicate(conn, draft.namespace, content_hash(draft.body)):
-                    dup += 1
-                    continue
-                insert_record(conn, draft, draft.passages, recorded_at="2000-01-01T00:00:00.000000Z")
-                n_rec += 1
-                if progress and n_rec % 250 == 0:
-                    progress("index", n_rec, 0)
-            # Facts after every record: their evidence may name any passage of the corpus.
-            for _where, fdraft in (es.facts() if es.facts is not None else ()):
-                evidence = resolve_evidence(conn, fdraft.evidence, fdraft.namespace)
-                if find_live_fact(conn, fdraft.namespace, fact_hash(fdraft.text, (p for _, p in evidence))):
-                    continue
-                insert_fact(conn, fdraft, evidence, recorded_at="2000-01-01T00:00:00.000000Z")
+        if es.corpus_path is not None and es.corpus_format is not None:
+            n_rec, dup, rejected, n_fact = _import_corpus(conn, es, progress)
+        else:
+            n_rec, dup = _store_drafts(conn, es, progress)
         conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('optimize')")
         conn.execute("INSERT INTO exact_fts(exact_fts) VALUES ('optimize')")
         conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')")
         n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        n_fact = conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+    if rejected:
+        tmp.unlink(missing_ok=True)
+        raise DatasetError(f"{es.corpus_path}: the import rejected {rejected} corpus entries",
+                           hint=f"memo import --format {es.corpus_format} shows them")
     os.replace(tmp, path)
     for side in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         side.unlink(missing_ok=True)
-    return BuiltIndex(path, True, n_rec, n_pas, dup, round(time.perf_counter() - start, 2))
+    return BuiltIndex(path, True, n_rec, n_pas, dup, round(time.perf_counter() - start, 2), rejected, n_fact)
 
 
 # --- passage vectors -----------------------------------------------------------------------

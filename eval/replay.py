@@ -11,12 +11,15 @@ traces hold the why columns for every result.
 Workers ask the pipeline for its arm-hit cache (``memo.retrieve.run_arms``): a grid varies
 fusion/recency constants, never what the arms return, so each arm runs once per query
 per worker instead of once per run.  ``MEMO_EVAL_ARM_CACHE=0`` turns it off (to time the
-arms themselves in every run).
+arms themselves in every run).  Each query row says which arms were served from the cache
+(``<arm>_cached``, ``arm_cached``): such a search's latency is not a real search's, so its
+arm latency is null and the latency of the search that produced the hits is kept apart
+(``<arm>_source_latency_ms``); latency tables and charts read uncached searches only.
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import multiprocessing as mp
 import os
 import time
@@ -100,13 +103,33 @@ def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], l
     req = SearchRequest(query=q.text, scope=Scope(namespaces=(q.namespace,)) if q.namespace else Scope(),
                         mode=spec.mode, limit=min(EVAL_LIMIT, profile.limit.max), max_tokens=EVAL_MAX_TOKENS,
                         response_format="explain", now=q.now)
+    conn = _W["conn"]
+    before = _arm_cache(conn) if services.get("arm_cache") else None
+    n_before = len(before) if before is not None else 0
     t0 = time.perf_counter()
-    resp = search(_W["conn"], req, profile, services)
+    resp = search(conn, req, profile, services)
     wall = (time.perf_counter() - t0) * 1000.0
-    return _query_row(q, resp, wall), _result_rows(q, resp)
+    fresh: set[str] | None = None
+    if before is not None:
+        after = _arm_cache(conn)
+        if after is before and len(after) >= n_before:
+            new = len(after) - n_before
+            fresh = {key[0] for key in itertools.islice(reversed(after), new)} if new else set()
+        else:                  # emptied (full) or replaced (data changed): every entry is this search's
+            fresh = {key[0] for key in after}
+    return _query_row(q, resp, wall, fresh), _result_rows(q, resp)
 
 
-def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
+def _arm_cache(conn: Any) -> dict:
+    from memo.retrieve.conn_cache import conn_cache
+
+    return conn_cache(conn).setdefault("arm_hits", {})
+
+
+def _query_row(q: EvalQuery, resp: Any, wall_ms: float, fresh: set[str] | None = None) -> dict[str, Any]:
+    """``fresh``: the arms this search really ran (None: no arm cache, every arm ran)."""
+    from eval.traces import stage_struct
+
     tr = resp.trace
     row: dict[str, Any] = {
         "qid": q.qid, "query": q.text, "category": q.category, "answerable": q.answerable,
@@ -115,15 +138,21 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float) -> dict[str, Any]:
         "degraded_reason": tr.degraded.get("reason"), "cutoff_kind": tr.cutoff_kind,
         "truncated": int(resp.truncated), "candidates": int(tr.candidates),
         "latency_ms": float(tr.latency_ms), "wall_ms": round(wall_ms, 3),
-        "stage_ms": json.dumps(dict(getattr(tr, "stage_ms", {}) or {}), sort_keys=True),
+        "stage_ms": stage_struct(getattr(tr, "stage_ms", None)),
     }
+    any_cached = False
     for arm in tr.arms:
         if arm.name in ARM_NAMES:
+            cached = bool(arm.ran) and fresh is not None and arm.name not in fresh
+            any_cached |= cached
             row[f"{arm.name}_ran"] = bool(arm.ran)
             row[f"{arm.name}_candidates"] = int(arm.candidates)
-            row[f"{arm.name}_latency_ms"] = float(arm.latency_ms)
+            row[f"{arm.name}_cached"] = cached
+            row[f"{arm.name}_latency_ms"] = None if cached else float(arm.latency_ms)
+            row[f"{arm.name}_source_latency_ms"] = float(arm.latency_ms)
         if arm.name == "fact":
             row["fact_matched"] = arm.matched
+    row["arm_cached"] = any_cached
     return row
 
 

@@ -1,12 +1,15 @@
 """``memo eval report RUN...``: a Markdown report plus PNG figures from the Parquet traces.
 
-Everything is computed with DuckDB over the three tables (``eval.traces.duck``), so the
-notebook (notebooks/eval_report.ipynb) can run the same queries and get the same numbers.
+Everything is computed with DuckDB over the three tables (``eval.traces.duck``) and
+Polars frames (``eval.analysis``), so the notebook (notebooks/eval_report.ipynb) calls the
+same functions and gets the same numbers.
 
-Sections: runs and their metrics; the runs against published anchors (eval/anchors.toml);
-metrics per category (LoCoMo); each metric against each
+Sections: runs and their metrics; metric bars with 95% bootstrap confidence intervals;
+per-query deltas against a baseline run; recall@k curves; the runs against published
+anchors (eval/anchors.toml); metrics per category (bars); each metric against each
 constant that varies between the runs; per-arm contribution to the fused score of the
-top 10; per-query latency distribution.
+top 10; latency of the searches whose arms really ran (``arm_cached`` false).  Run labels
+are sorted (by value, or by name) and sized to stay readable at 18+ runs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from eval import analysis as A
 from eval import plots
 from eval.anchors import anchors_for
 from eval.traces import METRIC_COLUMNS, duck
@@ -89,10 +93,26 @@ def arm_shares(con, top: int = 10) -> dict[str, dict[str, float]]:
 
 
 def latencies(con) -> dict[str, list[float]]:
+    """Per run, the latency of its uncached searches (``eval.analysis.uncached_latency``)."""
     out: dict[str, list[float]] = {}
-    for rid, lat in con.execute("SELECT run_id, latency_ms FROM queries ORDER BY run_id").fetchall():
+    frame = A.uncached_latency(con)
+    for rid, lat in zip(frame["run_id"].to_list(), frame["latency_ms"].to_list(), strict=True):
         out.setdefault(rid, []).append(float(lat))
     return out
+
+
+def pick_baseline(summ: Sequence[dict[str, Any]], labels: dict[str, str], baseline: str | None) -> str | None:
+    """The baseline run id: ``baseline`` as a label, run id or run-id prefix; else the
+    first run."""
+    if not summ:
+        return None
+    if baseline is None:
+        return summ[0]["run_id"]
+    for s in summ:
+        if baseline in (labels[s["run_id"]], s["label"], s["run_id"]) or s["run_id"].startswith(baseline):
+            return s["run_id"]
+    from memo.errors import DatasetError
+    raise DatasetError(f"no run {baseline!r} among the report's runs", hint="give a label or run id")
 
 
 def _fmt(v: Any) -> str:
@@ -136,7 +156,8 @@ def _anchor_section(summ: Sequence[dict[str, Any]], labels: dict[str, str]) -> l
     return md
 
 
-def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval report") -> dict[str, Any]:
+def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval report",
+                 baseline: str | None = None, metric: str | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     con = duck(runs)
     labels = _labels(con)
@@ -151,6 +172,48 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                                    s["n_queries"], s["batch_qps"], *[s.get(m) for m in SUMMARY_METRICS]]
                                   for s in summ]), ""]
 
+    # Quality: bars with bootstrap CIs, per-query deltas against the baseline, recall@k.
+    groups = sorted({(s["dataset"], s["split"]) for s in summ})
+    main_metric = metric or ("recall_10" if any(d.startswith("locomo") for d, _ in groups) else "ndcg_10")
+    base_id = pick_baseline(summ, labels, baseline)
+    frame = A.per_query(con, main_metric)
+    cis = A.bootstrap_ci(frame, main_metric)
+    if cis.height:
+        rows = [(labels[r["run_id"]], r["mean"], r["ci_low"], r["ci_high"]) for r in cis.iter_rows(named=True)]
+        anchors = ([(a.name, a.value) for a in anchors_for(groups[0][0], groups[0][1], main_metric)]
+                   if len(groups) == 1 else [])
+        name = f"{main_metric}_bars.png"
+        plots.metric_bars(out_dir / name, main_metric, rows, anchors)
+        figures.append(name)
+        ordered = sorted(cis.iter_rows(named=True), key=lambda r: -r["mean"])
+        md += [f"## {main_metric} with 95% bootstrap confidence intervals", "",
+               "Mean over the scored queries; percentile bootstrap over queries (2,000 resamples, seed 0).", "",
+               _table(["label", "queries", main_metric, "95% CI low", "95% CI high"],
+                      [[labels[r["run_id"]], r["n"], r["mean"], r["ci_low"], r["ci_high"]] for r in ordered]),
+               "", f"![{main_metric} per run]({name})", ""]
+    if base_id is not None and len(summ) > 1:
+        deltas = A.query_deltas(frame, main_metric, base_id)
+        per_run = {labels[rid]: part["delta"].to_list()
+                   for (rid,), part in deltas.group_by(["run_id"], maintain_order=True)}
+        if per_run:
+            plots.query_deltas(out_dir / "query_deltas.png", main_metric, labels[base_id], per_run)
+            figures.append("query_deltas.png")
+            md += [f"## Per query against the baseline ({labels[base_id]})", "",
+                   f"Each run's {main_metric} minus the baseline's, query by query (paired by id; "
+                   "`memo eval compare` gives the tests).", "",
+                   _table(["label", "mean delta", "queries up", "queries down", "ties"],
+                          [[k, sum(v) / len(v), sum(1 for x in v if x > 1e-9), sum(1 for x in v if x < -1e-9),
+                            sum(1 for x in v if abs(x) <= 1e-9)] for k, v in sorted(per_run.items())]),
+                   "", "![per-query deltas](query_deltas.png)", ""]
+    curves = A.recall_at_k(con)
+    if curves.height:
+        pts: dict[str, list[tuple[int, float]]] = {}
+        for r in curves.iter_rows(named=True):
+            pts.setdefault(labels[r["run_id"]], []).append((int(r["k"]), float(r["recall"])))
+        plots.recall_curves(out_dir / "recall_at_k.png", pts)
+        figures.append("recall_at_k.png")
+        md += ["## recall@k", "", "![recall@k](recall_at_k.png)", ""]
+
     md += _anchor_section(summ, labels)
 
     cats = by_category(con)
@@ -161,6 +224,15 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                        "abstained"],
                       [[labels[c["run_id"]], c["category"], c["n"], c["recall_10"], c["ndcg_10"], c["unanswerable"],
                         c["correct_abstentions"], c["abstained"]] for c in cats]), ""]
+        cat_metric = "recall_10" if main_metric not in ("ndcg_10", "recall_10") else main_metric
+        values: dict[str, dict[str, float]] = {}
+        for c in cats:
+            if c[cat_metric] is not None:
+                values.setdefault(labels[c["run_id"]], {})[str(c["category"])] = float(c[cat_metric])
+        if values:
+            plots.category_bars(out_dir / "by_category.png", cat_metric, values)
+            figures.append("by_category.png")
+            md += ["![per category](by_category.png)", ""]
 
     consts = varying_constants(con)
     several_sets = con.execute("SELECT count(DISTINCT dataset || '/' || split) FROM runs").fetchone()[0] > 1
@@ -198,14 +270,19 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                "", "![per-arm contribution](arm_contribution.png)", ""]
 
     lats = latencies(con)
+    md += ["## Latency", "", "Only searches whose arms really ran: a search served from the replay's arm "
+           "cache (`arm_cached`, later runs of a grid) did not pay for its arms and is left out; "
+           "`MEMO_EVAL_ARM_CACHE=0` times every run.", ""]
     if lats:
         plots.latency(out_dir / "latency.png", {labels[r]: v for r, v in lats.items()})
         figures.append("latency.png")
-        stats = con.execute("""SELECT run_id, median(latency_ms), quantile_cont(latency_ms, 0.95), max(latency_ms)
-                               FROM queries GROUP BY run_id ORDER BY run_id""").fetchall()
-        md += ["## Latency", "", _table(["label", "p50 ms", "p95 ms", "max ms"],
-                                        [[labels[r[0]], *r[1:]] for r in stats]),
+        stats = A.latency_table(A.uncached_latency(con))
+        md += [_table(["label", "uncached searches", "p50 ms", "p95 ms", "max ms"],
+                      [[labels[r["run_id"]], r["n"], r["p50_ms"], r["p95_ms"], r["max_ms"]]
+                       for r in stats.iter_rows(named=True)]),
                "", "![latency](latency.png)", ""]
+    else:
+        md += ["No uncached search in these runs.", ""]
 
     report = out_dir / "report.md"
     report.write_text("\n".join(md) + "\n", encoding="utf-8")

@@ -72,7 +72,7 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
         db_path = built.path
         info["index"] = {"path": str(built.path), "built": built.built, "records": built.records,
                          "passages": built.passages, "duplicates_skipped": built.duplicates,
-                         "seconds": built.seconds}
+                         "facts": built.facts, "seconds": built.seconds}
     model_id, qvecs = None, None
     if opts.semantic and _uses_semantic(opts.specs):
         if opts.db is None:
@@ -112,7 +112,33 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
     for r in out.results:
         r[rel_i] = int(es.qrels.get(r[qi], {}).get(r[di], 0))
     agg["degraded_queries"] = sum(1 for q in out.queries if q["degraded"])
+    agg["by_arm"] = arm_coverage(out)
     return perq, agg
+
+
+def arm_coverage(out: RunOutput, top: int = 10) -> dict[str, dict[str, float]]:
+    """Per arm, over the run's queries: ``ran`` = share of queries the arm ran on, ``top10``
+    = share whose top 10 holds a result it voted for, ``share`` = its part of the fused
+    score summed over every top-10 result (the report's per-arm contribution).  What the
+    regression checks use to cover every arm of a profile."""
+    from memo.types import ARM_NAMES
+
+    n = len(out.queries) or 1
+    rank_i = RESULT_INDEX["rank"]
+    qid_i = RESULT_INDEX["qid"]
+    contrib = {a: RESULT_INDEX[f"{a}_contribution"] for a in ARM_NAMES}
+    voted: dict[str, set[str]] = {a: set() for a in ARM_NAMES}
+    sums = dict.fromkeys(ARM_NAMES, 0.0)
+    for r in out.results:
+        if r[rank_i] > top:
+            continue
+        for a, i in contrib.items():
+            if r[i] is not None and r[i] > 0:
+                voted[a].add(r[qid_i])
+                sums[a] += r[i]
+    total = sum(sums.values()) or 1.0
+    return {a: {"ran": sum(1 for q in out.queries if q.get(f"{a}_ran")) / n,
+                "top10": len(voted[a]) / n, "share": sums[a] / total} for a in ARM_NAMES}
 
 
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
@@ -144,15 +170,16 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         for k, v in profile.flat().items():
             if k != "name":
                 row[k] = v
-        row.update({k: v for k, v in agg.items() if k != "by_category"})
+        row.update({k: v for k, v in agg.items() if k not in ("by_category", "by_arm")})
         if "by_category" in agg:
             row["by_category"] = agg["by_category"]
+        row["by_arm"] = agg["by_arm"]
         if opts.write:
             for q in out.queries:
-                q["run_id"] = run_id
-            run_i = RESULT_INDEX["run_id"]
+                q["run_id"], q["label"], q["profile"] = run_id, out.spec.label, profile.name
+            run_i, label_i, prof_i = RESULT_INDEX["run_id"], RESULT_INDEX["label"], RESULT_INDEX["profile"]
             for r in out.results:
-                r[run_i] = run_id
+                r[run_i], r[label_i], r[prof_i] = run_id, out.spec.label, profile.name
             write_traces(out_dir, run_id, out.queries, out.results)
         return row
 
@@ -168,6 +195,7 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
                                        "abstain_recall", "n_unanswerable", "n_abstained", "degraded_queries")}
         runs.append({"run_id": row["run_id"], "profile": row["profile"], "label": spec.label, "mode": spec.mode,
                      "overrides": row["overrides"], "metrics": metrics, "by_category": row.get("by_category"),
+                     "by_arm": row.get("by_arm"),
                      "path": str(folder) if folder else None})
     return {
         "batch_id": batch_id, "dataset": es.name, "split": es.split, "source": es.source,

@@ -26,12 +26,44 @@ from memo.types import ARM_NAMES
 
 METRIC_COLUMNS: tuple[str, ...] = ("ndcg_10", "recall_10", "recall_100", "rr_10")
 
+# arm latency: <arm>_latency_ms = what the arm cost in THIS search (null when its hits came
+# from the replay's arm cache); <arm>_source_latency_ms = the latency of the search that
+# produced the hits (equal to <arm>_latency_ms when not cached).
 _ARM_QUERY_FIELDS = [f for arm in ARM_NAMES for f in (
     pa.field(f"{arm}_ran", pa.bool_()), pa.field(f"{arm}_candidates", pa.int32()),
-    pa.field(f"{arm}_latency_ms", pa.float64()))]
+    pa.field(f"{arm}_latency_ms", pa.float64()), pa.field(f"{arm}_cached", pa.bool_()),
+    pa.field(f"{arm}_source_latency_ms", pa.float64()))]
+
+# trace.stage_ms as a typed struct (one float per pipeline stage; stages the pipeline may
+# add later are summed into "other").
+STAGES: tuple[str, ...] = ("scope", "arms", "fusion", "recency", "abstention", "cutoff_limit_budget", "results",
+                           "model_load", "matrix_load", "other")
+STAGE_TYPE = pa.struct([pa.field(s, pa.float64()) for s in STAGES])
+
+CATEGORY_TYPE = pa.list_(pa.struct([
+    pa.field("category", pa.string()), pa.field("n", pa.int32()), pa.field("n_scored", pa.int32()),
+    *[pa.field(m, pa.float64()) for m in ("ndcg_10", "recall_10", "recall_100", "rr_10",
+                                          "abstain_precision", "abstain_recall")]]))
+ARM_TYPE = pa.list_(pa.struct([pa.field("arm", pa.string()), pa.field("ran", pa.float64()),
+                               pa.field("top10", pa.float64()), pa.field("share", pa.float64())]))
+
+
+def stage_struct(stage_ms: Mapping[str, float] | None) -> dict[str, float | None]:
+    out: dict[str, float | None] = dict.fromkeys(STAGES)
+    other = 0.0
+    for k, v in (stage_ms or {}).items():
+        if k in out and k != "other":
+            out[k] = float(v)
+        else:
+            other += float(v)
+    out["other"] = other if other else None
+    return out
+
 
 QUERIES_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
+    pa.field("label", pa.string()),              # the run's spec label (profile + overrides)
+    pa.field("profile", pa.string()),
     pa.field("qid", pa.string(), nullable=False),
     pa.field("query", pa.string()),
     pa.field("category", pa.string()),
@@ -47,9 +79,11 @@ QUERIES_SCHEMA = pa.schema([
     pa.field("candidates", pa.int32()),          # distinct fused candidates over all arms
     pa.field("latency_ms", pa.float64()),        # the pipeline's own trace.latency_ms
     pa.field("wall_ms", pa.float64()),           # measured around search() by the replay
+    pa.field("arm_cached", pa.bool_()),          # some arm's hits came from the replay's arm cache:
+                                                 # latency_ms / wall_ms are not a real search's
     *_ARM_QUERY_FIELDS,
     pa.field("fact_matched", pa.int32()),        # distinct facts that voted (fact arm; null: none)
-    pa.field("stage_ms", pa.string()),           # JSON {stage: ms}
+    pa.field("stage_ms", STAGE_TYPE),            # {stage: ms} (STAGES)
     pa.field("n_relevant", pa.int32()),
     pa.field("first_relevant_rank", pa.int32()),  # in the de-duplicated unit ranking
     *[pa.field(m, pa.float64()) for m in METRIC_COLUMNS],
@@ -79,6 +113,8 @@ RESULTS_SCHEMA = pa.schema([
     pa.field("tokens", pa.int32()),
     *_ARM_RESULT_FIELDS,
     pa.field("relevant", pa.int32()),            # qrels grade of doc_id (0 = not relevant)
+    pa.field("label", pa.string()),              # the run's spec label
+    pa.field("profile", pa.string()),
 ])
 
 
@@ -111,9 +147,35 @@ def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(list(rows), schema=schema)
 
 
+def category_rows(by_category: Mapping[str, Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if not by_category:
+        return None
+    names = [f.name for f in CATEGORY_TYPE.value_type]
+    return [{n: (cat if n == "category" else e.get(n)) for n in names} for cat, e in by_category.items()]
+
+
+def arm_rows(by_arm: Mapping[str, Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if not by_arm:
+        return None
+    return [{"arm": a, "ran": e.get("ran"), "top10": e.get("top10"), "share": e.get("share")} for a, e in by_arm.items()]
+
+
 def _runs_table(run: Mapping[str, Any]) -> pa.Table:
-    row = {k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list | tuple) else v) for k, v in run.items()}
-    return pa.Table.from_pylist([row])
+    """One row; ``by_category`` and ``by_arm`` as typed lists of structs, other nested
+    values (``overrides``) as JSON text."""
+    row: dict[str, Any] = {}
+    typed: dict[str, pa.DataType] = {}
+    for k, v in run.items():
+        if k == "by_category":
+            row[k], typed[k] = category_rows(v), CATEGORY_TYPE
+        elif k == "by_arm":
+            row[k], typed[k] = arm_rows(v), ARM_TYPE
+        else:
+            row[k] = json.dumps(v, sort_keys=True) if isinstance(v, dict | list | tuple) else v
+    table = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in typed}])
+    for k, t in typed.items():
+        table = table.append_column(pa.field(k, t), pa.array([row[k]], type=t))
+    return table
 
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:

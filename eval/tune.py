@@ -1,9 +1,14 @@
 """``memo eval tune``: search profile constants on the TRAIN split, check the winner on TEST.
 
-1. Expand the search space (profiles x ``--set`` grid, or the default space below); with
-   ``samples`` pick that many points at random (seeded) instead of the whole grid.
-2. Replay every point on the tuning split (default ``train``) in one batch (index, vectors
-   and workers shared) and rank the points by the metric (default nDCG@10).
+1. The search space: profiles x ``--set`` axes, or the default space below (fusion and
+   weights, the semantic abstention floor, recency floor and half-life, the cutoff gap and
+   the fetch depth).  Small spaces (at most ``MAX_GRID`` points) are replayed whole;
+   bigger ones are searched with Optuna's TPE sampler (``--trials``, ``--seed``: the same
+   seed and data give the same trials, since a replay is deterministic), asking
+   ``BATCH`` points at a time and replaying each batch in one ``memo eval run`` batch.
+   ``--samples N`` = that many random grid points instead (seeded).
+2. Every point runs on the tuning split (default ``train``) and is ranked by the metric.
+   Tuning on a test split is refused (``test``, ``all``, or the evaluation split itself).
 3. Replay the winner, and the untuned base profiles, on the evaluation split (``test``).
    The test split is never looked at while choosing.
 4. Write the winner as a profile TOML whose header comments record the provenance:
@@ -14,27 +19,43 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from eval.anchors import against
-from eval.grid import RunSpec, expand
+from eval.grid import RunSpec, expand, parse_set
 from eval.run import EvalOptions, code_version, run_eval
-from memo.errors import ValidationError
+from memo.errors import ExtraMissing, ValidationError
 from memo.profile import load_profile, user_profile_dir
+
+MAX_GRID = 200          # more points than this: Optuna TPE (or --samples) instead of the whole grid
+BATCH = 8               # Optuna points replayed per batch
+TEST_SPLITS = ("test", "all")   # never tuned on ("all" holds the test questions)
 
 # Only weight *ratios* matter to both fusions (cutoff is relative, abstention reads raw
 # cosines), so the keyword weight stays at 0.5 and the others move around it.  The exact
 # arm is in the space because its router fires on many scientific claims (numbers,
-# hyphenated names) and its votes are noise there.  fetch_depth matters to minmax only
-# through each arm's minimum (the bottom of its list), which sets the normalisation.
+# hyphenated names) and its votes are noise there.  fetch_depth matters to minmax through
+# each arm's minimum (the bottom of its list), which sets the normalisation, and to both
+# through which candidates exist at all.  semantic_floor: the abstention floor of the
+# default model (-1 = never abstain).  Recency: floor 1.0 = off; half-life in days (doc and
+# code never age, so on SciFact these have no effect).  cutoff.gap 1.0 = never cut.
+_COMMON = ["weights.exact=0,0.15,0.3", "retrieve.fetch_depth=50,100,200", "SEMANTIC_FLOOR=-1.0,0.3,0.35,0.39,0.45",
+           "recency.floor=0.6,0.8,0.9,1.0", "recency.half_life_days=30,90,365", "cutoff.gap=0.3,0.5,0.7,1.0"]
 DEFAULT_SPACE: dict[str, list[str]] = {
-    "rrf": ["fusion.k=10,20,40,60,100", "weights.semantic=0.35,0.5,0.7,1.0", "weights.exact=0,0.15,0.3"],
-    "minmax": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", "weights.exact=0,0.15,0.3",
-               "retrieve.fetch_depth=50,100,200"],
+    "rrf": ["fusion.k=10,20,40,60,100", "weights.semantic=0.35,0.5,0.7,1.0", *_COMMON],
+    "minmax": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", *_COMMON],
 }
+
+
+def default_space(profile: str, model_id: str | None = None) -> list[str]:
+    """The default ``--set`` axes of a profile (the semantic floor keyed by the model)."""
+    from memo.embed.registry import load_registry
+
+    mid = load_registry().get(model_id).id
+    return [a.replace("SEMANTIC_FLOOR", f"models.{mid}.semantic_floor") for a in DEFAULT_SPACE.get(profile, [])]
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,8 @@ class TuneOptions:
     test_split: str = "test"
     samples: int | None = None             # random search: this many points
     seed: int = 13
+    method: str = "auto"                   # auto | grid | random | optuna
+    trials: int = 48                       # optuna: points to replay
     out_profile: Path | None = None
     name: str | None = None                # profile name in the header (default: file stem)
     workers: int | None = None
@@ -55,16 +78,100 @@ class TuneOptions:
     out: Path | None = None                # runs dir
 
 
+def check_splits(opts: TuneOptions) -> None:
+    if opts.tune_split in TEST_SPLITS or opts.tune_split == opts.test_split:
+        raise ValidationError(f"refusing to tune on split {opts.tune_split!r}: it holds the test questions",
+                              hint="tune on train (--tune-split train, LoCoMo: train or dev) and report on test")
+
+
+def axes(opts: TuneOptions) -> dict[str, list[tuple[str, list[Any]]]]:
+    """profile -> its axes [(key, values)]."""
+    out = {}
+    for prof in opts.profiles:
+        sets = list(opts.sets) if opts.sets else default_space(prof)
+        out[prof] = [parse_set(x) for x in sets]
+    return out
+
+
+def grid_size(space: dict[str, list[tuple[str, list[Any]]]]) -> int:
+    total = 0
+    for ax in space.values():
+        n = 1
+        for _, vals in ax:
+            n *= len(vals)
+        total += n
+    return total
+
+
+def choose_method(opts: TuneOptions, space: dict[str, list[tuple[str, list[Any]]]]) -> str:
+    if opts.method != "auto":
+        return opts.method
+    if opts.samples is not None:
+        return "random"
+    return "grid" if grid_size(space) <= MAX_GRID else "optuna"
+
+
 def search_space(opts: TuneOptions) -> list[RunSpec]:
+    """Every grid point (``grid``) or ``samples`` random ones (``random``)."""
     specs: list[RunSpec] = []
     for prof in opts.profiles:
-        sets = list(opts.sets) if opts.sets else DEFAULT_SPACE.get(prof, [])
+        sets = list(opts.sets) if opts.sets else default_space(prof)
         specs.extend(expand([prof], sets, mode=opts.mode))
     if opts.samples is not None and opts.samples < len(specs):
         specs = random.Random(opts.seed).sample(specs, opts.samples)
     if not specs:
         raise ValidationError("empty search space")
     return specs
+
+
+def _replay(opts: TuneOptions, specs: Sequence[RunSpec], status, tick_factory) -> dict[str, Any]:
+    semantic = opts.mode in ("auto", "semantic")
+    return run_eval(EvalOptions(dataset=opts.dataset, split=opts.tune_split, specs=list(specs), semantic=semantic,
+                                limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
+                    status=status, tick_factory=tick_factory)
+
+
+def optuna_search(opts: TuneOptions, space: dict[str, list[tuple[str, list[Any]]]], status, tick_factory
+                  ) -> tuple[list[RunSpec], list[dict[str, Any]], dict[str, Any]]:
+    """TPE over the categorical axes, ``opts.trials`` points asked ``BATCH`` at a time;
+    each batch replayed as one eval batch.  Returns (specs, their run summaries, info)."""
+    try:
+        import optuna
+    except ImportError:
+        raise ExtraMissing('memo eval tune over a large space needs optuna: pip install "memo[eval]"') from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = optuna.samplers.TPESampler(seed=opts.seed, n_startup_trials=min(16, max(4, opts.trials // 3)))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    profiles = list(space)
+    seen: dict[RunSpec, dict[str, Any]] = {}
+    order: list[RunSpec] = []
+    batch_ids: list[str] = []
+    asked = 0
+    while asked < opts.trials:
+        trials, specs = [], []
+        for _ in range(min(BATCH, opts.trials - asked)):
+            t = study.ask()
+            prof = t.suggest_categorical("profile", profiles)
+            overrides = tuple((k, t.suggest_categorical(f"{prof}:{k}", vals)) for k, vals in space[prof])
+            spec = RunSpec(profile=prof, overrides=overrides, mode=opts.mode)
+            spec.load()
+            trials.append((t, spec))
+            specs.append(spec)
+            asked += 1
+        new = [sp for sp in dict.fromkeys(specs) if sp not in seen]
+        if new:
+            status(f"optuna: points {asked - len(specs) + 1}-{asked} of {opts.trials}")
+            res = _replay(opts, new, status, tick_factory)
+            batch_ids.append(res["batch_id"])
+            for sp, run in zip(new, res["runs"], strict=True):
+                seen[sp] = {**run, "_res": res}
+                order.append(sp)
+        for t, sp in trials:
+            study.tell(t, _metric(seen[sp], opts.metric))
+    runs = [seen[sp] for sp in order]
+    info = {"sampler": "optuna TPE", "seed": opts.seed, "trials": opts.trials, "distinct_points": len(order),
+            "batches": batch_ids, "optuna_version": optuna.__version__}
+    return order, runs, info
 
 
 def _metric(run: dict[str, Any], metric: str) -> float:
@@ -88,7 +195,7 @@ def profile_toml(profile, header: Sequence[str]) -> str:
         sections.setdefault(section, {})[field] = value
 
     def lit(key: str, v: Any) -> str:
-        if key == "aging_kinds":
+        if key in ("aging_kinds", "relational_cues"):
             items = [s for s in str(v).split(",") if s]
             return "[" + ", ".join(f'"{s}"' for s in items) + "]"
         if isinstance(v, bool):
@@ -114,12 +221,20 @@ def profile_toml(profile, header: Sequence[str]) -> str:
 def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
          tick_factory=None) -> dict[str, Any]:
     status = status or (lambda s: None)
-    specs = search_space(opts)
-    status(f"tuning {len(specs)} points on {opts.dataset}/{opts.tune_split}")
+    check_splits(opts)
+    space = axes(opts)
+    method = choose_method(opts, space)
+    search: dict[str, Any] = {"method": method, "grid_points": grid_size(space)}
+    if method == "optuna":
+        specs, train_runs, info = optuna_search(opts, space, status, tick_factory)
+        search.update(info)
+        train = {**train_runs[0]["_res"], "runs": [{k: v for k, v in r.items() if k != "_res"} for r in train_runs]}
+        train["batch_id"] = ",".join(info["batches"])
+    else:
+        specs = search_space(opts if method != "grid" else replace(opts, samples=None))
+        status(f"tuning {len(specs)} points on {opts.dataset}/{opts.tune_split}")
+        train = _replay(opts, specs, status, tick_factory)
     semantic = opts.mode in ("auto", "semantic")
-    train = run_eval(EvalOptions(dataset=opts.dataset, split=opts.tune_split, specs=specs, semantic=semantic,
-                                 limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
-                     status=status, tick_factory=tick_factory)
     ranked = sorted(train["runs"], key=lambda r: -_metric(r, opts.metric))
     best_run = ranked[0]
     best = next(s for s in specs if s.label == best_run["label"])
@@ -133,16 +248,18 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
     out_profile = opts.out_profile or user_profile_dir() / f"tuned-{train['dataset']}.toml"
     name = opts.name or out_profile.stem
     version = code_version()
-    space = list(opts.sets) if opts.sets else [f"{p}: {' '.join(DEFAULT_SPACE.get(p, []))}" for p in opts.profiles]
+    space_txt = list(opts.sets) if opts.sets else [f"{p}: {' '.join(default_space(p))}" for p in opts.profiles]
     header = [
         f'memo search profile "{name}": written by `memo eval tune`; do not edit by hand, re-run it.',
         f"Tuned on: {train['dataset']} split {opts.tune_split} ({train['queries']} queries), "
         f"metric {opts.metric}, {len(specs)} points"
-        + (f" (random sample, seed {opts.seed})" if opts.samples else " (full grid)") + ".",
+        + {"random": f" (random sample, seed {opts.seed})", "grid": " (full grid)",
+           "optuna": f" (Optuna TPE, {opts.trials} trials, seed {opts.seed}, of {search['grid_points']} grid points)"
+           }[method] + ".",
         f"Date: {now}; code {version['code_version']}; model {train.get('model_id')}.",
         f"Data set hash ({opts.tune_split}): {train['dataset_hash'][:16]}; "
         f"({opts.test_split}): {test['dataset_hash'][:16]}.",
-        f"Search space: profiles {', '.join(opts.profiles)}; " + "; ".join(space) + ".",
+        f"Search space: profiles {', '.join(opts.profiles)}; " + "; ".join(space_txt) + ".",
         f"Winner: {best.label}.",
         f"{opts.metric} on {opts.tune_split}: {_metric(best_run, opts.metric):.4f}; "
         f"on {opts.test_split}: {_metric(test_best, opts.metric):.4f} "
@@ -159,7 +276,7 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
         raise ValidationError(f"{out_profile}: the written profile does not round-trip")
     return {
         "profile_path": str(out_profile), "winner": best.label, "metric": opts.metric,
-        "points": len(specs), "tune_split": opts.tune_split, "test_split": opts.test_split,
+        "points": len(specs), "tune_split": opts.tune_split, "test_split": opts.test_split, "search": search,
         "train": {"best": _metric(best_run, opts.metric),
                   "top": [{"label": r["label"], opts.metric: _metric(r, opts.metric)} for r in ranked[:10]],
                   "batch_id": train["batch_id"], "qps": train["replay"]["qps"]},

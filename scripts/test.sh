@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run memo's whole test suite, slow tests included (README: "Run the tests"), then the fast
-# quality regression (`memo eval regress --fast`: SciFact keyword arm against the committed
-# figures in eval/expected/).  Creates or refreshes .venv when needed (pip install -e ".[dev]")
+# quality regression (`memo eval regress --fast`: the bundled sample, hybrid with the shipped
+# model, every arm of the default profile, against eval/expected/sample.toml).  Creates or
+# refreshes .venv when needed (pip install -e ".[dev]")
 # and installs the Debian package chromium when missing (the web UI test drives it; only
 # chromium, --no-install-recommends, never an upgrade of other packages: scripts/_chromium.sh).
 # Extra arguments go to pytest (e.g. ./scripts/test.sh -m "not slow" for the quick suite);

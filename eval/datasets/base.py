@@ -41,6 +41,11 @@ class EvalSet:
     notes: Mapping[str, object] = field(default_factory=dict)  # loader diagnostics (fixed ids...)
     # Facts indexed with the corpus, as (where, FactDraft) ("locomo-obs": the observations)
     facts: Callable[[], Iterator[tuple[str, Any]]] | None = None
+    # The corpus file and the ``memo import --format`` that reads it: the harness builds its
+    # index through ``memo.ops.importer.import_path`` (the index users get).  None: ``corpus``
+    # drafts are stored as they are (synthetic sets).
+    corpus_path: str | None = None
+    corpus_format: str | None = None            # "beir" | "locomo"
 
     @property
     def dataset_hash(self) -> str:

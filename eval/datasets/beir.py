@@ -73,4 +73,4 @@ def load_beir(folder: Path, split: str) -> EvalSet:
     queries = tuple(EvalQuery(qid=qid, text=texts[qid]) for qid in order)
     return EvalSet(name=folder.name, split=split, corpus_hash=file_sha256(corpus), unit="record",
                    queries=queries, qrels=qrels, corpus=partial(iter_corpus, corpus, "default"),
-                   source=str(folder))
+                   source=str(folder), corpus_path=str(corpus), corpus_format="beir")

@@ -75,7 +75,7 @@ def load_locomo(path: Path, split: str = "test") -> EvalSet:
     return EvalSet(name="locomo", split=split, corpus_hash=file_sha256(path), unit="passage",
                    queries=tuple(queries), qrels=qrels,
                    corpus=partial(iter_conversations, path, NAMESPACE_PREFIX), source=str(path),
-                   notes=notes)
+                   notes=notes, corpus_path=str(path), corpus_format="locomo")
 
 
 def with_observations(es: EvalSet, path: Path) -> EvalSet:

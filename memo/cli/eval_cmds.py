@@ -25,10 +25,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from memo.cli.common import JsonOption, handle_errors, print_json
-from memo.errors import ExtraMissing, ValidationError
+from memo.errors import ExtraMissing
 
 eval_app = typer.Typer(name="eval", help="Evaluate search quality: replay labelled queries, compare, tune, regress.",
                        no_args_is_help=True)
@@ -91,29 +90,32 @@ def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
+_SHORT = {"ndcg_10": "nDCG@10", "recall_10": "R@10", "recall_100": "R@100", "rr_10": "MRR@10",
+          "abstain_precision": "abstP", "abstain_recall": "abstR"}
+
+
+def _metric_line(metrics: dict[str, Any]) -> str:
+    """The six metrics on one line of at most 80 columns."""
+    return "  " + " ".join(f"{_SHORT[m]} {_fmt(metrics.get(m))}" for m in _METRICS)
+
+
 def _print_runs(res: dict[str, Any]) -> None:
-    t = Table(title=f"{res['dataset']} / {res['split']}: {res['queries']} queries", title_justify="left")
-    t.add_column("run")
-    t.add_column("label")
-    for m in _METRICS:
-        t.add_column(m, justify="right")
+    """80 columns: per run its label, its full id on its own line, then the metrics."""
+    typer.echo(f"{res['dataset']} / {res['split']}: {res['queries']} queries")
     for r in res["runs"]:
-        t.add_row(r["run_id"], r["label"], *[_fmt(r["metrics"].get(m)) for m in _METRICS])
-    Console().print(t)
-    for r in res["runs"]:
+        typer.echo(f"{r['label']}\n  {r['run_id']}\n{_metric_line(r['metrics'])}")
         cats = r.get("by_category")
         if not cats:
             continue
-        ct = Table(title=f"{r['label']} by category", title_justify="left")
-        for col in ("category", "n", "recall_10", "ndcg_10", "abstain_precision", "abstain_recall"):
-            ct.add_column(col, justify="right")
+        typer.echo(f"  {'category':>8} {'n':>5} {'R@10':>7} {'nDCG@10':>7} {'abstP':>7} {'abstR':>7}")
         for cat, e in cats.items():
-            ct.add_row(cat, str(e.get("n")), *[_fmt(e.get(k)) for k in
-                                               ("recall_10", "ndcg_10", "abstain_precision", "abstain_recall")])
-        Console().print(ct)
+            typer.echo(f"  {cat:>8} {e.get('n')!s:>5} " + " ".join(
+                f"{_fmt(e.get(k)):>7}" for k in ("recall_10", "ndcg_10", "abstain_precision", "abstain_recall")))
     rp = res["replay"]
     typer.echo(f"replay: {rp['searches']} searches in {rp['seconds']} s = {rp['qps']} queries/s "
-               f"on {rp['workers']} worker(s); traces in {res['out_dir']}")
+               f"on {rp['workers']} worker(s); traces in\n  {res['out_dir']}")
+    for note in res.get("grid_notes", []):
+        typer.echo(f"note: {note}")
     notes = res.get("notes", {}).get("evidence")
     if notes:
         from eval.datasets.locomo import describe_fixes
@@ -136,12 +138,17 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
     from eval.grid import expand
     from eval.run import EvalOptions, run_eval
 
-    specs = expand(profile or ["rrf"], set_ or [], mode=mode)
+    notes: list[str] = []
+    specs = expand(profile or ["rrf"], set_ or [], mode=mode, notes=notes)
+    for note in notes:
+        if not quiet and not as_json:
+            _err.print(f"note: {note}")
     opts = EvalOptions(dataset=dataset, split=split, specs=specs, db=db, model_id=model,
                        semantic=mode in ("auto", "semantic"), limit_queries=limit_queries, workers=workers,
                        out=out, rebuild=rebuild)
     with _progress(not quiet) as (status, ticks):
         res = run_eval(opts, status=status, tick_factory=ticks)
+    res["grid_notes"] = notes
     if as_json:
         print_json(res)
     else:
@@ -149,56 +156,98 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
 
 
 @handle_errors
-def compare(run_a: Annotated[str, typer.Argument(help="Baseline run (id, prefix or folder).")],
-            run_b: Annotated[str, typer.Argument(help="Candidate run.")],
+def compare(run_a: Annotated[str, typer.Argument(help="Baseline run, or a batch (id, prefix or folder).")],
+            run_b: Annotated[str | None, typer.Argument(help="Candidate run or batch (each of its runs is "
+                                                              "compared with the baseline).")] = None,
+            baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="With one batch: the label "
+                                                                                  "(or run id) of its baseline "
+                                                                                  "run.")] = None,
             metric: Annotated[str, typer.Option("--metric", help="Metric for the movers list.")] = "ndcg_10",
             movers: Annotated[int, typer.Option("--movers", help="How many biggest movers to list.")] = 10,
             runs_dir: RunsDirOpt = None, as_json: JsonOption = False) -> None:
-    """Paired comparison of two runs: t-test, Wilcoxon, wins/losses/ties, biggest movers."""
+    """Paired comparison: t-test, Wilcoxon, wins/losses/ties, biggest movers.  A and B may be
+    runs or batches (a run vs every run of a batch; two batches paired by label; one batch
+    with --baseline LABEL: that run vs the others)."""
     need_eval_extra()
-    from eval.compare import compare_runs
+    from eval.compare import compare_runs, pair_runs
     from eval.traces import resolve_runs
 
     a = resolve_runs([run_a], runs_dir)
-    b = resolve_runs([run_b], runs_dir)
-    if len(a) != 1 or len(b) != 1:
-        raise ValidationError("compare takes exactly two runs (not batches)")
-    res = compare_runs(a[0], b[0], metric=metric, movers=movers)
+    b = resolve_runs([run_b], runs_dir) if run_b else []
+    pairs = pair_runs(a, b, baseline)
+    results = [compare_runs(x, y, metric=metric, movers=movers) for x, y in pairs]
     if as_json:
-        print_json(res)
+        print_json(results[0] if len(results) == 1 and run_b and len(a) == len(b) == 1
+                   else {"baseline": results[0]["a"]["run_id"] if results else None, "comparisons": results})
         return
-    t = Table(title=f"B = {res['b']['label']}  vs  A = {res['a']['label']}  ({res['paired_queries']} paired queries)",
-              title_justify="left")
-    for col in ("metric", "A", "B", "B-A", "wins", "losses", "ties", "t-test p", "Wilcoxon p", "sig."):
-        t.add_column(col, justify="right")
+    for i, res in enumerate(results):
+        if i:
+            typer.echo("")
+        _print_comparison(res, metric)
+
+
+def _print_comparison(res: dict[str, Any], metric: str) -> None:
+    """80 columns: labels, full run ids on their own lines, one line per metric."""
+    typer.echo(f"A (baseline): {res['a']['label']}\n  {res['a']['run_id']}")
+    typer.echo(f"B: {res['b']['label']}\n  {res['b']['run_id']}")
+    typer.echo(f"{res['paired_queries']} paired queries")
+    typer.echo(f"{'metric':<11}{'A':>7}{'B':>8}{'B-A':>9} {'wins/loss/tie':>13}{'t p':>9}{'Wilc. p':>9}  sig")
     for m, r in res["metrics"].items():
-        t.add_row(m, _fmt(r["mean_a"]), _fmt(r["mean_b"]), _fmt(r["delta"]), str(r["wins"]), str(r["losses"]),
-                  str(r["ties"]), _fmt(r["t_p"]), _fmt(r["wilcoxon_p"]), "yes" if r["significant"] else "no")
-    Console().print(t)
+        wlt = f"{r['wins']}/{r['losses']}/{r['ties']}"
+        delta = "-" if r["delta"] is None else f"{r['delta']:+.4f}"
+        typer.echo(f"{m:<11}{_fmt(r['mean_a']):>7}{_fmt(r['mean_b']):>8}{delta:>9} {wlt:>13}"
+                   f"{_p(r['t_p']):>9}{_p(r['wilcoxon_p']):>9}  {'yes' if r['significant'] else 'no'}")
     if not res["same_query_set"]:
         typer.echo("note: the runs used different query sets or qrels; compared on the shared queries")
-    mt = Table(title=f"biggest movers ({metric})", title_justify="left")
-    for col in ("qid", "A", "B", "delta", "1st rel A", "1st rel B", "query"):
-        mt.add_column(col)
-    for mv in res["movers"]:
-        mt.add_row(mv["qid"], _fmt(mv["a"]), _fmt(mv["b"]), _fmt(mv["delta"]), _fmt(mv["first_relevant_a"]),
-                   _fmt(mv["first_relevant_b"]), mv["query"][:70])
-    Console().print(mt)
+    if res["movers"]:
+        typer.echo(f"biggest movers ({metric}): qid, A, B, delta, 1st relevant rank A -> B, query")
+        for mv in res["movers"]:
+            head = (f"  {str(mv['qid'])[:14]:<14} {_fmt(mv['a'])} {_fmt(mv['b'])} {mv['delta']:+.4f} "
+                    f"{_fmt(mv['first_relevant_a']):>3}->{_fmt(mv['first_relevant_b']):<3} ")
+            typer.echo(head + mv["query"][:max(0, 80 - len(head))])
+
+
+def _p(v: Any) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4f}" if v >= 1e-4 else f"{v:.1e}"
+
+
+@handle_errors
+def list_(runs_dir: RunsDirOpt = None,
+          dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Only this data set.")] = None,
+          limit: Annotated[int | None, typer.Option("--limit", "-n", help="Only the newest N batches.")] = None,
+          as_json: JsonOption = False) -> None:
+    """Runs and batches under the runs dir: id, data set, split, profile, overrides, key metrics, date."""
+    need_eval_extra()
+    from eval.listing import format_list, list_runs
+
+    doc = list_runs(runs_dir, dataset=dataset, limit=limit)
+    if as_json:
+        print_json(doc)
+    else:
+        typer.echo("\n".join(format_list(doc)))
 
 
 @handle_errors
 def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids, prefixes or folders).")],
            out: Annotated[Path | None, typer.Option("--out", "-o", help="Report folder (default "
                                                                       "<runs dir>/report-<first run>).")] = None,
+           baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Run (label or id) the per-query "
+                                                                                 "deltas are taken against "
+                                                                                 "(default: the first).")] = None,
+           metric: Annotated[str | None, typer.Option("--metric", help="Metric of the bars, deltas "
+                                                                       "(default nDCG@10; recall@10 for LoCoMo).")] = None,
            runs_dir: RunsDirOpt = None, as_json: JsonOption = False) -> None:
-    """Markdown report + PNG figures (metric vs constants, per-arm contribution, latency)."""
+    """Markdown report + PNG figures: metric bars with bootstrap CIs, per-query deltas against a
+    baseline, recall@k, per category, metric vs constants, per-arm contribution, latency."""
     need_eval_extra()
     from eval.report import build_report
     from eval.traces import resolve_runs, runs_root
 
     folders = resolve_runs(runs, runs_dir)
     target = out or runs_root(runs_dir) / f"report-{folders[0].name}"
-    res = build_report(folders, target)
+    res = build_report(folders, target, baseline=baseline, metric=metric)
     if as_json:
         print_json(res)
     else:
@@ -210,7 +259,10 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
          metric: Annotated[str, typer.Option("--metric", help="Metric to maximise on the tuning split.")] = "ndcg_10",
          mode: Annotated[str, typer.Option("--mode", help="auto | keyword | exact | semantic.")] = "auto",
          samples: Annotated[int | None, typer.Option("--samples", help="Random search: this many points.")] = None,
-         seed: Annotated[int, typer.Option("--seed", help="Seed of the random search.")] = 13,
+         seed: Annotated[int, typer.Option("--seed", help="Seed of the random / Optuna search.")] = 13,
+         method: Annotated[str, typer.Option("--method", help="auto (grid up to 200 points, else Optuna TPE) | "
+                                                             "grid | random | optuna.")] = "auto",
+         trials: Annotated[int, typer.Option("--trials", help="Optuna: points to replay.")] = 48,
          tune_split: Annotated[str, typer.Option("--tune-split", help="Split to tune on.")] = "train",
          test_split: Annotated[str, typer.Option("--test-split", help="Split to report the winner on.")] = "test",
          out_profile: Annotated[Path | None, typer.Option("--out-profile", help="Profile TOML to write "
@@ -225,12 +277,15 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
 
     opts = TuneOptions(dataset=dataset, profiles=tuple(profile or ("rrf", "minmax")), sets=tuple(set_ or ()),
                        mode=mode, metric=metric, tune_split=tune_split, test_split=test_split, samples=samples, seed=seed,
+                       method=method, trials=trials,
                        out_profile=out_profile, workers=workers, limit_queries=limit_queries, out=out)
     with _progress(not quiet) as (status, ticks):
         res = run_tune(opts, status=status, tick_factory=ticks)
     if as_json:
         print_json(res)
         return
+    sr = res.get("search", {})
+    typer.echo(f"search: {sr.get('method')}, {res['points']} points replayed of {sr.get('grid_points')} in the grid")
     typer.echo(f"winner: {res['winner']} ({metric} {res['train']['best']:.4f} on {tune_split})")
     typer.echo(f"{test_split}: tuned {_fmt(res['test']['tuned'].get(metric))}; "
                + "; ".join(f"{k} {_fmt(v.get(metric))}" for k, v in res["test"]["baselines"].items()))
@@ -241,10 +296,15 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
 
 
 @handle_errors
-def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast checks (keyword-only SciFact).")] = False,
+def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast checks (the bundled sample, hybrid, "
+                                                             "every arm of the default profile).")] = False,
             expected: Annotated[list[Path] | None, typer.Option("--expected", help="Expected-figures TOML "
                                                                                    "(default eval/expected/*.toml).")] = None,
             check: Annotated[list[str] | None, typer.Option("--check", help="Only this check (repeat).")] = None,
+            update_rankings: Annotated[bool, typer.Option("--update-rankings", help="Rewrite the checks' pinned "
+                                                                                    "reference rankings from this "
+                                                                                    "run (after a deliberate "
+                                                                                    "change).")] = False,
             workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
             as_json: JsonOption = False) -> None:
     """Replay the committed checks; exit 1 when a metric falls below expected - tolerance."""
@@ -253,19 +313,21 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
 
     with _progress(not quiet) as (status, ticks):
         res = run_regress(fast=fast, files=expected, only=check or (), workers=workers, out=out,
-                          status=status, tick_factory=ticks)
+                          status=status, tick_factory=ticks, update_rankings=update_rankings)
     if as_json:
         print_json(res)
     else:
-        t = Table(title=f"regression ({res['mode']})", title_justify="left")
-        for col in ("check", "metric", "expected", "tolerance", "measured", "status"):
-            t.add_column(col)
+        typer.echo(f"regression ({res['mode']})")
+        current = None
         for c in res["checks"]:
-            t.add_row(c["check"], c["metric"], _fmt(c["expected"]), _fmt(c["tolerance"]), _fmt(c["measured"]),
-                      c["status"])
-        Console().print(t)
+            if c["check"] != current:
+                current = c["check"]
+                typer.echo(f"{current}\n  {c['run_id']}")
+                typer.echo(f"  {'metric':<28}{'expected':>9}{'tol':>7}{'measured':>10}  status")
+            typer.echo(f"  {c['metric']:<28}{_fmt(c['expected']):>9}{c['tolerance']:>7.4f}"
+                       f"{_fmt(c['measured']):>10}  {c['status']}")
         for b in res["batches"]:
-            typer.echo(f"{b['dataset']}/{b['split']}: {b['qps']} queries/s")
+            typer.echo(f"split {b['split']}: {b['qps']} queries/s; data set\n  {b['dataset']}")
     if not res["passed"]:
         _err.print(f"regression: {res['failures']} metric(s) below tolerance")
         raise typer.Exit(1)
@@ -294,6 +356,7 @@ def fetch(name: Annotated[str, typer.Argument(help="Data set name (scifact, loco
 def register(app: typer.Typer) -> None:
     eval_app.command("run")(run)
     eval_app.command("compare")(compare)
+    eval_app.command("list")(list_)
     eval_app.command("report")(report)
     eval_app.command("tune")(tune)
     eval_app.command("regress")(regress)

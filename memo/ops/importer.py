@@ -72,6 +72,7 @@ class ImportOptions:
     root: Path | None = None          # refuse paths outside it (default: the path itself)
     prune: bool = False               # folder import: forget records of files that are gone
     encoding: str | None = None       # files: decode with this codec; None/'auto' = UTF-8, else detected
+    facts: bool = True                # False: records only (no LoCoMo observations / JSONL fact lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +308,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
         if progress is not None:
             progress(Progress(done=done, total=total, current=item.rel))
     batcher.flush()
-    facts = _import_facts(conn, real, fmt, opts, rejected)
+    facts = _import_facts(conn, real, fmt, opts, rejected) if opts.facts else FactImportReport(0, 0, ())
     missing = None
     # Only here, after the whole walk and the last commit: an import that raised never
     # reaches this line, and a walk that could not list a folder is not trusted to say

@@ -37,9 +37,12 @@ def test_run_json_is_one_document(tiny):
     res = runner.invoke(app, ["eval", "run", "-d", str(tiny), "-p", "rrf", "-p", "minmax",
                               "--set", "fusion.k=20,60", "--quiet", "--json"])
     doc = _json(res)
-    assert len(doc["runs"]) == 4 and doc["model_id"] == "all-minilm-l6-v2-int8"
+    # fusion.k has no effect under minmax: rrf x 2 + minmax once, with a note
+    assert len(doc["runs"]) == 3 and doc["model_id"] == "all-minilm-l6-v2-int8"
+    assert doc["grid_notes"] == ["minmax: fusion.k has no effect under fusion.method = minmax; "
+                                 "skipped --set fusion.k=20,60"]
     assert doc["vectors"]["vectors"] == 12
-    assert doc["replay"]["qps"] > 0 and doc["replay"]["searches"] == 16
+    assert doc["replay"]["qps"] > 0 and doc["replay"]["searches"] == 12
     for run in doc["runs"]:
         assert 0.0 <= run["metrics"]["ndcg_10"] <= 1.0
         assert run["metrics"]["degraded_queries"] == 0      # the semantic arm really ran
@@ -103,11 +106,24 @@ fast = true
 [check.metrics]
 recall_100 = {{ expected = 2.0, tolerance = 0.01 }}
 """)
+    # a check that can never fail (or has no measured spread) is refused: exit 8
+    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet"])
+    assert res.exit_code == 8 and "outside the metric's range" in res.stderr
+    exp.write_text(exp.read_text().replace("expected = 2.0, tolerance = 0.01", "expected = 0.0, tolerance = 0.0"))
+    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet"])
+    assert res.exit_code == 8 and "can never fail" in res.stderr
+    exp.write_text(exp.read_text().replace("expected = 0.0, tolerance = 0.0", "expected = 0.5, tolerance = 0.002")
+                   .replace("fast = true", 'fast = true\nrankings = "tiny.rankings.json"')
+                   + '"ranking.agreement" = { expected = 1.0, tolerance = 0.002 }\n')
+    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet", "--update-rankings",
+                              "--json"])
+    assert _json(res)["passed"] is True
+    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet"])
+    assert res.exit_code == 0 and max(len(line) for line in res.stdout.splitlines()) <= 80
+    ref = json.loads((tmp_path / "tiny.rankings.json").read_text())
+    (tmp_path / "tiny.rankings.json").write_text(json.dumps({q: ids[::-1] for q, ids in ref.items()}))
     res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet"])
     assert res.exit_code == 1 and "FAIL" in res.stdout
-    exp.write_text(exp.read_text().replace("expected = 2.0", "expected = 0.5"))
-    res = runner.invoke(app, ["eval", "regress", "--fast", "--expected", str(exp), "--quiet", "--json"])
-    assert _json(res)["passed"] is True
 
 
 def test_bad_input_is_one_line_error(tiny):
@@ -157,3 +173,32 @@ def test_user_labels_name_imported_files_by_relative_path(tmp_path):
     doc = _json(runner.invoke(app, ["eval", "run", "-d", str(queries), "--db", str(db), "--mode", "keyword",
                                     "--quiet", "--json"]))
     assert doc["runs"][0]["metrics"]["recall_10"] == 1.0
+
+
+def test_list_compare_batches_and_80_columns(tiny, tmp_path):
+    first = _json(runner.invoke(app, ["eval", "run", "-d", str(tiny), "--mode", "keyword", "-p", "rrf", "-p", "minmax",
+                                      "--set", "cutoff.gap=0.05,1.0", "--set", "fusion.k=20,60", "--quiet", "--json"]))
+    # fusion.k has no effect under minmax: 4 rrf points + 2 minmax points, and a note
+    assert len(first["runs"]) == 6 and any("fusion.k has no effect" in n for n in first["grid_notes"])
+    base = _json(runner.invoke(app, ["eval", "run", "-d", str(tiny), "--mode", "keyword", "--quiet", "--json"]))
+    batch = first["batch_id"]
+    listed = _json(runner.invoke(app, ["eval", "list", "--json"]))
+    assert [b["batch_id"] for b in listed["batches"]][:2] == [base["batch_id"], batch] or \
+        {b["batch_id"] for b in listed["batches"]} == {base["batch_id"], batch}
+    got = next(b for b in listed["batches"] if b["batch_id"] == batch)
+    assert len(got["runs"]) == 6 and got["dataset"] == "tiny" and got["split"] == "test"
+    assert {"run_id", "profile", "label", "overrides", "metrics"} <= set(got["runs"][0])
+    # a baseline run against every run of a batch; one batch with --baseline LABEL
+    many = _json(runner.invoke(app, ["eval", "compare", base["runs"][0]["run_id"], batch, "--json"]))
+    assert len(many["comparisons"]) == 6 and many["baseline"] == base["runs"][0]["run_id"]
+    inner = _json(runner.invoke(app, ["eval", "compare", batch, "--baseline", "minmax[keyword](cutoff.gap=1.0)",
+                                      "--json"]))
+    assert len(inner["comparisons"]) == 5
+    # human output: 80 columns, full ids on their own lines
+    for args in (["eval", "list"], ["eval", "compare", base["runs"][0]["run_id"], batch],
+                 ["eval", "run", "-d", str(tiny), "--mode", "keyword", "--quiet"]):
+        out = runner.invoke(app, args)
+        assert out.exit_code == 0, out.output
+        assert max(len(line) for line in out.stdout.splitlines()) <= 80, args
+        assert any(line.strip() == batch or line.strip().startswith(batch) for line in out.stdout.splitlines()) \
+            or args[1] == "run"

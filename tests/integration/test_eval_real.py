@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def test_fast_regression_passes(tmp_path, progress):
     res = regress(fast=True, out=tmp_path / "runs", status=progress)
     assert res["passed"], [c for c in res["checks"] if c["status"] == "FAIL"]
-    assert res["batches"][0]["dataset"] == "scifact"
+    assert res["batches"][0]["dataset"] == "sample"       # hybrid, the shipped model, all arms
 
 
 def test_locomo_keyword_by_category(tmp_path, progress):
@@ -34,6 +34,6 @@ def test_locomo_keyword_by_category(tmp_path, progress):
 
 
 def test_full_regression_passes(tmp_path, progress):
-    # The first run embeds SciFact's 5,183 abstracts (about 12 minutes on 2 cores; cached after).
+    # The first run embeds SciFact's 7,046 passages (about 15 minutes on 2 cores; cached after).
     res = regress(fast=False, out=tmp_path / "runs", status=progress)
     assert res["passed"], [c for c in res["checks"] if c["status"] == "FAIL"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 
 import pytest
@@ -86,15 +87,49 @@ profile = "rrf"
 mode = "keyword"
 fast = true
 [check.metrics]
-recall_100 = {{ expected = 0.5, tolerance = 0.01 }}
-ndcg_10 = {{ expected = 0.0, tolerance = 0.0 }}
+recall_100 = {{ expected = 0.5, tolerance = 0.002 }}
+ndcg_10 = {{ expected = 0.1, tolerance = 0.002 }}
 """)
     res = regress(fast=True, files=[good], workers=1)
     assert res["passed"] and {c["status"] for c in res["checks"]} == {"improved"}
-    bad = tmp_path / "bad.toml"
-    bad.write_text(good.read_text().replace("expected = 0.5", "expected = 1.5"))
-    res = regress(fast=True, files=[bad], workers=1)
+    # a pinned ranking: recorded, then met, then broken (the reference reordered)
+    pinned = tmp_path / "pinned.toml"
+    pinned.write_text(good.read_text().replace('fast = true', 'fast = true\nrankings = "tiny.rankings.json"')
+                      + '"ranking.agreement" = { expected = 1.0, tolerance = 0.002 }\n')
+    res = regress(fast=True, files=[pinned], workers=1, update_rankings=True)
+    assert res["passed"] and (tmp_path / "tiny.rankings.json").exists()
+    res = regress(fast=True, files=[pinned], workers=1)
+    assert res["passed"] and [c["measured"] for c in res["checks"] if c["metric"] == "ranking.agreement"] == [1.0]
+    ref = json.loads((tmp_path / "tiny.rankings.json").read_text())
+    (tmp_path / "tiny.rankings.json").write_text(json.dumps({q: ids[::-1] for q, ids in ref.items()}))
+    res = regress(fast=True, files=[pinned], workers=1)
     assert not res["passed"] and res["failures"] == 1
+    assert [c["metric"] for c in res["checks"] if c["status"] == "FAIL"] == ["ranking.agreement"]
+
+
+@pytest.mark.parametrize(("entry", "why"), [
+    ("ndcg_10 = { expected = 0.0, tolerance = 0.0 }", "can never fail"),
+    ('"by_category.5.abstain_recall" = { expected = 0.0, tolerance = 0.0 }', "can never fail"),
+    ("ndcg_10 = { expected = 0.3, tolerance = 0.5 }", "can never fail"),
+    ("ndcg_10 = { expected = 0.7, tolerance = 1.0 }", "whole range"),
+    ("ndcg_10 = { expected = 1.5, tolerance = 0.001 }", "outside the metric's range"),
+    ("ndcg_10 = { expected = 0.7, tolerance = 0.01 }", "measured spread"),
+    ("ndcg_10 = { expected = 0.7, tolerance = 0.01, spread = 0.004 }", "measured spread"),
+    ('"ranking.agreement" = { expected = 1.0, tolerance = 0.002 }', "needs rankings"),
+])
+def test_loader_refuses_checks_that_cannot_fail(tmp_path, entry, why):
+    from eval.regress import CheckError
+    f = tmp_path / "x.toml"
+    f.write_text(f'[[check]]\nname = "x"\ndataset = "sample"\n[check.metrics]\n{entry}\n')
+    with pytest.raises(CheckError, match=why):
+        load_checks([f])
+
+
+def test_loader_accepts_a_tolerance_from_measured_spread(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('[[check]]\nname = "x"\ndataset = "sample"\n[check.metrics]\n'
+                 "ndcg_10 = { expected = 0.7, tolerance = 0.008, spread = 0.004 }\n")
+    assert load_checks([f])[0].metrics == {"ndcg_10": (0.7, 0.008)}
 
 
 def test_committed_expected_files_parse():
@@ -130,3 +165,40 @@ def test_report_compares_runs_with_anchors(two_runs, tmp_path, monkeypatch):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Against published anchors" in md and "a made-up baseline (0.250)" in md
     assert md.count("| rrf[keyword](cutoff.gap=") >= 2
+
+
+def test_tune_refuses_a_test_split(tiny, tmp_path):
+    from memo.errors import ValidationError
+    for split in ("test", "all"):
+        with pytest.raises(ValidationError, match="refusing to tune"):
+            tune(TuneOptions(dataset=str(tiny), tune_split=split, test_split="test", mode="keyword",
+                             out_profile=tmp_path / "t.toml"))
+    with pytest.raises(ValidationError, match="refusing to tune"):
+        tune(TuneOptions(dataset=str(tiny), tune_split="dev", test_split="dev", out_profile=tmp_path / "t.toml"))
+
+
+def test_default_space_covers_the_pipeline_constants():
+    from eval.tune import MAX_GRID, axes, choose_method, grid_size
+    space = axes(TuneOptions(profiles=("rrf", "minmax")))
+    for prof in ("rrf", "minmax"):
+        keys = {k for k, _ in space[prof]}
+        assert {"models.all-minilm-l6-v2-int8.semantic_floor", "recency.floor", "recency.half_life_days",
+                "cutoff.gap", "retrieve.fetch_depth", "weights.semantic", "weights.exact"} <= keys
+    assert "fusion.k" in {k for k, _ in space["rrf"]}
+    assert grid_size(space) > MAX_GRID and choose_method(TuneOptions(), space) == "optuna"
+    assert choose_method(TuneOptions(sets=("cutoff.gap=0.5,1.0",)), axes(TuneOptions(sets=("cutoff.gap=0.5,1.0",)))) \
+        == "grid"
+
+
+def test_optuna_search_is_reproducible_with_a_seed(tiny, tmp_path):
+    sets = ("cutoff.gap=0.05,0.2,0.5,1.0", "fusion.k=5,20,60", "weights.exact=0,0.3", "retrieve.fetch_depth=5,50")
+    winners, trials = [], []
+    for i in range(2):
+        res = tune(TuneOptions(dataset=str(tiny), profiles=("rrf",), sets=sets, mode="keyword", method="optuna",
+                               trials=10, seed=7, tune_split="train", test_split="test", workers=1,
+                               out_profile=tmp_path / f"t{i}.toml", out=tmp_path / "runs"))
+        assert res["search"]["method"] == "optuna" and res["search"]["trials"] == 10
+        winners.append(res["winner"])
+        trials.append([t["label"] for t in res["train"]["top"]])
+    assert winners[0] == winners[1] and trials[0] == trials[1]
+    assert "Optuna TPE, 10 trials, seed 7" in (tmp_path / "t0.toml").read_text()

@@ -14,12 +14,20 @@ def test_values():
 
 
 def test_cartesian():
-    specs = expand(["rrf", "minmax"], ["fusion.k=20,60,100", "weights.semantic=0.3,0.5,0.7"])
-    assert len(specs) == 18
+    notes: list[str] = []
+    specs = expand(["rrf", "minmax"], ["fusion.k=20,60,100", "weights.semantic=0.3,0.5,0.7"], notes=notes)
+    # fusion.k has no effect under minmax: 9 rrf points + 3 minmax points, with a note
+    assert len(specs) == 12 and len({s.key for s in specs}) == 12
     assert specs[0].overrides == (("fusion.k", 20), ("weights.semantic", 0.3))
-    assert len({s.key for s in specs}) == 18
     assert specs[0].load().fusion.k == 20
+    assert [s.overrides for s in specs if s.profile == "minmax"] == [(("weights.semantic", v),) for v in (0.3, 0.5, 0.7)]
+    assert notes == ["minmax: fusion.k has no effect under fusion.method = minmax; skipped --set fusion.k=20,60,100"]
     assert expand(["rrf"], [])[0].label == "rrf"
+    # mode keyword: no semantic arm, so its weight is no axis
+    notes = []
+    assert len(expand(["rrf"], ["weights.semantic=0.3,0.5"], mode="keyword", notes=notes)) == 1 and notes
+    # fusion.method on an axis: k is kept (it matters to the rrf points)
+    assert len(expand(["minmax"], ["fusion.method=rrf,minmax", "fusion.k=20,60"])) == 4
 
 
 def test_bad_sets():

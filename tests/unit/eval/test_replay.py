@@ -78,3 +78,32 @@ def test_duckdb_and_polars_views(tiny):
     assert con.execute("SELECT count(*) FROM queries").fetchone()[0] == 8
     assert con.execute('SELECT count(DISTINCT "cutoff.gap") FROM runs').fetchone()[0] == 2
     assert read_table(folders, "results").height == con.execute("SELECT count(*) FROM results").fetchone()[0]
+
+
+def test_cached_arms_are_flagged_and_typed_columns(tiny):
+    """Later runs of a grid reuse the arm hits: flagged per query, their arm latency null,
+    the producing search's latency kept apart; stage_ms and by_category/by_arm typed."""
+    import pyarrow as pa
+
+    res = _run(tiny, expand(["rrf"], ["cutoff.gap=0.2,1.0"], mode="keyword"))
+    first, second = (resolve_runs([r["run_id"]])[0] for r in res["runs"])
+    q1 = pq.read_table(first / "queries.parquet").to_pylist()
+    q2 = pq.read_table(second / "queries.parquet").to_pylist()
+    assert not any(q["arm_cached"] for q in q1) and all(q["arm_cached"] for q in q2)
+    assert all(q["keyword_latency_ms"] is not None and not q["keyword_cached"] for q in q1)
+    assert all(q["keyword_latency_ms"] is None and q["keyword_cached"] for q in q2)
+    by_qid = {q["qid"]: q for q in q1}
+    assert all(q["keyword_source_latency_ms"] == by_qid[q["qid"]]["keyword_latency_ms"] for q in q2)
+    assert {q["label"] for q in q2} == {"rrf[keyword](cutoff.gap=1.0)"} and {q["profile"] for q in q2} == {"rrf"}
+    r2 = pq.read_table(second / "results.parquet")
+    assert set(r2.column("label").to_pylist()) == {"rrf[keyword](cutoff.gap=1.0)"}
+    qt = pq.read_table(first / "queries.parquet")
+    assert pa.types.is_struct(qt.schema.field("stage_ms").type) and q1[0]["stage_ms"]["arms"] is not None
+    runs = pq.read_table(first / "runs.parquet")
+    assert pa.types.is_list(runs.schema.field("by_arm").type)
+    arms = {a["arm"]: a for a in runs.to_pylist()[0]["by_arm"]}
+    assert arms["keyword"]["ran"] == 1.0 and arms["semantic"]["ran"] == 0.0
+    con = duck([first, second])
+    assert con.execute("SELECT count(*) FROM queries WHERE NOT arm_cached").fetchone()[0] == 4
+    from eval import analysis as A
+    assert A.uncached_latency(con).height == 4

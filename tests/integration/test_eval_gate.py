@@ -1,0 +1,66 @@
+"""The fast regression gate can fail: real breakages applied to a copy of the pipeline
+(monkeypatched in this process; the replay runs in-process with one worker, so the patch
+reaches every search) must each make ``memo eval regress --fast`` fail.
+
+Uses the bundled sample with the shipped model (the vectors are cached under the normal
+eval cache after the first run, ~90 s cold)."""
+
+from __future__ import annotations
+
+import pytest
+
+import memo.retrieve.arms.keyword as keyword_arm
+import memo.retrieve.fusion as fusion
+from eval.grid import RunSpec
+from eval.regress import regress
+
+pytestmark = pytest.mark.slow
+
+
+def _fast(tmp_path, progress=None):
+    return regress(fast=True, workers=1, out=tmp_path / "runs", status=progress)
+
+
+def _failed(res):
+    return sorted({(c["check"], c["metric"]) for c in res["checks"] if c["status"] == "FAIL"})
+
+
+def test_fast_gate_passes_on_the_shipped_pipeline(tmp_path, progress):
+    res = _fast(tmp_path, progress)
+    assert res["passed"], _failed(res)
+    assert res["batches"][0]["dataset"] == "sample"
+    metrics = {c["metric"] for c in res["checks"]}
+    for arm in ("keyword", "exact", "semantic", "fact", "entity", "graph"):
+        assert f"by_arm.{arm}.ran" in metrics
+
+
+def test_dropping_the_section_column_fails_the_gate(tmp_path, monkeypatch):
+    # The keyword arm searches the text column only (as if passages_fts lost "section").
+    match = keyword_arm.keyword_match
+    monkeypatch.setattr(keyword_arm, "keyword_match", lambda q: "{text} : (" + match(q) + ")")
+    res = _fast(tmp_path)
+    assert not res["passed"]
+    assert ("sample-rrf-all-arms", "ranking.agreement") in _failed(res)
+
+
+def test_removing_the_rrf_tiebreak_fails_the_gate(tmp_path, monkeypatch):
+    monkeypatch.setitem(fusion.FUSIONS, "rrf",
+                        (fusion.rrf_contributions, lambda run, w, k: [0.0] * len(run.hits)))
+    res = _fast(tmp_path)
+    assert not res["passed"]
+    assert ("sample-rrf-all-arms", "ranking.agreement") in _failed(res)
+
+
+def test_halving_a_weight_fails_the_gate(tmp_path, monkeypatch):
+    load = RunSpec.load
+
+    def halved(self):
+        p = load(self)
+        return p.with_overrides({"weights.keyword": p.weights["keyword"] / 2})
+
+    monkeypatch.setattr(RunSpec, "load", halved)
+    res = _fast(tmp_path)
+    assert not res["passed"]
+    failed = _failed(res)
+    assert ("sample-rrf-all-arms", "by_arm.keyword.share") in failed
+    assert ("sample-rrf-all-arms", "ranking.agreement") in failed
