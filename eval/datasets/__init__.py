@@ -10,7 +10,10 @@ grade}) and a way to read its corpus as record drafts.  ``unit`` says what a qre
 ``load_eval_set(name_or_path, split)`` resolves ``sample`` (the 300-abstract SciFact sample
 packaged with memo), ``scifact``, ``locomo``, any BEIR folder,
 a LoCoMo JSON file, or a user's JSONL query file (docs/eval.md); ``locomo-obs`` is LoCoMo
-with the observations indexed as facts (same queries and qrels, another index).
+with the observations indexed as facts (same queries and qrels, another index);
+``codesearch`` is a folder of labels over the running Python's standard library (corpus
+read from the machine: ``eval.datasets.codesearch``); ``offdomain:<queries>-on-<corpus>``
+adds another set's queries as unanswerable ones (``eval.datasets.offdomain``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from eval.cache import cache_root
-from eval.datasets import beir, custom, locomo
+from eval.datasets import beir, codesearch, custom, locomo, offdomain
 from eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, Unit, file_sha256
 from memo.errors import DatasetError
 
@@ -57,6 +60,10 @@ def dataset_dir(name: str) -> Path:
 def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None = None) -> EvalSet:
     """Resolve a data set by name or path and load one split.  ``limit`` keeps the first N
     queries (fast checks); the corpus is always whole."""
+    # "offdomain:<queries>-on-<corpus>": <corpus>'s set plus <queries> as unanswerable ones.
+    if name_or_path.startswith(offdomain.PREFIX) and not Path(name_or_path).expanduser().exists():
+        es = offdomain.load_offdomain(name_or_path[len(offdomain.PREFIX):], split, load_eval_set)
+        return _first(es, limit)
     # "<name>-obs": the LoCoMo data set with its observations indexed as facts.
     observations = False
     if name_or_path.endswith(OBS_SUFFIX) and not Path(name_or_path).expanduser().exists():
@@ -71,7 +78,9 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         raise DatasetError(f"unknown data set {name_or_path!r}",
                            hint="use sample, scifact, locomo, a BEIR folder, a LoCoMo .json or a queries .jsonl "
                                 "(`memo eval fetch` downloads the public ones)")
-    if path.is_dir() and (path / "queries.jsonl").exists():
+    if path.is_dir() and (path / codesearch.MANIFEST).exists() and (path / codesearch.LABELS).exists():
+        es = codesearch.load_codesearch(path, split)
+    elif path.is_dir() and (path / "queries.jsonl").exists():
         es = beir.load_beir(path, split)
     elif path.is_dir() and any(path.glob("locomo*.json")):
         es = locomo.load_locomo(sorted(path.glob("locomo*.json"))[0], split)
@@ -87,6 +96,10 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         if es.name != "locomo":
             raise DatasetError(f"{name_or_path}{OBS_SUFFIX}: only LoCoMo has observations to index as facts")
         es = locomo.with_observations(es, Path(es.source))
+    return _first(es, limit)
+
+
+def _first(es: EvalSet, limit: int | None) -> EvalSet:
     if limit is not None and limit < len(es.queries):
         kept = es.queries[:limit]
         ids = {q.qid for q in kept}
