@@ -42,7 +42,7 @@ def arm_contribution(path: Path, runs: Sequence[str], arms: Sequence[str],
                      shares: Mapping[str, Mapping[str, float]], title: str = "") -> Path:
     """Stacked horizontal bars (runs sorted by label): each arm's share of the fused score
     of the top-10 results."""
-    runs = sorted(runs)
+    runs = sorted(runs, key=natural_key)
     height, fs = _fit_labels(len(runs))
     fig, ax = plt.subplots(figsize=(8.5, height))
     left = [0.0] * len(runs)
@@ -84,6 +84,13 @@ def latency(path: Path, data: Mapping[str, Sequence[float]]) -> Path:
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def natural_key(label: str) -> list[object]:
+    """Sort key reading numbers as numbers: k=20 before k=100."""
+    import re
+
+    return [float(t) if re.fullmatch(r"-?\d+(?:\.\d+)?", t) else t for t in re.split(r"(-?\d+(?:\.\d+)?)", label)]
 
 
 def _fit_labels(n: int) -> tuple[float, float]:

@@ -140,9 +140,6 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
 
     notes: list[str] = []
     specs = expand(profile or ["rrf"], set_ or [], mode=mode, notes=notes)
-    for note in notes:
-        if not quiet and not as_json:
-            _err.print(f"note: {note}")
     opts = EvalOptions(dataset=dataset, split=split, specs=specs, db=db, model_id=model,
                        semantic=mode in ("auto", "semantic"), limit_queries=limit_queries, workers=workers,
                        out=out, rebuild=rebuild)
@@ -251,7 +248,7 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
     if as_json:
         print_json(res)
     else:
-        typer.echo(f"report: {res['report']} ({len(res['figures'])} figures, {res['runs']} runs)")
+        typer.echo(f"report ({len(res['figures'])} figures, {res['runs']} runs):\n  {res['report']}")
 
 
 @handle_errors
@@ -286,13 +283,14 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
         return
     sr = res.get("search", {})
     typer.echo(f"search: {sr.get('method')}, {res['points']} points replayed of {sr.get('grid_points')} in the grid")
-    typer.echo(f"winner: {res['winner']} ({metric} {res['train']['best']:.4f} on {tune_split})")
-    typer.echo(f"{test_split}: tuned {_fmt(res['test']['tuned'].get(metric))}; "
-               + "; ".join(f"{k} {_fmt(v.get(metric))}" for k, v in res["test"]["baselines"].items()))
+    typer.echo(f"winner ({metric} {res['train']['best']:.4f} on {tune_split}):\n  {res['winner']}")
+    typer.echo(f"{test_split}: tuned {_fmt(res['test']['tuned'].get(metric))}")
+    for k, v in res["test"]["baselines"].items():
+        typer.echo(f"  {k}: {_fmt(v.get(metric))}")
     for a in res["test"].get("anchors", []):
         delta = "" if a["delta"] is None else f" ({a['delta']:+.4f})"
         typer.echo(f"  vs {a['name']}: {a['anchor']:.3f}{delta}")
-    typer.echo(f"profile written: {res['profile_path']}")
+    typer.echo(f"profile written:\n  {res['profile_path']}")
 
 
 @handle_errors
