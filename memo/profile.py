@@ -117,6 +117,7 @@ class GraphCfg:
     iterations: int                       # at most this many power iterations
     tolerance: float                      # stop when the L1 change of every walk is below this
     report_floor: float                   # report a passage only if its mass >= this x the largest passage mass
+    epsilon: float                        # local push tolerance (0: exact power iteration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,7 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "graph.iterations": ("int", 1, 1000),
     "graph.tolerance": ("float_pos", 0.0, 1.0),
     "graph.report_floor": ("float", 0.0, 1.0),
+    "graph.epsilon": ("float", 0.0, 1.0),
     "fact.merge": ("fact_merge", None, None),
     "fact.vote": ("fact_vote", None, None),
     "fact.decay": ("float", 0.0, 1.0),
@@ -370,7 +372,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
                              values["entities.name_share"], values["entities.identifier_share"],
                              values["entities.min_shared"], values["entities.min_query_share"]),
         graph=GraphCfg(values["graph.damping"], values["graph.iterations"], values["graph.tolerance"],
-                       values["graph.report_floor"]),
+                       values["graph.report_floor"], values["graph.epsilon"]),
         fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],
                      values["fact.meaning_weight"], values["fact.top"]),
     )

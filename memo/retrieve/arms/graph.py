@@ -9,8 +9,11 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    filter or as_of, namespaces, kinds, ...; cached per connection until the data
    changes); entities that are common in the scope (``entities.common_share`` of the
    in-scope passages) carry no walk.  The walks never enter a masked node.
-5. One walk per seed (``memo.graph.ppr``, ``graph.damping`` / ``iterations`` /
-   ``tolerance``); a passage's raw score is the sum of the walks' mass on it, in seed
+5. One walk per seed (``memo.graph.ppr``): local push (``push_walk``, ``graph.epsilon``:
+   touches only the seed's neighbourhood), or with ``graph.epsilon = 0`` the exact power
+   iteration over the whole graph (``walk``, ``graph.iterations`` / ``tolerance``);
+   ``graph.damping`` either way.  A passage's raw score is the sum of the walks' mass on
+   it, in seed
    order (by linearity, the one walk HippoRAG runs from all seeds at once, times the
    number of seeds).  ``votes`` holds each walk's mass (``why``), which sum to raw.
 6. Reported: passages with mass > 0 and at least ``graph.report_floor`` times the largest
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memo.graph.cache import mention_graph
-from memo.graph.ppr import transitions, walk
+from memo.graph.ppr import push_walk, transitions, walk
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.entity import plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
@@ -90,8 +93,11 @@ class GraphArm:
                 cache.clear()
             masks = cache[key] = transitions(graph.W, graph.WT, p_mask, e_mask)
         cfg = ctx.profile.graph
-        walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping, iterations=cfg.iterations,
-                     tolerance=cfg.tolerance)
+        if cfg.epsilon > 0:
+            walks = push_walk(masks, [i for i, _ in seeds], damping=cfg.damping, epsilon=cfg.epsilon)
+        else:
+            walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping, iterations=cfg.iterations,
+                         tolerance=cfg.tolerance)
         mass = walks.passages
         total = mass.sum(axis=1)
         # Passages every seed mentions directly are not reported.

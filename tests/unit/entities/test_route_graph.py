@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from memo.graph.ppr import personalized_pagerank
+from memo.graph.ppr import personalized_pagerank, push_walk, transitions
 from memo.ops.add import add_record
 from memo.ops.records import forget, supersede
 from memo.profile import load_profile
@@ -119,6 +119,34 @@ def test_ppr_hand_computed_chain_and_mask():
                                iterations=500, tolerance=1e-14)
     assert w2.passages[1, 0] == 0.0
     assert w2.passages.sum() + w2.entities.sum() == pytest.approx(1.0)
+
+
+def test_push_matches_exact_within_its_bound():
+    # the hand-computed chain: every estimate below the exact mass by less than eps * degree
+    W, WT = graph([(0, 0), (0, 1), (1, 1)], 2, 2)
+    t = transitions(W, WT, np.ones(2, bool), np.ones(2, bool))
+    exact = np.array([26, 4, 14, 1]) / 45
+    for eps in (1e-3, 1e-6, 1e-9):
+        w = push_walk(t, [0], damping=0.5, epsilon=eps)
+        got = np.array([w.entities[0, 0], w.entities[1, 0], w.passages[0, 0], w.passages[1, 0]])
+        degree = np.array([1, 2, 2, 1])
+        assert np.all(got <= exact + 1e-15) and np.all(exact - got < eps * degree)
+    # a random bipartite graph with masks and two seeds: same top-10 passages as the exact walk
+    rng = np.random.default_rng(3)
+    n_p, n_e = 300, 80
+    edges = sorted({(int(p), int(e)) for p in range(n_p) for e in rng.choice(n_e, size=3, replace=False)})
+    W, WT = graph(edges, n_p, n_e)
+    p_mask = rng.random(n_p) > 0.2
+    e_mask = np.ones(n_e, bool)
+    e_mask[[5, 6]] = False
+    t = transitions(W, WT, p_mask, e_mask)
+    exact = personalized_pagerank(W, WT, [1, 2], p_mask, e_mask, damping=0.5, iterations=1000, tolerance=1e-14)
+    approx = push_walk(t, [1, 2], damping=0.5, epsilon=1e-7)
+    assert not approx.passages[~p_mask].any()
+    for j in range(2):
+        assert list(np.argsort(-exact.passages[:, j], kind="stable")[:10]) == \
+            list(np.argsort(-approx.passages[:, j], kind="stable")[:10])
+        assert np.abs(exact.passages[:, j] - approx.passages[:, j]).max() < 1e-7 * 10
 
 
 BODIES = ["Alice works at Initech with Bob.", "Bob lives in Paris.", "Paris has the Louvre.",
