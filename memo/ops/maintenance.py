@@ -88,12 +88,13 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
     started = time.monotonic()
     with write_tx(conn):
         result = rebuild_derived(conn)
-        rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
+        ments = rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
     kw = int(conn.execute("SELECT count(*) FROM passages_fts").fetchone()[0])
     ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
     n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
     return ReindexReport(
         passages=result["passages"], keyword_rows=kw, exact_rows=ex, facts=result.get("facts", 0),
+        mentions=ments["mentions"], entities=ments["entities"],
         vectors=(f"kept {n_vec} vector rows; vectors need the model: run `memo backfill` to embed "
                  "passages that have none"),
         seconds=round(time.monotonic() - started, 3))

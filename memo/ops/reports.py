@@ -133,6 +133,8 @@ class ReindexReport:
     vectors: str                      # vectors need the model: `memo backfill`
     seconds: float
     facts: int = 0                    # facts whose keyword index (facts_fts) was rebuilt
+    mentions: int = 0                 # mention rows written (passages' own text and live facts)
+    entities: int = 0                 # distinct entities after the rebuild
 
 
 @dataclass(frozen=True, slots=True)

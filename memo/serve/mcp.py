@@ -541,13 +541,16 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         author: Annotated[OptStr, Field(description="Who or what wrote it (provenance).")] = None,
         ext_id: Annotated[OptStr, Field(description="An id in the source system.")] = None,
         meta: Annotated[dict[str, Any] | None, Field(description="Free-form JSON metadata, stored as is.")] = None,
+        entities: Annotated[StrList, Field(description=(
+            "Entities the memory is about (people, places, projects...): every passage mentions them, "
+            "for the entity and graph search arms; stored as meta.entities."))] = None,
     ) -> CallToolResult:
         """Store one memory. The same text twice in a namespace is stored once (status
         'skipped' with the existing record_id)."""
         return run_tool("memory_add", lambda: tools.add(
             text, namespace=namespace, kind=kind, title=title, source=source, library=library,
             version=version, tags=tags, event_at=event_at, trust=trust, author=author, ext_id=ext_id,
-            meta=meta))
+            meta=meta, entities=entities))
 
     @tool("memory_get", READ_ONLY)
     def memory_get(id: RecordId) -> CallToolResult:  # noqa: A002 - the argument clients see

@@ -95,9 +95,16 @@ class MemoTools:
     def add(self, text: str, **fields: Any) -> dict[str, Any]:
         tags = fields.pop("tags", None)
         trust = fields.pop("trust", None)
-        meta = fields.pop("meta", None)
+        meta = dict(fields.pop("meta", None) or {})
+        entities = [e for e in (fields.pop("entities", None) or ()) if isinstance(e, str) and e.strip()]
+        if entities:
+            # memo add --entity's field (memo.store.mentions.explicit_entities), merged with
+            # any meta.entities the caller sent too.
+            given = meta.get("entities")
+            given = [given] if isinstance(given, str) else list(given) if isinstance(given, list | tuple) else []
+            meta["entities"] = list(dict.fromkeys([*given, *entities]))
         draft = RecordDraft(body=text, tags=tuple(tags or ()), trust=1.0 if trust is None else trust,
-                            meta=dict(meta or {}), **{k: v for k, v in fields.items() if v is not None})
+                            meta=meta, **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
             return to_jsonable(ops.add_record(self.conn, draft))
 

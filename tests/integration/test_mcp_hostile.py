@@ -281,7 +281,7 @@ ARGS = {
     "memory_search": ["query", "namespaces", "kinds", "sources", "library", "version", "tags", "date_from",
                       "date_to", "min_trust", "as_of", "mode", "profile", "limit", "max_tokens", "response_format"],
     "memory_add": ["text", "namespace", "kind", "title", "source", "library", "version", "tags", "event_at",
-                   "trust", "author", "ext_id", "meta"],
+                   "trust", "author", "ext_id", "meta", "entities"],
     "memory_get": ["id"], "memory_list": ["namespaces", "kinds", "library", "tags", "limit", "offset",
                                           "include_forgotten"],
     "memory_supersede": ["id", "text", "title", "tags", "event_at", "trust"],

@@ -47,3 +47,23 @@ def test_jsonl_entities_field():
     assert d.meta == {"k": 1, "entities": ["Acme", "Bob"]}
     with pytest.raises(ValueError):
         parse_line({"text": "x", "entities": [1]}, RecordDraft(body="-"), "f", 1)
+
+
+def test_mcp_add_entities_and_reindex_counts(tmp_path, monkeypatch):
+    from memo.ops.maintenance import reindex
+    from memo.serve.mcp_tools import MemoTools
+
+    monkeypatch.setenv("MEMO_MODELS", str(tmp_path / "no-models"))    # no model: nothing embeds
+    tools = MemoTools(tmp_path / "m.db")
+    try:
+        out = tools.add("Quarterly review of the roadmap.", entities=["Acme Corp", "Project X"],
+                        meta={"entities": ["Acme Corp", "Bob"], "k": 1})
+        rec = tools.get(out["record_id"])
+        assert rec["meta"] == {"entities": ["Acme Corp", "Bob", "Project X"], "k": 1}
+        keys = {e.key: e.kind for e in list_entities(tools.conn)}
+        assert {k: keys.get(k) for k in ("acme corp", "bob", "project x")} == \
+            {"acme corp": "explicit", "bob": "explicit", "project x": "explicit"}
+        report = reindex(tools.conn)
+        assert report.entities == len(list_entities(tools.conn)) and report.mentions >= 3
+    finally:
+        tools.close()
