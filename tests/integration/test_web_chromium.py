@@ -29,7 +29,9 @@ SEED = [
     RecordDraft(body="Postgres connection pool size is 20 in production.", kind="doc", namespace="infra"),
     RecordDraft(body="Lunch on Fridays is pizza from the corner shop.", namespace="team"),
     RecordDraft(body="The CI runners restart every night at 02:00 UTC.", namespace="ops"),
+    RecordDraft(body="The release was signed off by Marta Kowalski and Ravi Iyer in Lisbon.", namespace="people"),
 ]
+PEOPLE = SEED[4].body
 CI = SEED[3].body
 FACT = "A cron job on the build farm reboots the runner machines."
 EVIL = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
@@ -207,6 +209,27 @@ def test_a_voting_fact_is_shown_under_its_results_why(page: Page, server: tuple[
     for i, r in enumerate(doc["results"]):
         if "fact" not in r["why"]["arms"]:
             assert p.locator(".result").nth(i).locator(".why-facts").count() == 0
+
+
+def test_entity_chips_show_the_query_entities_a_result_was_found_by(page: Page,
+                                                                     server: tuple[WebServer, dict[str, str]]) -> None:
+    _, ids = server
+    p = page.open()
+    p.select_option("#mode", "auto")
+    p.check("#explain")
+    doc = page.search("Marta Kowalski and Ravi Iyer")      # two names: the entity arm is routed
+    trace = {a["name"]: a for a in doc["trace"]["arms"]}
+    assert trace["entity"]["ran"], trace["entity"]["reason"]
+    hit = next(i for i, r in enumerate(doc["results"]) if r["record_id"] == ids[PEOPLE])
+    votes = doc["results"][hit]["why"]["arms"]["entity"]["votes"]
+    chips = p.locator(".result").nth(hit).locator(".entities .entity-chip")
+    assert chips.count() == len(votes) == 2
+    assert [chips.nth(i).get_attribute("data-entity") for i in range(2)] == [v["entity"] for v in votes]
+    assert [chips.nth(i).text_content() for i in range(2)] == [v["name"] for v in votes]
+    # results no entity or graph vote found show no chips
+    for i, r in enumerate(doc["results"]):
+        if not {"entity", "graph"} & set(r["why"]["arms"]):
+            assert p.locator(".result").nth(i).locator(".entity-chip").count() == 0
 
 
 def test_add_through_the_form_then_find_and_open_it(page: Page) -> None:

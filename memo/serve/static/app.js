@@ -167,8 +167,31 @@
     open.title = "show the whole record";
     open.addEventListener("click", () => showRecord(res.record_id).catch(showError));
     item.append(open);
+    const chips = res.why ? entityChips(res.why) : null;
+    if (chips) item.append(chips);
     if (explain && res.why) item.append(whyBlock(res.why));
     return item;
+  }
+
+  // Entity chips: the query's entities this result was found by (entity arm: it names
+  // them; graph arm: its walks reached it from them), from why.arms.entity / graph votes.
+  function entityChips(why) {
+    const seen = new Map();
+    for (const arm of ["entity", "graph"]) {
+      const votes = why.arms[arm] && why.arms[arm].votes;
+      for (const v of votes || []) {
+        const chip = seen.get(v.entity) || el("span", "chip entity-chip", v.name);
+        chip.dataset.entity = v.entity;
+        chip.dataset.arms = chip.dataset.arms ? chip.dataset.arms + " " + arm : arm;
+        chip.title = (chip.title ? chip.title + "; " : "") +
+          (arm === "entity" ? "named here (idf " + fmt(v.idf) + ")" : "graph walk from it, mass " + fmt(v.mass));
+        seen.set(v.entity, chip);
+      }
+    }
+    if (!seen.size) return null;
+    const row = el("div", "entities");
+    for (const chip of seen.values()) row.append(chip);
+    return row;
   }
 
   // The facts that voted for a result (fact arm): id, text, their rank and raw scores.
