@@ -4,7 +4,7 @@ Work is split over worker processes (both cores): each worker opens its own read
 connection to the cached index and its own semantic service (the in-memory vector matrix
 loads once per worker), then answers chunks of (run, queries).  Query vectors are
 precomputed (``eval.index.query_vectors``) and handed to the pipeline as
-``services["query_vector"]``, so a replay costs only the searches.  Every search asks
+``ArmServices.query_vector``, so a replay costs only the searches.  Every search asks
 for ``limit=100`` and an unbounded token budget with ``response_format="explain"``, so the
 traces hold the why columns for every result.
 
@@ -34,6 +34,7 @@ from eval.datasets import EvalQuery, EvalSet
 from eval.grid import RunSpec
 from eval.traces import RESULT_FIELDS, RESULT_INDEX
 from memo.errors import DatasetError
+from memo.retrieve.services import ArmServices
 from memo.types import ARM_NAMES
 
 EVAL_LIMIT = 100
@@ -62,17 +63,17 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
     from memo.store.db import open_db
 
     conn = open_db(cfg.db_path, write=False)
-    services: dict[str, Any] = {}
+    services = ArmServices()
     if cfg.model_id is not None:
         from memo.embed.service import semantic_services
 
-        services = semantic_services(conn, cfg.model_id)
-        svc = services["semantic"]
+        services = ArmServices.of(semantic_services(conn, cfg.model_id))
+        svc = services.semantic
         svc.status()                       # loads the model check + the vector matrix now
         if getattr(svc, "index", None) is not None:
             svc.index.refresh(conn)
     if os.environ.get("MEMO_EVAL_ARM_CACHE", "1") != "0":
-        services["arm_cache"] = True
+        services = services.with_(arm_cache=True)
     _W.clear()
     _W.update(cfg=cfg, conn=conn, services=services, profiles={},
               keys=cfg.unit_keys if cfg.unit_keys is not None else unit_keys(conn, cfg.es))
@@ -97,14 +98,14 @@ def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], l
 
     cfg: ReplayConfig = _W["cfg"]
     profile = _profile(spec)
-    services = _W["services"]
-    if cfg.query_vecs is not None and "semantic" in services:
-        services = {**services, "query_vector": cfg.query_vecs[qi]}
+    services: ArmServices = _W["services"]
+    if cfg.query_vecs is not None and services.semantic is not None:
+        services = services.with_(query_vector=cfg.query_vecs[qi])
     req = SearchRequest(query=q.text, scope=Scope(namespaces=(q.namespace,)) if q.namespace else Scope(),
                         mode=spec.mode, limit=min(EVAL_LIMIT, profile.limit.max), max_tokens=EVAL_MAX_TOKENS,
                         response_format="explain", now=q.now)
     conn = _W["conn"]
-    before = _arm_cache(conn) if services.get("arm_cache") else None
+    before = _arm_cache(conn) if services.arm_cache else None
     n_before = len(before) if before is not None else 0
     t0 = time.perf_counter()
     resp = search(conn, req, profile, services)

@@ -17,6 +17,7 @@ from memo.profile import Profile, load_profile
 from memo.retrieve import SearchRequest, SearchResponse
 from memo.retrieve import search as run_search
 from memo.retrieve.conn_cache import forget
+from memo.retrieve.services import ArmServices
 from memo.store.db import open_db
 from memo.types import check_fields, default_profile, scope_from
 
@@ -49,7 +50,7 @@ def default_model_id() -> str | None:
 def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
            profile: str | Path | Profile | None = None, limit: int | None = None,
            max_tokens: int | None = None, explain: bool = False,
-           services: dict[str, Any] | None = None, **fields: Any) -> SearchResponse:
+           services: ArmServices | dict[str, Any] | None = None, **fields: Any) -> SearchResponse:
     """Search the knowledge base (``db`` default: $MEMO_DB, else the user data dir;
     ``profile`` default: $MEMO_PROFILE, else rrf).
 
@@ -57,7 +58,8 @@ def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
     ``sources``, ``library``, ``version``, ``tags``, ``date_from``, ``date_to``,
     ``min_trust``, ``as_of``, ``now``); left out = no constraint; ``tags`` must all be
     present on a record; ``now`` pins the time recency is computed at.
-    ``services=None`` builds the default semantic service; pass ``{}`` for keyword/exact only.
+    ``services=None`` builds the default semantic service; pass ``ArmServices()`` (or ``{}``)
+    for keyword/exact only.
     """
     check_fields(fields, "memo.search()")
     prof = load_profile(default_profile() if profile is None else profile)
@@ -67,11 +69,11 @@ def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
     conn = open_db(db, write=False)
     try:
         if services is None and mode in _NO_MEANING_MODES:
-            services = {"semantic": _NotLoaded(default_model_id())}
+            services = ArmServices(semantic=_NotLoaded(default_model_id()))
         elif services is None:
             # numpy, onnxruntime and the vector matrix load only for a search that uses meaning
             from memo.embed.service import semantic_services
-            services = semantic_services(conn)
+            services = ArmServices.of(semantic_services(conn))
         return run_search(conn, request, prof, services)
     finally:
         forget(conn)

@@ -1,4 +1,4 @@
-"""The semantic service the search pipeline receives in ``services["semantic"]``.
+"""The semantic service the search pipeline receives in ``ArmServices.semantic`` (``memo.retrieve.services``).
 
 Contract (docs/architecture, TEAM brief): ``model_id``, ``status() -> (available, reason)``,
 ``embed_query(text) -> (dim,) float32 unit vector`` and ``index`` with

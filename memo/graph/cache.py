@@ -56,9 +56,47 @@ class MentionGraph:
         return mask
 
 
-_LOCK = threading.Lock()
-_GRAPHS: dict[str, MentionGraph] = {}
 MAX_GRAPHS = 8
+
+
+class GraphCache:
+    """Mention graphs by database file (at most ``MAX_GRAPHS``, oldest dropped first),
+    thread-safe.  ``DEFAULT`` is the process-wide one; ``memo.retrieve.services.ArmServices``
+    may carry another (tests, a server that wants its own)."""
+
+    def __init__(self, max_graphs: int = MAX_GRAPHS) -> None:
+        self.max_graphs = max_graphs
+        self._lock = threading.Lock()
+        self._graphs: dict[str, MentionGraph] = {}
+
+    def graph(self, conn: sqlite3.Connection) -> MentionGraph:
+        """The current mention graph of ``conn``'s database (see the module docstring)."""
+        key = _db_key(conn)
+        epoch, seq = _state(conn)
+        with self._lock:
+            cached = self._graphs.get(key)
+        if cached is not None and cached.epoch == epoch and cached.seq == seq:
+            return cached
+        if cached is not None and cached.epoch == epoch and cached.seq < seq:
+            new = conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq > ? AND seq <= ? ORDER BY seq",
+                               (cached.seq, seq)).fetchall()
+            graph = _append(cached, epoch, seq, new)
+        else:
+            rows = conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq <= ? ORDER BY seq",
+                                (seq,)).fetchall()
+            graph = _append(None, epoch, seq, rows)
+        with self._lock:
+            if key not in self._graphs and len(self._graphs) >= self.max_graphs:
+                del self._graphs[next(iter(self._graphs))]
+            self._graphs[key] = graph
+        return graph
+
+    def clear(self) -> None:
+        with self._lock:
+            self._graphs.clear()
+
+
+DEFAULT = GraphCache()
 
 
 def _state(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -112,30 +150,12 @@ def _append(base: MentionGraph | None, epoch: int, seq: int, new: list[tuple[int
                   np.concatenate([old_rows, rows]), np.concatenate([old_cols, cols]))
 
 
-def mention_graph(conn: sqlite3.Connection) -> MentionGraph:
-    """The current mention graph of ``conn``'s database (see the module docstring)."""
-    key = _db_key(conn)
-    epoch, seq = _state(conn)
-    with _LOCK:
-        cached = _GRAPHS.get(key)
-    if cached is not None and cached.epoch == epoch and cached.seq == seq:
-        return cached
-    if cached is not None and cached.epoch == epoch and cached.seq < seq:
-        new = conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq > ? AND seq <= ? ORDER BY seq",
-                           (cached.seq, seq)).fetchall()
-        graph = _append(cached, epoch, seq, new)
-    else:
-        rows = conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq <= ? ORDER BY seq",
-                            (seq,)).fetchall()
-        graph = _append(None, epoch, seq, rows)
-    with _LOCK:
-        if key not in _GRAPHS and len(_GRAPHS) >= MAX_GRAPHS:
-            del _GRAPHS[next(iter(_GRAPHS))]
-        _GRAPHS[key] = graph
-    return graph
+def mention_graph(conn: sqlite3.Connection, cache: GraphCache | None = None) -> MentionGraph:
+    """The current mention graph of ``conn``'s database, from ``cache`` (default: the
+    process-wide ``DEFAULT``)."""
+    return (cache or DEFAULT).graph(conn)
 
 
 def forget_graphs() -> None:
-    """Drop every cached graph (tests, benchmarks)."""
-    with _LOCK:
-        _GRAPHS.clear()
+    """Drop every graph of the process-wide cache (tests, benchmarks)."""
+    DEFAULT.clear()

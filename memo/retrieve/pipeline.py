@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from memo import metrics
@@ -32,27 +33,30 @@ from memo.retrieve.recency import apply_recency
 from memo.retrieve.results import build_results
 from memo.retrieve.run_arms import run_arms
 from memo.retrieve.scope import build_scope_sql, scope_counts
+from memo.retrieve.services import ArmServices
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
 
 
 def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str = "rrf",
-           services: dict[str, Any] | None = None) -> SearchResponse:
+           services: ArmServices | Mapping[str, Any] | None = None) -> SearchResponse:
     """Run the pipeline inside one read snapshot (``read_tx``): the scope filter, every
     arm's top-k and the row fetches all see the same committed state, so a write landing
-    mid-search can neither leak an out-of-scope row nor drop a live one."""
+    mid-search can neither leak an out-of-scope row nor drop a live one.  ``services``:
+    what the arms share (``memo.retrieve.services.ArmServices``; the old dict is accepted
+    during the transition)."""
     t_start = time.perf_counter()
     with read_tx(conn):
         return _search(conn, request, profile, services, t_start)
 
 
 def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str,
-            services: dict[str, Any] | None, t_start: float) -> SearchResponse:
+            services: ArmServices | Mapping[str, Any] | None, t_start: float) -> SearchResponse:
     clock = _Clock(t_start)
     if not hasattr(profile, "fusion"):
         profile = load_profile(profile)
-    services = services or {}
+    services = ArmServices.of(services)
     checked = check_request(request, profile)
     model_id = _model_id(services)
     bands = profile.models.get(model_id) if model_id else None
@@ -191,24 +195,24 @@ def _matched(run: Any) -> int | None:
     return len(voters) if voters else None
 
 
-def _take_startup_ms(services: dict[str, Any]) -> dict[str, float]:
+def _take_startup_ms(services: ArmServices) -> dict[str, float]:
     """{"model_load": ms, "matrix_load": ms} spent by the semantic service during this
     search (empty when nothing loaded: a warm process, or keyword/exact mode)."""
-    take = getattr(services.get("semantic"), "take_startup_ms", None)
+    take = getattr(services.semantic, "take_startup_ms", None)
     return take() if take is not None else {}
 
 
-def _model_id(services: dict[str, Any]) -> str | None:
-    svc = services.get("semantic")
+def _model_id(services: ArmServices) -> str | None:
+    svc = services.semantic
     return getattr(svc, "model_id", None) if svc is not None else None
 
 
-def _pending_in_scope(conn: sqlite3.Connection, runs: list, scope_sql: Any, services: dict[str, Any]) -> int:
+def _pending_in_scope(conn: sqlite3.Connection, runs: list, scope_sql: Any, services: ArmServices) -> int:
     """In-scope passages without a vector for the model the semantic arm ran with: the
     arm cannot see them (the keyword arms can).  Counted by the semantic service in the
     search's read snapshot, cached per connection until the data changes (``conn_cache``);
     a service without ``pending_in_scope`` (test fakes) reports none."""
-    count = getattr(services.get("semantic"), "pending_in_scope", None)
+    count = getattr(services.semantic, "pending_in_scope", None)
     if count is None or not any(r.name == "semantic" and r.ran for r in runs):
         return 0
     cache = conn_cache(conn).setdefault("pending_in_scope", {})

@@ -10,7 +10,7 @@ only skips that arm; if no arm ran at all, the error reaches the caller.  A mode
 fails mid-query (``ModelUnavailable``) marks the arm degraded.  SQLite errors are store
 errors, never swallowed.
 
-Arm-hit cache (opt-in: ``services["arm_cache"] = True``): an arm's hits depend only on
+Arm-hit cache (opt-in: ``ArmServices.arm_cache``): an arm's hits depend only on
 the query, mode, scope, fetch_depth, query vector, model, data, the fact arm's [fact]
 constants and the routed arms' [entities] and [graph] constants (in the key), never on the
 profile's fusion/recency/cutoff constants.  Eval replay runs the same queries under a grid of those
@@ -38,7 +38,7 @@ ARM_CACHE_MAX = 8192   # entries per connection (~10 KB each at fetch_depth 100)
 
 
 def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
-    cache = conn_cache(ctx.conn).setdefault("arm_hits", {}) if ctx.services.get("arm_cache") else None
+    cache = conn_cache(ctx.conn).setdefault("arm_hits", {}) if ctx.services.arm_cache else None
     request_key = _request_key(ctx) if cache is not None else None
     runs: list[ArmRun] = []
     syntax_error: QuerySyntaxError | None = None
@@ -81,8 +81,8 @@ def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
 
 def _request_key(ctx: ArmContext) -> tuple[Any, ...]:
     """Everything an arm's hits depend on besides the data (``conn_cache`` covers that)."""
-    svc = ctx.services.get("semantic")
-    vec = ctx.services.get("query_vector")
+    svc = ctx.services.semantic
+    vec = ctx.services.query_vector
     fact = getattr(ctx.profile, "fact", None)     # the fact arm's [fact] constants (and fusion.k for merge rrf)
     fact_key = None if fact is None else (fact, ctx.profile.fusion.k if fact.merge == "rrf" else None)
     # The routed arms also depend on the profile's [entities] and [graph] constants (an

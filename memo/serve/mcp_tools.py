@@ -30,6 +30,7 @@ from memo.ops.guard import store_errors
 from memo.profile import Profile, load_profile
 from memo.retrieve import SearchRequest
 from memo.retrieve import search as run_search
+from memo.retrieve.services import ArmServices
 from memo.serialize import to_jsonable
 from memo.store.db import open_db, resolve_db_path
 from memo.types import FactDraft, RecordDraft, check_fields, default_profile, scope_from
@@ -55,7 +56,7 @@ class MemoTools:
             raise
         self._lock = threading.Lock()          # the write connection
         self._read_lock = threading.Lock()     # the read connection
-        self._services: dict[str, Any] | None = None
+        self._services: ArmServices | None = None
 
     def close(self) -> None:
         with self._lock:
@@ -72,12 +73,12 @@ class MemoTools:
                                hint="pass a name such as 'rrf' or 'minmax'; paths are set with memo-mcp --profile")
         return load_profile(name)
 
-    def _semantic(self) -> dict[str, Any]:
+    def _semantic(self) -> ArmServices:
         # Built once: the service is lazy (the model loads on the first semantic query)
         # and keeps the vector matrix resident between calls.
         if self._services is None:
             from memo.embed.service import semantic_services  # numpy/onnx only when searching
-            self._services = semantic_services(self.read_conn)
+            self._services = ArmServices.of(semantic_services(self.read_conn))
         return self._services
 
     # --- tools -------------------------------------------------------------------------

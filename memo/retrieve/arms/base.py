@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from memo.profile import Profile
 from memo.retrieve.scope import ScopeSQL
+from memo.retrieve.services import ArmServices
 from memo.retrieve.types import ArmHit
 from memo.types import ARM_NAMES, ArmName, Scope
 
@@ -36,16 +37,20 @@ class ArmContext:
     mode: str                      # auto | keyword | exact | semantic
     scope_sql: ScopeSQL
     fetch_depth: int
-    # Extra state an arm may need, filled by the pipeline's caller; arms read it with
-    # .get() and report "not available" otherwise.  Known keys:
-    #   "semantic":     memo.embed service (model status, in-memory vector index, embedder)
-    #   "query_vector": a precomputed unit query vector (eval replay caches these)
-    services: dict[str, Any] = field(default_factory=dict)
+    # What the arms share (memo.retrieve.services: the semantic service, a precomputed
+    # query vector, the graph cache, the arm-hit cache flag); an arm reports "not
+    # available" when what it needs is None.
+    services: ArmServices = ArmServices()
     scope: Scope = Scope()         # the request's scope (the fact arm filters facts by it too)
     # Per-search scratch shared by the arms (the query vector is embedded once; the
     # entity/graph routing decision is made once).
     memo: dict[str, Any] = field(default_factory=dict)
     profile: Profile | None = None # the search's profile (entity/graph arms: [entities], [graph])
+
+    def __post_init__(self) -> None:
+        # Transition: callers that still pass the old services dict get it typed here.
+        if not isinstance(self.services, ArmServices):
+            object.__setattr__(self, "services", ArmServices.of(self.services))
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,7 +109,7 @@ def _has_facts(conn: sqlite3.Connection) -> bool:
 def _semantic_service(ctx: ArmContext) -> tuple[Any | None, str]:
     if ctx.mode in _OFF_MODES:
         return None, f"meaning off in mode {ctx.mode}"
-    svc = ctx.services.get("semantic")
+    svc = ctx.services.semantic
     if svc is None or getattr(svc, "fact_index", None) is None:
         return None, "meaning: no embedding model"
     try:

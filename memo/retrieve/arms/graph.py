@@ -25,16 +25,20 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from memo.graph.cache import mention_graph
-from memo.graph.ppr import push_walk, transitions, walk
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.entity import plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
 from memo.retrieve.scope import scope_counts
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy, scipy and memo.graph (which needs both) are imported by the functions that walk:
+# a search the arm does not run (keyword or exact mode, not routed) loads neither
+# (tests/integration/test_startup.py).
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,8 @@ class GraphVote:
 
 def in_scope_pks(ctx: ArmContext) -> np.ndarray:
     """Passage pks inside the scope (cached per connection until the data changes)."""
+    import numpy as np
+
     cache = conn_cache(ctx.conn).setdefault("graph_scope", {})
     key = (ctx.scope_sql.where, ctx.scope_sql.params)
     hit = cache.get(key)
@@ -74,7 +80,12 @@ class GraphArm:
         decision = routed(ctx)
         if not decision.fired or ctx.profile is None:
             return []
-        graph = mention_graph(ctx.conn)
+        import numpy as np
+
+        from memo.graph.cache import mention_graph
+        from memo.graph.ppr import push_walk, transitions, walk
+
+        graph = mention_graph(ctx.conn, ctx.services.graph_cache)
         seeds = [(graph.entity_index[e.pk], e) for e in decision.distinctive if e.pk in graph.entity_index]
         if not seeds:
             return []

@@ -1,7 +1,7 @@
 """Semantic arm: cosine similarity between the query vector and passage vectors.
 
 The arm itself is thin: the embedding model, the in-memory vector matrix and the scope
-mask live in ``memo.embed`` and reach the arm through ``ctx.services["semantic"]`` (a
+mask live in ``memo.embed`` and reach the arm through ``ctx.services.semantic`` (a
 ``memo.embed.service.SemanticService`` or anything with the same shape).  ``raw`` is the
 cosine (vectors are unit length, so a dot product), which the pipeline reads as the
 result's ``relevance`` and compares with the model's bands and ``semantic_floor``.
@@ -30,7 +30,7 @@ class SemanticArm:
     def plan(self, ctx: ArmContext) -> ArmPlan:
         if ctx.mode in _OFF_MODES:
             return ArmPlan(runs=False, reason=f"mode {ctx.mode}", degraded=False)
-        svc = ctx.services.get("semantic")
+        svc = ctx.services.semantic
         if svc is None:
             return ArmPlan(runs=False, reason="no embedding model configured", degraded=True)
         try:
@@ -42,7 +42,7 @@ class SemanticArm:
         return ArmPlan(runs=True, reason=f"model {svc.model_id}")
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
-        svc = ctx.services["semantic"]
+        svc = ctx.services.semantic
         qvec = query_vector(ctx, svc)
         allowed = _allowed_pks(ctx, svc)
         hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)
@@ -53,8 +53,8 @@ def query_vector(ctx: ArmContext, svc: Any) -> np.ndarray:
     """The query's unit vector, embedded once per search (the fact arm reuses it)."""
     import numpy as np  # only the meaning arms need it: keyword searches start without numpy
 
-    # Eval replay precomputes query vectors once per data set (services["query_vector"]).
-    pre = ctx.services.get("query_vector")
+    # Eval replay precomputes query vectors once per data set (ArmServices.query_vector).
+    pre = ctx.services.query_vector
     if pre is not None:
         return np.asarray(pre, dtype=np.float32).reshape(-1)
     vec = ctx.memo.get("query_vector")
