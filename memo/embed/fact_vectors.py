@@ -20,18 +20,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from memo.embed.index import VectorIndex, db_key
-from memo.embed.vectors import encode
-from memo.store.connect import write_tx
+from memo.embed.vectors import write_vectors
 
 
 def write_fact_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], vecs: np.ndarray) -> int:
-    rows = [(int(pk), model_id, encode(v), int(pk)) for pk, v in zip(pks, vecs, strict=True)]
-    with write_tx(conn):
-        before = conn.total_changes
-        conn.executemany(
-            "INSERT OR IGNORE INTO fact_vectors(fact_pk, model_id, vec) "
-            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM facts WHERE pk = ?)", rows)
-        return conn.total_changes - before
+    return write_vectors(conn, model_id, pks, vecs, of="fact")
 
 
 def pending_fact_count(conn: sqlite3.Connection, model_id: str) -> int:

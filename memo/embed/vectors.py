@@ -29,14 +29,22 @@ def decode(blob: bytes, dim: int | None = None) -> np.ndarray:
     return vec
 
 
-def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], vecs: np.ndarray) -> int:
-    """Store one batch in its own short IMMEDIATE transaction; returns rows actually added."""
+# (vector table, its key column, the canonical table the key points at): constants, never input.
+VECTOR_TABLES = {"passage": ("vectors", "passage_pk", "passages"),
+                 "fact": ("fact_vectors", "fact_pk", "facts")}
+
+
+def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], vecs: np.ndarray,
+                  *, of: str = "passage") -> int:
+    """Store one batch in its own short IMMEDIATE transaction; returns rows actually added.
+    A row whose passage (or fact, ``of="fact"``) was deleted meanwhile is skipped."""
+    table, key, parent = VECTOR_TABLES[of]
     rows = [(int(pk), model_id, encode(v), int(pk)) for pk, v in zip(pks, vecs, strict=True)]
     with write_tx(conn):
         before = conn.total_changes
         conn.executemany(
-            "INSERT OR IGNORE INTO vectors(passage_pk, model_id, vec) "
-            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM passages WHERE pk = ?)", rows)
+            f"INSERT OR IGNORE INTO {table}({key}, model_id, vec) "
+            f"SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM {parent} WHERE pk = ?)", rows)
         return conn.total_changes - before
 
 

@@ -107,17 +107,21 @@ def _check_text(field: str, value: object) -> str:
     return value
 
 
+def live_filter(alias: str, as_of: str | None) -> tuple[str, list[object]]:
+    """The live rule over a table with recorded_at / superseded_at / forgotten_at (records
+    ``r``, facts ``f``): not superseded and not forgotten, or under ``as_of`` T: recorded at
+    or before T, not superseded at or before T, never forgotten.  ``alias`` is a constant."""
+    if as_of:
+        t = _stamp(parse_when(as_of, end_of_day=True, field="as_of"))
+        return (f"{alias}.recorded_at <= ? AND ({alias}.superseded_at IS NULL OR {alias}.superseded_at > ?)"
+                f" AND {alias}.forgotten_at IS NULL"), [t, t]
+    return f"{alias}.superseded_at IS NULL AND {alias}.forgotten_at IS NULL", []
+
+
 def build_scope_sql(scope: Scope) -> ScopeSQL:
     """The WHERE fragment over ``passages p JOIN records r ON r.id = p.record_id``."""
-    where: list[str] = []
-    params: list[object] = []
-    if scope.as_of:
-        t = _stamp(parse_when(scope.as_of, end_of_day=True, field="as_of"))
-        where.append("r.recorded_at <= ? AND (r.superseded_at IS NULL OR r.superseded_at > ?)"
-                     " AND r.forgotten_at IS NULL")
-        params += [t, t]
-    else:
-        where.append("r.superseded_at IS NULL AND r.forgotten_at IS NULL")
+    live, params = live_filter("r", scope.as_of)
+    where: list[str] = [live]
     for column, field, values in (("r.namespace", "namespace", scope.namespaces),
                                   ("r.kind", "kind", scope.kinds), ("r.source", "source", scope.sources)):
         values = _texts(field, values)

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
 from memo.store.connect import write_tx
-from memo.store.mentions import m003_entities
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged
+from memo.store.mentions import m003_entities
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:

@@ -43,7 +43,7 @@ from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.fusion.minmax import minmax_contributions
-from memo.retrieve.scope import _stamp, parse_when
+from memo.retrieve.scope import live_filter
 from memo.retrieve.types import ArmRun
 from memo.text.fts_query import keyword_match
 from memo.types import Scope
@@ -75,15 +75,8 @@ class FactVote:
 def fact_filter_sql(scope: Scope, scope_where: str, scope_params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     """WHERE over ``facts f``: the fact's own live / as_of filter, namespaces and
     min_trust, and at least one evidence passage inside the passage scope."""
-    where: list[str] = []
-    params: list[Any] = []
-    if scope.as_of:
-        t = _stamp(parse_when(scope.as_of, end_of_day=True, field="as_of"))
-        where.append("f.recorded_at <= ? AND (f.superseded_at IS NULL OR f.superseded_at > ?)"
-                     " AND f.forgotten_at IS NULL")
-        params += [t, t]
-    else:
-        where.append("f.superseded_at IS NULL AND f.forgotten_at IS NULL")
+    live, params = live_filter("f", scope.as_of)
+    where: list[str] = [live]
     ns = tuple(dict.fromkeys(scope.namespaces))
     if ns:
         where.append(f"f.namespace IN ({','.join('?' * len(ns))})")
