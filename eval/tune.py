@@ -206,7 +206,7 @@ def profile_toml(profile, header: Sequence[str]) -> str:
 
     lines = [f"# {h}" if h else "#" for h in header] + [""]
     for section in ("retrieve", "fusion", "weights", "recency", "cutoff", "limit", "budget", "entities", "graph",
-                    "fact"):
+                    "fact", "abstention"):
         if section in sections:
             lines.append(f"[{section}]")
             lines += [f"{k} = {lit(k, v)}" for k, v in sections[section].items()]

@@ -121,6 +121,14 @@ class GraphCfg:
 
 
 @dataclass(frozen=True, slots=True)
+class AbstentionCfg:
+    """Weak-query abstention (memo.retrieve.abstention rule 2; docs/architecture.md section 5)."""
+
+    keyword_floor: float                  # a keyword match covering less than this idf share of the query is
+                                          # weak evidence (memo.retrieve.evidence); 0 = off
+
+
+@dataclass(frozen=True, slots=True)
 class FactCfg:
     """How the fact arm ranks passages from matched facts (docs/architecture.md section 5)."""
 
@@ -171,6 +179,7 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "fact.spread": ("float", 0.0, 1.0),
     "fact.meaning_weight": ("float", 0.0, 100.0),
     "fact.top": ("int", 0, 100_000),
+    "abstention.keyword_floor": ("float", 0.0, 1.0),
 }
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
@@ -191,6 +200,7 @@ class Profile:
     entities: EntitiesCfg
     graph: GraphCfg
     fact: FactCfg
+    abstention: AbstentionCfg
 
     def flat(self) -> dict[str, Any]:
         """Dotted key -> scalar (lists become comma-joined strings)."""
@@ -375,6 +385,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
                        values["graph.report_floor"], values["graph.epsilon"]),
         fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],
                      values["fact.meaning_weight"], values["fact.top"]),
+        abstention=AbstentionCfg(values["abstention.keyword_floor"]),
     )
 
 

@@ -1,37 +1,59 @@
-"""Stage 5, abstention: a candidate whose ONLY evidence is a semantic similarity below the
-model's ``semantic_floor`` is dropped (seed section 5).  Any other arm's vote (a keyword
-or identifier match) is evidence enough to keep it.  A fact arm vote counts as semantic
-evidence only when every voting fact was matched by meaning alone: then it is weak when
-each of those cosines is below the floor (a fact matched by keyword is keyword evidence).
+"""Stage 5, abstention: "not in the knowledge base", and nothing else.
 
-Trigger: only-semantic evidence, cosine < floor.  Why: a nearest neighbour always exists,
-so without a floor every query "finds" something.  Outcome: if nothing survives, the
-response has zero results, a reason and a hint: "not in the knowledge base" is an
-answer, not an error.  With no bands for the model (unknown model id), nothing is dropped.
+Two rules, in this order:
+
+1. **Weak semantic candidate** (seed section 5): a candidate whose ONLY evidence is a
+   semantic similarity below the model's ``semantic_floor`` is dropped.  A fact arm vote
+   counts as semantic evidence only when every voting fact was matched by meaning alone:
+   then it is weak when each of those cosines is below the floor.  With no bands for the
+   model (unknown model id), nothing is dropped.  Why: a nearest neighbour always exists,
+   so without a floor every query "finds" something.
+
+2. **Weak query** (issue 13.4, profile ``abstention.keyword_floor``; 0 = off): when no
+   surviving candidate has strong evidence, the query abstains and every candidate is
+   dropped.  Evidence is weak when it is a cosine below ``semantic_floor``, or a keyword
+   match (of the passage, or of a voting fact) whose coverage of the query
+   (``memo.retrieve.evidence``: the idf share of the query's terms it holds) is below
+   ``keyword_floor``.  An exact identifier match, an entity or graph vote, a cosine at or
+   above the floor, or a keyword match covering at least the floor is strong.  Why: an
+   off-domain question shares a few common words with any large corpus ("group",
+   "support"), and rule 1 alone let any such match through.  The whole query abstains or
+   none of it does: a weak match is not dropped from a query that has a strong one (its
+   answered recall is untouched).
+
+Trigger and outcome are recorded in the trace (one drop per rule, its reason naming the
+measure and the floor); if nothing survives, the response has zero results, a reason and
+a hint.  Abstention never changes a score, so ``why`` reproduces ``final`` as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from memo.retrieve.evidence import KeywordEvidence
 from memo.retrieve.types import Candidate
+
+# (passage pks with a keyword vote, fact ids with a keyword vote) -> (passage evidence,
+# fact evidence); called at most once per search, only when rule 2 needs it.
+EvidenceOf = Callable[[Sequence[int], Sequence[str]], tuple[KeywordEvidence | None, KeywordEvidence | None]]
 
 
 def abstain(ranked: Sequence[Candidate], semantic_floor: float | None) -> tuple[list[Candidate], list[int]]:
-    """(kept in order, dropped pks).  ``semantic_floor`` None = no bands for the model."""
+    """Rule 1: (kept in order, dropped pks).  ``semantic_floor`` None = no bands for the model."""
     if semantic_floor is None:
         return list(ranked), []
     floor = semantic_floor
     kept, dropped = [], []
     for c in ranked:
-        if all(_weak(name, ev, floor) for name, ev in c.arms.items()):
+        if all(_weak_semantic(name, ev, floor) for name, ev in c.arms.items()):
             dropped.append(c.pk)
         else:
             kept.append(c)
     return kept, dropped
 
 
-def _weak(arm: str, ev, floor: float) -> bool:
+def _weak_semantic(arm: str, ev, floor: float) -> bool:
     """Is this arm's vote only a semantic similarity below the floor?"""
     if arm == "semantic":
         return ev.raw < floor
@@ -39,3 +61,46 @@ def _weak(arm: str, ev, floor: float) -> bool:
         return bool(ev.votes) and all(v.keyword_rank is None and v.semantic_raw is not None
                                       and v.semantic_raw < floor for v in ev.votes)
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class WeakQuery:
+    """Rule 2's verdict: ``dropped`` (every candidate, or none) and the measure behind it."""
+
+    dropped: list[int]
+    reason: str | None            # set when the query abstained (the trace drop's reason)
+    keyword_coverage: float | None  # best coverage of any keyword vote (None: not measured)
+
+
+def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, keyword_floor: float,
+                       evidence_of: EvidenceOf) -> WeakQuery:
+    """Rule 2 over rule 1's survivors.  ``keyword_floor`` 0 = off.  ``evidence_of`` is
+    called only when no candidate has strong evidence of another kind."""
+    if keyword_floor <= 0.0 or not kept:
+        return WeakQuery([], None, None)
+    pks: list[int] = []
+    fact_ids: list[str] = []
+    for c in kept:
+        for arm, ev in c.arms.items():
+            if arm == "keyword":
+                pks.append(c.pk)
+            elif arm == "fact":
+                for v in ev.votes:
+                    if v.semantic_raw is not None and (semantic_floor is None or v.semantic_raw >= semantic_floor):
+                        return WeakQuery([], None, None)
+                    if v.keyword_rank is not None:
+                        fact_ids.append(v.fact_id)
+            elif arm == "semantic":
+                if semantic_floor is None or ev.raw >= semantic_floor:
+                    return WeakQuery([], None, None)
+            else:                       # exact, entity, graph: a named thing was found
+                return WeakQuery([], None, None)
+    passages, facts = evidence_of(pks, fact_ids)
+    best = max(passages.best if passages is not None else 0.0, facts.best if facts is not None else 0.0)
+    if best >= keyword_floor:
+        return WeakQuery([], None, best)
+    shown = passages if passages is not None and (facts is None or passages.best >= facts.best) else facts
+    what = shown.describe() if shown is not None else "no keyword match"
+    semantic = "" if semantic_floor is None else f"; no similarity reaches semantic_floor {semantic_floor:g}"
+    reason = f"weak evidence only: {what} below keyword_floor {keyword_floor:g}{semantic}"
+    return WeakQuery([c.pk for c in kept], reason, best)

@@ -2,8 +2,8 @@
 
 An empty answer is not an error (exit 0), but each cause is told apart, so a tiny
 ``max_tokens`` or a missing model never reads as "not in the knowledge base".  Only
-``abstained`` (the abstention stage dropped every candidate, each for weak semantic
-evidence only) sets ``SearchResponse.abstained``: the seed's deliberate "not in the
+``abstained`` (the abstention stage dropped every candidate: each for weak semantic
+evidence only, or the whole query for weak evidence, ``memo.retrieve.abstention``) sets ``SearchResponse.abstained``: the seed's deliberate "not in the
 knowledge base".  ``SearchResponse.cause`` carries the key; docs/cli-json.md lists the
 table; tests/unit/retrieve/test_empty_causes.py has one test per cause.
 

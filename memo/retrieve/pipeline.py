@@ -18,13 +18,14 @@ from typing import Any
 from memo import metrics
 from memo.embed import DEFAULT_MODEL_ID  # noqa: F401  (re-exported: the one definition)
 from memo.profile import Profile, load_profile
-from memo.retrieve.abstention import abstain
+from memo.retrieve.abstention import abstain, abstain_weak_query
 from memo.retrieve.arms import ARMS
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.budget import pack
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
+from memo.retrieve.evidence import facts_evidence, passages_evidence
 from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
 from memo.retrieve.limit import limit as limit_stage
@@ -98,10 +99,17 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
 
     # 5 abstention
     n_before_abstention = len(ranked)
-    ranked, abstained_pks = abstain(ranked, bands.semantic_floor if bands is not None else None)
+    semantic_floor = bands.semantic_floor if bands is not None else None
+    ranked, abstained_pks = abstain(ranked, semantic_floor)
     if abstained_pks:
         drops.append(Drop("abstention", "only evidence a semantic similarity below semantic_floor "
                           f"{bands.semantic_floor if bands else ''}", len(abstained_pks), tuple(abstained_pks)))
+    weak = abstain_weak_query(ranked, semantic_floor, profile.abstention.keyword_floor,
+                              lambda pks, fact_ids: _keyword_evidence(conn, checked.query, scope_sql, pks, fact_ids))
+    if weak.dropped:
+        drops.append(Drop("abstention", weak.reason or "", len(weak.dropped), tuple(weak.dropped)))
+        abstained_pks = [*abstained_pks, *weak.dropped]
+        ranked = []
 
     clock.lap("abstention")
 
@@ -152,6 +160,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
             floor=bands.semantic_floor if bands is not None else "", max_tokens=checked.max_tokens,
             tokens=first.tokens if first is not None else "?",
             why=syntax if cause == "no_searchable_word" else (semantic.reason if semantic is not None else "?"))
+        if cause == "abstained" and weak.dropped:
+            reason = f"all {n_before_abstention} candidates had {weak.reason}"
     trace = Trace(
         profile=profile.name, fusion=profile.fusion.method, mode=checked.mode, model_id=model_id,
         arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r)) for r in runs),
@@ -193,6 +203,13 @@ def _matched(run: Any) -> int | None:
     entities); None for arms without votes."""
     voters = {v.voter for hit in run.hits for v in hit.votes}
     return len(voters) if voters else None
+
+
+def _keyword_evidence(conn: sqlite3.Connection, query: str, scope_sql: Any, pks: Any, fact_ids: Any) -> tuple:
+    """Abstention rule 2's measure (memo.retrieve.evidence), in this search's snapshot."""
+    n_passages = scope_counts(conn, scope_sql)[1]    # bm25's N: every row of passages_fts
+    return (passages_evidence(conn, query, pks, n_passages) if pks else None,
+            facts_evidence(conn, query, fact_ids) if fact_ids else None)
 
 
 def _take_startup_ms(services: ArmServices) -> dict[str, float]:

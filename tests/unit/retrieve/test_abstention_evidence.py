@@ -1,0 +1,128 @@
+"""Abstention rule 2 (weak query, issue 13.4): the keyword evidence measure
+(memo.retrieve.evidence) against hand-computed idf coverage, and the pipeline: a query
+matching only low-information words abstains, an in-domain query does not, a strong
+cosine or the floor at 0 keeps it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from retrieve_helpers import FakeSemantic, add, pk_of
+
+from memo.errors import ProfileError
+from memo.profile import load_profile
+from memo.retrieve import SearchRequest, search
+from memo.retrieve.abstention import abstain_weak_query
+from memo.retrieve.evidence import idf, passages_evidence
+from memo.retrieve.types import Candidate, Evidence
+
+NOW = "2024-07-01T00:00:00Z"
+FILLER = ["the weather report said rain again today", "weather was fine and the report was short",
+          "a long report about the weather in spring", "report the weather to the office",
+          "weather and report and weather again"]
+
+
+@pytest.fixture
+def corpus(conn):
+    """10 passages: "weather" and "report" in 6 of them (low information), "zebra" in 1,
+    "quasar" in 2, "nebula" in none."""
+    ids = {f"f{i}": add(conn, t) for i, t in enumerate(FILLER)}
+    ids["zebra"] = add(conn, "the weather report mentioned a zebra crossing")
+    ids["quasar"] = add(conn, "a quasar is a bright galactic nucleus")
+    ids["quasar2"] = add(conn, "the quasar spectrum shows redshift")
+    ids["pool"] = add(conn, "how to clean a swimming pool filter")
+    ids["cake"] = add(conn, "chocolate cake needs cocoa and butter")
+    return {k: pk_of(conn, v) for k, v in ids.items()}
+
+
+def test_idf_is_fts5_bm25_idf():
+    assert idf(10, 1) == pytest.approx(math.log(9.5 / 1.5))
+    assert idf(10, 0) == pytest.approx(math.log(10.5 / 0.5))      # unseen: the largest idf
+    assert idf(10, 6) == 1e-6                                       # ln(4.5/6.5) < 0: clamped as FTS5 does
+
+
+def test_coverage_is_the_idf_share_of_the_matched_terms(conn, corpus):
+    ev = passages_evidence(conn, "zebra quasar nebula weather", [corpus["zebra"], corpus["quasar"], corpus["pool"]], 10)
+    n = {"zebra": 1, "quasar": 2, "nebula": 0, "weather": 6}
+    w = {t: idf(10, k) for t, k in n.items()}
+    assert dict(ev.terms) == pytest.approx(w)
+    total = sum(w.values())
+    assert ev.coverage[corpus["zebra"]] == pytest.approx((w["zebra"] + w["weather"]) / total)
+    assert ev.coverage[corpus["quasar"]] == pytest.approx(w["quasar"] / total)
+    assert ev.coverage[corpus["pool"]] == 0.0
+    assert set(ev.matched[corpus["zebra"]]) == {"zebra", "weather"}
+    assert ev.best == pytest.approx((w["zebra"] + w["weather"]) / total)
+    assert "zebra" in ev.describe() and "nebula" in ev.describe()
+
+
+def test_stemmed_forms_count_as_the_same_term(conn, corpus):
+    ev = passages_evidence(conn, "reports", [corpus["f0"]], 10)     # Porter: reports -> report
+    assert ev.coverage[corpus["f0"]] == 1.0
+
+
+def _profile(floor: float, **more):
+    return load_profile("rrf").with_overrides({"abstention.keyword_floor": floor, **more})
+
+
+def test_only_low_information_words_abstain(conn, corpus):
+    # "weather report" matched in 6 of 10 passages (idf clamped), "nebula galaxy" unseen.
+    req = SearchRequest("weather report from the nebula galaxy", response_format="explain", now=NOW)
+    answered = search(conn, req, _profile(0.0))
+    assert answered.results                                       # floor 0: rule 2 off, as before
+    resp = search(conn, req, _profile(0.3))
+    assert resp.results == () and resp.abstained and resp.cause == "abstained"
+    drop = next(d for d in resp.trace.drops if d.stage == "abstention")
+    assert drop.count == len(drop.passage_pks) > 0
+    assert {r.pk for r in answered.results} <= set(drop.passage_pks)
+    assert "keyword_floor 0.3" in drop.reason and "best keyword coverage 0.000" in drop.reason
+    assert "keyword_floor 0.3" in resp.reason
+
+
+def test_an_in_domain_query_does_not_abstain(conn, corpus):
+    resp = search(conn, SearchRequest("clean the pool filter", now=NOW), _profile(0.9))
+    assert resp.results and not resp.abstained
+    assert resp.results[0].pk == corpus["pool"]
+    assert not any(d.stage == "abstention" for d in resp.trace.drops)
+
+
+def test_a_rare_word_among_unseen_ones_is_weak(conn, corpus):
+    # One rare match (zebra, idf 1.85) against three unseen terms (3.04 each): coverage 0.17.
+    req = SearchRequest("zebra nebula pulsar magnetar", now=NOW)
+    assert search(conn, req, _profile(0.15)).results
+    assert search(conn, req, _profile(0.2)).abstained
+
+
+def test_a_strong_cosine_keeps_a_weak_keyword_query(conn, corpus):
+    req = SearchRequest("weather report from the nebula galaxy", now=NOW)
+    weak = FakeSemantic({corpus["cake"]: 0.2})
+    assert search(conn, req, _profile(0.3), {"semantic": weak}).abstained
+    strong = FakeSemantic({corpus["f0"]: 0.5})                     # >= semantic_floor 0.39
+    resp = search(conn, req, _profile(0.3), {"semantic": strong})
+    assert resp.results and not resp.abstained
+
+
+def test_rule_two_measures_only_when_nothing_else_is_strong():
+    calls = []
+
+    def evidence_of(pks, fact_ids):
+        calls.append(pks)
+        return None, None
+
+    kw = Candidate(1, {"keyword": Evidence(1, 2.0, 0.1)}, 0.1)
+    exact = Candidate(2, {"exact": Evidence(1, 2.0, 0.1)}, 0.1)
+    sem = Candidate(3, {"semantic": Evidence(1, 0.5, 0.1)}, 0.1)
+    assert abstain_weak_query([kw, exact], 0.39, 0.5, evidence_of).dropped == []
+    assert abstain_weak_query([kw, sem], 0.39, 0.5, evidence_of).dropped == []
+    assert calls == []
+    assert abstain_weak_query([kw], 0.39, 0.0, evidence_of).dropped == []       # off
+    assert calls == []
+    assert abstain_weak_query([kw], 0.39, 0.5, evidence_of).dropped == [1]
+    assert calls == [[1]]
+
+
+def test_keyword_floor_is_validated():
+    with pytest.raises(ProfileError, match="abstention.keyword_floor"):
+        _profile(1.5)
+    with pytest.raises(ProfileError, match="abstention.keyword_floor"):
+        _profile(-0.1)
