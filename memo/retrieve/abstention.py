@@ -14,8 +14,9 @@ Two rules, in this order:
    dropped.  Evidence is weak when it is a cosine below ``semantic_floor``, or a keyword
    match (of the passage, or of a voting fact) whose coverage of the query
    (``memo.retrieve.evidence``: the idf share of the query's terms it holds) is below
-   ``keyword_floor``.  An exact identifier match, an entity or graph vote, a cosine at or
-   above the floor, or a keyword match covering at least the floor is strong.  Why: an
+   ``keyword_floor``; an exact identifier match is judged by its passage's coverage.  An
+   entity or graph vote, a cosine at or above the floor, or a keyword match covering at
+   least the floor is strong.  Why: an
    off-domain question shares a few common words with any large corpus ("group",
    "support"), and rule 1 alone let any such match through.  The whole query abstains or
    none of it does: a weak match is not dropped from a query that has a strong one (its
@@ -82,7 +83,9 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
     fact_ids: list[str] = []
     for c in kept:
         for arm, ev in c.arms.items():
-            if arm == "keyword":
+            if arm in ("keyword", "exact"):
+                # An identifier match is judged by the passage's keyword coverage too:
+                # "self-care" is identifier-shaped and common in any corpus of people.
                 pks.append(c.pk)
             elif arm == "fact":
                 for v in ev.votes:
@@ -93,7 +96,7 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
             elif arm == "semantic":
                 if semantic_floor is None or ev.raw >= semantic_floor:
                     return WeakQuery([], None, None)
-            else:                       # exact, entity, graph: a named thing was found
+            else:                       # entity, graph: named things of the corpus were found
                 return WeakQuery([], None, None)
     passages, facts = evidence_of(pks, fact_ids)
     best = max(passages.best if passages is not None else 0.0, facts.best if facts is not None else 0.0)

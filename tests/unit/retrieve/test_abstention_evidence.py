@@ -112,9 +112,13 @@ def test_rule_two_measures_only_when_nothing_else_is_strong():
     kw = Candidate(1, {"keyword": Evidence(1, 2.0, 0.1)}, 0.1)
     exact = Candidate(2, {"exact": Evidence(1, 2.0, 0.1)}, 0.1)
     sem = Candidate(3, {"semantic": Evidence(1, 0.5, 0.1)}, 0.1)
-    assert abstain_weak_query([kw, exact], 0.39, 0.5, evidence_of).dropped == []
+    entity = Candidate(4, {"entity": Evidence(1, 2.0, 0.1)}, 0.1)
+    assert abstain_weak_query([kw, entity], 0.39, 0.5, evidence_of).dropped == []
     assert abstain_weak_query([kw, sem], 0.39, 0.5, evidence_of).dropped == []
     assert calls == []
+    assert abstain_weak_query([kw, exact], 0.39, 0.5, evidence_of).dropped == [1, 2]   # judged by coverage
+    assert calls == [[1, 2]]
+    calls.clear()
     assert abstain_weak_query([kw], 0.39, 0.0, evidence_of).dropped == []       # off
     assert calls == []
     assert abstain_weak_query([kw], 0.39, 0.5, evidence_of).dropped == [1]
