@@ -10,7 +10,7 @@ from datetime import datetime
 from memo.errors import ValidationError
 from memo.ingest.jsonl import json_problem
 from memo.ingest.split import split_record
-from memo.ops.after_commit import after_commit
+from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
 from memo.ops.reports import AddReport
 from memo.store.connect import write_tx
@@ -113,15 +113,18 @@ def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: st
 
 
 @store_errors("add_record")
-def add_record(conn: sqlite3.Connection, draft: RecordDraft) -> AddReport:
+def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: EmbedQueue | None = None) -> AddReport:
     """Add one record (``memo add``).  Adding the same text twice stores it once.  Once
     committed the add is reported as done; ``vectors`` says whether its passages were
-    embedded or are queued for `memo backfill` (and why)."""
+    embedded or are queued for `memo backfill` (and why).  With ``background`` (a server's
+    ``memo.embed.background.BackgroundEmbedder``) it returns right after the commit and
+    the passages are reported queued for that thread."""
     passages = prepare(draft)
     with write_tx(conn):
         report = store_draft(conn, draft, passages, replace_previous=False)
     if report.status != "skipped":
         # Committed: from here on the add has succeeded.  Embedding failures only queue
         # the passages (report.vectors), they never turn the add into an error.
-        report = replace(report, vectors=after_commit(conn, [report.record_id], report.passages))
+        report = replace(report, vectors=after_commit(conn, [report.record_id], report.passages,
+                                                           background=background))
     return report

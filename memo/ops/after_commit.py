@@ -6,6 +6,13 @@ pending (no vector for the model) and `memo backfill` or the next server start e
 (seed: degraded mode).  Imports embed once at the end instead (``embed_pending``), so one
 progress bar covers the whole import rather than one per batch.
 
+Servers (``memo-mcp``, ``memo web``) pass a ``background`` embedder
+(``memo.embed.background.BackgroundEmbedder``, or anything with its ``submit``): the rows
+are handed to its thread and the write returns right after the commit with every passage
+reported ``queued`` and no ``error`` (issue 9.9: an add's acknowledgement no longer waits
+for ONNX).  A one-shot process (``memo add``) has no thread that would outlive it, so it
+embeds here before it returns, as does a server call with ``wait``.
+
 Honest writes (issue 9.6): the write has committed before anything here runs, so nothing
 here may make it look failed.  Every embedding failure (model missing or corrupt, an
 onnxruntime error, a database busy while the vectors are written, an unexpected bug) is
@@ -18,7 +25,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from memo.errors import MemoError
 from memo.ops.reports import VectorStatus
@@ -30,6 +37,16 @@ if TYPE_CHECKING:
 # CLI command imports memo.ops, and `memo search --mode keyword` must start without them.
 
 log = logging.getLogger(__name__)
+
+
+class EmbedQueue(Protocol):
+    """What a write needs of a background embedder (memo.embed.background.BackgroundEmbedder)."""
+
+    model_id: str | None
+
+    def submit(self, record_ids: Sequence[str] = (), fact_pks: Sequence[int] = ()) -> bool:
+        """Queue just-committed rows; False when it cannot (the caller embeds them)."""
+        ...
 
 
 def describe(exc: BaseException) -> str:
@@ -65,13 +82,17 @@ def _counts(conn: sqlite3.Connection, record_ids: Sequence[str], model_id: str |
     return total, have
 
 
-def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: int = 0) -> VectorStatus | None:
-    """Embed the passages of just-committed records.  Never raises (but for
-    KeyboardInterrupt / SystemExit): a failure leaves them queued and is reported in the
-    returned status.  ``passages`` (the write's passage count) is the fallback when even
-    counting them fails."""
+def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: int = 0,
+                 background: EmbedQueue | None = None) -> VectorStatus | None:
+    """Embed the passages of just-committed records, or hand them to ``background``.
+    Never raises (but for KeyboardInterrupt / SystemExit): a failure leaves them queued
+    and is reported in the returned status.  ``passages`` (the write's passage count) is
+    the fallback when even counting them fails, and what a background hand-off reports
+    as queued (the write's passages are all new, so none has a vector yet)."""
     if not record_ids:
         return None
+    if background is not None and queue_in(background, record_ids=record_ids):
+        return VectorStatus(embedded=0, queued=passages, model_id=background.model_id or _model_id(), error=None)
     error: str | None = None
     model_id: str | None = None
     try:
@@ -94,6 +115,16 @@ def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: 
         total, have = passages, 0
         error = error or f"vectors not checked: {describe(exc)}"
     return VectorStatus(embedded=have, queued=total - have, model_id=model_id, error=error)
+
+
+def queue_in(background: EmbedQueue, *, record_ids: Sequence[str] = (), fact_pks: Sequence[int] = ()) -> bool:
+    """Hand committed rows to a background embedder; False (the caller embeds them
+    itself) when it is not running or its ``submit`` fails in any way."""
+    try:
+        return bool(background.submit(record_ids, fact_pks))
+    except Exception as exc:
+        log.warning("background embedder refused the write; embedding it now: %s", describe(exc))
+        return False
 
 
 def embed_pending(conn: sqlite3.Connection, *, progress: bool) -> BackfillReport:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from memo.errors import ConfirmationRequired, MemoError, NotFound, ValidationError
+from memo.ops.after_commit import EmbedQueue, queue_in
 from memo.ops.guard import store_errors
 from memo.store.connect import write_tx
 from memo.store.facts import (
@@ -92,11 +93,16 @@ def embed_new_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> bool:
 
 
 @store_errors("fact add")
-def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True) -> FactAddReport:
+def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True,
+             background: EmbedQueue | None = None) -> FactAddReport:
+    """``background``: a server's embedder takes the vector (``embedded`` False: queued,
+    embedded within moments), so the add returns right after the commit."""
     with write_tx(conn):
         status, fid, pids, pk = _store(conn, draft)
     if status == "skipped":
         return FactAddReport("skipped", fid, pids, note=f"the same fact with the same evidence is {fid}")
+    if embed and pk is not None and background is not None and queue_in(background, fact_pks=[pk]):
+        return FactAddReport("added", fid, pids, False)
     embedded = embed_new_facts(conn, [pk]) if embed and pk is not None else False
     return FactAddReport("added", fid, pids, embedded)
 

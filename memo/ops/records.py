@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from memo.errors import ConfirmationRequired, NotFound, ValidationError
 from memo.ops.add import mark_superseded, prepare
-from memo.ops.after_commit import after_commit
+from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
@@ -88,9 +88,11 @@ def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tup
 
 
 @store_errors("supersede")
-def supersede(conn: sqlite3.Connection, old_id: str, body: str, **changes: object) -> SupersedeReport:
+def supersede(conn: sqlite3.Connection, old_id: str, body: str, *, background: EmbedQueue | None = None,
+              **changes: object) -> SupersedeReport:
     """Write a new version of ``old_id``.  Fields not given are copied from the old
-    version; the old one keeps its rows (for as_of queries) with superseded_at/by set."""
+    version; the old one keeps its rows (for as_of queries) with superseded_at/by set.
+    ``background``: as for ``add_record`` (a server's embedder; return after the commit)."""
     old = get_record(conn, old_id, with_passages=False)
     draft = RecordDraft(body=body, kind=old.kind, namespace=old.namespace, title=old.title,  # type: ignore[arg-type]
                         source=old.source, library=old.library, version=old.version, tags=old.tags,
@@ -115,7 +117,7 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, **changes: objec
         new_id = insert_record(conn, draft, passages)
         when = mark_superseded(conn, old.id, new_id)
     # Committed: embedding failures only queue the new passages (vectors), never fail it.
-    vectors = after_commit(conn, [new_id], len(passages))
+    vectors = after_commit(conn, [new_id], len(passages), background=background)
     return SupersedeReport(old_id=old.id, new_id=new_id, superseded_at=when, passages=len(passages),
                            vectors=vectors)
 

@@ -98,6 +98,10 @@ IsoDate = Annotated[str | None, Field(description="ISO-8601 date or date-time, e
 Namespaces = Annotated[StrList, Field(description="Only these namespaces (separate collections).")]
 Sources = Annotated[StrList, Field(description="Only records from these sources.")]
 Tags = Annotated[StrList, Field(description="Records carrying every one of these tags.")]
+Wait = Annotated[bool, Field(description=(
+    "Return only once the text is embedded, so a semantic search finds it at once (slower: "
+    "the embedding runs before the answer). Default false: the answer comes right after the "
+    "write is stored, and the server embeds it in the background."))]
 RecordId = Annotated[str, Field(min_length=1, description="A record id (a passage id '<record>:<n>' works too).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -485,12 +489,15 @@ def _search_options(profile: Profile) -> list[inspect.Parameter]:
 def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "WARNING") -> MemoMCPServer:
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
-        if backfill:
-            # Embeds what was queued while the model was unavailable; a daemon thread with
-            # its own connection, started once the transport owns stdout.
-            from memo.embed.backfill import on_server_start
-            on_server_start(tools.db_path)
-        yield {}
+        # The background embedder (memo.embed.background): one daemon thread with its own
+        # connection, started once the transport owns stdout.  Adds are acknowledged after
+        # their commit and embedded by it; with ``backfill`` it first embeds what was
+        # queued while the model was unavailable.
+        tools.start_embedder(backfill=backfill)
+        try:
+            yield {}
+        finally:
+            tools.embedder.stop(drain=True, timeout=10.0)  # type: ignore[union-attr]
 
     server = MemoMCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                            log_level=log_level, lifespan=lifespan)  # type: ignore[arg-type]
@@ -544,13 +551,16 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         entities: Annotated[StrList, Field(description=(
             "Entities the memory is about (people, places, projects...): every passage mentions them, "
             "for the entity and graph search arms; stored as meta.entities."))] = None,
+        wait: Wait = False,
     ) -> CallToolResult:
         """Store one memory. The same text twice in a namespace is stored once (status
-        'skipped' with the existing record_id)."""
+        'skipped' with the existing record_id). Returns once the memory is stored: keyword
+        search finds it at once, semantic search once the server has embedded it (moments
+        later; vectors.queued counts what is waiting) unless wait is true."""
         return run_tool("memory_add", lambda: tools.add(
             text, namespace=namespace, kind=kind, title=title, source=source, library=library,
             version=version, tags=tags, event_at=event_at, trust=trust, author=author, ext_id=ext_id,
-            meta=meta, entities=entities))
+            meta=meta, entities=entities, wait=wait))
 
     @tool("memory_get", READ_ONLY)
     def memory_get(id: RecordId) -> CallToolResult:  # noqa: A002 - the argument clients see
@@ -582,12 +592,14 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         title: OptStr = None, source: OptStr = None, library: OptStr = None, version: OptStr = None,
         tags: Annotated[StrList, Field(description="New tags (default: keep the old ones).")] = None,
         event_at: IsoDate = None, trust: Trust = None, author: OptStr = None,
+        wait: Wait = False,
     ) -> CallToolResult:
         """Write a new version of a record. Fields not given are copied from the old version;
-        the old one stays for as_of searches and is hidden from normal ones."""
+        the old one stays for as_of searches and is hidden from normal ones. Embedded as
+        memory_add's text is (wait)."""
         return run_tool("memory_supersede", lambda: tools.supersede(
             id, text, title=title, source=source, library=library, version=version, tags=tags,
-            event_at=event_at, trust=trust, author=author))
+            event_at=event_at, trust=trust, author=author, wait=wait))
 
     @tool("memory_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -614,12 +626,14 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         trust: Annotated[Trust, Field(description="How far to trust it, 0..1 (default 1).")] = None,
         author: Annotated[OptStr, Field(description="Who or what wrote it (provenance).")] = None,
         source: Annotated[OptStr, Field(description="Where it came from.")] = None,
+        wait: Wait = False,
     ) -> CallToolResult:
         """Store a fact tied to its evidence passages (one transaction: a bad evidence id
-        stores nothing). The same text with the same evidence is stored once."""
+        stores nothing). The same text with the same evidence is stored once. Its vector
+        is embedded by the server right after (embedded: false) unless wait is true."""
         return run_tool("memory_fact_add", lambda: tools.fact_add(
             text, evidence, namespace=namespace, subject=subject, predicate=predicate, object=object,
-            event_at=event_at, trust=trust, author=author, source=source))
+            event_at=event_at, trust=trust, author=author, source=source, wait=wait))
 
     @tool("memory_fact_list", READ_ONLY)
     def memory_fact_list(

@@ -6,9 +6,12 @@ Two long-lived connections per server process, each guarded by its own lock: the
 (and the web UI) run each synchronous tool on a worker thread, and a sqlite3 connection
 must not run two statements (or an explicit transaction) from two threads at once.
 
-* ``conn`` (write) serves ``add``, ``supersede`` and ``forget`` under ``_lock``.  An add
-  embeds its passages after the commit, still holding ``_lock``: a 2 MB add holds it for
-  minutes, so writes queue behind it, as they would at SQLite's write lock anyway.
+* ``conn`` (write) serves ``add``, ``supersede`` and ``forget`` under ``_lock``, which an
+  add holds only for its validation and commit: the passages' embedding goes to the
+  server's background embedder (``start_embedder``; memo.embed.background), so the add is
+  acknowledged as soon as it is durable (issue 9.9) and the next write does not wait for
+  ONNX.  ``wait=True`` (or no embedder: tests, library use) embeds before returning,
+  still holding ``_lock``, as before.
 * ``read_conn`` serves ``search``, ``get``, ``list_records``, ``fact_list`` and ``stats`` under
   ``_read_lock``, so a search never waits for an add (WAL: readers see the last commit);
   searches take milliseconds and run one at a time.  The semantic service (in-memory
@@ -22,7 +25,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memo import metrics, ops
 from memo.errors import ConfirmationRequired, ProfileError, ValidationError
@@ -34,6 +37,9 @@ from memo.retrieve.services import ArmServices
 from memo.serialize import to_jsonable
 from memo.store.db import open_db, resolve_db_path
 from memo.types import FactDraft, RecordDraft, check_fields, default_profile, scope_from
+
+if TYPE_CHECKING:
+    from memo.embed.background import BackgroundEmbedder
 
 # Profiles arrive from the client by name only: a path would let a tool call read any
 # TOML file on the machine.  The operator picks a path with `memo-mcp --profile`.
@@ -57,8 +63,24 @@ class MemoTools:
         self._lock = threading.Lock()          # the write connection
         self._read_lock = threading.Lock()     # the read connection
         self._services: ArmServices | None = None
+        self.embedder: BackgroundEmbedder | None = None
+
+    def start_embedder(self, *, backfill: bool = True) -> BackgroundEmbedder:
+        """Start the server's background embedder (one thread, its own connection); with
+        ``backfill`` it first embeds what was queued before (the old ``on_server_start``)."""
+        from memo.embed.background import BackgroundEmbedder  # numpy/onnx only when serving
+        if self.embedder is None:
+            self.embedder = BackgroundEmbedder(self.db_path, backfill_at_start=backfill).start()
+        return self.embedder
+
+    def _background(self, wait: bool) -> BackgroundEmbedder | None:
+        return None if wait else self.embedder
 
     def close(self) -> None:
+        if self.embedder is not None:
+            # Embed what was acknowledged but not embedded yet (bounded); the rest stays
+            # queued in the database for `memo backfill` / the next start.
+            self.embedder.stop(drain=True, timeout=10.0)
         with self._lock:
             self.conn.close()
         with self._read_lock:
@@ -93,7 +115,9 @@ class MemoTools:
             resp = run_search(self.read_conn, request, prof, self._semantic())
         return to_jsonable(resp)
 
-    def add(self, text: str, **fields: Any) -> dict[str, Any]:
+    def add(self, text: str, *, wait: bool = False, **fields: Any) -> dict[str, Any]:
+        """``wait``: embed before returning (a semantic search finds the memory at once);
+        else the background embedder does it right after (keyword search finds it at once)."""
         tags = fields.pop("tags", None)
         trust = fields.pop("trust", None)
         meta = dict(fields.pop("meta", None) or {})
@@ -107,7 +131,7 @@ class MemoTools:
         draft = RecordDraft(body=text, tags=tuple(tags or ()), trust=1.0 if trust is None else trust,
                             meta=meta, **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
-            return to_jsonable(ops.add_record(self.conn, draft))
+            return to_jsonable(ops.add_record(self.conn, draft, background=self._background(wait)))
 
     def get(self, record_id: str) -> dict[str, Any]:
         with self._read_lock:
@@ -125,11 +149,12 @@ class MemoTools:
             rows = ops.list_records(self.read_conn, flt)
         return {"count": len(rows), "records": to_jsonable(rows)}
 
-    def supersede(self, record_id: str, text: str, **changes: Any) -> dict[str, Any]:
+    def supersede(self, record_id: str, text: str, *, wait: bool = False, **changes: Any) -> dict[str, Any]:
         if changes.get("tags") is not None:
             changes["tags"] = tuple(changes["tags"])
         with self._lock:
-            return to_jsonable(ops.supersede(self.conn, record_id, text, **changes))
+            return to_jsonable(ops.supersede(self.conn, record_id, text, background=self._background(wait),
+                                             **changes))
 
     def forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
         distinct = tuple(dict.fromkeys(ids))
@@ -150,12 +175,12 @@ class MemoTools:
             return to_jsonable(ops.forget(self.conn, distinct, confirm=confirm == len(distinct)))
 
     # --- facts (memo.ops.facts) -----------------------------------------------------------
-    def fact_add(self, text: str, evidence: Sequence[str], **fields: Any) -> dict[str, Any]:
+    def fact_add(self, text: str, evidence: Sequence[str], *, wait: bool = False, **fields: Any) -> dict[str, Any]:
         from memo.ops.facts import add_fact
         draft = FactDraft(text=text, evidence=tuple(evidence),
                           **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
-            return to_jsonable(add_fact(self.conn, draft))
+            return to_jsonable(add_fact(self.conn, draft, background=self._background(wait)))
 
     def fact_list(self, *, namespaces: Sequence[str] = (), evidence: str | None = None,
                   include_forgotten: bool = False, include_superseded: bool = False,

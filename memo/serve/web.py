@@ -331,9 +331,10 @@ def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = Non
         url = page_url(sock, app.state.token)
         sys.stderr.write(f"memo web: {url}\n")
         sys.stderr.flush()
-        if backfill:
-            from memo.embed.backfill import on_server_start
-            on_server_start(tools.db_path)   # embeds queued passages in a daemon thread
+        # The background embedder (memo.embed.background): adds are answered after their
+        # commit and embedded by its thread; with ``backfill`` it first embeds the passages
+        # queued before this start.  tools.close() (lifespan end) stops it.
+        tools.start_embedder(backfill=backfill)
         if open_browser:
             import webbrowser
             webbrowser.open(url)

@@ -102,6 +102,7 @@ class AddBody(BaseModel):
     author: str | None = None
     ext_id: str | None = None
     meta: dict[str, Any] | None = None
+    wait: bool = False      # embed before answering (else `memo web`'s background embedder does it)
 
 
 async def read_json_body(request: Request, max_bytes: int) -> Any:

@@ -96,9 +96,12 @@ def test_add_then_search_explain_matches_cli(tmp_path: Path) -> None:
     seen: dict[str, Any] = {}
 
     async def scenario(s: ClientSession) -> None:
+        # wait: embedded before the answer, so the search below sees the semantic arm as
+        # the CLI's later search does (test_add_is_acknowledged_then_embedded_in_background
+        # covers the default).
         added = doc(await s.call_tool("memory_add", {"text": text, "namespace": "ops", "tags": ["keys"],
-                                                      "source": "runbook", "author": "test"}))
-        assert added["status"] == "added"
+                                                      "source": "runbook", "author": "test", "wait": True}))
+        assert added["status"] == "added" and added["vectors"]["embedded"] == 1
         again = doc(await s.call_tool("memory_add", {"text": text, "namespace": "ops"}))
         assert again == {**again, "status": "skipped", "record_id": added["record_id"]}
 
@@ -147,6 +150,47 @@ def test_add_then_search_explain_matches_cli(tmp_path: Path) -> None:
     for arm, a in mine["why"]["arms"].items():
         assert (a["rank"], a["raw"]) == pytest.approx((theirs["why"]["arms"][arm]["rank"],
                                                        theirs["why"]["arms"][arm]["raw"]))
+
+
+def test_add_is_acknowledged_then_embedded_in_background(tmp_path: Path) -> None:
+    """Issue 9.9: memory_add answers after the commit with its passages queued (no error);
+    the server's background embedder embeds them, and a search in semantic mode (only the
+    semantic arm runs) then finds the memory.  wait=true embeds before answering."""
+    text = "Our quarterly revenue forecast assumes the Lisbon office opens in spring."
+    query = "when will the Lisbon office open"      # cosine 0.66 with the text
+
+    async def scenario(s: ClientSession) -> None:
+        added = doc(await s.call_tool("memory_add", {"text": text, "namespace": "biz"}))
+        assert added["status"] == "added"
+        assert added["vectors"]["embedded"] == 0 and added["vectors"]["queued"] == 1
+        assert added["vectors"]["error"] is None and added["vectors"]["model_id"]
+        args = {"query": query, "mode": "semantic", "namespaces": ["biz"], "response_format": "explain"}
+        with anyio.fail_after(20):
+            while True:
+                res = doc(await s.call_tool("memory_search", args))
+                if res["results"]:
+                    break
+                # before the vector lands the search says so ("no vectors yet" while the
+                # database has none at all, else "1 of 1 in-scope passages have no vector")
+                assert res["trace"]["degraded"]["flag"] and "vector" in res["trace"]["degraded"]["reason"]
+                await anyio.sleep(0.1)
+        assert res["results"][0]["record_id"] == added["record_id"]
+        assert "semantic" in res["results"][0]["why"]["arms"]
+        assert res["trace"]["degraded"]["flag"] is False
+        assert doc(await s.call_tool("memory_stats", {}))["pending_vectors"] == {added["vectors"]["model_id"]: 0}
+
+        sync = doc(await s.call_tool("memory_add", {"text": "The Lisbon office lease starts in April.",
+                                                     "namespace": "biz", "wait": True}))
+        assert sync["vectors"]["embedded"] == 1 and sync["vectors"]["queued"] == 0
+        fact = doc(await s.call_tool("memory_fact_add", {"text": "Lisbon office opens in spring",
+                                                         "evidence": [added["record_id"]], "namespace": "biz"}))
+        assert fact["status"] == "added" and fact["embedded"] is False
+        with anyio.fail_after(20):
+            while doc(await s.call_tool("memory_stats", {}))["pending_fact_vectors"].get(
+                    added["vectors"]["model_id"]):
+                await anyio.sleep(0.1)
+
+    run_session(tmp_path, scenario)
 
 
 def test_bad_input_is_an_error_result_and_server_stays_up(tmp_path: Path) -> None:
