@@ -202,9 +202,27 @@ def parse_markdown(text: str) -> list[Block]:
     return blocks
 
 
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def _may_have_heading(text: str) -> bool:
+    """False only when no line can be a heading: CommonMark headings are ATX (a ``#``) or
+    setext (a line of only ``=`` or only ``-`` under a paragraph).  Lets plain prose (a
+    JSONL record, a BEIR abstract) skip the parse: ingest runs this on every record."""
+    if "#" in text:
+        return True
+    if "=" not in text and "-" not in text:
+        return False
+    for line in _LINE_BREAK.split(text):
+        mark = line.strip()
+        if mark and (mark.count("=") == len(mark) or mark.count("-") == len(mark)):
+            return True
+    return False
+
+
 def has_headings(text: str) -> bool:
     """Whether the parser finds a heading at the top level of ``text``."""
-    return any(t.type == "heading_open" and t.level == 0 for t in _parser().parse(text))
+    return _may_have_heading(text) and any(t.type == "heading_open" and t.level == 0 for t in _parser().parse(text))
 
 
 def first_heading(text: str, level: int = 1) -> str | None:

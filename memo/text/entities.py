@@ -61,12 +61,18 @@ _LEADING = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "thei
 
 _WORD = re.compile(r"[^\W\d_][\w'’\-]*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;\n\"“”(\[]\s*$")
+_INITIAL_GAP = re.compile(r"[.!?:;\n]")              # a gap that starts a sentence
+_BROKEN_GAP = re.compile(r"[.!?:;,\n()\[\]\"“”]")    # a gap that ends a run
 _HANDLE = re.compile(r"(?<![\w@])@([^\W_][\w.\-]*[^\W_]|[^\W_])", re.UNICODE)
 _TAG = re.compile(r"(?<![\w&#])#([^\W\d_][\w\-]*)", re.UNICODE)
 _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
 # Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
 _PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
+# What every token looks_like_identifier accepts holds (an inner connector, a letter next
+# to a digit, a lower-case letter before a capital), always inside one _IDENT token: text
+# without any has no identifier.
+_MAYBE_IDENT = re.compile(r"\w[_\-./:@#+]+\w|[A-Za-z]\d|\d[A-Za-z]|[a-z][A-Z]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +120,16 @@ class _Bag:
 
 
 def _names(text: str, bag: _Bag) -> None:
-    """Runs of capitalised words (see the module docstring)."""
+    """Runs of capitalised words (see the module docstring).
+
+    Speed (issue 16.4, ingest): while no run is open, a word that does not start with a
+    capital changes nothing, so the loop skips it without looking at the gap before it;
+    only capitalised words and the words right after a run pay for the gap checks.  The
+    answers are those of the word-by-word loop (tests/unit/entities/test_extract_fast.py
+    compares them with the frozen copy, entities_v1.py)."""
     run: list[tuple[str, bool]] = []     # (word, sentence-initial)
     pending: list[str] = []              # joiners waiting for the next capitalised word
-    prev_end = 0
+    last: re.Match[str] | None = None    # the previous word
 
     def flush() -> None:
         words = [w for w, _ in run]
@@ -138,22 +150,26 @@ def _names(text: str, bag: _Bag) -> None:
                 return
             bag.add(w, "name")
         else:
-            last = words[-1]
-            words[-1] = last.removesuffix("'s").removesuffix("’s")
+            last_word = words[-1]
+            words[-1] = last_word.removesuffix("'s").removesuffix("’s")
             bag.add(" ".join(words), "name")
         run.clear()
 
     for m in _WORD.finditer(text):
-        word = m.group(0).strip("-'’")
-        if not word:
+        raw = m.group(0)
+        if not run and not raw[0].isupper():
+            last = m                     # no run, not capitalised: nothing to do
             continue
-        gap = text[prev_end:m.start()]
-        initial = prev_end == 0 or bool(_SENTENCE_END.search(text[max(0, m.start() - 3):m.start()])) \
-            or bool(re.search(r"[.!?:;\n]", gap))
-        prev_end = m.end()
+        word = raw.strip("-'’")          # never empty: _WORD starts with a letter
+        start = m.start()
+        prev_end = last.end() if last is not None else 0
+        last = m
+        gap = text[prev_end:start]
+        initial = prev_end == 0 or bool(_SENTENCE_END.search(text[max(0, start - 3):start])) \
+            or bool(_INITIAL_GAP.search(gap))
         low = word.casefold()
         capital = word[0].isupper() and low not in _MONTHS_DAYS
-        broken = bool(re.search(r"[.!?:;,\n()\[\]\"“”]", gap))
+        broken = bool(_BROKEN_GAP.search(gap))
         if run and (broken or initial):
             flush()
             pending.clear()
@@ -174,10 +190,15 @@ def _names(text: str, bag: _Bag) -> None:
 
 def _identifiers(text: str, bag: _Bag) -> str:
     """Add identifier tokens; return the text with them blanked out (for ``_names``)."""
+    if not _MAYBE_IDENT.search(text):
+        return text
     out, last = [], 0
     for m in _IDENT.finditer(text):
         tok = m.group(0)
-        if len(tok) < 3 or not any(ch.isalpha() for ch in tok):
+        # A letters-only word with no capital after its first letter has no digit, no
+        # connector and no inner capital: looks_like_identifier is False for it (the
+        # cheap test first: most words of prose are such words).
+        if len(tok) < 3 or (tok.isalpha() and tok[1:].islower()) or not any(ch.isalpha() for ch in tok):
             continue
         if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
             continue
@@ -210,9 +231,13 @@ def extract(text: str, *, speaker: str | None = None, explicit: Iterable[str] = 
         if isinstance(name, str) and name.strip():
             bag.add(name, "fact")
     body = text or ""
-    body = _blank(_WIKI, body, bag, "wiki")
-    body = _blank(_HANDLE, body, bag, "handle")
-    body = _blank(_TAG, body, bag, "tag")
+    # Each pattern needs its literal mark ("[[", "@", "#"): text without it is left as is.
+    if "[[" in body:
+        body = _blank(_WIKI, body, bag, "wiki")
+    if "@" in body:
+        body = _blank(_HANDLE, body, bag, "handle")
+    if "#" in body:
+        body = _blank(_TAG, body, bag, "tag")
     body = _identifiers(body, bag)
     _names(body, bag)
     return bag.result()
