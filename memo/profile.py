@@ -140,6 +140,17 @@ class FactCfg:
     top: int                              # only the best this many facts of the merged ranking vote (0: all)
 
 
+@dataclass(frozen=True, slots=True)
+class VectorCfg:
+    """How the semantic index scans and stores vectors (memo/embed/index.py; docs/architecture.md
+    "Vectors at scale")."""
+
+    quantised_min: int                    # at least this many vectors of a model: int8 scan + float32 rescoring
+    shortlist: float                      # the int8 scan keeps shortlist x fetch_depth rows for rescoring
+    sidecar_min: int                      # at least this many vectors: memory-mapped sidecar file (0: never)
+    sidecar_tail: float                   # rewrite the sidecar when rows read since exceed this share of it
+
+
 FACT_MERGES = ("minmax", "rrf")
 FACT_VOTES = ("best", "sum")
 
@@ -180,6 +191,10 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "fact.meaning_weight": ("float", 0.0, 100.0),
     "fact.top": ("int", 0, 100_000),
     "abstention.keyword_floor": ("float", 0.0, 1.0),
+    "vectors.quantised_min": ("int", 1, 1_000_000_000),
+    "vectors.shortlist": ("float", 1.0, 1000.0),
+    "vectors.sidecar_min": ("int", 0, 1_000_000_000),
+    "vectors.sidecar_tail": ("float_pos", 0.0, 100.0),
 }
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
@@ -201,6 +216,7 @@ class Profile:
     graph: GraphCfg
     fact: FactCfg
     abstention: AbstentionCfg
+    vectors: VectorCfg
 
     def flat(self) -> dict[str, Any]:
         """Dotted key -> scalar (lists become comma-joined strings)."""
@@ -386,6 +402,8 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],
                      values["fact.meaning_weight"], values["fact.top"]),
         abstention=AbstentionCfg(values["abstention.keyword_floor"]),
+        vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
+                          values["vectors.sidecar_min"], values["vectors.sidecar_tail"]),
     )
 
 

@@ -74,7 +74,10 @@ def backfill_facts(conn: sqlite3.Connection, embedder, model_id: str, batch_size
 
 
 class FactVectorIndex(VectorIndex):
-    """The in-memory matrix of one model's fact vectors (rows are fact pks)."""
+    """The in-memory matrix of one model's fact vectors (rows are fact pks; always exact,
+    never a sidecar: facts are few)."""
+
+    table = "fact_vectors"
 
     def _probe(self, conn: sqlite3.Connection) -> tuple[str, int]:
         row = conn.execute(

@@ -1,17 +1,32 @@
-"""The in-memory vector index: one float32 matrix per (database, model), kept in step with
+"""The in-memory vector index: one model's vectors per (database, model), kept in step with
 the ``vectors`` table without reloading per query.
+
+Rows live in two parts:
+* the *base*: a memory-mapped sidecar file (``memo.embed.sidecar``: float32, int8 + scale,
+  pks, seqs), validated against the database when opened, for models with at least
+  ``vectors.sidecar_min`` vectors in a database file;
+* the *tail*: rows read from the table into a growing float32 matrix (everything, when
+  there is no sidecar).  When the tail passes ``vectors.sidecar_tail`` of the base, the
+  index rewrites the sidecar from both (no database read) and maps it again.
 
 Freshness costs one cheap query per search (``_probe``): the ``vectors_epoch`` in
 ``memo_meta`` and ``MAX(seq)`` of ``vectors``.
-* epoch changed -> rows went away (passages deleted, vectors dropped): reload fully.
+* epoch changed -> rows went away (passages deleted, vectors dropped): reload fully (the
+  old sidecar is stale by the same test and is rebuilt).
 * max(seq) grew -> load only rows with ``seq > last_seen`` (AUTOINCREMENT: seq only grows,
   and SQLite's single writer commits them in order, so a reader never skips one).
 
-Search is brute force (exact): scores = M @ q over the rows the scope allows, then
-``argpartition`` for the top k.  At 10k passages that is well under a millisecond; at 100k
-about 10-15 ms on the target machine (docs/design performance anchors).  The scope filter is
-a mask applied *before* top-k, so a filtered search never loses a result to a candidate
-that was filtered out afterwards.
+Search (``search``):
+* exact (fewer than ``vectors.quantised_min`` vectors, or no int8 kernel installed):
+  ``scores = M @ q`` over every row, float32;
+* quantised: an int8 scan of the base (``memo.embed.quantise``) keeps the best
+  ``vectors.shortlist x k`` rows, whose float32 vectors are then read from the ``vectors``
+  table in the search's own snapshot and scored exactly; tail rows are scored exactly in
+  memory.  The cosines returned are exact in both paths; the quantised one may miss a row
+  whose int8 score fell out of the shortlist (recall@100 measured in bench/vectors_scale.py).
+Either way the scope filter is a mask *before* top-k, and rows committed after the
+search's snapshot (loaded by another thread's newer snapshot) are masked by their seq, so
+a search never returns a vector its snapshot cannot see.
 """
 
 from __future__ import annotations
@@ -20,9 +35,12 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memo.embed import quantise, sidecar
 
 _SCOPE_CACHE = 16  # distinct (generation, where, params) entries kept per index
 
@@ -37,55 +55,122 @@ def db_key(conn: sqlite3.Connection) -> str:
 
 
 class VectorIndex:
-    def __init__(self, model_id: str, dimensions: int) -> None:
+    table = "vectors"          # FactVectorIndex reads fact_vectors and never keeps a sidecar
+
+    def __init__(self, model_id: str, dimensions: int, db_path: str | None = None) -> None:
         self.model_id = model_id
         self.dimensions = dimensions
+        self.db_path = db_path if db_path and not db_path.startswith("memory:") else None
+        self.cfg: Any = None       # memo.profile.VectorCfg of the last search (None: exact, no sidecar)
         self._lock = threading.RLock()
-        self._mat = np.zeros((0, dimensions), dtype=np.float32)   # capacity rows; first _n used
+        self._base: sidecar.Sidecar | None = None
+        self._mat = np.zeros((0, dimensions), dtype=np.float32)   # tail: capacity rows; first _n used
         self._pks = np.zeros(0, dtype=np.int64)
+        self._seqs = np.zeros(0, dtype=np.int64)
         self._n = 0
         self._last_seq = 0
         self._epoch: str | None = None
         self._scope: OrderedDict[tuple, tuple[Any, np.ndarray]] = OrderedDict()
-        self._mask_for: tuple[int, int, int] | None = None   # (id(allowed), n, epoch-ish)
-        self._mask_rows: np.ndarray | None = None
+        self._mask_for: tuple | None = None
         self._mask_ref: np.ndarray | None = None
+        self._mask_rows: tuple[np.ndarray, np.ndarray] | None = None
         self.reloads = 0           # full reloads (tests check that appends don't reload)
         self.loads = 0             # incremental loads
         self.load_ms = 0.0         # time spent reading vectors into the matrix (trace: matrix_load)
+        self.sidecar_note = ""     # why the sidecar was (not) used, for benches and doctor-like tools
+        self.last_path = ""        # "exact" | "int8" : how the last search scanned
 
     def __len__(self) -> int:
-        return self._n
+        return self._n + (self._base.rows if self._base is not None else 0)
+
+    @property
+    def base_rows(self) -> int:
+        return self._base.rows if self._base is not None else 0
 
     # -- keeping in step -------------------------------------------------------------------
 
     def _probe(self, conn: sqlite3.Connection) -> tuple[str, int]:
-        row = conn.execute(
-            "SELECT (SELECT value FROM memo_meta WHERE key = 'vectors_epoch'), "
-            "(SELECT COALESCE(MAX(seq), 0) FROM vectors)").fetchone()
-        return str(row[0]), int(row[1])
+        return sidecar.db_state(conn, "vectors")
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
+    def _sidecar_wanted(self) -> bool:
+        return self.db_path is not None and self.table == "vectors" and self.cfg is not None \
+            and self.cfg.sidecar_min > 0
+
+    def refresh(self, conn: sqlite3.Connection, cfg: Any = None) -> tuple[str, int]:
+        """Bring the index up to the caller's snapshot; returns its (epoch, max seq)."""
+        if cfg is not None:
+            self.cfg = cfg
         epoch, max_seq = self._probe(conn)
         with self._lock:
-            if epoch != self._epoch:
+            if epoch != self._epoch or max_seq < self._last_seq:
+                # Rows went away (epoch), or seq went backwards without an epoch bump (a
+                # restored or rebuilt file): start again from the sidecar or the table.
                 self._reset()
                 self._epoch = epoch
                 self.reloads += 1
+                t0 = time.perf_counter()
+                try:
+                    self._open_base(conn)
+                finally:
+                    self.load_ms += (time.perf_counter() - t0) * 1000.0
             if max_seq > self._last_seq:
                 self._load_since(conn, self._last_seq, max_seq)
-            elif max_seq < self._last_seq:
-                # seq went backwards without an epoch bump (a restored or rebuilt file).
-                self._reset()
-                self._load_since(conn, 0, max_seq)
-                self.reloads += 1
+                self._maybe_write_sidecar(conn, epoch)
+        return epoch, max_seq
 
     def _reset(self) -> None:
+        self._base = None
         self._mat = np.zeros((0, self.dimensions), dtype=np.float32)
         self._pks = np.zeros(0, dtype=np.int64)
+        self._seqs = np.zeros(0, dtype=np.int64)
         self._n = 0
         self._last_seq = 0
         self._mask_for = None
+
+    def _open_base(self, conn: sqlite3.Connection) -> None:
+        if not self._sidecar_wanted():
+            return
+        sc, why = sidecar.open_valid(conn, sidecar.sidecar_path(self.db_path, self.model_id),  # type: ignore[arg-type]
+                                     self.model_id, self.dimensions)
+        self.sidecar_note = why
+        if sc is not None:
+            self._base = sc
+            self._last_seq = sc.max_seq
+
+    def _maybe_write_sidecar(self, conn: sqlite3.Connection, epoch: str) -> None:
+        """Write the sidecar from the loaded rows when the model has ``sidecar_min`` vectors
+        and the tail outgrew ``sidecar_tail`` of the base (or there is no base yet)."""
+        if not self._sidecar_wanted() or len(self) < self.cfg.sidecar_min:
+            return
+        if self._base is not None and self._n <= self.cfg.sidecar_tail * self._base.rows:
+            return
+        base = self._base
+
+        def chunks():
+            if base is not None:
+                for s in range(0, base.rows, quantise.CHUNK_ROWS):
+                    e = min(base.rows, s + quantise.CHUNK_ROWS)
+                    yield base.pks[s:e], base.seqs[s:e], base.f32[s:e]
+            if self._n:
+                yield self._pks[: self._n], self._seqs[: self._n], self._mat[: self._n]
+
+        t0 = time.perf_counter()
+        try:
+            sc = sidecar.write(sidecar.sidecar_path(self.db_path, self.model_id),  # type: ignore[arg-type]
+                               model_id=self.model_id, dims=self.dimensions, epoch=epoch,
+                               max_seq=self._last_seq, rows=len(self), chunks=chunks())
+        except OSError as exc:         # a read-only folder: keep the rows in memory
+            self.sidecar_note = f"sidecar not written: {exc}"
+            return
+        finally:
+            self.load_ms += (time.perf_counter() - t0) * 1000.0
+        self._base = sc
+        self._mat = np.zeros((0, self.dimensions), dtype=np.float32)
+        self._pks = np.zeros(0, dtype=np.int64)
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self._n = 0
+        self._mask_for = None
+        self.sidecar_note = "written"
 
     def _load_since(self, conn: sqlite3.Connection, seq: int, max_seq: int) -> None:
         t0 = time.perf_counter()
@@ -97,6 +182,10 @@ class VectorIndex:
     def _read_since(self, conn: sqlite3.Connection, seq: int, max_seq: int) -> None:
         rows = conn.execute("SELECT seq, passage_pk, vec FROM vectors WHERE model_id = ? AND seq > ? "
                             "ORDER BY seq", (self.model_id, seq)).fetchall()
+        self._add_rows(rows, max_seq)
+
+    def _add_rows(self, rows: list, max_seq: int) -> None:
+        """Append (seq, pk, blob) rows read from the table to the tail."""
         self.loads += 1
         if rows:
             blob = b"".join(r[2] for r in rows)
@@ -104,12 +193,13 @@ class VectorIndex:
             if new.size != len(rows) * self.dimensions:
                 raise ValueError(f"vectors of model {self.model_id} are not {self.dimensions}-d")
             self._append(np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
-                         new.reshape(len(rows), self.dimensions))
+                         new.reshape(len(rows), self.dimensions),
+                         np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
         # Rows of other models also advance seq; remember the highest seen so the next
         # probe does not keep reloading them.
         self._last_seq = max(self._last_seq, int(rows[-1][0]) if rows else 0, max_seq)
 
-    def _append(self, pks: np.ndarray, vecs: np.ndarray) -> None:
+    def _append(self, pks: np.ndarray, vecs: np.ndarray, seqs: np.ndarray | None = None) -> None:
         need = self._n + len(pks)
         if need > self._mat.shape[0]:
             cap = max(need, int(self._mat.shape[0] * 1.5) + 1024)   # amortised growth
@@ -117,9 +207,12 @@ class VectorIndex:
             mat[: self._n] = self._mat[: self._n]
             ids = np.zeros(cap, dtype=np.int64)
             ids[: self._n] = self._pks[: self._n]
-            self._mat, self._pks = mat, ids
+            sq = np.zeros(cap, dtype=np.int64)
+            sq[: self._n] = self._seqs[: self._n]
+            self._mat, self._pks, self._seqs = mat, ids, sq
         self._mat[self._n:need] = vecs
         self._pks[self._n:need] = pks
+        self._seqs[self._n:need] = seqs if seqs is not None else 0
         self._n = need
         self._mask_for = None
 
@@ -147,40 +240,117 @@ class VectorIndex:
                 self._scope.popitem(last=False)
         return pks
 
-    def _rows_allowed(self, allowed: np.ndarray) -> np.ndarray:
-        """Row indices of the matrix whose pk is in ``allowed`` (cached per allowed array)."""
-        key = (id(allowed), self._n, len(allowed))
+    def _rows_allowed(self, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(base row indices, tail row indices) whose pk is in ``allowed`` (cached per
+        allowed array and index shape)."""
+        key = (id(allowed), self.base_rows, self._n, len(allowed))
         if self._mask_for == key and self._mask_ref is allowed:
             return self._mask_rows  # type: ignore[return-value]
-        rows = np.flatnonzero(np.isin(self._pks[: self._n], allowed))
-        self._mask_for, self._mask_ref, self._mask_rows = key, allowed, rows
-        return rows
+        base = (np.flatnonzero(np.isin(self._base.pks, allowed)) if self._base is not None
+                else np.zeros(0, dtype=np.int64))
+        tail = np.flatnonzero(np.isin(self._pks[: self._n], allowed))
+        self._mask_for, self._mask_ref, self._mask_rows = key, allowed, (base, tail)
+        return base, tail
 
     # -- search ----------------------------------------------------------------------------
 
     def search(self, conn: sqlite3.Connection, query_vec: np.ndarray, allowed_pks: np.ndarray | None,
-               k: int) -> list[tuple[int, float]]:
-        """Top ``k`` (pk, cosine) among the allowed passages, best first."""
-        self.refresh(conn)
+               k: int, cfg: Any = None) -> list[tuple[int, float]]:
+        """Top ``k`` (pk, cosine) among the allowed passages, best first.  ``cfg``: the
+        search profile's ``vectors`` section (``memo.profile.VectorCfg``); None keeps the
+        last one (or exact, without sidecar)."""
+        _, snap_seq = self.refresh(conn, cfg)
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if k <= 0:
+            return []
         with self._lock:
-            n = self._n
-            if n == 0 or k <= 0:
+            base, n = self._base, self._n
+            if base is None and n == 0:
                 return []
-            mat, pks = self._mat[:n], self._pks[:n]
             if allowed_pks is None:
-                scores = mat @ q
-                cand = np.arange(n)
+                brows = np.arange(base.rows) if base is not None else np.zeros(0, dtype=np.int64)
+                trows = np.arange(n)
+                everything = True
             else:
-                cand = self._rows_allowed(allowed_pks)
-                if cand.size == 0:
-                    return []
+                brows, trows = self._rows_allowed(allowed_pks)
+                everything = base is not None and brows.size == base.rows and trows.size == n
+            tail_mat, tail_pks, tail_seqs = self._mat[:n], self._pks[:n], self._seqs[:n]
+            newer = self._last_seq > snap_seq  # rows loaded for a newer snapshot than this one
+        if newer:
+            if base is not None:
+                brows = brows[base.seqs[brows] <= snap_seq]
+            trows = trows[tail_seqs[trows] <= snap_seq]
+            everything = False
+        cands: list[tuple[np.ndarray, np.ndarray]] = []       # (pks, exact scores)
+        if trows.size:
+            ts = tail_mat[trows] @ q if trows.size * 2 < n else (tail_mat @ q)[trows]
+            cands.append((tail_pks[trows], ts))
+        if base is not None and brows.size:
+            cfg = self.cfg
+            short = max(k, int(cfg.shortlist * k)) if cfg is not None else 0
+            use_int8 = (cfg is not None and len(self) >= cfg.quantised_min and brows.size > short
+                        and quantise.kernel() is not None)
+            self.last_path = "int8" if use_int8 else "exact"
+            if use_int8:
+                cands.append(self._int8_shortlist(conn, base, brows, everything, q, short))
+            elif everything:
+                cands.append((np.asarray(base.pks), base.f32 @ q))
+            else:
                 # Gather only when the scope is narrow; otherwise one contiguous matvec is
                 # cheaper than copying most of the matrix.
-                scores = mat[cand] @ q if cand.size * 2 < n else (mat @ q)[cand]
+                bs = base.f32[brows] @ q if brows.size * 2 < base.rows else (base.f32 @ q)[brows]
+                cands.append((base.pks[brows], bs))
+        else:
+            self.last_path = "exact"
+        if not cands:
+            return []
+        pks = np.concatenate([c[0] for c in cands])
+        scores = np.concatenate([c[1] for c in cands]).astype(np.float32, copy=False)
         kk = min(k, scores.size)
         top = np.argpartition(-scores, kk - 1)[:kk] if kk < scores.size else np.arange(scores.size)
         # Sort by score, ties by pk so results are deterministic.
-        order = np.lexsort((pks[cand[top]], -scores[top]))
+        order = np.lexsort((pks[top], -scores[top]))
         top = top[order]
-        return [(int(pks[cand[i]]), float(scores[i])) for i in top]
+        return [(int(pks[i]), float(scores[i])) for i in top]
+
+    def _int8_shortlist(self, conn: sqlite3.Connection, base: sidecar.Sidecar, brows: np.ndarray,
+                        everything: bool, q: np.ndarray, short: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``short`` best base rows by int8 score, rescored with their float32 vectors
+        read from the table in the caller's snapshot: (pks, exact cosines)."""
+        if everything:
+            approx = quantise.approx_scores(q, base.i8, base.scale)
+            best = np.argpartition(-approx, short - 1)[:short]
+        elif brows.size * 2 < base.rows:           # narrow scope: scan only its rows
+            approx = quantise.approx_scores(q, base.i8[brows], base.scale[brows])
+            best = brows[np.argpartition(-approx, short - 1)[:short]]
+        else:                                      # broad scope: scan all, mask the rest
+            approx = quantise.approx_scores(q, base.i8, base.scale)
+            masked = np.full(base.rows, -np.inf, dtype=np.float32)
+            masked[brows] = approx[brows]
+            best = np.argpartition(-masked, short - 1)[:short]
+        return rescore(conn, self.model_id, base.pks[best], q)
+
+
+def rescore(conn: sqlite3.Connection, model_id: str, pks: np.ndarray, q: np.ndarray,
+            table: str = "vectors", key: str = "passage_pk") -> tuple[np.ndarray, np.ndarray]:
+    """Exact cosines of ``pks`` from their float32 blobs, read in the caller's snapshot: a
+    pk without a vector there (deleted, or not yet committed for this snapshot) drops out."""
+    found_pks: list[int] = []
+    blobs: list[bytes] = []
+    ids = [int(p) for p in pks]
+    for s in range(0, len(ids), 500):                 # stay far below SQLite's variable limit
+        part = ids[s:s + 500]
+        for pk, blob in conn.execute(
+                f"SELECT {key}, vec FROM {table} WHERE model_id = ? AND {key} IN ({','.join('?' * len(part))})",
+                (model_id, *part)):
+            found_pks.append(int(pk))
+            blobs.append(blob)
+    if not found_pks:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found_pks), -1)
+    return np.asarray(found_pks, dtype=np.int64), mat @ q
+
+
+def sidecar_file(db_path: str | Path, model_id: str) -> Path:
+    """Where the sidecar of (database, model) lives (``memo reindex``, tests, benches)."""
+    return sidecar.sidecar_path(db_path, model_id)

@@ -67,7 +67,7 @@ def get_index(conn: sqlite3.Connection, model_id: str, dimensions: int) -> Vecto
     with _lock:
         idx = _indexes.get(key)
         if idx is None or idx.dimensions != dimensions:
-            idx = _indexes[key] = VectorIndex(model_id, dimensions)
+            idx = _indexes[key] = VectorIndex(model_id, dimensions, db_path=key[0])
         return idx
 
 
@@ -141,9 +141,12 @@ class SemanticService:
         if not ok:
             return False, why
         if len(self.index) == 0:
-            self.index.refresh(self.conn)
-            if len(self.index) == 0:
+            # One indexed look-up, not a load: the first search loads the matrix with its
+            # profile's [vectors] settings (sidecar or table).
+            if self.conn.execute("SELECT 1 FROM vectors WHERE model_id = ? LIMIT 1",
+                                 (self.model_id,)).fetchone() is None:
                 return False, f"no vectors yet for model {self.model_id} (run `memo backfill`)"
+            return True, f"model {self.model_id}"
         return True, f"model {self.model_id}, {len(self.index)} vectors"
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 # Modes in which the semantic arm is deliberately off (not a degradation).
 _OFF_MODES = ("keyword", "exact")
+_NO_CFG = object()
 
 
 class SemanticArm:
@@ -45,7 +46,13 @@ class SemanticArm:
         svc = ctx.services.semantic
         qvec = query_vector(ctx, svc)
         allowed = _allowed_pks(ctx, svc)
-        hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)
+        # The profile's [vectors] section picks exact or int8 + rescoring, and the sidecar;
+        # fakes without that parameter keep the plain call.
+        cfg = ctx.profile.vectors if ctx.profile is not None else None
+        if cfg is not None and getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
+            hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth, cfg)
+        else:
+            hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)
         return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
 
 

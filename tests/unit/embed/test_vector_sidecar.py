@@ -1,0 +1,236 @@
+"""The vector sidecar and the int8 shortlist (memo/embed/sidecar.py, quantise.py, index.py):
+the quantised path against the exact scan, stale sidecars, the scope mask and the read
+snapshot (issue 16.3 / 16.5)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memo.embed import quantise, sidecar
+from memo.embed.index import VectorIndex
+from memo.embed.vectors import write_vectors
+from memo.ops.records import forget, purge
+from memo.profile import VectorCfg, load_profile
+from memo.retrieve.scope import build_scope_sql
+from memo.store.connect import connect, read_tx, write_tx
+from memo.store.db import open_db
+from memo.store.derived import index_passages
+from memo.types import Scope
+
+D = 32
+QUANT = VectorCfg(quantised_min=1, shortlist=4, sidecar_min=1, sidecar_tail=0.05)
+EXACT = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=1, sidecar_tail=0.05)
+NO_SIDECAR = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=0, sidecar_tail=0.05)
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = rng.standard_normal((n, D)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _fill(conn: sqlite3.Connection, n: int, start: int = 0) -> list[int]:
+    """n one-passage records (raw rows: fast), their pks."""
+    with write_tx(conn):
+        conn.executemany("INSERT INTO records(id, kind, recorded_at, content_hash, body) "
+                         "VALUES (?, 'doc', '2025-01-01T00:00:00.000000Z', ?, 'x')",
+                         [(f"r{i}", f"h{i}") for i in range(start, start + n)])
+        conn.executemany("INSERT INTO passages(id, record_id, ord, text, tokens) VALUES (?, ?, 0, 'x', 1)",
+                         [(f"r{i}:0", f"r{i}") for i in range(start, start + n)])
+        pks = [int(r[0]) for r in conn.execute(
+            "SELECT pk FROM passages ORDER BY pk DESC LIMIT ?", (n,))][::-1]
+        index_passages(conn, pks)       # the keyword indexes a purge must find
+    return pks
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> tuple[sqlite3.Connection, Path, list[int], np.ndarray]:
+    path = tmp_path / "v.db"
+    conn = open_db(path)
+    pks = _fill(conn, 3000)
+    vecs = _unit(np.random.default_rng(7), len(pks))
+    write_vectors(conn, "m", pks, vecs)
+    yield conn, path, pks, vecs
+    conn.close()
+
+
+def _search(idx: VectorIndex, conn, q, allowed, k, cfg):
+    with read_tx(conn):
+        return idx.search(conn, q, allowed, k, cfg)
+
+
+def _live(conn) -> np.ndarray:
+    s = build_scope_sql(Scope())
+    return np.asarray([r[0] for r in conn.execute(
+        "SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE " + s.where, s.params)],
+        dtype=np.int64)
+
+
+def test_profiles_ship_the_vectors_section():
+    cfg = load_profile("rrf").vectors
+    assert cfg.quantised_min > 1 and cfg.shortlist >= 1 and cfg.sidecar_min >= 0
+
+
+def test_int8_shortlist_recall_and_exact_cosines(db):
+    """Differential: random unit vectors (the worst case for quantisation), fixed seed:
+    recall@100 of the int8 shortlist + rescoring >= 0.99 against the exact scan, and every
+    returned cosine is the exact float32 one."""
+    conn, path, pks, vecs = db
+    assert quantise.kernel() is not None, "numkong (a dependency) should be installed"
+    idx = VectorIndex("m", D, db_path=str(path))
+    qs = _unit(np.random.default_rng(99), 20)
+    pk_arr = np.asarray(pks)
+    hits = 0
+    for q in qs:
+        got = _search(idx, conn, q, None, 100, QUANT)
+        assert idx.last_path == "int8"
+        exact = vecs @ q
+        want = set(pk_arr[np.argsort(-exact)[:100]].tolist())
+        hits += len(want & {p for p, _ in got})
+        by_pk = dict(zip(pks, exact, strict=True))
+        assert all(abs(c - by_pk[p]) < 1e-5 for p, c in got)
+        assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
+    assert hits / (100 * len(qs)) >= 0.99
+
+
+def test_forced_exact_path_is_identical(db):
+    conn, path, pks, vecs = db
+    q = _unit(np.random.default_rng(3), 1)[0]
+    plain = VectorIndex("m", D)                     # no database path: the old in-memory index
+    want = _search(plain, conn, q, None, 50, None)
+    with_sidecar = VectorIndex("m", D, db_path=str(path))
+    assert _search(with_sidecar, conn, q, None, 50, EXACT) == want
+    assert with_sidecar.base_rows == len(pks) and with_sidecar.last_path == "exact"
+
+
+def test_no_kernel_falls_back_to_exact(db, monkeypatch):
+    conn, path, _, _ = db
+    q = _unit(np.random.default_rng(4), 1)[0]
+    want = _search(VectorIndex("m", D), conn, q, None, 20, None)
+    monkeypatch.setenv("MEMO_NO_INT8_KERNEL", "1")
+    quantise.reset_kernel()
+    try:
+        idx = VectorIndex("m", D, db_path=str(path))
+        assert _search(idx, conn, q, None, 20, QUANT) == want
+        assert idx.last_path == "exact"
+    finally:
+        monkeypatch.delenv("MEMO_NO_INT8_KERNEL")
+        quantise.reset_kernel()
+
+
+def test_sidecar_is_mapped_by_a_new_process_and_appends_are_read(db):
+    conn, path, pks, vecs = db
+    first = VectorIndex("m", D, db_path=str(path))
+    q = vecs[10]
+    _search(first, conn, q, None, 5, EXACT)
+    assert sidecar.sidecar_path(path, "m").exists()
+    # A passage written after the sidecar: a fresh index maps the sidecar and reads the
+    # new row from the table (the tail), and finds it.
+    new = _fill(conn, 1, start=5000)
+    write_vectors(conn, "m", new, np.asarray([-q]))
+    fresh = VectorIndex("m", D, db_path=str(path))
+    got = _search(fresh, conn, -q, None, 3, QUANT)
+    assert fresh.sidecar_note == "ok" and fresh.base_rows == len(pks) and len(fresh) == len(pks) + 1
+    assert got[0][0] == new[0] and got[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_stale_sidecar_after_delete_is_not_used(db):
+    conn, path, pks, vecs = db
+    _search(VectorIndex("m", D, db_path=str(path)), conn, vecs[0], None, 5, EXACT)
+    victim = conn.execute("SELECT record_id FROM passages WHERE pk = ?", (pks[0],)).fetchone()[0]
+    forget(conn, [victim])
+    fresh = VectorIndex("m", D, db_path=str(path))
+    got = _search(fresh, conn, vecs[0], _live(conn), 5, QUANT)
+    assert pks[0] not in [p for p, _ in got]          # forgotten: masked by the live scope
+    purge(conn)                                       # deleted for good: the epoch moves
+    with read_tx(conn):
+        sc, why = sidecar.open_valid(conn, sidecar.sidecar_path(path, "m"), "m", D)
+    assert sc is None and "stale" in why
+    fresh = VectorIndex("m", D, db_path=str(path))
+    got = _search(fresh, conn, vecs[0], None, 5, QUANT)
+    assert pks[0] not in [p for p, _ in got] and fresh.sidecar_note == "written"   # stale: rewritten
+    assert len(fresh) == len(pks) - 1                 # rebuilt from the table, then rewritten
+    with read_tx(conn):
+        assert sidecar.open_valid(conn, sidecar.sidecar_path(path, "m"), "m", D)[0] is not None
+
+
+def test_sidecar_of_another_database_is_refused(db, tmp_path):
+    conn, path, pks, vecs = db
+    _search(VectorIndex("m", D, db_path=str(path)), conn, vecs[0], None, 5, EXACT)
+    other = tmp_path / "other.db"
+    oconn = open_db(other)
+    opks = _fill(oconn, 3000)
+    write_vectors(oconn, "m", opks, _unit(np.random.default_rng(8), len(opks)))   # same shape, other rows
+    shutil.copy(sidecar.sidecar_path(path, "m"), sidecar.sidecar_path(other, "m"))
+    with read_tx(oconn):
+        sc, why = sidecar.open_valid(oconn, sidecar.sidecar_path(other, "m"), "m", D)
+    assert sc is None and "differs" in why
+    oconn.close()
+
+
+def test_truncated_sidecar_is_refused(db):
+    conn, path, _, vecs = db
+    _search(VectorIndex("m", D, db_path=str(path)), conn, vecs[0], None, 5, EXACT)
+    f = sidecar.sidecar_path(path, "m")
+    with open(f, "r+b") as fh:
+        fh.truncate(f.stat().st_size // 2)
+    with read_tx(conn):
+        assert sidecar.open_valid(conn, f, "m", D)[0] is None
+
+
+def test_vectors_newer_than_the_snapshot_are_not_returned(db):
+    """A reader whose snapshot predates a vector must not get it back, even when another
+    connection already loaded it into the shared index."""
+    conn, path, pks, vecs = db
+    idx = VectorIndex("m", D, db_path=str(path))
+    new = _fill(conn, 1, start=7000)
+    q = vecs[5]
+    for cfg in (EXACT, QUANT):
+        reader = connect(path)
+        try:
+            with read_tx(reader):
+                _ = idx.search(reader, q, None, 3, cfg)         # snapshot taken, vector not there yet
+                writer = connect(path)
+                write_vectors(writer, "m", new, np.asarray([q]))
+                with read_tx(writer):
+                    assert idx.search(writer, q, None, 1, cfg)[0][0] == new[0]   # loaded now
+                writer.close()
+                got = idx.search(reader, q, None, 3, cfg)
+                assert new[0] not in [p for p, _ in got]
+        finally:
+            reader.close()
+        with write_tx(conn):
+            conn.execute("DELETE FROM vectors WHERE passage_pk = ?", (new[0],))
+            conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch'")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keep=st.sets(st.integers(0, 2999), max_size=3000), qseed=st.integers(0, 10**6))
+def test_scope_mask_applies_before_topk(db, keep, qseed):
+    """Whatever subset the scope allows, the int8 path returns only allowed pks, as many as
+    the exact path, with recall >= 0.9 per query and exact cosines."""
+    conn, path, pks, vecs = db
+    idx = VectorIndex("m", D, db_path=str(path))
+    allowed = np.asarray(sorted(pks[i] for i in keep), dtype=np.int64)
+    q = _unit(np.random.default_rng(qseed), 1)[0]
+    got = _search(idx, conn, q, allowed, 50, QUANT)
+    want = _search(idx, conn, q, allowed, 50, EXACT)
+    allowed_set = set(allowed.tolist())
+    assert {p for p, _ in got} <= allowed_set and len(got) == len(want) == min(50, len(allowed_set))
+    if want:
+        assert len({p for p, _ in got} & {p for p, _ in want}) >= 0.9 * len(want)
+        by_pk = dict(zip(pks, vecs @ q, strict=True))
+        assert all(abs(c - by_pk[p]) < 1e-5 for p, c in got)
+
+
+def test_quantise_round_trip():
+    x = _unit(np.random.default_rng(1), 50)
+    q8, scale = quantise.quantise_rows(x)
+    assert q8.dtype == np.int8 and np.abs(q8).max() == 127
+    assert np.abs(q8 * scale[:, None] - x).max() <= scale.max() / 2 + 1e-7
