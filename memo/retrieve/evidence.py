@@ -20,9 +20,11 @@ query's rare words covers most of it.  ``memo.retrieve.abstention`` compares the
 coverage with the profile's ``abstention.keyword_floor``.
 
 Cost: per distinct term one ``count(*)`` (cached per connection until the data changes)
-and one ``MATCH ... AND rowid IN (candidates)``; computed only when the abstention stage
-needs it (no candidate has strong evidence of another kind), inside the search's read
-snapshot.
+and one ``MATCH ... AND +rowid IN (candidates)``: the ``+`` keeps the IN list out of FTS5's
+rowid lookup, so the term's posting list is read once and filtered (0.2-0.6 ms for a
+SciFact claim; the plain ``rowid IN`` re-runs the MATCH per candidate, 16-26 ms).
+Computed only when the abstention stage needs it (no candidate has strong evidence of
+another kind), inside the search's read snapshot.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def keyword_evidence(conn: sqlite3.Connection, table: str, query: str, rowids: I
         weighted.append((term, idf(n_rows, n_hit)))
         if n_hit and rows:
             for (rowid,) in conn.execute(
-                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})", (match, *rows)):
+                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})", (match, *rows)):
                 holders[rowid].append(term)
     total = sum(w for _, w in weighted)
     weight = dict(weighted)
