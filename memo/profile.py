@@ -36,6 +36,7 @@ from memo.errors import ProfileError
 from memo.types import ARM_NAMES, KINDS
 
 FUSION_METHODS = ("rrf", "minmax")
+KEYWORD_INDEXES = ("impact", "fts5")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -63,6 +64,8 @@ class ModelBands:
 @dataclass(frozen=True, slots=True)
 class RetrieveCfg:
     fetch_depth: int
+    keyword_index: str                    # "impact": the derived impact index may serve the keyword arm; "fts5": never
+    impact_min_passages: int              # ... when the database holds at least this many passages
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,8 @@ FACT_VOTES = ("best", "sum")
 # ---------------------------------------------------------------------------------------
 _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "retrieve.fetch_depth": ("int", 1, 1000),
+    "retrieve.keyword_index": ("keyword_index", None, None),
+    "retrieve.impact_min_passages": ("int", 0, 1_000_000_000),
     "fusion.method": ("method", None, None),
     "fusion.k": ("int", 1, 10_000),
     "recency.floor": ("float", 0.0, 1.0),
@@ -310,6 +315,10 @@ def _scalar(where: str, key: str, value: Any) -> Any:
         if value not in FUSION_METHODS:
             raise ProfileError(f"{where}: key '{key}' must be one of {', '.join(FUSION_METHODS)}, got {value!r}")
         return value
+    if kind == "keyword_index":
+        if value not in KEYWORD_INDEXES:
+            raise ProfileError(f"{where}: key '{key}' must be one of {', '.join(KEYWORD_INDEXES)}, got {value!r}")
+        return value
     if kind in ("fact_merge", "fact_vote"):
         allowed = FACT_MERGES if kind == "fact_merge" else FACT_VOTES
         if value not in allowed:
@@ -384,7 +393,8 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         raise ProfileError(f"{where}: key 'limit.default' ({values['limit.default']}) exceeds 'limit.max'")
     return Profile(
         name=name, source=source,
-        retrieve=RetrieveCfg(values["retrieve.fetch_depth"]),
+        retrieve=RetrieveCfg(values["retrieve.fetch_depth"], values["retrieve.keyword_index"],
+                             values["retrieve.impact_min_passages"]),
         fusion=FusionCfg(values["fusion.method"], values["fusion.k"]),
         weights=MappingProxyType(weights),
         recency=RecencyCfg(values["recency.floor"], values["recency.half_life_days"],

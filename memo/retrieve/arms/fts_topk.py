@@ -5,21 +5,32 @@ Two exact plans (see ``memo.retrieve.scope.ScopeStats``):
   rows and drop the excluded pks here (no join: ~3x faster on SciFact);
 * many out of scope: join passages/records and put the scope WHERE in the query.
 ``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.
+
+The keyword arm passes its words too: then, when the profile allows it
+(``retrieve.keyword_index = "impact"``, at least ``retrieve.impact_min_passages`` passages)
+and an impact index matches this snapshot, ``memo.retrieve.impact`` answers with the same
+ranking without scoring every matching row in SQLite; otherwise FTS5 does.
 """
 
 from __future__ import annotations
 
 from memo.retrieve.arms.base import ArmContext, ArmHit
+from memo.retrieve.impact import impact_topk
 from memo.retrieve.scope import scope_stats
 
 # Table names are constants of this module's callers, never user input.
 _TABLES = ("passages_fts", "exact_fts")
 
 
-def fts_topk(ctx: ArmContext, table: str, match: str) -> list[ArmHit]:
+def fts_topk(ctx: ArmContext, table: str, match: str, words: list[str] | None = None) -> list[ArmHit]:
     if table not in _TABLES:
         raise ValueError(f"not an FTS table: {table}")
     stats = scope_stats(ctx.conn, ctx.scope_sql)
+    cfg = ctx.profile.retrieve if ctx.profile is not None else None
+    if words and cfg is not None and cfg.keyword_index == "impact" and stats.total >= cfg.impact_min_passages:
+        hits = impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words)
+        if hits is not None:
+            return hits
     if stats.excluded is not None:
         rows = ctx.conn.execute(
             f"SELECT rowid, bm25({table}) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",

@@ -2,13 +2,15 @@
 
 ``raw`` = -bm25 so that higher is better (FTS5's bm25() is negative, best = most negative).
 The scope filter sits in the same query, before ``LIMIT fetch_depth`` (seed section 1).
+From ``retrieve.impact_min_passages`` passages on, a derived impact index may answer
+instead with the same ranking (``memo.retrieve.impact``; ``fts_topk`` decides).
 """
 
 from __future__ import annotations
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.arms.fts_topk import fts_topk
-from memo.text.fts_query import keyword_match
+from memo.text.fts_query import keyword_match, query_words
 
 
 class KeywordArm:
@@ -21,4 +23,5 @@ class KeywordArm:
         return ArmPlan(runs=True, reason=f"mode {ctx.mode}")
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
-        return fts_topk(ctx, "passages_fts", keyword_match(ctx.query))
+        match = keyword_match(ctx.query)            # raises QuerySyntaxError for a query without words
+        return fts_topk(ctx, "passages_fts", match, words=query_words(ctx.query))

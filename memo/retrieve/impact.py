@@ -1,0 +1,390 @@
+"""The keyword arm's fast path: an in-memory index derived from FTS5 that ranks exactly as
+FTS5's ``bm25()`` does, without scoring every row of an OR query in SQLite (issue 16.2).
+
+FTS5 stays the canonical keyword index and the fallback.  This index is *derived* from it
+and never from the text: the postings come from an ``fts5vocab`` table in 'instance' mode
+(so the tokens are FTS5's own: same tokenizer, same Porter stems), the document lengths
+from ``<table>_docsize`` and the row count and token totals from FTS5's averages record
+(``<table>_data`` id 1): the very numbers ``bm25()`` reads.  The score of a row is FTS5's
+formula (sqlite ext/fts5/fts5_aux.c, ``fts5Bm25Function``), computed with the same
+floating-point operations in the same order, so scores are bit-identical:
+
+    idf(t)  = log((N - n_t + 0.5) / (n_t + 0.5)), and 1e-6 when that is <= 0
+    K(d)    = k1 * (1 - b + b * D(d) / avgdl)       k1 = 1.2, b = 0.75, D = tokens of the row
+                                                    (every column), avgdl = tokens / N
+    score   = sum over the query's phrases, in order, of idf * (f * (k1 + 1)) / (f + K)
+
+with f the phrase's occurrences in the row (every column weighs 1.0: the keyword arm calls
+``bm25(passages_fts)`` without weights).  Each quoted query word is one token (the words
+are unicode61 tokens already; Porter maps one token to one stem), so a phrase is a term;
+two words with one stem are two phrases and count twice, as in FTS5.
+
+Snapshot: the index remembers the FTS5 state it was built from (the averages and structure
+records, which every write to the FTS5 index changes).  A search reads that state inside
+its own read snapshot and uses the index only when they are equal; otherwise FTS5 answers
+and the index is rebuilt lazily, in a background thread with its own read-only connection
+(a process that searches once, the CLI, never waits for it; ``ensure_index`` builds in the
+caller's thread: benchmarks, eval, tests).  So after a write FTS5 serves until the
+rebuild is done; ``memo reindex`` rebuilds FTS5, which makes the index stale the same way.
+
+Scope: the arm's scope filter becomes a mask over the index's rows (few exclusions: the
+excluded pks; else the in-scope pks read once per scope and data state, ``conn_cache``),
+applied before the top-k, exactly as the FTS5 plans of ``fts_topk`` do.  Ties (equal
+scores) are ordered by pk.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.scope import scope_stats
+from memo.retrieve.types import ArmHit
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memo.retrieve.scope import ScopeSQL
+
+K1 = 1.2    # FTS5 bm25() constants (fts5_aux.c), not tunable there either
+B = 0.75
+_AVERAGES_ID = 1     # FTS5_AVERAGES_ROWID: varint row count, then varint token total per column
+_STRUCTURE_ID = 10   # FTS5_STRUCTURE_ROWID: changes with every write to the index
+_TABLES = ("passages_fts",)
+_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+
+STATS = {"impact": 0, "fts5": 0, "builds": 0}   # searches served by each path (benchmarks, tests)
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactIndex:
+    table: str
+    state: bytes             # FTS5 averages + structure records when built
+    tokenizer: str
+    n_rows: int              # FTS5's row count (N)
+    pks: np.ndarray          # int64, sorted: row i of every per-row array is passage pks[i]
+    norm: np.ndarray         # float64 K(d) per row
+    vocab: dict[str, int]    # stem -> term number
+    offsets: np.ndarray      # int64, term t's postings are [offsets[t], offsets[t+1])
+    rows: np.ndarray         # int32 row numbers of the postings
+    freqs: np.ndarray        # uint16/uint32 occurrences per posting
+    build_ms: float
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.pks.nbytes + self.norm.nbytes + self.offsets.nbytes + self.rows.nbytes + self.freqs.nbytes)
+
+
+# --- FTS5 records ----------------------------------------------------------------------
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (big-endian 7-bit groups, high bit = more; a 9th byte holds 8 bits)."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def fts_state(conn: sqlite3.Connection, table: str) -> bytes:
+    """The FTS5 averages and structure records of ``table`` in ``conn``'s snapshot."""
+    rows = conn.execute(f"SELECT id, block FROM {table}_data WHERE id IN (?, ?) ORDER BY id",
+                        (_AVERAGES_ID, _STRUCTURE_ID)).fetchall()
+    return b"|".join(bytes(r[1] or b"") for r in rows)
+
+
+def table_tokenizer(conn: sqlite3.Connection, table: str) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (table,)).fetchone()
+    found = _TOKENIZE.search(row[0] if row else "")
+    return found.group(1) if found else "unicode61"
+
+
+# --- building ----------------------------------------------------------------------------
+
+def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> ImpactIndex:
+    """Build from ``conn``'s current snapshot (the caller holds a read transaction, or
+    none: then one is taken here)."""
+    import numpy as np
+
+    if table not in _TABLES:
+        raise ValueError(f"no impact index for {table}")
+    t0 = time.perf_counter()
+    own_tx = not conn.in_transaction
+    if own_tx:
+        conn.execute("BEGIN")
+    try:
+        state = fts_state(conn, table)
+        avg = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ID,)).fetchone()
+        numbers = _varints(bytes(avg[0])) if avg and avg[0] else [0]
+        n_rows, total = numbers[0], sum(numbers[1:])
+        ids, lengths = [], []
+        for rowid, size in conn.execute(f"SELECT id, sz FROM {table}_docsize ORDER BY id"):
+            ids.append(rowid)
+            lengths.append(sum(_varints(bytes(size))))
+        pks = np.array(ids, dtype=np.int64)
+        dl = np.array(lengths, dtype=np.float64)
+        avgdl = float(total) / float(n_rows) if n_rows else 1.0
+        # FTS5: k1 * (1 - b + b * D / avgdl), evaluated left to right as C does.
+        norm = K1 * ((1 - B) + (B * dl) / avgdl)
+        vocab_table = f"temp.memo_vocab_{table}"
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab_table} USING fts5vocab(main, {table}, 'instance')")
+        vocab: dict[str, int] = {}
+        counts: list[int] = [0]
+        row_parts: list[np.ndarray] = []
+        freq_parts: list[np.ndarray] = []
+        # One row per term: its instances' rowids (one per occurrence) as text, parsed by
+        # numpy: ~10x faster than fetching an integer per instance.
+        for term, docs in conn.execute(f"SELECT term, group_concat(doc, ' ') FROM {vocab_table} GROUP BY term"):
+            arr = np.fromstring(docs, dtype=np.int64, sep=" ")
+            uniq, freq = np.unique(arr, return_counts=True)
+            vocab[term] = len(vocab)
+            counts.append(len(uniq))
+            row_parts.append(uniq)
+            freq_parts.append(freq)
+    finally:
+        if own_tx:
+            conn.execute("ROLLBACK")
+    offsets = np.cumsum(np.array(counts, dtype=np.int64))
+    docs_all = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
+    rows = np.searchsorted(pks, docs_all).astype(np.int32)
+    if len(docs_all) and (rows.max() >= len(pks) or not np.array_equal(pks[rows], docs_all)):
+        raise RuntimeError(f"{table}: a posting names a row without a document size")
+    freqs_all = np.concatenate(freq_parts) if freq_parts else np.zeros(0, dtype=np.int64)
+    freqs = freqs_all.astype(np.uint16 if (len(freqs_all) == 0 or freqs_all.max() < 65536) else np.uint32)
+    return ImpactIndex(table=table, state=state, tokenizer=table_tokenizer(conn, table), n_rows=int(n_rows),
+                       pks=pks, norm=norm, vocab=vocab, offsets=offsets, rows=rows, freqs=freqs,
+                       build_ms=round((time.perf_counter() - t0) * 1000.0, 1))
+
+
+# --- the per-process registry: one index per (database file, table) ------------------------
+
+_LOCK = threading.Lock()
+_INDEXES: dict[tuple[str, str], ImpactIndex] = {}
+_BUILDING: set[tuple[str, str]] = set()
+_MISSES: dict[tuple[str, str], int] = {}
+# A process that searched a database this many times without a usable index builds one in
+# the background: a one-shot CLI search (1) never spends CPU on an index it cannot use.
+BUILD_AFTER_MISSES = 2
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2] or "")
+
+
+def ensure_index(conn: sqlite3.Connection, table: str = "passages_fts") -> ImpactIndex:
+    """The index for ``conn``'s current data, built in this thread when missing or stale."""
+    key = (_db_file(conn), table)
+    current = _INDEXES.get(key)
+    if current is not None and current.state == fts_state(conn, table):
+        return current
+    index = build_index(conn, table)
+    with _LOCK:
+        _INDEXES[key] = index
+        STATS["builds"] += 1
+    return index
+
+
+def wait_built(conn: sqlite3.Connection, table: str = "passages_fts", timeout: float = 600.0) -> bool:
+    """Wait for a background build scheduled for ``conn``'s database (benchmarks)."""
+    key = (_db_file(conn), table)
+    deadline = time.monotonic() + timeout
+    while key in _BUILDING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return key not in _BUILDING
+
+
+def _build_in_background(path: str, table: str) -> None:
+    from memo.store.connect import connect
+
+    key = (path, table)
+    try:
+        conn = connect(path, readonly=True)
+        try:
+            index = build_index(conn, table)
+        finally:
+            conn.close()
+        with _LOCK:
+            _INDEXES[key] = index
+            STATS["builds"] += 1
+    except Exception:   # noqa: BLE001 - a failed build only means FTS5 keeps serving
+        pass
+    finally:
+        with _LOCK:
+            _BUILDING.discard(key)
+
+
+def _schedule(path: str, table: str) -> None:
+    key = (path, table)
+    with _LOCK:
+        if key in _BUILDING:
+            return
+        _BUILDING.add(key)
+    threading.Thread(target=_build_in_background, args=(path, table), daemon=True,
+                     name=f"memo-impact-{table}").start()
+
+
+def forget_indexes() -> None:
+    """Drop every index of this process (tests)."""
+    with _LOCK:
+        _INDEXES.clear()
+        _MISSES.clear()
+
+
+def usable_index(conn: sqlite3.Connection, table: str) -> ImpactIndex | None:
+    """The index if it matches ``conn``'s snapshot; else None, and from the
+    ``BUILD_AFTER_MISSES``-th miss on a file database a background (re)build is scheduled."""
+    path = _db_file(conn)
+    key = (path, table)
+    current = _INDEXES.get(key)
+    if current is not None and current.state == fts_state(conn, table):
+        return current
+    misses = _MISSES[key] = _MISSES.get(key, 0) + 1
+    if misses >= BUILD_AFTER_MISSES and path:
+        _schedule(path, table)
+    return None
+
+
+# --- query ---------------------------------------------------------------------------------
+
+class _Stemmer(threading.local):
+    conns: dict[str, sqlite3.Connection]
+
+    def __init__(self) -> None:
+        self.conns = {}
+
+    def stems(self, tokenizer: str, words: tuple[str, ...]) -> list[str] | None:
+        conn = self.conns.get(tokenizer)
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{tokenizer}')")
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+            self.conns[tokenizer] = conn
+        conn.execute("BEGIN")
+        try:
+            conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (" ".join(words),))
+            out = [row[0] for row in conn.execute("SELECT term FROM v ORDER BY offset")]
+        finally:
+            conn.execute("ROLLBACK")
+        # Each word is one unicode61 token, so one stem each; anything else: not ours to rank.
+        return out if len(out) == len(words) else None
+
+
+_STEMMER = _Stemmer()
+
+
+def scope_mask(conn: sqlite3.Connection, scope_sql: ScopeSQL, index: ImpactIndex) -> np.ndarray | None:
+    """Rows of ``index`` in the arm's scope (None: all of them)."""
+    import numpy as np
+
+    stats = scope_stats(conn, scope_sql)
+    if stats.excluded is not None:
+        if not stats.excluded:
+            return None
+        mask = np.ones(len(index.pks), dtype=bool)
+        gone = np.fromiter(stats.excluded, dtype=np.int64, count=len(stats.excluded))
+        pos = np.searchsorted(index.pks, gone)
+        ok = pos < len(index.pks)
+        ok[ok] = index.pks[pos[ok]] == gone[ok]
+        mask[pos[ok]] = False
+        return mask
+    cache = conn_cache(conn).setdefault("impact_scope", {})
+    key = (index.table, index.state, scope_sql.where, scope_sql.params)
+    mask = cache.get(key)
+    if mask is None:
+        pks = np.fromiter((r[0] for r in conn.execute(
+            "SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE " + scope_sql.where,
+            scope_sql.params)), dtype=np.int64)
+        mask = np.zeros(len(index.pks), dtype=bool)
+        pos = np.searchsorted(index.pks, pks)
+        ok = pos < len(index.pks)
+        ok[ok] = index.pks[pos[ok]] == pks[ok]
+        mask[pos[ok]] = True
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = mask
+    return mask
+
+
+def scores(index: ImpactIndex, stems: list[str]) -> np.ndarray:
+    """FTS5 bm25 (negated: higher is better) of every row; 0.0 = matches no phrase.
+
+    ``bincount`` adds each row's contributions in input order, i.e. phrase by phrase from
+    0.0, as FTS5's loop does, so the sums are the same doubles."""
+    import numpy as np
+
+    rows_parts: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    for stem in stems:
+        t = index.vocab.get(stem)
+        if t is None:
+            continue
+        lo, hi = int(index.offsets[t]), int(index.offsets[t + 1])
+        n_hit = hi - lo
+        idf = math.log((float(index.n_rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        rows = index.rows[lo:hi]
+        f = index.freqs[lo:hi].astype(np.float64)
+        denom = index.norm[rows]
+        denom += f                       # f + K
+        f *= K1 + 1.0                    # f * (k1 + 1)
+        f /= denom
+        f *= idf                         # idf * (...), the same product as idf * x
+        rows_parts.append(rows)
+        parts.append(f)
+    if not parts:
+        return np.zeros(len(index.pks), dtype=np.float64)
+    return np.bincount(np.concatenate(rows_parts), weights=np.concatenate(parts), minlength=len(index.pks))
+
+
+def topk(index: ImpactIndex, score: np.ndarray, mask: np.ndarray | None, k: int) -> list[tuple[int, float]]:
+    """(pk, score) of the best ``k`` matching rows in the mask, best first, ties by pk."""
+    import numpy as np
+
+    hit = score > 0.0
+    if mask is not None:
+        hit &= mask
+    cand = np.flatnonzero(hit)
+    if len(cand) > k:
+        s = score[cand]
+        part = np.argpartition(-s, k - 1)[:k]
+        kth = s[part].min()
+        # Everything strictly above the k-th score, then pk order among the ties at it.
+        cand = np.concatenate([cand[s > kth], cand[s == kth]])
+    order = np.lexsort((index.pks[cand], -score[cand]))[:k]
+    chosen = cand[order]
+    return list(zip(index.pks[chosen].tolist(), score[chosen].tolist(), strict=True))
+
+
+def impact_topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, table: str,
+                words: list[str]) -> list[ArmHit] | None:
+    """The arm's hits from the index, or None when it cannot answer for this snapshot
+    (missing, stale, a word that is not one token)."""
+    index = usable_index(conn, table)
+    if index is None:
+        STATS["fts5"] += 1
+        return None
+    stems = _STEMMER.stems(index.tokenizer, tuple(words))
+    if stems is None:
+        STATS["fts5"] += 1
+        return None
+    best = topk(index, scores(index, stems), scope_mask(conn, scope_sql, index), fetch_depth)
+    STATS["impact"] += 1
+    return [ArmHit(pk=pk, rank=i, raw=s) for i, (pk, s) in enumerate(best, 1)]
