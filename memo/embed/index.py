@@ -20,9 +20,9 @@ Search (``search``):
 * exact (fewer than ``vectors.quantised_min`` vectors, or no int8 kernel installed):
   ``scores = M @ q`` over every row, float32;
 * quantised: an int8 scan of the base (``memo.embed.quantise``) keeps the best
-  ``vectors.shortlist x k`` rows, whose float32 vectors are then read from the ``vectors``
-  table in the search's own snapshot and scored exactly; tail rows are scored exactly in
-  memory.  The cosines returned are exact in both paths; the quantised one may miss a row
+  ``vectors.shortlist x k`` rows, whose float32 vectors are then read from the sidecar
+  file (pread, so they do not stay resident) and scored exactly; tail rows are scored
+  exactly in memory.  The cosines returned are exact in both paths; the quantised one may miss a row
   whose int8 score fell out of the shortlist (recall@100 measured in bench/vectors_scale.py).
 Either way the scope filter is a mask *before* top-k, and rows committed after the
 search's snapshot (loaded by another thread's newer snapshot) are masked by their seq, so
@@ -315,8 +315,10 @@ class VectorIndex:
 
     def _int8_shortlist(self, conn: sqlite3.Connection, base: sidecar.Sidecar, brows: np.ndarray,
                         everything: bool, q: np.ndarray, short: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``short`` best base rows by int8 score, rescored with their float32 vectors
-        read from the table in the caller's snapshot: (pks, exact cosines)."""
+        """The ``short`` best base rows by int8 score, rescored with their exact float32
+        vectors (read from the sidecar file): (pks, exact cosines).  ``brows`` already
+        excludes rows the caller's snapshot cannot see (scope mask, seq mask); a base whose
+        rows went away in this snapshot was replaced by ``refresh`` (the epoch moved)."""
         if everything:
             approx = quantise.approx_scores(q, base.i8, base.scale)
             best = np.argpartition(-approx, short - 1)[:short]
@@ -328,27 +330,8 @@ class VectorIndex:
             masked = np.full(base.rows, -np.inf, dtype=np.float32)
             masked[brows] = approx[brows]
             best = np.argpartition(-masked, short - 1)[:short]
-        return rescore(conn, self.model_id, base.pks[best], q)
-
-
-def rescore(conn: sqlite3.Connection, model_id: str, pks: np.ndarray, q: np.ndarray,
-            table: str = "vectors", key: str = "passage_pk") -> tuple[np.ndarray, np.ndarray]:
-    """Exact cosines of ``pks`` from their float32 blobs, read in the caller's snapshot: a
-    pk without a vector there (deleted, or not yet committed for this snapshot) drops out."""
-    found_pks: list[int] = []
-    blobs: list[bytes] = []
-    ids = [int(p) for p in pks]
-    for s in range(0, len(ids), 500):                 # stay far below SQLite's variable limit
-        part = ids[s:s + 500]
-        for pk, blob in conn.execute(
-                f"SELECT {key}, vec FROM {table} WHERE model_id = ? AND {key} IN ({','.join('?' * len(part))})",
-                (model_id, *part)):
-            found_pks.append(int(pk))
-            blobs.append(blob)
-    if not found_pks:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found_pks), -1)
-    return np.asarray(found_pks, dtype=np.int64), mat @ q
+        best.sort()                                # file order: the reads go forward
+        return base.pks[best], base.rows_f32(best) @ q
 
 
 def sidecar_file(db_path: str | Path, model_id: str) -> Path:

@@ -31,6 +31,7 @@ import json
 import os
 import sqlite3
 import struct
+import weakref
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -64,6 +65,20 @@ class Sidecar:
     i8: np.ndarray             # int8 (n, d)
     f32: np.ndarray            # float32 (n, d)
     samples: tuple[tuple[int, int, int], ...] = ()   # (seq, passage pk, CRC-32 of the blob)
+    fd: int = -1               # the mapped file, kept open: a rewrite replaces the path, not it
+    f32_offset: int = 0
+
+    def rows_f32(self, rows: np.ndarray) -> np.ndarray:
+        """float32 rows by index, read with pread from the file this sidecar mapped: the
+        int8 path's rescoring touches a few hundred rows per search, and reading them
+        through the page cache keeps them out of the process's resident memory (mapping
+        them would, over many searches, make the whole float32 matrix resident)."""
+        out = np.empty((len(rows), self.dims), dtype=np.float32)
+        width = self.dims * 4
+        for i, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
+            if os.preadv(self.fd, [memoryview(out[i]).cast("B")], self.f32_offset + r * width) != width:
+                raise OSError(f"short read from {self.path}")
+        return out
 
 
 def db_state(conn: sqlite3.Connection, table: str = "vectors") -> tuple[str, int]:
@@ -195,11 +210,15 @@ def _open(path: Path) -> Sidecar | None:
                 return None
             arrays[name] = (np.memmap(path, dtype=dt, mode="r", offset=off, shape=tuple(shape))
                             if n else np.zeros(shape, dtype=dt))
-        return Sidecar(path=path, model_id=str(meta["model_id"]), dims=d, rows=n,
-                       max_seq=int(meta["max_seq"]), epoch=str(meta["epoch"]),
-                       pks=arrays["pks"], seqs=arrays["seqs"], scale=arrays["scale"],
-                       i8=arrays["i8"], f32=arrays["f32"],
-                       samples=tuple((int(s), int(p), int(c)) for s, p, c in meta.get("samples", [])))
+        fd = os.open(path, os.O_RDONLY)
+        sc = Sidecar(path=path, model_id=str(meta["model_id"]), dims=d, rows=n,
+                     max_seq=int(meta["max_seq"]), epoch=str(meta["epoch"]),
+                     pks=arrays["pks"], seqs=arrays["seqs"], scale=arrays["scale"],
+                     i8=arrays["i8"], f32=arrays["f32"],
+                     samples=tuple((int(s), int(p), int(c)) for s, p, c in meta.get("samples", [])),
+                     fd=fd, f32_offset=int(meta["layout"]["f32"][0]))
+        weakref.finalize(sc, os.close, fd)
+        return sc
     except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
         return None
 
@@ -229,3 +248,25 @@ def open_valid(conn: sqlite3.Connection, path: Path, model_id: str, dims: int) -
         if row is None or int(row[0]) != pk or zlib.crc32(row[1]) != crc:
             return None, f"sidecar row seq {seq} differs from the database"
     return sc, "ok"
+
+
+def rebuild_all(conn: sqlite3.Connection, db_path: str | Path, min_rows: int) -> dict[str, int]:
+    """``memo reindex``: write the sidecar of every model that has one already or at least
+    ``min_rows`` vectors (``vectors.sidecar_min``; 0 = only existing ones); remove the
+    sidecar of a model with no vector left.  Returns {model id: rows written}."""
+    done: dict[str, int] = {}
+    counts = {str(r[0]): int(r[1]) for r in conn.execute(
+        "SELECT model_id, count(*) FROM vectors GROUP BY model_id")}
+    prefix = Path(f"{db_path}-vectors-")
+    for old in prefix.parent.glob(prefix.name + "*.bin"):
+        model = old.name[len(prefix.name):-len(".bin")]
+        if model not in counts:
+            old.unlink(missing_ok=True)
+    for model, n in sorted(counts.items()):
+        path = sidecar_path(db_path, model)
+        if not path.exists() and (min_rows <= 0 or n < min_rows):
+            continue
+        dims = int(conn.execute("SELECT length(vec) / 4 FROM vectors WHERE model_id = ? LIMIT 1",
+                                (model,)).fetchone()[0])
+        done[model] = build(conn, path, model, dims).rows
+    return done

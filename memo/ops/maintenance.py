@@ -92,12 +92,30 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
     kw = int(conn.execute("SELECT count(*) FROM passages_fts").fetchone()[0])
     ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
     n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+    sidecars = _rebuild_vector_sidecars(conn)
     return ReindexReport(
         passages=result["passages"], keyword_rows=kw, exact_rows=ex, facts=result.get("facts", 0),
         mentions=ments["mentions"], entities=ments["entities"],
         vectors=(f"kept {n_vec} vector rows; vectors need the model: run `memo backfill` to embed "
-                 "passages that have none"),
+                 "passages that have none" + sidecars),
         seconds=round(time.monotonic() - started, 3))
+
+
+def _rebuild_vector_sidecars(conn: sqlite3.Connection) -> str:
+    """The vector sidecars (memo/embed/sidecar.py) are derived from ``vectors``: rewritten
+    after the rebuild above moved the epoch (the default profile's ``vectors.sidecar_min``
+    decides which models get one).  A folder that cannot take the file only loses speed."""
+    path = _db_file(conn)
+    if path == ":memory:":
+        return ""
+    from memo.embed.sidecar import rebuild_all
+    from memo.profile import load_profile
+
+    try:
+        done = rebuild_all(conn, path, load_profile("rrf").vectors.sidecar_min)
+    except OSError as exc:
+        return f"; vector sidecar not written: {exc}"
+    return "".join(f"; vector sidecar of {model}: {rows} rows" for model, rows in done.items())
 
 
 def _counts(conn: sqlite3.Connection) -> dict[str, int]:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memo.embed import quantise, sidecar
 from memo.embed.index import VectorIndex
 from memo.embed.vectors import write_vectors
+from memo.ops.maintenance import reindex
 from memo.ops.records import forget, purge
 from memo.profile import VectorCfg, load_profile
 from memo.retrieve.scope import build_scope_sql
@@ -234,3 +235,20 @@ def test_quantise_round_trip():
     q8, scale = quantise.quantise_rows(x)
     assert q8.dtype == np.int8 and np.abs(q8).max() == 127
     assert np.abs(q8 * scale[:, None] - x).max() <= scale.max() / 2 + 1e-7
+
+
+def test_reindex_rebuilds_a_stale_sidecar(db):
+    conn, path, pks, vecs = db
+    _search(VectorIndex("m", D, db_path=str(path)), conn, vecs[0], None, 5, EXACT)
+    f = sidecar.sidecar_path(path, "m")
+    before = f.stat().st_mtime_ns
+    report = reindex(conn)                              # moves the epoch, then rewrites the sidecar
+    assert "vector sidecar of m: 3000 rows" in report.vectors
+    with read_tx(conn):
+        sc, why = sidecar.open_valid(conn, f, "m", D)
+    assert sc is not None, why
+    assert f.stat().st_mtime_ns != before
+    with write_tx(conn):
+        conn.execute("DELETE FROM vectors")
+    reindex(conn)
+    assert not f.exists()                               # no vector left: no sidecar
