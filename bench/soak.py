@@ -1,20 +1,31 @@
-"""Write and search latency under a mixed load: W writer processes and R reader processes on
-one database, each holding its connection open like a server would (issue 9, point 9).
+"""Write and search latency under a mixed load: W writer and R reader processes on one
+database, each holding its connection open like a server would (issue 9, point 9).
 
     .venv/bin/python bench/soak.py [--writers 4] [--readers 8] [--seconds 60] [--seed-docs 2000]
-                                   [--json]
+                                   [--write-rate 3.5] [--sync] [--seed-cache PATH] [--json]
 
-* writers: ``memo.ops.add_record`` in a loop (validate, split, one write transaction,
-  then the ONNX embedding of the new passage after the commit), real model, warm;
-  ``commit`` is the time until the write is durable and acknowledged (add_record's write
-  transaction), ``add`` the whole call including the embedding.
+* writers model a server (``memo-mcp``, ``memo web``): ``memo.ops.add_record`` with the
+  process's ``memo.embed.background.BackgroundEmbedder`` (validate, split, one write
+  transaction; the new passage is handed to the embedder thread of the same process).
+  ``ack`` is what the caller waits for (the whole ``add_record`` call: until the add is
+  durable and answered); ``commit`` the write transaction inside it (lock wait + insert +
+  FTS + COMMIT); ``lag`` the time from the hand-off to the vector's commit, i.e. until a
+  semantic search can find the note (a search picks new vectors up on its next call).
+  With ``--sync`` writers embed before returning (``memo add``, or ``wait=true`` over MCP),
+  so ``ack`` includes the embedding and there is no lag.
+* ``--write-rate R``: each writer starts an add every 1/R s (open loop, as independent
+  clients would); an add that starts late because the previous one ran long is timed from
+  when it was due, so queueing in the writer counts (no coordinated omission).  0 = closed
+  loop: the next add starts when the previous one returns.
 * readers: ``memo.retrieve.search`` in hybrid mode (keyword + semantic, real query
   embedding) with a namespace scope, over a database seeded with ``--seed-docs`` notes
-  made from SciFact abstracts (datasets/sample), queries from SciFact claims.
+  made from SciFact abstracts (datasets/sample), queries from SciFact claims; closed loop.
 
 Every op of every process is timed; the script prints p50 / p95 / p99 / max (ms) of each
 kind, throughput, and errors (any exception counts).  Reader results outside the scope
-are counted as leaks (must be 0).  docs/reliability.md quotes the figures.
+are counted as leaks (must be 0).  After the window writers wait (up to 120 s) for their
+embedder to finish, so the lag of every measured add is counted; ``unembedded`` is the
+adds whose vector never landed.  docs/reliability.md quotes the figures.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import shutil
 import tempfile
 import time
 import traceback
@@ -63,35 +75,72 @@ def _timed_write_tx(module, sink: list[float]):  # noqa: ANN001, ANN202
     module.write_tx = timed
 
 
-def _writer(db: str, seconds: float, name: str, out: str, go: str) -> None:
+def _writer(db: str, seconds: float, name: str, out: str, go: str, rate: float, sync: bool) -> None:
     import memo.ops.add as add_mod
+    from memo.embed.background import BackgroundEmbedder, BatchOutcome
     from memo.ops.add import add_record
     from memo.store.db import open_db
     from memo.types import RecordDraft
 
     commit_ms: list[float] = []
     _timed_write_tx(add_mod, commit_ms)
+    lags: dict[str, float] = {}         # record id -> ms from hand-off to the vector's commit
+    measured: list[str] = []
+
+    def observe(batch: BatchOutcome) -> None:   # the embedder thread
+        if not batch.error:
+            for job in batch.jobs:
+                for rid in job.record_ids:
+                    lags[rid] = (batch.finished - job.submitted) * 1000
+
     texts = _texts()
     rng = random.Random(name)
     conn = open_db(db)
-    # One add before the clock starts loads the model (a server keeps it loaded).
+    embedder = None if sync else BackgroundEmbedder(db, backfill_at_start=False, on_batch=observe).start()
+    # Adds before the clock starts load the model in both paths (a server keeps it loaded).
     add_record(conn, RecordDraft(body=f"warm-up {name} {uuid.uuid4().hex}", namespace="soak"))
+    if embedder is not None:
+        add_record(conn, RecordDraft(body=f"warm-up 2 {name} {uuid.uuid4().hex}", namespace="soak"),
+                   background=embedder)
+        embedder.wait_idle(120)
     commit_ms.clear()
-    add_ms: list[float] = []
+    ack_ms: list[float] = []
     errors: list[str] = []
+    late = 0
     _wait(out, go)
-    deadline = time.monotonic() + seconds
+    start = time.perf_counter()
+    deadline = start + seconds
     i = 0
-    while time.monotonic() < deadline:
+    while True:
+        due = start + i / rate if rate > 0 else time.perf_counter()
+        if due >= deadline:
+            break
+        now = time.perf_counter()
+        if due > now:
+            time.sleep(due - now)
+        elif rate > 0 and now - due > 0.001:
+            late += 1
         body = f"{name} note {i}: {rng.choice(texts)[:600]} {uuid.uuid4().hex}"
         t0 = time.perf_counter()
         try:
-            add_record(conn, RecordDraft(body=body, namespace="soak"))
-            add_ms.append((time.perf_counter() - t0) * 1000)
+            rep = add_record(conn, RecordDraft(body=body, namespace="soak"), background=embedder)
+            # open loop: from when the add was due (a late start is waiting, too)
+            ack_ms.append((time.perf_counter() - min(t0, due)) * 1000)
+            measured.append(rep.record_id)
         except Exception:  # noqa: BLE001 - every error is counted and shown
             errors.append(traceback.format_exc(limit=3))
         i += 1
-    Path(out).write_text(json.dumps({"commit": commit_ms, "add": add_ms, "errors": errors}))
+    unembedded = 0
+    lag_ms: list[float] = []
+    if embedder is not None:
+        embedder.wait_idle(120)
+        embedder.stop(drain=False, timeout=10)
+        lag_ms = [lags[r] for r in measured if r in lags]
+        unembedded = len(measured) - len(lag_ms)
+        if embedder.last_error:
+            errors.append(f"embedder: {embedder.last_error}")
+    Path(out).write_text(json.dumps({"commit": commit_ms, "ack": ack_ms, "lag": lag_ms, "errors": errors,
+                                     "late": late, "unembedded": unembedded}))
 
 
 def _reader(db: str, seconds: float, name: str, out: str, go: str) -> None:
@@ -159,18 +208,24 @@ def seed(db: str, n: int) -> None:
     conn.close()
 
 
-def run(writers: int, readers: int, seconds: float, seed_docs: int) -> dict[str, object]:
+def run(writers: int, readers: int, seconds: float, seed_docs: int, *, rate: float = 0.0, sync: bool = False,
+        seed_cache: str | None = None) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "soak.db")
         go = os.path.join(tmp, "go")
-        seed(db, seed_docs)
+        if seed_cache and os.path.exists(seed_cache):
+            shutil.copyfile(seed_cache, db)     # a seeded, fully embedded copy (same --seed-docs)
+        else:
+            seed(db, seed_docs)
+            if seed_cache:
+                shutil.copyfile(db, seed_cache)
         ctx = mp.get_context("spawn")
         procs, outs = [], []
-        for role, count, target in (("w", writers, _writer), ("r", readers, _reader)):
+        for role, count, target, extra in (("w", writers, _writer, (rate, sync)), ("r", readers, _reader, ())):
             for i in range(count):
                 out = os.path.join(tmp, f"{role}{i}.json")
                 outs.append(out)
-                procs.append(ctx.Process(target=target, args=(db, seconds, f"{role}{i}", out, go)))
+                procs.append(ctx.Process(target=target, args=(db, seconds, f"{role}{i}", out, go, *extra)))
         for p in procs:
             p.start()
         # Start together once every process is warm (model loaded): a slow warm-up must
@@ -181,21 +236,31 @@ def run(writers: int, readers: int, seconds: float, seed_docs: int) -> dict[str,
                 raise SystemExit("a worker did not get ready (died or took > 300 s)")
             time.sleep(0.2)
         Path(go).touch()
+        load = []
+        while any(p.is_alive() for p in procs):
+            load.append(os.getloadavg()[0])
+            time.sleep(1.0)
         for p in procs:
             p.join()
-        commit, add, search, errors, leaks = [], [], [], [], 0
+        got: dict[str, list] = {k: [] for k in ("commit", "ack", "lag", "search", "errors")}
+        leaks = late = unembedded = 0
         for out in outs:
             d = json.loads(Path(out).read_text())
-            commit += d.get("commit", [])
-            add += d.get("add", [])
-            search += d.get("search", [])
-            errors += d["errors"]
+            for k in got:
+                got[k] += d.get(k, [])
             leaks += d.get("leaks", 0)
+            late += d.get("late", 0)
+            unembedded += d.get("unembedded", 0)
     return {"writers": writers, "readers": readers, "seconds": seconds, "seed_docs": seed_docs,
+            "write_rate": rate, "path": "sync" if sync else "background",
             "synchronous": os.environ.get("MEMO_SYNCHRONOUS", "FULL"),
-            "commit": _summary(commit, seconds), "add": _summary(add, seconds),
-            "search": _summary(search, seconds), "errors": len(errors), "error_samples": errors[:3],
-            "leaks": leaks}
+            "ack": _summary(got["ack"], seconds), "commit": _summary(got["commit"], seconds),
+            "lag": _summary(got["lag"], seconds), "search": _summary(got["search"], seconds),
+            "late_starts": late, "unembedded": unembedded,
+            "errors": len(got["errors"]), "error_samples": got["errors"][:3], "leaks": leaks,
+            "load_avg_1m": {"min": round(min(load), 2) if load else None,
+                            "max": round(max(load), 2) if load else None},
+            "cpus": os.cpu_count()}
 
 
 def main() -> None:
@@ -204,21 +269,29 @@ def main() -> None:
     ap.add_argument("--readers", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--seed-docs", type=int, default=2000)
+    ap.add_argument("--write-rate", type=float, default=0.0,
+                    help="adds per second per writer, open loop (0 = closed loop)")
+    ap.add_argument("--sync", action="store_true", help="writers embed before returning (memo add / wait=true)")
+    ap.add_argument("--seed-cache", help="reuse (or create) this seeded database copy between runs")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    row = run(args.writers, args.readers, args.seconds, args.seed_docs)
+    row = run(args.writers, args.readers, args.seconds, args.seed_docs, rate=args.write_rate, sync=args.sync,
+              seed_cache=args.seed_cache)
     if args.json:
         print(json.dumps(row, indent=2))
         return
-    print(f"{row['writers']} writers + {row['readers']} readers, {row['seconds']:g} s, "
-          f"{row['seed_docs']} seeded notes, synchronous={row['synchronous']} (ms)")
-    for name in ("commit", "add", "search"):
+    rate = f"{row['write_rate']:g}/s per writer (open loop)" if row["write_rate"] else "closed loop"
+    print(f"{row['writers']} writers ({row['path']} embedding, {rate}) + {row['readers']} readers, "
+          f"{row['seconds']:g} s, {row['seed_docs']} seeded notes, synchronous={row['synchronous']}, "
+          f"{row['cpus']} CPUs, load avg {row['load_avg_1m']['min']}-{row['load_avg_1m']['max']} (ms)")
+    for name in ("ack", "commit", "lag", "search"):
         s = row[name]
         print(f"  {name:7s} n={s['n']:6d} ({s['per_s']}/s)  p50 {s['p50']}  p95 {s['p95']}  "
               f"p99 {s['p99']}  max {s['max']}")
-    print(f"  errors {row['errors']}, out-of-scope results {row['leaks']}")
+    print(f"  errors {row['errors']}, out-of-scope results {row['leaks']}, late starts {row['late_starts']}, "
+          f"adds never embedded {row['unembedded']}")
     for e in row["error_samples"]:
         print("  " + e.strip().splitlines()[-1])
 
