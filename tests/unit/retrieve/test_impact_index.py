@@ -1,0 +1,96 @@
+"""The keyword arm's impact index (memo/retrieve/impact.py): FTS5's records read right, the
+switch and threshold of the profile, staleness after writes, the background build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from retrieve_helpers import add
+
+from memo.profile import load_profile
+from memo.retrieve import SearchRequest, impact, search
+from memo.retrieve.services import ArmServices
+from memo.store.connect import read_tx
+
+
+@pytest.fixture(autouse=True)
+def _fresh_indexes():
+    impact.forget_indexes()
+    yield
+    impact.forget_indexes()
+
+
+def _profile(keyword_index: str = "impact", minimum: int = 0):
+    return load_profile("rrf").with_overrides({"retrieve.keyword_index": keyword_index,
+                                               "retrieve.impact_min_passages": minimum})
+
+
+def _keyword(conn, query: str, prof):
+    res = search(conn, SearchRequest(query=query, mode="keyword", response_format="explain"), prof, ArmServices())
+    return [r.passage_id for r in res.results]   # (scores carry recency: the clock moves)
+
+
+def test_varints_decode_sqlite_encoding() -> None:
+    assert impact._varints(bytes([0x05, 0x81, 0x00, 0xFF, 0x7F])) == [5, 128, 16383]
+
+
+def test_index_reads_fts5s_own_statistics(fresh_db) -> None:
+    add(fresh_db, "cells divide; the cell cycle", section="Cell biology")
+    add(fresh_db, "mice and a mouse")
+    index = impact.ensure_index(fresh_db)
+    assert index.n_rows == 2 and len(index.pks) == 2
+    # Porter stems from FTS5 itself: 'cells' and 'cell' are one term with two occurrences in row 1
+    t = index.vocab["cell"]
+    lo, hi = index.offsets[t], index.offsets[t + 1]
+    assert index.freqs[lo:hi].tolist() == [3]            # cells, cell + section "Cell"
+    assert "mice" in index.vocab and "mous" in index.vocab
+
+
+def test_profile_switch_threshold_and_equal_results(fresh_db) -> None:
+    for i in range(6):
+        add(fresh_db, f"protein binding site {i} tumour" + " cell" * i)
+    impact.ensure_index(fresh_db)
+    before = dict(impact.STATS)
+    on = _keyword(fresh_db, "cell binding", _profile("impact"))
+    assert impact.STATS["impact"] == before["impact"] + 1
+    off = _keyword(fresh_db, "cell binding", _profile("fts5"))
+    above = _keyword(fresh_db, "cell binding", _profile("impact", minimum=7))   # 6 passages < 7
+    assert impact.STATS["impact"] == before["impact"] + 1                       # neither used it
+    assert on == off == above and on
+
+
+def test_a_write_makes_the_index_stale_until_rebuilt(fresh_db) -> None:
+    add(fresh_db, "alpha beta")
+    impact.ensure_index(fresh_db)
+    with read_tx(fresh_db):
+        assert impact.usable_index(fresh_db, "passages_fts") is not None
+    add(fresh_db, "beta gamma")
+    with read_tx(fresh_db):
+        assert impact.usable_index(fresh_db, "passages_fts") is None
+    # FTS5 answers meanwhile, with the new row
+    assert len(_keyword(fresh_db, "gamma", _profile())) == 1
+    impact.ensure_index(fresh_db)
+    before = impact.STATS["impact"]
+    assert len(_keyword(fresh_db, "gamma", _profile())) == 1
+    assert impact.STATS["impact"] == before + 1
+
+
+def test_second_miss_builds_in_the_background(fresh_db) -> None:
+    add(fresh_db, "alpha beta")
+    prof = _profile()
+    _keyword(fresh_db, "alpha", prof)                    # miss 1: a one-shot process never builds
+    assert (impact._db_file(fresh_db), "passages_fts") not in impact._BUILDING
+    assert not impact._INDEXES
+    _keyword(fresh_db, "alpha", prof)                    # miss 2: build scheduled
+    assert impact.wait_built(fresh_db, timeout=60)
+    before = impact.STATS["impact"]
+    assert _keyword(fresh_db, "alpha", prof)
+    assert impact.STATS["impact"] == before + 1
+
+
+def test_ties_come_in_pk_order(fresh_db) -> None:
+    for i in range(5):
+        add(fresh_db, f"words {i}")
+    index = impact.ensure_index(fresh_db)
+    score = np.ones(len(index.pks))                       # five equal scores
+    assert [pk for pk, _ in impact.topk(index, score, None, 3)] == index.pks[:3].tolist()
