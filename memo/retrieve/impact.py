@@ -261,6 +261,12 @@ def usable_index(conn: sqlite3.Connection, table: str) -> ImpactIndex | None:
     return None
 
 
+def current_index(conn: sqlite3.Connection, table: str = "passages_fts") -> ImpactIndex | None:
+    """The index if one matches ``conn``'s snapshot (never schedules a build)."""
+    current = _INDEXES.get((_db_file(conn), table))
+    return current if current is not None and current.state == fts_state(conn, table) else None
+
+
 # --- query ---------------------------------------------------------------------------------
 
 class _Stemmer(threading.local):
@@ -371,6 +377,24 @@ def topk(index: ImpactIndex, score: np.ndarray, mask: np.ndarray | None, k: int)
     order = np.lexsort((index.pks[cand], -score[cand]))[:k]
     chosen = cand[order]
     return list(zip(index.pks[chosen].tolist(), score[chosen].tolist(), strict=True))
+
+
+def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int | None:
+    """In-scope rows holding ``word`` (one token once stemmed), as ``count(*)`` of FTS5's
+    ``MATCH '"word"'`` joined with the scope counts them; None when no index matches the
+    snapshot or the word is a phrase of several tokens (then FTS5 counts)."""
+    index = current_index(conn, "passages_fts")
+    if index is None:
+        return None
+    stems = _STEMMER.stems(index.tokenizer, (word,))
+    if stems is None:
+        return None
+    t = index.vocab.get(stems[0])
+    if t is None:
+        return 0
+    rows = index.rows[int(index.offsets[t]):int(index.offsets[t + 1])]
+    mask = scope_mask(conn, scope_sql, index)
+    return len(rows) if mask is None else int(mask[rows].sum())
 
 
 def impact_topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, table: str,

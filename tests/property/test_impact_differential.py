@@ -18,6 +18,7 @@ from memo.retrieve import impact
 from memo.retrieve import scope as scope_module
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.arms.keyword import KeywordArm
+from memo.retrieve.route import scoped_word_df
 from memo.retrieve.scope import build_scope_sql
 from memo.store.connect import read_tx, write_tx
 from memo.store.db import open_db
@@ -88,6 +89,15 @@ def _check(conn, query_words, scope_bits, depth) -> None:
     slow = _hits(conn, query, scope, "fts5", depth)
     every = _hits(conn, query, scope, "fts5", 10_000)
     _same(fast, slow, every)
+    # the entity router's word counts (route.scoped_word_df) agree too
+    scope_sql = build_scope_sql(scope)
+    with read_tx(conn):
+        for word in dict.fromkeys(query_words):
+            counted = impact.scoped_df(conn, scope_sql, word.lower())
+            assert counted is not None
+            impact.forget_indexes()
+            assert counted == scoped_word_df(conn, word.lower(), scope_sql.where, scope_sql.params)
+            impact.ensure_index(conn)
     # ties in pk order on the fast path
     for (p1, s1), (p2, s2) in zip(fast, fast[1:], strict=False):
         assert s1 > s2 or (s1 == s2 and p1 < p2)
