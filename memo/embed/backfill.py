@@ -17,6 +17,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -145,10 +146,13 @@ def _default_path() -> Path:
 
 
 def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = None,
-                  progress: bool = False, batch_size: int = DEFAULT_BATCH) -> BackfillReport:
+                  progress: bool = False, batch_size: int = DEFAULT_BATCH,
+                  stop: Callable[[], bool] | None = None) -> BackfillReport:
     """Embed the pending passages of just-committed records (``memo add`` / import's
     after-commit hook).  Never raises for an unavailable model: the passages stay queued
-    (pending) for `memo backfill` or the next server start, and the report says why."""
+    (pending) for `memo backfill` or the next server start, and the report says why.
+    ``stop`` (the background embedder's shutdown) is asked between windows: once it says
+    so, the rest stays queued (``pending_after``)."""
     ids = list(record_ids)
     start = time.perf_counter()
     try:
@@ -166,13 +170,16 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
             "ORDER BY p.pk", (*chunk, mid)).fetchall()
     bar = _progress(len(rows), progress)
     task = bar.add_task("embed", total=len(rows)) if bar else None
-    embedded = 0
+    embedded = done = 0
     if bar:
         bar.start()
     try:
         window = batch_size * WINDOW_BATCHES
         for w in range(0, len(rows), window):
+            if stop is not None and stop():
+                break
             part = rows[w:w + window]
+            done += len(part)
             vecs = embedder.embed_passages([passage_text(r[1], r[2]) for r in part], batch_size)
             for s in range(0, len(part), batch_size):
                 embedded += write_vectors(conn, mid, [int(r[0]) for r in part[s:s + batch_size]],
@@ -184,5 +191,5 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
             bar.stop()
     secs = time.perf_counter() - start
     return BackfillReport(model_id=mid, pending_before=len(rows), embedded=embedded,
-                          skipped=len(rows) - embedded, pending_after=0, seconds=round(secs, 3),
+                          skipped=done - embedded, pending_after=len(rows) - done, seconds=round(secs, 3),
                           per_second=round(len(rows) / secs, 1) if secs > 0 else 0.0)

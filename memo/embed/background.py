@@ -137,21 +137,25 @@ class BackgroundEmbedder:
 
     def stop(self, *, drain: bool = True, timeout: float = 10.0) -> bool:
         """End the thread.  ``drain``: embed what was submitted first, for at most
-        ``timeout`` seconds; what is left stays queued in the database.  True when the
-        thread has ended."""
+        ``timeout`` seconds; then (or at once without ``drain``) the thread finishes the
+        embedding window in hand, waited for up to ``timeout`` more, and what is left stays
+        queued in the database.  True when the thread has ended (a daemon thread still
+        inside ONNX when the interpreter exits would abort the process)."""
         with self._cond:
             thread = self._thread
             self._stopping, self._drain = True, drain
             self._cond.notify_all()
         if thread is None:
             return True
-        thread.join(timeout)
+        thread.join(timeout if drain else 0)
         if thread.is_alive():
-            with self._cond:           # give up draining: end after the batch in hand
+            with self._cond:           # give up draining: end after the window in hand
                 self._drain = False
                 self._cond.notify_all()
-            log.warning("background embedder still busy after %.0f s; the rest stays queued for "
-                        "`memo backfill`", timeout)
+            if drain:
+                log.warning("background embedder still busy after %.0f s; the rest stays queued for "
+                            "`memo backfill`", timeout)
+            thread.join(timeout)
         return not thread.is_alive()
 
     # --- the thread --------------------------------------------------------------------------
@@ -204,6 +208,11 @@ class BackgroundEmbedder:
                 self._busy = False
                 self._cond.notify_all()
 
+    def _abandoned(self) -> bool:
+        """Stopping without draining: leave the rest of the batch queued (read between
+        embedding windows, so a 2 MB add does not hold the shutdown for minutes)."""
+        return self._stopping and not self._drain
+
     def _embed(self, conn, jobs: tuple[Job, ...]) -> None:  # noqa: ANN001
         record_ids = list(dict.fromkeys(r for j in jobs for r in j.record_ids))
         fact_pks = list(dict.fromkeys(pk for j in jobs for pk in j.fact_pks))
@@ -211,7 +220,8 @@ class BackgroundEmbedder:
         error: str | None = None
         try:
             if record_ids:
-                report = _backfill.embed_records(conn, record_ids, self.model_id, batch_size=self.batch_size)
+                report = _backfill.embed_records(conn, record_ids, self.model_id, batch_size=self.batch_size,
+                                                 stop=self._abandoned)
                 embedded, error = report.embedded, report.error
             if fact_pks and error is None:
                 from memo.embed.fact_vectors import backfill_facts

@@ -210,3 +210,24 @@ def test_backfill_at_start_embeds_what_was_queued_before(db_path, monkeypatch):
     emb = BackgroundEmbedder(db_path).start()
     assert emb.wait_idle(10) and emb.stop()
     assert pending_count(conn, default_model_id()) == 0
+
+
+def test_stop_ends_a_long_batch_after_the_window_in_hand(db_path, model, outcomes):
+    """A big write (here 40 records in one hand-off, 16 passages per window) does not hold
+    the shutdown: the thread finishes the window it is embedding and leaves the rest queued."""
+    conn = open_db(db_path)
+    ids = [ops.add_record(conn, RecordDraft(body=f"walrus note {i}"), background=None).record_id
+           for i in range(40)]
+    conn.execute("DELETE FROM vectors")
+    conn.commit()
+    model.calls.clear()
+    model.entered.clear()
+    emb = BackgroundEmbedder(db_path, backfill_at_start=False, batch_size=2, on_batch=outcomes.append).start()
+    model.gate.clear()
+    assert emb.submit(ids)
+    assert model.entered.wait(5)
+    threading.Timer(0.2, model.gate.set).start()
+    assert emb.stop(drain=False, timeout=10)
+    assert model.calls == [16]                                # one window, then it stopped
+    assert pending_count(conn, default_model_id()) == 24
+    assert outcomes[0].embedded == 16
