@@ -9,7 +9,8 @@ database, each holding its connection open like a server would (issue 9, point 9
   transaction; the new passage is handed to the embedder thread of the same process).
   ``ack`` is what the caller waits for (the whole ``add_record`` call: until the add is
   durable and answered); ``commit`` the write transaction inside it (lock wait + insert +
-  FTS + COMMIT); ``lag`` the time from the hand-off to the vector's commit, i.e. until a
+  FTS + COMMIT), ``lock`` its first part (the writers' queue + BEGIN IMMEDIATE), and
+  ``vector_tx`` the embedder's vector write transactions; ``lag`` the time from the hand-off to the vector's commit, i.e. until a
   semantic search can find the note (a search picks new vectors up on its next call).
   With ``--sync`` writers embed before returning (``memo add``, or ``wait=true`` over MCP),
   so ``ack`` includes the embedding and there is no lag.
@@ -59,9 +60,10 @@ def _queries() -> list[str]:
         return [json.loads(line)["text"] for line in fh if line.strip()]
 
 
-def _timed_write_tx(module, sink: list[float]):  # noqa: ANN001, ANN202
+def _timed_write_tx(module, sink: list[float], wait_sink: list[float] | None = None):  # noqa: ANN001, ANN202
     """Wrap ``module.write_tx`` so each transaction's time (lock wait + writes + COMMIT)
-    lands in ``sink``: the time until an add is durable and acknowledged."""
+    lands in ``sink``, and the time until its body starts (the writers' queue + BEGIN
+    IMMEDIATE) in ``wait_sink``."""
     from contextlib import contextmanager
 
     real = module.write_tx
@@ -70,12 +72,15 @@ def _timed_write_tx(module, sink: list[float]):  # noqa: ANN001, ANN202
     def timed(conn):  # noqa: ANN001, ANN202
         t0 = time.perf_counter()
         with real(conn) as c:
+            if wait_sink is not None:
+                wait_sink.append((time.perf_counter() - t0) * 1000)
             yield c
         sink.append((time.perf_counter() - t0) * 1000)
     module.write_tx = timed
 
 
 def _writer(db: str, seconds: float, name: str, out: str, go: str, rate: float, sync: bool) -> None:
+    import memo.embed.vectors as vectors_mod
     import memo.ops.add as add_mod
     from memo.embed.background import BackgroundEmbedder, BatchOutcome
     from memo.ops.add import add_record
@@ -83,7 +88,10 @@ def _writer(db: str, seconds: float, name: str, out: str, go: str, rate: float, 
     from memo.types import RecordDraft
 
     commit_ms: list[float] = []
-    _timed_write_tx(add_mod, commit_ms)
+    lock_ms: list[float] = []
+    vector_tx_ms: list[float] = []      # the embedder thread's vector write transactions
+    _timed_write_tx(add_mod, commit_ms, lock_ms)
+    _timed_write_tx(vectors_mod, vector_tx_ms)
     lags: dict[str, float] = {}         # record id -> ms from hand-off to the vector's commit
     measured: list[str] = []
 
@@ -104,6 +112,8 @@ def _writer(db: str, seconds: float, name: str, out: str, go: str, rate: float, 
                    background=embedder)
         embedder.wait_idle(120)
     commit_ms.clear()
+    lock_ms.clear()
+    vector_tx_ms.clear()
     ack_ms: list[float] = []
     errors: list[str] = []
     late = 0
@@ -139,7 +149,8 @@ def _writer(db: str, seconds: float, name: str, out: str, go: str, rate: float, 
         unembedded = len(measured) - len(lag_ms)
         if embedder.last_error:
             errors.append(f"embedder: {embedder.last_error}")
-    Path(out).write_text(json.dumps({"commit": commit_ms, "ack": ack_ms, "lag": lag_ms, "errors": errors,
+    Path(out).write_text(json.dumps({"commit": commit_ms, "lock": lock_ms, "vector_tx": vector_tx_ms,
+                                     "ack": ack_ms, "lag": lag_ms, "errors": errors,
                                      "late": late, "unembedded": unembedded}))
 
 
@@ -242,7 +253,7 @@ def run(writers: int, readers: int, seconds: float, seed_docs: int, *, rate: flo
             time.sleep(1.0)
         for p in procs:
             p.join()
-        got: dict[str, list] = {k: [] for k in ("commit", "ack", "lag", "search", "errors")}
+        got: dict[str, list] = {k: [] for k in ("commit", "lock", "vector_tx", "ack", "lag", "search", "errors")}
         leaks = late = unembedded = 0
         for out in outs:
             d = json.loads(Path(out).read_text())
@@ -255,6 +266,7 @@ def run(writers: int, readers: int, seconds: float, seed_docs: int, *, rate: flo
             "write_rate": rate, "path": "sync" if sync else "background",
             "synchronous": os.environ.get("MEMO_SYNCHRONOUS", "FULL"),
             "ack": _summary(got["ack"], seconds), "commit": _summary(got["commit"], seconds),
+            "lock": _summary(got["lock"], seconds), "vector_tx": _summary(got["vector_tx"], seconds),
             "lag": _summary(got["lag"], seconds), "search": _summary(got["search"], seconds),
             "late_starts": late, "unembedded": unembedded,
             "errors": len(got["errors"]), "error_samples": got["errors"][:3], "leaks": leaks,
@@ -286,9 +298,9 @@ def main() -> None:
     print(f"{row['writers']} writers ({row['path']} embedding, {rate}) + {row['readers']} readers, "
           f"{row['seconds']:g} s, {row['seed_docs']} seeded notes, synchronous={row['synchronous']}, "
           f"{row['cpus']} CPUs, load avg {row['load_avg_1m']['min']}-{row['load_avg_1m']['max']} (ms)")
-    for name in ("ack", "commit", "lag", "search"):
+    for name in ("ack", "commit", "lock", "vector_tx", "lag", "search"):
         s = row[name]
-        print(f"  {name:7s} n={s['n']:6d} ({s['per_s']}/s)  p50 {s['p50']}  p95 {s['p95']}  "
+        print(f"  {name:9s} n={s['n']:6d} ({s['per_s']}/s)  p50 {s['p50']}  p95 {s['p95']}  "
               f"p99 {s['p99']}  max {s['max']}")
     print(f"  errors {row['errors']}, out-of-scope results {row['leaks']}, late starts {row['late_starts']}, "
           f"adds never embedded {row['unembedded']}")
