@@ -44,12 +44,13 @@ from memo.ingest.files import (
     safe_name,
 )
 from memo.ingest.jsonl import iter_jsonl
-from memo.ops.add import prepare, store_draft
+from memo.ops.add import prepare
 from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
+from memo.ops.store_batch import PreparedItem, prepare_item, store_items
 from memo.store.connect import write_tx
-from memo.types import FactDraft, PassageDraft, RecordDraft
+from memo.types import FactDraft, RecordDraft
 
 FORMATS = ("auto", "files", "jsonl", "beir", "locomo")
 DEFAULT_BATCH = 500
@@ -208,30 +209,30 @@ def _absolute(draft: RecordDraft, base: Path) -> RecordDraft:
 
 
 class _Batcher:
-    """Accumulates prepared drafts and commits them ``size`` at a time."""
+    """Accumulates prepared records and commits them ``size`` at a time, each batch in one
+    write transaction (``memo.ops.store_batch.store_items``: canonical rows and derived
+    indexes together)."""
 
     def __init__(self, conn: sqlite3.Connection, size: int) -> None:
         self.conn, self.size = conn, max(1, size)
-        self.pending: list[tuple[RecordDraft, tuple[PassageDraft, ...]]] = []
+        self.pending: list[PreparedItem] = []
         self.counts = {"added": 0, "updated": 0, "skipped": 0}
         self.ids: list[str] = []
         self.matched: set[str] = set()    # existing records a skipped input duplicated
         self.batches = 0
         self.passages = 0
 
-    def push(self, draft: RecordDraft, passages: tuple[PassageDraft, ...]) -> None:
-        self.pending.append((draft, passages))
+    def push(self, item: PreparedItem) -> None:
+        self.pending.append(item)
         if len(self.pending) >= self.size:
             self.flush()
 
     def flush(self) -> None:
         if not self.pending:
             return
-        results = []
         try:
             with write_tx(self.conn):
-                for draft, passages in self.pending:
-                    results.append(store_draft(self.conn, draft, passages, replace_previous=True))
+                results = store_items(self.conn, self.pending)
         except MemoError:
             raise
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
@@ -297,14 +298,15 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
             ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
         elif item.draft is not None:
             try:
-                passages = prepare(item.draft)
+                draft = _absolute(item.draft, base)
+                prepared = prepare_item(draft, prepare(item.draft))
             except ValidationError as exc:
                 rejected.append(Rejection(item.rel, str(exc)))
             except Exception as exc:   # a splitter bug (RecursionError...) must not stop the import
                 log.warning("import: cannot split %s", item.rel, exc_info=True)
                 rejected.append(Rejection(item.rel, f"cannot split into passages: {type(exc).__name__}: {exc}"))
             else:
-                batcher.push(_absolute(item.draft, base), passages)
+                batcher.push(prepared)
         if progress is not None:
             progress(Progress(done=done, total=total, current=item.rel))
     batcher.flush()

@@ -4,10 +4,34 @@ rebuildable from them at any time (``rebuild_derived``)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from memo.errors import StoreCorrupt
 from memo.text.identifiers import exact_terms
+
+
+def passage_terms(section: str, text: str) -> str:
+    """What ``exact_fts.terms`` holds for a passage."""
+    return exact_terms(section + "\n" + text)
+
+
+def index_passage_range(conn: sqlite3.Connection, first_pk: int, terms: Sequence[str]) -> None:
+    """Bulk form of ``index_passages`` for passages ``first_pk .. first_pk + len(terms) - 1``
+    just inserted by the caller (``memo.store.records.insert_records``), ``terms[i]`` the
+    ``passage_terms`` of passage ``first_pk + i`` (computed before the write transaction).
+    The keyword index reads its rows back from ``passages`` in one statement, as the
+    external-content table needs."""
+    if not terms:
+        return
+    last_pk = first_pk + len(terms) - 1
+    n = conn.execute("INSERT INTO passages_fts(rowid, text, section) "
+                     "SELECT pk, text, section FROM passages WHERE pk BETWEEN ? AND ? ORDER BY pk",
+                     (first_pk, last_pk)).rowcount
+    if n != len(terms):   # just inserted by the caller: only a damaged table loses them
+        raise StoreCorrupt(f"passages {first_pk}..{last_pk} were just written but {len(terms) - n} cannot be "
+                           "read back: the passages table is damaged")
+    conn.executemany("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
+                     [(first_pk + k, t) for k, t in enumerate(terms)])
 
 
 def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
@@ -19,7 +43,7 @@ def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
         conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
                      (pk, row["text"], row["section"]))
         conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
-                     (pk, exact_terms(row["section"] + "\n" + row["text"])))
+                     (pk, passage_terms(row["section"], row["text"])))
 
 
 def unindex_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
@@ -58,7 +82,7 @@ def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
     n = 0
     for row in conn.execute("SELECT pk, text, section FROM passages ORDER BY pk").fetchall():
         conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
-                     (row["pk"], exact_terms(row["section"] + "\n" + row["text"])))
+                     (row["pk"], passage_terms(row["section"], row["text"])))
         n += 1
     # Drop vectors of passages that no longer exist (foreign keys already do this; this
     # guards databases written with foreign_keys off by another tool).

@@ -57,6 +57,7 @@ INSERT INTO memo_meta(key, value) VALUES ('mentions_epoch', '0');
 """
 
 LIVE_FACT = "superseded_at IS NULL AND forgotten_at IS NULL"
+_CHUNK = 500                # keys per IN (...) list: well under SQLite's bound-parameter limit
 
 
 def explicit_entities(meta: object) -> tuple[str, ...]:
@@ -97,6 +98,11 @@ def _write(conn: sqlite3.Connection, passage_pk: int, found: Sequence[EntityMent
     return len(found)
 
 
+def passage_mentions(text: str, speaker: str | None, explicit: Sequence[str] = ()) -> list[EntityMention]:
+    """The entities a passage mentions (its text, its speaker, its record's explicit ones)."""
+    return extract(text, speaker=speaker, explicit=explicit)
+
+
 def index_passage_mentions(conn: sqlite3.Connection, pks: Iterable[int], explicit: Sequence[str] = ()) -> int:
     """Extract and store the mentions of passages just inserted (caller's transaction)."""
     n = 0
@@ -104,8 +110,44 @@ def index_passage_mentions(conn: sqlite3.Connection, pks: Iterable[int], explici
         row = conn.execute("SELECT text, speaker FROM passages WHERE pk = ?", (pk,)).fetchone()
         if row is None:
             continue
-        n += _write(conn, int(pk), extract(row[0], speaker=row[1], explicit=explicit), None)
+        n += _write(conn, int(pk), passage_mentions(row[0], row[1], explicit), None)
     return n
+
+
+def write_passage_mentions(conn: sqlite3.Connection,
+                           found: Sequence[tuple[int, Sequence[EntityMention]]]) -> int:
+    """Bulk form of ``index_passage_mentions`` (import batches): ``found`` holds (passage pk,
+    its ``passage_mentions`` worked out before the write transaction) in insertion order.
+    Same rows as passage-by-passage: a new entity takes the name and kind it was first
+    seen with and the next pk in first-seen order, mentions get their ``seq`` in the same
+    order.  One SELECT per 500 keys and one executemany per table instead of a SELECT and
+    an INSERT per mention (caller's transaction)."""
+    first: dict[str, EntityMention] = {}
+    for _, mentions in found:
+        for m in mentions:
+            first.setdefault(m.key, m)
+    if not first:
+        return 0
+    pks: dict[str, int] = {}
+    keys = list(first)
+    for s in range(0, len(keys), _CHUNK):
+        chunk = keys[s:s + _CHUNK]
+        pks.update((key, int(pk)) for pk, key in conn.execute(
+            f"SELECT pk, key FROM entities WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+    new = [m for key, m in first.items() if key not in pks]
+    if new:
+        # What INSERT without a pk would give, one row after the other: max(pk) + 1.
+        base = int(conn.execute("SELECT ifnull(max(pk), 0) FROM entities").fetchone()[0])
+        rows = [(base + k, m.key, m.name, m.kind) for k, m in enumerate(new, start=1)]
+        pks.update((key, pk) for pk, key, _, _ in rows)
+        conn.executemany("INSERT INTO entities(pk, key, name, kind) VALUES (?, ?, ?, ?)", rows)
+        conn.executemany("INSERT OR IGNORE INTO entity_aliases(alias, entity_pk) VALUES (?, ?)",
+                         [(a, pk) for pk, key, _, _ in rows for a in aliases(key)])
+    rows_m = [(ppk, pks[m.key], m.count, None) for ppk, mentions in found for m in mentions]
+    conn.executemany(
+        "INSERT INTO mentions(passage_pk, entity_pk, count, fact_pk) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO UPDATE SET count = count + excluded.count", rows_m)
+    return len(rows_m)
 
 
 def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int) -> int:

@@ -7,11 +7,19 @@ import hashlib
 import json
 import sqlite3
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memo.errors import NotFound, ValidationError
-from memo.store.derived import index_passages
-from memo.store.mentions import explicit_entities, index_passage_mentions
+from memo.store.derived import index_passage_range, index_passages, passage_terms
+from memo.store.mentions import (
+    explicit_entities,
+    index_passage_mentions,
+    passage_mentions,
+    write_passage_mentions,
+)
+from memo.text.entities import EntityMention
 from memo.text.limits import MAX_BODY_CHARS
 from memo.text.tokens import count_tokens
 from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
@@ -82,11 +90,85 @@ def insert_record(conn: sqlite3.Connection, draft: RecordDraft,
             """INSERT INTO passages (id, record_id, ord, section, text, speaker, event_at, ext_id, tokens)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (f"{rid}:{ord_}", rid, ord_, p.section, p.text, p.speaker, p.event_at or draft.event_at,
-             p.ext_id, count_tokens(f"{p.section}\n{p.text}" if p.section else p.text)))
+             p.ext_id, passage_tokens(p)))
         pks.append(int(cur.lastrowid))
     index_passages(conn, pks)
     index_passage_mentions(conn, pks, explicit_entities(draft.meta))
     return rid
+
+
+def passage_tokens(p: PassageDraft) -> int:
+    """``passages.tokens``: the token count of the section line and the text."""
+    return count_tokens(f"{p.section}\n{p.text}" if p.section else p.text)
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedPassage:
+    """A passage with what its rows in the derived indexes hold, worked out before the
+    write transaction (pure functions of its text: the lock is held for the writes only)."""
+
+    draft: PassageDraft
+    tokens: int                           # passage_tokens
+    terms: str                            # memo.store.derived.passage_terms
+    mentions: tuple[EntityMention, ...]   # memo.store.mentions.passage_mentions
+
+
+def derive_passages(draft: RecordDraft, passages: Sequence[PassageDraft]) -> tuple[DerivedPassage, ...]:
+    explicit = explicit_entities(draft.meta)
+    return tuple(DerivedPassage(p, passage_tokens(p), passage_terms(p.section, p.text),
+                                tuple(passage_mentions(p.text, p.speaker, explicit))) for p in passages)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """One record of a bulk insert: its id and recorded_at chosen by the caller."""
+
+    id: str
+    draft: RecordDraft
+    content_hash: str
+    recorded_at: str
+    passages: tuple[DerivedPassage, ...]
+
+
+def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> int:
+    """Bulk form of ``insert_record`` (import batches): the same rows, with the same pks,
+    ``seq`` values and entity pks as inserting the records one by one in this order, written
+    with one statement per table.  Passage pks are given explicitly as SQLite would pick
+    them (max(pk) + 1, one after the other), so the derived indexes need not read them
+    back.  The caller checked for duplicates and holds the write transaction.  Returns
+    the number of passages."""
+    for r in records:
+        validate_draft(r.draft)
+        if not r.passages:
+            raise ValidationError("a record needs at least one passage")
+    if not records:
+        return 0
+    conn.executemany(
+        """INSERT INTO records (id, namespace, kind, title, source, library, version, event_at,
+               recorded_at, trust, author, import_path, ext_id, content_hash, body, meta)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [(r.id, d.namespace, d.kind, d.title, d.source, d.library, d.version, d.event_at, r.recorded_at,
+          float(d.trust), d.author, d.import_path, d.ext_id, r.content_hash, d.body,
+          json.dumps(d.meta, sort_keys=True)) for r in records for d in (r.draft,)])
+    conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
+                     [(r.id, t.strip()) for r in records for t in r.draft.tags])
+    first = int(conn.execute("SELECT ifnull(max(pk), 0) + 1 FROM passages").fetchone()[0])
+    rows, terms, found = [], [], []
+    pk = first
+    for r in records:
+        for ord_, dp in enumerate(r.passages):
+            p = dp.draft
+            rows.append((pk, f"{r.id}:{ord_}", r.id, ord_, p.section, p.text, p.speaker,
+                         p.event_at or r.draft.event_at, p.ext_id, dp.tokens))
+            terms.append(dp.terms)
+            found.append((pk, dp.mentions))
+            pk += 1
+    conn.executemany(
+        """INSERT INTO passages (pk, id, record_id, ord, section, text, speaker, event_at, ext_id, tokens)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
+    index_passage_range(conn, first, terms)
+    write_passage_mentions(conn, found)
+    return len(rows)
 
 
 def _passage(row: sqlite3.Row) -> Passage:

@@ -69,10 +69,8 @@ _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
 # Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
 _PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
-# What every token looks_like_identifier accepts holds (an inner connector, a letter next
-# to a digit, a lower-case letter before a capital), always inside one _IDENT token: text
-# without any has no identifier.
-_MAYBE_IDENT = re.compile(r"\w[_\-./:@#+]+\w|[A-Za-z]\d|\d[A-Za-z]|[a-z][A-Z]")
+_IDENT_SPLIT = re.compile(f"({_IDENT.pattern})", re.UNICODE)    # re.split keeps the tokens
+_WORD_SPLIT = re.compile(f"({_WORD.pattern})", re.UNICODE)     # re.split keeps the words
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +120,18 @@ class _Bag:
 def _names(text: str, bag: _Bag) -> None:
     """Runs of capitalised words (see the module docstring).
 
-    Speed (issue 16.4, ingest): while no run is open, a word that does not start with a
-    capital changes nothing, so the loop skips it without looking at the gap before it;
-    only capitalised words and the words right after a run pay for the gap checks.  The
-    answers are those of the word-by-word loop (tests/unit/entities/test_extract_fast.py
-    compares them with the frozen copy, entities_v1.py)."""
+    Speed (issue 16.4, ingest): the text is cut into words and the gaps before them in one
+    ``re.split``; while no run is open, a word that does not start with a capital changes
+    nothing, so the loop jumps from one capitalised word to the next and only looks at the
+    words that can open, extend or close a run.  The answers are those of the word-by-word
+    loop (tests/unit/entities/test_extract_fast.py compares them with the frozen copy,
+    entities_v1.py)."""
+    parts = _WORD_SPLIT.split(text)
+    words = parts[1::2]                  # every _WORD match, in order
+    gaps = parts[0::2]                   # gaps[i]: the text between word i - 1 and word i
+    caps = [i for i, w in enumerate(words) if w[0].isupper()]
     run: list[tuple[str, bool]] = []     # (word, sentence-initial)
     pending: list[str] = []              # joiners waiting for the next capitalised word
-    last: re.Match[str] | None = None    # the previous word
 
     def flush() -> None:
         words = [w for w, _ in run]
@@ -155,18 +157,19 @@ def _names(text: str, bag: _Bag) -> None:
             bag.add(" ".join(words), "name")
         run.clear()
 
-    for m in _WORD.finditer(text):
-        raw = m.group(0)
-        if not run and not raw[0].isupper():
-            last = m                     # no run, not capitalised: nothing to do
-            continue
-        word = raw.strip("-'’")          # never empty: _WORD starts with a letter
-        start = m.start()
-        prev_end = last.end() if last is not None else 0
-        last = m
-        gap = text[prev_end:start]
-        initial = prev_end == 0 or bool(_SENTENCE_END.search(text[max(0, start - 3):start])) \
-            or bool(_INITIAL_GAP.search(gap))
+    n, k, i = len(words), 0, 0
+    while i < n:
+        if not run:                      # no run, so skip to the next capitalised word
+            while k < len(caps) and caps[k] < i:
+                k += 1
+            if k == len(caps):
+                break
+            i = caps[k]
+        word = words[i].strip("-'’")     # never empty: _WORD starts with a letter
+        gap = gaps[i]
+        # The three characters before the word: any in the previous word are word
+        # characters, which _SENTENCE_END (punctuation, then only spaces) cannot end on.
+        initial = i == 0 or bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
         low = word.casefold()
         capital = word[0].isupper() and low not in _MONTHS_DAYS
         broken = bool(_BROKEN_GAP.search(gap))
@@ -184,28 +187,29 @@ def _names(text: str, bag: _Bag) -> None:
             if run:
                 flush()
             pending.clear()
+        i += 1
     if run:
         flush()
 
 
 def _identifiers(text: str, bag: _Bag) -> str:
-    """Add identifier tokens; return the text with them blanked out (for ``_names``)."""
-    if not _MAYBE_IDENT.search(text):
-        return text
-    out, last = [], 0
-    for m in _IDENT.finditer(text):
-        tok = m.group(0)
-        # A letters-only word with no capital after its first letter has no digit, no
-        # connector and no inner capital: looks_like_identifier is False for it (the
-        # cheap test first: most words of prose are such words).
-        if len(tok) < 3 or (tok.isalpha() and tok[1:].islower()) or not any(ch.isalpha() for ch in tok):
+    """Add identifier tokens; return the text with them blanked out (for ``_names``).
+
+    The text is cut into tokens in one ``re.split``; a letters-only token with no capital
+    after its first letter (most words of prose) has no digit, connector or inner capital,
+    so looks_like_identifier is False for it and only the others are looked at."""
+    parts = _IDENT_SPLIT.split(text)     # gap, token, gap, token, ..., gap
+    hits = False
+    for i in [i for i in range(1, len(parts), 2) if not (parts[i].isalpha() and parts[i][1:].islower())]:
+        tok = parts[i]
+        if len(tok) < 3 or not any(ch.isalpha() for ch in tok):
             continue
         if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
             continue
         bag.add(tok, "identifier")
-        out.append(text[last:m.start()] + " ; ")
-        last = m.end()
-    return "".join(out) + text[last:] if out else text
+        parts[i] = " ; "
+        hits = True
+    return "".join(parts) if hits else text
 
 
 def _blank(pattern: re.Pattern[str], text: str, bag: _Bag, kind: str) -> str:

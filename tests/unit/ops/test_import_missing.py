@@ -11,7 +11,7 @@ import pytest
 from memo import ops
 from memo.errors import StoreError, ValidationError
 from memo.ingest import files as files_mod
-from memo.ops import add as add_mod
+from memo.ops import store_batch as store_batch_mod
 from memo.ops.importer import ImportOptions
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
@@ -201,11 +201,11 @@ def test_failed_import_prunes_nothing(fresh_db, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr("memo.ops.importer.store_draft", boom)
+    monkeypatch.setattr("memo.ops.importer.store_items", boom)
     with pytest.raises(StoreError):
         _imp(fresh_db, root, prune=True)
     assert all(r.forgotten_at is None for r in _by_path(fresh_db).values())
-    monkeypatch.setattr("memo.ops.importer.store_draft", add_mod.store_draft)
+    monkeypatch.setattr("memo.ops.importer.store_items", store_batch_mod.store_items)
     assert _imp(fresh_db, root, prune=True).pruned == 1
 
 

@@ -1,0 +1,182 @@
+"""Index-only import at scale (issue 16.4): passages/s of ``memo import --no-embed`` next
+to a floor measured in the same run on the same rows.
+
+    nice -n 5 .venv/bin/python bench/ingest_scale.py [--n 20000 100000] [--json] [--keep DIR]
+
+* input:  a JSONL file of ``n`` synthetic records made of SciFact sentences (seeded,
+          reproducible: ``--seed``; datasets/scifact/corpus.jsonl.gz), each
+          ``{"id", "title", "text"}`` with 2-7 sentences, so one passage per record
+          (under the 200-word window); the title is the passage's section.
+* memo:   ``memo.ops.import_path`` into a fresh database, as ``memo import --no-embed``
+          runs it (batches of ``--batch`` records per BEGIN IMMEDIATE, synchronous=FULL).
+          ``--cli`` also times the command line end to end (process start included).
+* floor:  the same rows with no memo logic: one plain ``records`` table and one
+          ``passages`` table, an external-content FTS5 table with memo's tokenizer and an
+          ``ascii`` FTS5 table for the exact arm's terms, filled by ``executemany`` in
+          transactions of the same batch size, same PRAGMAs (WAL, synchronous=FULL).
+          Its rows are what memo stores (passage text, section, exact terms computed
+          before the clock starts), so the ratio is memo's cost over SQLite's own.
+The machine is shared: the two runs alternate (floor, memo, floor, memo...) and each
+reports its best; the ratio is floor seconds / memo seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memo.ops.importer import DEFAULT_BATCH, ImportOptions, import_path  # noqa: E402
+from memo.store.db import open_db  # noqa: E402
+from memo.text.identifiers import exact_terms  # noqa: E402
+
+DATA = ROOT / "datasets" / "scifact" / "corpus.jsonl.gz"
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def sentences(data: Path = DATA) -> tuple[list[str], list[str]]:
+    """SciFact abstract sentences and titles, in file order."""
+    sents: list[str] = []
+    titles: list[str] = []
+    with gzip.open(data, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            titles.append(doc["title"].strip())
+            sents.extend(s.strip() for s in _SENT.split(doc["text"]) if 4 <= len(s.split()) <= 45)
+    return sents, titles
+
+
+def build_input(path: Path, n: int, seed: int = 16) -> Path:
+    """``n`` JSONL records of 2-7 random SciFact sentences (<= 200 words: one passage)."""
+    sents, titles = sentences()
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            body: list[str] = []
+            words = 0
+            for s in rng.sample(sents, rng.randint(2, 7)):
+                w = len(s.split())
+                if words + w > 180:
+                    break
+                body.append(s)
+                words += w
+            out.write(json.dumps({"id": f"d{i}", "title": rng.choice(titles), "text": " ".join(body)}) + "\n")
+    return path
+
+
+def _rows(path: Path) -> list[tuple[str, str, str, str]]:
+    """(id, title, text, exact terms) per line: what the floor inserts."""
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            d = json.loads(line)
+            out.append((d["id"], d["title"], d["text"], exact_terms(d["title"] + "\n" + d["text"])))
+    return out
+
+
+FLOOR_DDL = """
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=FULL;
+CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE passages (pk INTEGER PRIMARY KEY, record_id TEXT NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE passages_fts USING fts5(text, section, content='passages', content_rowid='pk',
+    tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE exact_fts USING fts5(terms, tokenize='ascii');
+"""
+
+
+def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> float:
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.executescript(FLOOR_DDL)
+    t0 = time.perf_counter()
+    for s in range(0, len(rows), batch):
+        chunk = rows[s:s + batch]
+        base = s + 1
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT INTO records VALUES (?, ?)", [(r[0], r[2]) for r in chunk])
+        conn.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)",
+                         [(base + k, r[0], r[1], r[2]) for k, r in enumerate(chunk)])
+        conn.executemany("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
+                         [(base + k, r[2], r[1]) for k, r in enumerate(chunk)])
+        conn.executemany("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
+                         [(base + k, r[3]) for k, r in enumerate(chunk)])
+        conn.execute("COMMIT")
+    secs = time.perf_counter() - t0
+    conn.close()
+    return secs
+
+
+def memo_run(src: Path, db: Path, batch: int) -> tuple[float, int]:
+    conn = open_db(db)
+    t0 = time.perf_counter()
+    rep = import_path(conn, src, ImportOptions(namespace="bench", batch_size=batch))
+    secs = time.perf_counter() - t0
+    conn.close()
+    assert not rep.rejected, rep.rejected[:3]
+    return secs, rep.passages
+
+
+def cli_run(src: Path, db: Path, batch: int) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([str(ROOT / ".venv" / "bin" / "memo"), "import", str(src), "--no-embed", "--no-progress",
+                    "--json", "--namespace", "bench", "--batch-size", str(batch), "--db", str(db)],
+                   check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool) -> dict[str, object]:
+    src = build_input(work / f"in{n}.jsonl", n, seed)
+    rows = _rows(src)
+    floors, memos, clis = [], [], []
+    passages = 0
+    for r in range(rounds):
+        floors.append(floor_run(rows, work / f"floor{n}-{r}.db", batch))
+        secs, passages = memo_run(src, work / f"memo{n}-{r}.db", batch)
+        memos.append(secs)
+        if cli:
+            clis.append(cli_run(src, work / f"cli{n}-{r}.db", batch))
+        for f in work.glob(f"*{n}-{r}.db*"):
+            f.unlink()
+    out: dict[str, object] = {
+        "records": n, "passages": passages, "batch": batch,
+        "floor_per_s": round(passages / min(floors)), "memo_per_s": round(passages / min(memos)),
+        "ratio_floor_over_memo": round(min(floors) / min(memos), 3),
+        "floor_runs_s": [round(x, 2) for x in floors], "memo_runs_s": [round(x, 2) for x in memos]}
+    if clis:
+        out["cli_per_s"] = round(passages / min(clis))
+        out["cli_runs_s"] = [round(x, 2) for x in clis]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[20_000, 100_000])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=DEFAULT_BATCH)
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--cli", action="store_true", help="also time `memo import --no-embed` as a process")
+    ap.add_argument("--input-only", type=Path, help="write the JSONL for --n to this path and stop")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if args.input_only:
+        build_input(args.input_only, args.n[0], args.seed)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.n:
+            res = measure(n, Path(tmp), rounds=args.rounds, batch=args.batch, seed=args.seed, cli=args.cli)
+            print(json.dumps(res) if args.json else "\n".join(f"{k}: {v}" for k, v in res.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()

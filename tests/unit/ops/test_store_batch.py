@@ -1,0 +1,135 @@
+"""The batched import path (memo.ops.store_batch, issue 16.4) stores exactly what the
+record-by-record path (memo.ops.add.store_draft per record) stores: the same imports run
+both ways, with the same ids and clock, and every canonical and derived table compared
+row by row (the keyword index through fts5vocab: term, passage, column, offset)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from memo.ops import importer, store_batch
+from memo.ops.add import store_draft
+from memo.ops.importer import ImportOptions, import_path
+from memo.ops.reports import AddReport
+from memo.store.db import open_db
+
+TABLES = {
+    "records": "SELECT * FROM records ORDER BY rowid",
+    "record_tags": "SELECT * FROM record_tags ORDER BY record_id, tag",
+    "passages": "SELECT * FROM passages ORDER BY pk",
+    "exact_fts": "SELECT rowid, terms FROM exact_fts ORDER BY rowid",
+    "passages_fts": "SELECT term, doc, col, offset FROM temp.kw ORDER BY term, doc, col, offset",
+    "entities": "SELECT * FROM entities ORDER BY pk",
+    "entity_aliases": "SELECT * FROM entity_aliases ORDER BY alias, entity_pk",
+    "mentions": "SELECT * FROM mentions ORDER BY seq",
+    "memo_meta": "SELECT * FROM memo_meta ORDER BY key",
+}
+
+
+def _record_by_record(conn, items: list[store_batch.PreparedItem]) -> list[AddReport]:
+    """What the importer did before issue 16.4: store_draft per record, same transaction."""
+    return [store_draft(conn, it.draft, tuple(p.draft for p in it.passages), replace_previous=True)
+            for it in items]
+
+
+def _inputs(tmp_path: Path) -> list[tuple[Path, str | None, ImportOptions]]:
+    """(path, what to write there just before importing it (None: leave it), options)."""
+    lines = [{"id": "a", "text": "Alice Smith met Bob at Acme Corp in New York. ERR_CONN_RESET again.", "tags": ["x", "y"]},
+             {"id": "b", "text": "Same text twice.", "entities": ["Project X"]},
+             {"id": "c", "text": "Same text twice."},                       # duplicate inside the batch
+             {"text": "No id: addressed by its line. See net/http and IL-6.", "event_date": "2024-05-01"},
+             {"id": "a", "text": "Alice Smith left Acme Corp. A new version in the same file."},   # supersedes 'a' in-batch
+             {"id": "conv", "kind": "conversation", "text": "Caroline: I went to the LGBTQ support group.\n"
+                                                             "Melanie: That's great, Caroline!"},
+             {"id": "long", "text": " ".join(f"Sentence {k} about the Krebs cycle and p53." for k in range(80))},
+             {"id": "md", "title": "Guide", "text": "# Install\n\nRun `memo init`.\n\n## Linux\n\napt-get install memo\n"}]
+    first = tmp_path / "one.jsonl"
+    second = tmp_path / "two" / "one.jsonl"          # another file: other import paths
+    second.parent.mkdir(parents=True, exist_ok=True)
+    changed = "".join(json.dumps(x) + "\n" for x in [
+        {"id": "a", "text": "Alice Smith is back at Acme Corp: a third version."},   # supersedes across imports
+        {"id": "b", "text": "Same text twice."},                                   # skipped (stored)
+        {"id": "new", "text": "Brand new line from Dr. Jane Doe about BRCA1."}])
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True, exist_ok=True)
+    (folder / "readme.md").write_text("# Memo\n\nLocal-first memory for AI agents.\n\n## Use\n\nmemo add\n")
+    (folder / "sub" / "notes.txt").write_text("first paragraph by @alice\n\nsecond #python paragraph\n")
+    (folder / "sub" / "lib.py").write_text('"""Lib."""\ndef parse_url(u: str) -> str:\n    """Parse a URL."""\n')
+    opts = ImportOptions(namespace="kb", batch_size=3, tags=("imported",))
+    jsonl = "".join(json.dumps(x) + "\n" for x in lines)
+    return [(first, jsonl, opts), (second, "".join(json.dumps(x) + "\n" for x in lines[:3]), opts),
+            (first, changed, opts), (folder, None, opts),
+            (first, jsonl, ImportOptions(namespace="other", batch_size=500))]
+
+
+def _fixed_clock(monkeypatch) -> None:
+    ids, ticks = itertools.count(), itertools.count()
+
+    def new_id() -> str:
+        return f"r{next(ids):06d}"
+
+    def now() -> str:
+        return f"2026-01-01T00:00:00.{next(ticks):06d}Z"
+
+    for mod in ("memo.store.records", "memo.ops.store_batch", "memo.ops.add"):
+        for name, fn in (("new_record_id", new_id), ("utc_now", now)):
+            monkeypatch.setattr(f"{mod}.{name}", fn, raising=False)
+
+
+def _dump(db: Path) -> dict[str, list[tuple]]:
+    conn = open_db(db)
+    conn.execute("CREATE VIRTUAL TABLE temp.kw USING fts5vocab(main, passages_fts, instance)")
+    out = {name: [tuple(r) for r in conn.execute(sql)] for name, sql in TABLES.items()}
+    conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('integrity-check')")
+    conn.close()
+    return out
+
+
+def _run(tmp_path: Path, monkeypatch, name: str, store) -> tuple[dict[str, list[tuple]], list[tuple]]:  # noqa: ANN001
+    with monkeypatch.context() as m:
+        _fixed_clock(m)
+        m.setattr(importer, "store_items", store)
+        db = tmp_path / f"{name}.db"
+        conn = open_db(db)
+        counts = []
+        for path, text, opts in _inputs(tmp_path / "in"):   # same paths both runs
+            if text is not None:
+                path.write_text(text)
+            rep = import_path(conn, path, opts)
+            counts.append((rep.added, rep.updated, rep.skipped, rep.passages, len(rep.rejected), rep.batches))
+        conn.close()
+    return _dump(db), counts
+
+
+def test_batched_import_stores_what_record_by_record_stores(tmp_path, monkeypatch):
+    old, old_counts = _run(tmp_path, monkeypatch, "old", _record_by_record)
+    new, new_counts = _run(tmp_path, monkeypatch, "new", store_batch.store_items)
+    assert new_counts == old_counts
+    assert old_counts[0][:3] == (6, 1, 1) and old_counts[2][:3] == (1, 1, 1) and old_counts[3][0] == 3
+    for table in TABLES:
+        assert new[table] == old[table], table
+    assert len(old["mentions"]) > 20 and len(old["passages"]) > 15     # the inputs exercise the indexes
+    superseded = [r for r in old["records"] if r[9] is not None]    # superseded_at
+    assert len(superseded) == 3                                      # in a batch, across imports
+
+
+@pytest.mark.parametrize("batch", [1, 2, 500])
+def test_batch_size_changes_nothing_stored(tmp_path, monkeypatch, batch):
+    """All-or-nothing per batch is the only thing the batch size decides."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": str(k % 7), "text": f"Line {k % 11} by Alice Smith"}) + "\n"
+                           for k in range(40)))
+    dumps = []
+    for size in (batch, 7):
+        with monkeypatch.context() as m:
+            _fixed_clock(m)
+            db = tmp_path / f"b{batch}-{size}.db"
+            conn = open_db(db)
+            import_path(conn, src, ImportOptions(namespace="kb", batch_size=size))
+            conn.close()
+        dumps.append(_dump(db))
+    assert dumps[0] == dumps[1]
