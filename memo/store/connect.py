@@ -67,9 +67,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         if not os.path.lexists(path):
             _create_whole(path)
     if os.path.exists(path) and os.path.getsize(path) > 0:
-        problem = check_header(path)
-        if problem:
-            raise StoreCorrupt(f"the database {path} {problem}", hint=RESTORE_HINT)
+        _check_header_once(path)
     # mode=rw: never let SQLite create a file here (it would start empty); see above.
     uri = f"file:{path}?mode=ro" if readonly else f"file:{path}?mode=rw"
     try:
@@ -92,6 +90,32 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+# (st_dev, st_ino) of database files whose header this process has read.  check_header
+# opens and closes the file, and on POSIX closing *any* descriptor of a file drops every
+# fcntl lock the process holds on it, SQLite's included: done while another connection of
+# this process is in a transaction (a server's embedder thread opening its connection
+# while a write commits), another process could take the database for unused, checkpoint
+# and delete its WAL ("database disk image is malformed" in the 4-writer soak).  So the
+# header is read when a process first opens a file (no SQLite lock of ours on it yet);
+# later opens of the same file skip it (SQLite reports a header damaged since then itself).
+_HEADER_CHECKED: set[tuple[int, int]] = set()
+
+
+def _check_header_once(path: Path) -> None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    key = (st.st_dev, st.st_ino) if st is not None else None
+    if key is not None and key in _HEADER_CHECKED:
+        return
+    problem = check_header(path)
+    if problem:
+        raise StoreCorrupt(f"the database {path} {problem}", hint=RESTORE_HINT)
+    if key is not None:
+        _HEADER_CHECKED.add(key)
 
 
 def _foreign(conn: sqlite3.Connection) -> bool:
