@@ -144,13 +144,20 @@ def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impact
         norm = K1 * ((1 - B) + (B * dl) / avgdl)
         vocab_table = f"temp.memo_vocab_{table}"
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab_table} USING fts5vocab(main, {table}, 'instance')")
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab_table}_row USING fts5vocab(main, {table}, 'row')")
         vocab: dict[str, int] = {}
         counts: list[int] = [0]
         row_parts: list[np.ndarray] = []
         freq_parts: list[np.ndarray] = []
-        # One row per term: its instances' rowids (one per occurrence) as text, parsed by
-        # numpy: ~10x faster than fetching an integer per instance.
-        for term, docs in conn.execute(f"SELECT term, group_concat(doc, ' ') FROM {vocab_table} GROUP BY term"):
+        terms = [r[0] for r in conn.execute(f"SELECT term FROM {vocab_table}_row")]
+        # One query per term: its instances' rowids (one per occurrence) as text, parsed by
+        # numpy (~10x faster than fetching an integer per instance; 7x faster than one
+        # GROUP BY term over the whole vocabulary, which sorts every instance).
+        per_term = f"SELECT group_concat(doc, ' ') FROM {vocab_table} WHERE term = ?"
+        for term in terms:
+            docs = conn.execute(per_term, (term,)).fetchone()[0]
+            if not docs:
+                continue
             arr = np.fromstring(docs, dtype=np.int64, sep=" ")
             uniq, freq = np.unique(arr, return_counts=True)
             rows = np.searchsorted(pks, uniq)
