@@ -34,7 +34,7 @@ MAX_GRID = 200          # more points than this: Optuna TPE (or --samples) inste
 BATCH = 8               # Optuna points replayed per batch
 TEST_SPLITS = ("test", "all")   # never tuned on ("all" holds the test questions)
 
-# Only weight *ratios* matter to both fusions (cutoff is relative, abstention reads raw
+# Only weight *ratios* matter to the three fusions (cutoff is relative, abstention reads raw
 # cosines), so the keyword weight stays at 0.5 and the others move around it.  The exact
 # arm is in the space because its router fires on many scientific claims (numbers,
 # hyphenated names) and its votes are noise there.  fetch_depth matters to minmax through
@@ -47,6 +47,7 @@ _COMMON = ["weights.exact=0,0.15,0.3", "retrieve.fetch_depth=50,100,200", "SEMAN
 DEFAULT_SPACE: dict[str, list[str]] = {
     "rrf": ["fusion.k=10,20,40,60,100", "weights.semantic=0.35,0.5,0.7,1.0", *_COMMON],
     "minmax": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", *_COMMON],
+    "zscore": ["weights.semantic=0.3,0.4,0.5,0.6,0.7,0.85,1.0", *_COMMON],
 }
 
 

@@ -35,7 +35,7 @@ import platformdirs
 from memo.errors import ProfileError
 from memo.types import ARM_NAMES, KINDS
 
-FUSION_METHODS = ("rrf", "minmax")
+FUSION_METHODS = ("rrf", "minmax", "zscore")
 KEYWORD_INDEXES = ("impact", "fts5")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memo.profile import load_profile
 from memo.retrieve.arms.base import ArmHit
 from memo.retrieve.fusion import fuse
+from memo.retrieve.fusion.zscore import spread
 from memo.retrieve.types import ArmRun
 
 ARMS = ("semantic", "keyword", "exact")
@@ -29,7 +33,7 @@ WEIGHTS = load_profile("rrf").weights
 
 
 @settings(max_examples=300, deadline=None)
-@given(runs(), st.sampled_from(["rrf", "minmax"]), st.integers(1, 100))
+@given(runs(), st.sampled_from(["rrf", "minmax", "zscore"]), st.integers(1, 100))
 def test_fusion_invariants(rs, method, k):
     cands = fuse(rs, method, WEIGHTS, k)
     pks = {h.pk for r in rs for h in r.hits}
@@ -40,7 +44,8 @@ def test_fusion_invariants(rs, method, k):
             total += ev.contribution
         assert total == c.fused                             # explain reproduces fused exactly
         assert list(c.arms) == [r.name for r in rs if c.pk in {h.pk for h in r.hits}]  # arm order
-        assert 0.0 <= c.fused <= sum(WEIGHTS[a] for a in c.arms) + 1e-12
+        if method != "zscore":
+            assert 0.0 <= c.fused <= sum(WEIGHTS[a] for a in c.arms) + 1e-12
         if method == "rrf":
             assert all(ev.contribution == WEIGHTS[a] / (k + ev.rank) for a, ev in c.arms.items())
 
@@ -55,3 +60,28 @@ def test_rrf_rank_one_everywhere_wins(rs):
     tops = [r.hits[0].pk for r in rs if r.hits]
     if len(set(tops)) == 1 and all(r.hits for r in rs):
         assert best.pk == tops[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_zscore_is_minmax_times_range_over_sigma(rs):
+    """norm = (raw - min) / sigma: never negative, never above sqrt(2n) (the largest range of
+    n numbers in standard deviations: two extremes, the rest at their midpoint), min-max times
+    the arm's confidence (max - min) / sigma, and the order of each arm's own list."""
+    by = {c.pk: c for c in fuse(rs, "zscore", WEIGHTS, 60)}
+    for r in rs:
+        if not r.hits:
+            continue
+        raws = [h.raw for h in r.hits]
+        w, n, lo, hi = WEIGHTS[r.name], len(raws), min(raws), max(raws)
+        sigma = statistics.pstdev(raws)                  # exact (fractions): the reference
+        for h in r.hits:
+            got = by[h.pk].arms[r.name].contribution
+            assert got >= 0.0
+            if spread(raws) == 0 or hi == lo:           # no spread (or none a float can hold: 1e-167²)
+                assert got == w
+                continue
+            assert got <= w * math.sqrt(2 * n) * (1 + 1e-9)
+            assert math.isclose(got, w * (h.raw - lo) / (hi - lo) * ((hi - lo) / sigma), rel_tol=1e-9, abs_tol=1e-12)
+        contribs = [by[h.pk].arms[r.name].contribution for h in r.hits]
+        assert contribs == sorted(contribs, reverse=True)      # raws are sorted: so are their norms

@@ -12,6 +12,15 @@ from memo.profile import Profile, diff_profiles, load_profile, profile_names
 REPO_PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
 
+def test_zscore_profile_is_minmax_with_zscore_fusion():
+    """The default profile changes the fusion and nothing that ranks: its measured gains are
+    the fusion's (docs/eval.md "Every domain").  [vectors] is how vectors are stored and
+    scanned (exact either way), not ranking."""
+    diff = {k: v for k, v in diff_profiles(load_profile("zscore"), load_profile("minmax")).items()
+            if not k.startswith("vectors.")}
+    assert diff == {"name": ("zscore", "minmax"), "fusion.method": ("zscore", "minmax")}
+
+
 def test_shipped_profiles_load_with_the_seed_constants():
     assert {"rrf", "minmax"} <= set(profile_names())
     p = load_profile("rrf")

@@ -56,6 +56,40 @@ def test_explain_contributions_reproduce_the_final_score_exactly(conn, corpus):
     assert chat.why.recency_factor == 0.8 + (1 - 0.8) * 0.5 ** (30 / 90)
 
 
+def test_zscore_explain_reproduces_final_and_each_contribution_from_the_arms_raws(conn, corpus):
+    """The default profile's fusion: why's contributions sum to fused, fused x recency = final,
+    and each arm's contribution is weight * (raw - min) / sigma over that arm's own list (all
+    its candidates are results here: no gap cutoff, no abstention floor, limit 100)."""
+    import statistics
+
+    svc = FakeSemantic({corpus["pool"]: 0.7, corpus["chat"]: 0.55, corpus["note"]: 0.4, corpus["cake"]: 0.1})
+    prof = load_profile("zscore").with_overrides({"cutoff.gap": 1.0,      # every candidate is a result
+                                                  "models.all-minilm-l6-v2-int8.semantic_floor": -1.0})
+    assert prof.fusion.method == "zscore"
+    resp = search(conn, SearchRequest("pool filter", response_format="explain", now=NOW, limit=100), prof,
+                  {"semantic": svc})
+    assert resp.results
+    raws: dict[str, list[float]] = {}
+    for res in resp.results:
+        for name, arm in res.why.arms.items():
+            raws.setdefault(name, []).append(arm.raw)
+    assert set(raws) == {"semantic", "keyword"} and len(raws["semantic"]) == 4
+    for res in resp.results:
+        w = res.why
+        total = 0.0
+        for arm in w.arms.values():
+            total += arm.contribution
+        assert total == w.fused and w.fused * w.recency_factor == w.final == res.score
+        for name, arm in w.arms.items():
+            lo, sigma = min(raws[name]), statistics.pstdev(raws[name])
+            want = prof.weights[name] * ((arm.raw - lo) / sigma if sigma > 0 else 1.0)
+            assert arm.contribution == pytest.approx(want, rel=1e-12)
+    top = resp.results[0]
+    assert top.pk == corpus["pool"]
+    # cosines 0.7, 0.55, 0.4, 0.1: mean 0.4375, sigma 0.2219: the pool page is 2.7 sd above the cake
+    assert top.why.arms["semantic"].contribution == pytest.approx(0.5 * 0.6 / 0.22185299186623558, rel=1e-12)
+
+
 def test_compact_results_carry_no_why(conn, corpus):
     resp = search(conn, SearchRequest("pool", mode="keyword"), "rrf")
     assert resp.results and all(r.why is None for r in resp.results)
