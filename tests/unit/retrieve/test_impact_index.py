@@ -94,3 +94,18 @@ def test_ties_come_in_pk_order(fresh_db) -> None:
     index = impact.ensure_index(fresh_db)
     score = np.ones(len(index.pks))                       # five equal scores
     assert [pk for pk, _ in impact.topk(index, score, None, 3)] == index.pks[:3].tolist()
+
+
+def test_reindex_makes_the_index_stale_and_the_rebuild_ranks_the_same(fresh_db) -> None:
+    from memo.ops.maintenance import reindex
+
+    for i in range(4):
+        add(fresh_db, f"tumour protein {i}" + " binding" * i)
+    impact.ensure_index(fresh_db)
+    before = _keyword(fresh_db, "binding protein", _profile())
+    reindex(fresh_db)                                      # rebuilds FTS5: new structure record
+    with read_tx(fresh_db):
+        assert impact.usable_index(fresh_db, "passages_fts") is None
+    impact.ensure_index(fresh_db)
+    assert _keyword(fresh_db, "binding protein", _profile()) == before == _keyword(
+        fresh_db, "binding protein", _profile("fts5"))
