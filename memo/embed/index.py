@@ -254,11 +254,25 @@ class VectorIndex:
 
     # -- search ----------------------------------------------------------------------------
 
+    def _rows_not_excluded(self, excluded: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(base rows, tail rows) whose pk is not in ``excluded`` (a few out-of-scope pks:
+        ``memo.retrieve.scope.scope_stats``), cached per excluded set and index shape."""
+        key = ("x", id(excluded), self.base_rows, self._n, len(excluded))
+        if self._mask_for == key:
+            return self._mask_rows  # type: ignore[return-value]
+        ex = np.fromiter(excluded, dtype=np.int64, count=len(excluded))
+        base = (np.flatnonzero(~np.isin(self._base.pks, ex)) if self._base is not None
+                else np.zeros(0, dtype=np.int64))
+        tail = np.flatnonzero(~np.isin(self._pks[: self._n], ex))
+        self._mask_for, self._mask_ref, self._mask_rows = key, None, (base, tail)
+        return base, tail
+
     def search(self, conn: sqlite3.Connection, query_vec: np.ndarray, allowed_pks: np.ndarray | None,
-               k: int, cfg: Any = None) -> list[tuple[int, float]]:
+               k: int, cfg: Any = None, excluded: frozenset[int] | None = None) -> list[tuple[int, float]]:
         """Top ``k`` (pk, cosine) among the allowed passages, best first.  ``cfg``: the
         search profile's ``vectors`` section (``memo.profile.VectorCfg``); None keeps the
-        last one (or exact, without sidecar)."""
+        last one (or exact, without sidecar).  ``excluded`` (with ``allowed_pks`` None):
+        the scope is everything but these pks, which spares reading every allowed pk."""
         _, snap_seq = self.refresh(conn, cfg)
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if k <= 0:
@@ -267,10 +281,13 @@ class VectorIndex:
             base, n = self._base, self._n
             if base is None and n == 0:
                 return []
-            if allowed_pks is None:
+            if allowed_pks is None and not excluded:
                 brows = np.arange(base.rows) if base is not None else np.zeros(0, dtype=np.int64)
                 trows = np.arange(n)
                 everything = True
+            elif allowed_pks is None:
+                brows, trows = self._rows_not_excluded(excluded)  # type: ignore[arg-type]
+                everything = False
             else:
                 brows, trows = self._rows_allowed(allowed_pks)
                 everything = base is not None and brows.size == base.rows and trows.size == n

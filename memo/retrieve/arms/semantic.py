@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.scope import scope_stats
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,14 +46,19 @@ class SemanticArm:
     def run(self, ctx: ArmContext) -> list[ArmHit]:
         svc = ctx.services.semantic
         qvec = query_vector(ctx, svc)
-        allowed = _allowed_pks(ctx, svc)
-        # The profile's [vectors] section picks exact or int8 + rescoring, and the sidecar;
-        # fakes without that parameter keep the plain call.
+        # memo's own index takes the profile's [vectors] section (exact or int8 +
+        # rescoring, the sidecar) and, when few passages are out of scope (the usual case:
+        # a few superseded records), those pks instead of every allowed one (reading 1M
+        # allowed pks costs more than the scan).  Fakes keep the plain call.
         cfg = ctx.profile.vectors if ctx.profile is not None else None
-        if cfg is not None and getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
-            hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth, cfg)
+        if getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
+            stats = scope_stats(ctx.conn, ctx.scope_sql)
+            if stats.excluded is not None:
+                hits = svc.index.search(ctx.conn, qvec, None, ctx.fetch_depth, cfg, excluded=stats.excluded)
+            else:
+                hits = svc.index.search(ctx.conn, qvec, _allowed_pks(ctx, svc), ctx.fetch_depth, cfg)
         else:
-            hits = svc.index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)
+            hits = svc.index.search(ctx.conn, qvec, _allowed_pks(ctx, svc), ctx.fetch_depth)
         return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
 
 

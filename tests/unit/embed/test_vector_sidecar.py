@@ -252,3 +252,19 @@ def test_reindex_rebuilds_a_stale_sidecar(db):
         conn.execute("DELETE FROM vectors")
     reindex(conn)
     assert not f.exists()                               # no vector left: no sidecar
+
+
+@pytest.mark.parametrize("cfg", [QUANT, EXACT], ids=["int8", "exact"])
+def test_excluded_pks_equal_the_allowed_complement(db, cfg):
+    """The semantic arm passes the few out-of-scope pks instead of every allowed one: the
+    answer must be the one the allowed set gives."""
+    conn, path, pks, vecs = db
+    idx = VectorIndex("m", D, db_path=str(path))
+    q = vecs[42]
+    excluded = frozenset(pks[40:45]) | frozenset(pks[::97])
+    allowed = np.asarray([p for p in pks if p not in excluded], dtype=np.int64)
+    _search(idx, conn, q, None, 60, cfg)                 # loads the index, writes the sidecar
+    with read_tx(conn):
+        got = idx.search(conn, q, None, 60, cfg, excluded=excluded)
+    want = _search(idx, conn, q, allowed, 60, cfg)
+    assert got == want and not excluded & {p for p, _ in got}
