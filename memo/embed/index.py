@@ -159,7 +159,7 @@ class VectorIndex:
             sc = sidecar.write(sidecar.sidecar_path(self.db_path, self.model_id),  # type: ignore[arg-type]
                                model_id=self.model_id, dims=self.dimensions, epoch=epoch,
                                max_seq=self._last_seq, rows=len(self), chunks=chunks())
-        except OSError as exc:         # a read-only folder: keep the rows in memory
+        except (OSError, ValueError) as exc:   # a read-only folder, a full disk: keep the rows in memory
             self.sidecar_note = f"sidecar not written: {exc}"
             return
         finally:

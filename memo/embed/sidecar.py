@@ -73,11 +73,16 @@ class Sidecar:
         int8 path's rescoring touches a few hundred rows per search, and reading them
         through the page cache keeps them out of the process's resident memory (mapping
         them would, over many searches, make the whole float32 matrix resident)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not hasattr(os, "pread"):                   # no pread (Windows): through the map
+            return np.array(self.f32[rows])
         out = np.empty((len(rows), self.dims), dtype=np.float32)
         width = self.dims * 4
-        for i, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
-            if os.preadv(self.fd, [memoryview(out[i]).cast("B")], self.f32_offset + r * width) != width:
+        for i, r in enumerate(rows.tolist()):
+            buf = os.pread(self.fd, width, self.f32_offset + r * width)
+            if len(buf) != width:
                 raise OSError(f"short read from {self.path}")
+            out[i] = np.frombuffer(buf, dtype="<f4")
         return out
 
 

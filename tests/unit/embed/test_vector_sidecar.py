@@ -268,3 +268,16 @@ def test_excluded_pks_equal_the_allowed_complement(db, cfg):
         got = idx.search(conn, q, None, 60, cfg, excluded=excluded)
     want = _search(idx, conn, q, allowed, 60, cfg)
     assert got == want and not excluded & {p for p, _ in got}
+
+
+def test_unwritable_folder_keeps_rows_in_memory(db, monkeypatch):
+    conn, path, pks, vecs = db
+
+    def refuse(*a, **k):
+        raise PermissionError("read-only folder")
+
+    monkeypatch.setattr(sidecar, "write", refuse)
+    idx = VectorIndex("m", D, db_path=str(path))
+    got = _search(idx, conn, vecs[3], None, 5, QUANT)
+    assert got[0][0] == pks[3] and idx.base_rows == 0 and len(idx) == len(pks)
+    assert idx.sidecar_note.startswith("sidecar not written") and idx.last_path == "exact"
