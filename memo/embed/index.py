@@ -133,6 +133,18 @@ class VectorIndex:
         sc, why = sidecar.open_valid(conn, sidecar.sidecar_path(self.db_path, self.model_id),  # type: ignore[arg-type]
                                      self.model_id, self.dimensions)
         self.sidecar_note = why
+        if sc is None:
+            # Missing or stale: build it straight from the table, a chunk at a time, when
+            # the model is big enough (loading 1M rows into memory first would hold them
+            # twice).  Smaller models load from the table and may write it later.
+            n = int(conn.execute("SELECT count(*) FROM vectors WHERE model_id = ?", (self.model_id,)).fetchone()[0])
+            if n >= self.cfg.sidecar_min:
+                try:
+                    sc = sidecar.build(conn, sidecar.sidecar_path(self.db_path, self.model_id),  # type: ignore[arg-type]
+                                       self.model_id, self.dimensions)
+                    self.sidecar_note = "written"
+                except (OSError, ValueError) as exc:
+                    self.sidecar_note = f"sidecar not written: {exc}"
         if sc is not None:
             self._base = sc
             self._last_seq = sc.max_seq
