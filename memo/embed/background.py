@@ -38,11 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memo.embed import backfill as _backfill  # module, not names: tests replace load_model there
-from memo.embed.model import DEFAULT_BATCH
 from memo.errors import MemoError
 from memo.store.db import open_db
 
 log = logging.getLogger(__name__)
+# Vectors per write transaction (and per ONNX batch) in the server's thread: each vector
+# transaction holds the writers' queue, and a foreground add waits behind it.  Under the
+# 4+8 soak on the loaded 2-core VM (docs/reliability.md section 9), 64-row transactions
+# took p50 784 ms (the holder is descheduled mid-transaction) and the adds' queue wait
+# p99 2.9 s; 16-row ones p50 28 ms and 1.7 s.
+BACKGROUND_BATCH = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +81,7 @@ class BackgroundEmbedder:
     blocks on embedding and never raises."""
 
     def __init__(self, db_path: str | Path, model_id: str | None = None, *, backfill_at_start: bool = True,
-                 batch_size: int = DEFAULT_BATCH, on_batch: Callable[[BatchOutcome], None] | None = None) -> None:
+                 batch_size: int = BACKGROUND_BATCH, on_batch: Callable[[BatchOutcome], None] | None = None) -> None:
         self.db_path = db_path
         self.model_id = model_id
         self.backfill_at_start = backfill_at_start
