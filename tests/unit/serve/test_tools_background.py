@@ -58,3 +58,23 @@ def test_without_an_embedder_writes_embed_before_answering(tmp_path, monkeypatch
         assert tools.add("a note embedded in the call")["vectors"]["embedded"] == 1
     finally:
         tools.close()
+
+
+def test_web_add_answers_queued_and_wait_embeds(tmp_path, monkeypatch):
+    from starlette.testclient import TestClient
+
+    from memo.serve.web import create_app
+
+    monkeypatch.setattr(backfill_mod, "load_model", lambda spec: Embedder())
+    token = "t" * 20
+    app = create_app(tmp_path / "w.db", token=token)
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        app.state.tools.start_embedder(backfill=False)      # what `memo web` (serve) does
+        queued = client.post("/api/memories", json={"text": "a web note"}, headers=auth)
+        assert queued.status_code == 201 and queued.json()["vectors"]["queued"] == 1
+        waited = client.post("/api/memories", json={"text": "another web note", "wait": True}, headers=auth)
+        assert waited.status_code == 201 and waited.json()["vectors"]["embedded"] == 1
+        assert client.post("/api/memories", json={"text": "x", "wait": "yes"}, headers=auth).status_code == 400
+        assert app.state.tools.embedder.wait_idle(10)
+        assert client.get("/api/stats", headers=auth).json()["pending_vectors"] == {default_model_id(): 0}
