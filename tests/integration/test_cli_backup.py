@@ -182,13 +182,24 @@ def test_restore_under_a_concurrent_writer_loses_no_acknowledged_write(db, tmp_p
     conn.close()
     out = tmp_path / "w.out"
     worker = Path(__file__).parents[1] / "reliability" / "_worker.py"
-    writer = subprocess.Popen([sys.executable, str(worker), "writer", str(db), str(out), "4", "rw"],
+    # The writer runs until told to stop (out.stop), so that it is still writing after the
+    # restore however slow the machine is: the test needs commits on both sides of the swap.
+    writer = subprocess.Popen([sys.executable, str(worker), "writer", str(db), str(out), "120", "rw"],
                               stderr=subprocess.PIPE, text=True)
+
+    def acked_count() -> int:
+        return len(out.read_text().split()) if out.exists() else 0
+
     try:
-        deadline = time.monotonic() + 30
-        while (not out.exists() or len(out.read_text().split()) < 20) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while acked_count() < 20 and time.monotonic() < deadline:
             time.sleep(0.05)
         p = sub("restore", str(bk), "--yes", "--db", str(db), "--json")
+        after = acked_count()
+        deadline = time.monotonic() + 60
+        while acked_count() < after + 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        Path(f"{out}.stop").touch()
         _, err = writer.communicate(timeout=90)
     finally:
         if writer.poll() is None:

@@ -40,8 +40,9 @@ def _loop(db: str, out: str, seconds: float, name: str, step) -> None:
     errors = 0
     ops = 0
     conn = None
+    stop = Path(out + ".stop")   # a test may end the loop early (or keep it going until it has what it needs)
     with open(out, "a") as ack, open(out + ".err", "a") as err:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not stop.exists():
             t0 = time.perf_counter()
             try:
                 if conn is None or ops % 50 == 0:
@@ -133,12 +134,14 @@ class Reader(Writer):
 
 
 def killee(db: str, workdir: str) -> None:
-    """Import 10-record JSONL files in batches of 5 until killed; print each file's ids
-    (one line, space-separated) only after the import returned."""
+    """Print "ready" once started, then import 10-record JSONL files in batches of 5 until
+    killed; print each file's ids (one line, space-separated) only after the import
+    returned."""
     from memo.ops import import_path
     from memo.ops.importer import ImportOptions
     from memo.store.db import open_db
     conn = open_db(db)
+    print("ready", flush=True)     # started: the parent times its kill from here
     i = 0
     while True:
         f = Path(workdir) / f"k{os.getpid()}-{i}.jsonl"
