@@ -36,7 +36,10 @@ def test_kill9_during_import(tmp_path):
         work.mkdir()
         child = subprocess.Popen([sys.executable, str(WORKER), "killee", str(db), str(work)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.6 + rng.random())  # startup (~0.5 s) + a random moment in the import loop
+        # Wait until it has started (imports take seconds on a loaded machine), then kill
+        # it at a random moment of the import loop.
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        time.sleep(0.05 + rng.random())
         child.send_signal(signal.SIGKILL)
         out, err = child.communicate(timeout=30)
         assert child.returncode == -signal.SIGKILL, err[-1500:]
