@@ -17,7 +17,9 @@ to a floor measured in the same run on the same rows.
           Its rows are what memo stores (passage text, section, exact terms computed
           before the clock starts), so the ratio is memo's cost over SQLite's own.
 The machine is shared: the two runs alternate (floor, memo, floor, memo...) and each
-reports its best; the ratio is floor seconds / memo seconds.
+reports its best; the ratio is floor seconds / memo seconds, for wall time and for the
+CPU time of this process (user + system, ``resource.getrusage``), which a loaded machine
+inflates far less than wall time.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import random
 import re
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -96,10 +100,15 @@ CREATE VIRTUAL TABLE exact_fts USING fts5(terms, tokenize='ascii');
 """
 
 
-def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> float:
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> tuple[float, float]:
     conn = sqlite3.connect(db, isolation_level=None)
     conn.executescript(FLOOR_DDL)
-    t0 = time.perf_counter()
+    c0, t0 = _cpu(), time.perf_counter()
     for s in range(0, len(rows), batch):
         chunk = rows[s:s + batch]
         base = s + 1
@@ -112,19 +121,19 @@ def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> fl
         conn.executemany("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
                          [(base + k, r[3]) for k, r in enumerate(chunk)])
         conn.execute("COMMIT")
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, _cpu() - c0
     conn.close()
-    return secs
+    return secs, cpu
 
 
-def memo_run(src: Path, db: Path, batch: int) -> tuple[float, int]:
+def memo_run(src: Path, db: Path, batch: int) -> tuple[float, float, int]:
     conn = open_db(db)
-    t0 = time.perf_counter()
+    c0, t0 = _cpu(), time.perf_counter()
     rep = import_path(conn, src, ImportOptions(namespace="bench", batch_size=batch))
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, _cpu() - c0
     conn.close()
     assert not rep.rejected, rep.rejected[:3]
-    return secs, rep.passages
+    return secs, cpu, rep.passages
 
 
 def cli_run(src: Path, db: Path, batch: int) -> float:
@@ -139,11 +148,15 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
     src = build_input(work / f"in{n}.jsonl", n, seed)
     rows = _rows(src)
     floors, memos, clis = [], [], []
+    floor_cpu, memo_cpu = [], []
     passages = 0
     for r in range(rounds):
-        floors.append(floor_run(rows, work / f"floor{n}-{r}.db", batch))
-        secs, passages = memo_run(src, work / f"memo{n}-{r}.db", batch)
+        secs, cpu = floor_run(rows, work / f"floor{n}-{r}.db", batch)
+        floors.append(secs)
+        floor_cpu.append(cpu)
+        secs, cpu, passages = memo_run(src, work / f"memo{n}-{r}.db", batch)
         memos.append(secs)
+        memo_cpu.append(cpu)
         if cli:
             clis.append(cli_run(src, work / f"cli{n}-{r}.db", batch))
         for f in work.glob(f"*{n}-{r}.db*"):
@@ -152,7 +165,11 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
         "records": n, "passages": passages, "batch": batch,
         "floor_per_s": round(passages / min(floors)), "memo_per_s": round(passages / min(memos)),
         "ratio_floor_over_memo": round(min(floors) / min(memos), 3),
-        "floor_runs_s": [round(x, 2) for x in floors], "memo_runs_s": [round(x, 2) for x in memos]}
+        "floor_cpu_per_s": round(passages / min(floor_cpu)), "memo_cpu_per_s": round(passages / min(memo_cpu)),
+        "cpu_ratio_floor_over_memo": round(min(floor_cpu) / min(memo_cpu), 3),
+        "floor_runs_s": [round(x, 2) for x in floors], "memo_runs_s": [round(x, 2) for x in memos],
+        "floor_cpu_s": [round(x, 2) for x in floor_cpu], "memo_cpu_s": [round(x, 2) for x in memo_cpu],
+        "load_avg_1m": round(os.getloadavg()[0], 1)}
     if clis:
         out["cli_per_s"] = round(passages / min(clis))
         out["cli_runs_s"] = [round(x, 2) for x in clis]
