@@ -10,8 +10,8 @@ abstract length: 5 sentences, ~130 words on average).  Records are ``doc`` recor
 over ``NAMESPACES`` (a scope to filter on), with ids ``s<seed>-<i>`` and ``recorded_at``
 one second apart from ``EPOCH``, so two builds with the same (n, seed) hold the same rows.
 
-Rows go through memo's own store code (``memo.store.records.insert_record`` inside
-``write_tx``, ``memo.embed.vectors.write_vectors``), so every derived index exists (FTS5
+Rows go through memo's own store code (``memo.store.records.insert_records``, the bulk
+insert ``memo import`` uses, inside ``write_tx``; ``memo.embed.vectors.write_vectors``), so every derived index exists (FTS5
 keyword and exact indexes, mentions) exactly as an import would make it; batches of
 ``BATCH`` records per transaction, ``MEMO_SYNCHRONOUS=NORMAL`` while building (a benchmark
 file needs no power-loss durability).  Vectors (``--vectors random``): seeded random unit
@@ -47,7 +47,7 @@ from memo.embed import DEFAULT_MODEL_ID  # noqa: E402
 from memo.store.connect import write_tx  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
 from memo.store.migrations import LATEST as SCHEMA_VERSION  # noqa: E402
-from memo.store.records import insert_record  # noqa: E402
+from memo.store.records import NewRecord, content_hash, derive_passages, insert_records  # noqa: E402
 from memo.types import PassageDraft, RecordDraft  # noqa: E402
 
 BUILDER_VERSION = 1
@@ -153,9 +153,12 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
     batch: list[tuple[RecordDraft, str]] = []
 
     def flush() -> None:
+        # The import path's bulk insert (same rows as insert_record one by one: its
+        # differential test); passages' derived values worked out before BEGIN.
+        records = [NewRecord(d.id or "", d, content_hash(d.body), stamp, derive_passages(d, d.passages))
+                   for d, stamp in batch]
         with write_tx(conn):
-            for draft, stamp in batch:
-                insert_record(conn, draft, draft.passages, recorded_at=stamp)
+            insert_records(conn, records)
         batch.clear()
 
     for item in iter_drafts(n_passages, seed):
