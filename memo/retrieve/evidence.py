@@ -67,7 +67,10 @@ class KeywordEvidence:
 
 
 def idf(n_rows: int, n_hit: int) -> float:
-    """FTS5 bm25's idf for a term held by ``n_hit`` of ``n_rows`` rows."""
+    """FTS5 bm25's idf for a term held by ``n_hit`` of ``n_rows`` rows.  ``n_rows`` is
+    read from the content table; an FTS index out of step with it (more rows holding the
+    term than rows) counts as every row holding it."""
+    n_rows = max(n_rows, n_hit)
     value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
     return value if value > 0.0 else _MIN_IDF
 

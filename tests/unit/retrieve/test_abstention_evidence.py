@@ -40,6 +40,7 @@ def test_idf_is_fts5_bm25_idf():
     assert idf(10, 1) == pytest.approx(math.log(9.5 / 1.5))
     assert idf(10, 0) == pytest.approx(math.log(10.5 / 0.5))      # unseen: the largest idf
     assert idf(10, 6) == 1e-6                                       # ln(4.5/6.5) < 0: clamped as FTS5 does
+    assert idf(1, 2) == 1e-6                                        # index out of step with the rows: no error
 
 
 def test_coverage_is_the_idf_share_of_the_matched_terms(conn, corpus):
