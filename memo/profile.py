@@ -4,7 +4,7 @@ frozen ``Profile`` (seed: "Tuning these constants: Profiles and constants").
 A profile is data, not flags: fusion method, k, arm weights, recency, relevance bands per
 embedding model, cutoff, limit and token budget.  ``docs/profiles.md`` lists every key.
 
-* ``load_profile("rrf")`` reads ``rrf.toml`` from the user's profile folder
+* ``load_profile("rrf")`` (no argument: the default profile) reads ``rrf.toml`` from the user's profile folder
   (``user_profile_dir()``: ``$MEMO_PROFILES_DIR``, else ``<user config dir>/memo/profiles``,
   ``~/.config/memo/profiles`` on Linux) if it is there, else from the profiles shipped
   inside the package (``memo/profiles``, read through ``importlib.resources``; in a checkout
@@ -33,7 +33,7 @@ from typing import Any
 import platformdirs
 
 from memo.errors import ProfileError
-from memo.types import ARM_NAMES, KINDS
+from memo.types import ARM_NAMES, KINDS, default_profile
 
 FUSION_METHODS = ("rrf", "minmax", "zscore")
 KEYWORD_INDEXES = ("impact", "fts5")
@@ -466,11 +466,13 @@ def resolve_profile_path(name_or_path: str | Path) -> Path:
 _CACHE: dict[tuple[str, float], Profile] = {}
 
 
-def load_profile(name_or_path: str | Path | Profile = "rrf") -> Profile:
+def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
     """Load a profile by name (``<name>.toml`` in ``profile_dirs()``) or path; a Profile
-    passes through."""
+    passes through; None = the default profile (``memo.types.default_profile``)."""
     if isinstance(name_or_path, Profile):
         return name_or_path
+    if name_or_path is None:
+        name_or_path = default_profile()
     path = resolve_profile_path(name_or_path).resolve()
     try:
         key = (str(path), path.stat().st_mtime)

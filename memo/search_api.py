@@ -52,7 +52,7 @@ def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
            max_tokens: int | None = None, explain: bool = False,
            services: ArmServices | dict[str, Any] | None = None, **fields: Any) -> SearchResponse:
     """Search the knowledge base (``db`` default: $MEMO_DB, else the user data dir;
-    ``profile`` default: $MEMO_PROFILE, else rrf).
+    ``profile`` default: $MEMO_PROFILE, else zscore).
 
     ``fields``: the search fields of ``memo.types.SEARCH_FIELDS`` (``namespaces``, ``kinds``,
     ``sources``, ``library``, ``version``, ``tags``, ``date_from``, ``date_to``,

@@ -180,8 +180,9 @@ PROFILE_ENV = "MEMO_PROFILE"
 
 def default_profile() -> str:
     """The default search profile of every surface (CLI, memo.search, memo-mcp, memo web):
-    ``$MEMO_PROFILE``, else ``rrf``."""
-    return os.environ.get(PROFILE_ENV) or "rrf"
+    ``$MEMO_PROFILE``, else ``zscore`` (z-score fusion: at or above its best single arm on
+    every measured domain, where ``rrf`` falls below it on code and on LoCoMo; docs/eval.md)."""
+    return os.environ.get(PROFILE_ENV) or "zscore"
 
 
 def check_fields(values: Mapping[str, object], where: str) -> None:

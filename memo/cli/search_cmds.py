@@ -53,7 +53,7 @@ search.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         str, typer.Option("--mode", help="auto, keyword, exact or semantic.")]),
     inspect.Parameter("profile", _KW, default=None, annotation=Annotated[str | None, typer.Option(
         "--profile", envvar=PROFILE_ENV, show_envvar=True,
-        help="Profile name or .toml path (default: $MEMO_PROFILE, else rrf).")]),
+        help="Profile name or .toml path (default: $MEMO_PROFILE, else zscore).")]),
     inspect.Parameter("limit", _KW, default=None, annotation=Annotated[int | None, typer.Option(
         "--limit", help="Results to return (default: the profile's, 10; at most its limit.max, 100).")]),
     inspect.Parameter("max_tokens", _KW, default=None, annotation=Annotated[int | None, typer.Option(

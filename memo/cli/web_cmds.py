@@ -19,7 +19,7 @@ from memo.serve.guard import is_loopback
 def web(
     host: Annotated[str, typer.Option("--host", help="Address to listen on (loopback only unless --allow-remote).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 picks a free one; the printed URL has it).")] = 8765,
-    profile: Annotated[str | None, typer.Option("--profile", envvar="MEMO_PROFILE", show_envvar=True, help="Default search profile, a name or a .toml path (the page can pick another by name; default: $MEMO_PROFILE, else rrf).")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", envvar="MEMO_PROFILE", show_envvar=True, help="Default search profile, a name or a .toml path (the page can pick another by name; default: $MEMO_PROFILE, else zscore).")] = None,
     open_browser: Annotated[bool, typer.Option("--open/--no-open", help="Open the page in the default browser.")] = False,
     allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow a non-loopback --host (the token is then the only lock, sent in clear text).")] = False,
     db: DbOption = None,

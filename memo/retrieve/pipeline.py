@@ -40,11 +40,12 @@ from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
 
 
-def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str = "rrf",
+def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str | None = None,
            services: ArmServices | Mapping[str, Any] | None = None) -> SearchResponse:
     """Run the pipeline inside one read snapshot (``read_tx``): the scope filter, every
     arm's top-k and the row fetches all see the same committed state, so a write landing
-    mid-search can neither leak an out-of-scope row nor drop a live one.  ``services``:
+    mid-search can neither leak an out-of-scope row nor drop a live one.  ``profile`` None:
+    the default profile (``memo.types.default_profile``).  ``services``:
     what the arms share (``memo.retrieve.services.ArmServices``; the old dict is accepted
     during the transition)."""
     t_start = time.perf_counter()
@@ -52,7 +53,7 @@ def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | 
         return _search(conn, request, profile, services, t_start)
 
 
-def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str,
+def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str | None,
             services: ArmServices | Mapping[str, Any] | None, t_start: float) -> SearchResponse:
     clock = _Clock(t_start)
     if not hasattr(profile, "fusion"):

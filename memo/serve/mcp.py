@@ -683,7 +683,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                                         "queued passages and facts, as `memo backfill --json`, and exit.")
     ap.add_argument("--db", help="database file (default: $MEMO_DB, else the user data dir)")
     ap.add_argument("--profile", default=None,
-                    help="default search profile, a name or a .toml path (default: $MEMO_PROFILE, else rrf)")
+                    help="default search profile, a name or a .toml path (default: $MEMO_PROFILE, else zscore)")
     ap.add_argument("--log-level", default=os.environ.get("MEMO_LOG_LEVEL", "WARNING").upper(),
                     choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
                     help="stderr log level (default: $MEMO_LOG_LEVEL, else WARNING)")

@@ -223,7 +223,7 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
                allowed_hosts: Iterable[str] = guard.LOOPBACK_NAMES, max_body: int = MAX_BODY_BYTES) -> Starlette:
     """The ASGI app.  ``app.state.token`` is the bearer token (``token``, else
     $MEMO_WEB_TOKEN, else random); ``app.state.tools`` holds the one database connection;
-    ``profile`` None = $MEMO_PROFILE, else rrf."""
+    ``profile`` None = $MEMO_PROFILE, else zscore."""
     token = resolve_token(token)
     tools = MemoTools(db, profile)
 

@@ -161,7 +161,7 @@ def test_add_then_search_with_explain_and_record(client: TestClient) -> None:
     stats = client.get("/api/stats", headers=AUTH).json()
     assert stats["live"] == 2
     profiles = client.get("/api/profiles", headers=AUTH).json()
-    assert profiles["default"] == "rrf" and "rrf" in profiles["profiles"]
+    assert profiles["default"] == "zscore" and {"rrf", "minmax", "zscore"} <= set(profiles["profiles"])
 
 
 def test_stored_markup_comes_back_verbatim_as_json_data(client: TestClient) -> None:
