@@ -206,12 +206,11 @@ def profile_toml(profile, header: Sequence[str]) -> str:
         return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     lines = [f"# {h}" if h else "#" for h in header] + [""]
-    for section in ("retrieve", "fusion", "weights", "recency", "cutoff", "limit", "budget", "entities", "graph",
-                    "fact", "abstention"):
-        if section in sections:
-            lines.append(f"[{section}]")
-            lines += [f"{k} = {lit(k, v)}" for k, v in sections[section].items()]
-            lines.append("")
+    # Every table Profile.flat() has, in its order: a new profile table needs no edit here.
+    for section, fields in sections.items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {lit(k, v)}" for k, v in fields.items()]
+        lines.append("")
     for model_id, bands in models.items():
         lines.append(f'[models."{model_id}"]')
         lines += [f"{k} = {lit(k, v)}" for k, v in bands.items()]
