@@ -66,6 +66,7 @@ class RetrieveCfg:
     fetch_depth: int
     keyword_index: str                    # "impact": the derived impact index may serve the keyword arm; "fts5": never
     impact_min_passages: int              # ... when the database holds at least this many passages
+    keyword_section_weight: float         # keyword arm: bm25 weight of passages_fts's section column (text: 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +167,7 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "retrieve.fetch_depth": ("int", 1, 1000),
     "retrieve.keyword_index": ("keyword_index", None, None),
     "retrieve.impact_min_passages": ("int", 0, 1_000_000_000),
+    "retrieve.keyword_section_weight": ("float_pos", 0.0, 100.0),
     "fusion.method": ("method", None, None),
     "fusion.k": ("int", 1, 10_000),
     "recency.floor": ("float", 0.0, 1.0),
@@ -394,7 +396,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
     return Profile(
         name=name, source=source,
         retrieve=RetrieveCfg(values["retrieve.fetch_depth"], values["retrieve.keyword_index"],
-                             values["retrieve.impact_min_passages"]),
+                             values["retrieve.impact_min_passages"], values["retrieve.keyword_section_weight"]),
         fusion=FusionCfg(values["fusion.method"], values["fusion.k"]),
         weights=MappingProxyType(weights),
         recency=RecencyCfg(values["recency.floor"], values["recency.half_life_days"],

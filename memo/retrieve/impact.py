@@ -14,8 +14,13 @@ floating-point operations in the same order, so scores are bit-identical:
                                                     (every column), avgdl = tokens / N
     score   = sum over the query's phrases, in order, of idf * (f * (k1 + 1)) / (f + K)
 
-with f the phrase's occurrences in the row (every column weighs 1.0: the keyword arm calls
-``bm25(passages_fts)`` without weights).  Each quoted query word is one token (the words
+with f the phrase's occurrences in the row, each counted with its column's weight: FTS5
+adds the weight of an instance's column to f, instance by instance in (column, offset)
+order.  The keyword arm calls ``bm25(passages_fts, 1.0, w)`` with w =
+``retrieve.keyword_section_weight``, so f = (occurrences in text) + w + w + ... (once per
+occurrence in section), summed in that order (``weighted_freqs``; w = 1.0: the plain count,
+``bm25(passages_fts)``).  The index keeps each posting's section count beside its total, so
+one index serves every weight.  Each quoted query word is one token (the words
 are unicode61 tokens already; Porter maps one token to one stem), so a phrase is a term;
 two words with one stem are two phrases and count twice, as in FTS5.
 
@@ -73,12 +78,14 @@ class ImpactIndex:
     vocab: dict[str, int]    # stem -> term number
     offsets: np.ndarray      # int64, term t's postings are [offsets[t], offsets[t+1])
     rows: np.ndarray         # int32 row numbers of the postings
-    freqs: np.ndarray        # uint8 (uint32 if any count > 255) occurrences per posting
+    freqs: np.ndarray        # uint8 (uint32 if any count > 255) occurrences per posting (every column)
+    section_freqs: np.ndarray  # same dtype: of those, occurrences in the section column
     build_ms: float
 
     @property
     def nbytes(self) -> int:
-        return int(self.pks.nbytes + self.norm.nbytes + self.offsets.nbytes + self.rows.nbytes + self.freqs.nbytes)
+        return int(self.pks.nbytes + self.norm.nbytes + self.offsets.nbytes + self.rows.nbytes + self.freqs.nbytes
+                   + self.section_freqs.nbytes)
 
 
 # --- FTS5 records ----------------------------------------------------------------------
@@ -149,17 +156,21 @@ def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impact
         counts: list[int] = [0]
         row_parts: list[np.ndarray] = []
         freq_parts: list[np.ndarray] = []
+        section_parts: list[np.ndarray] = []
         terms = [r[0] for r in conn.execute(f"SELECT term FROM {vocab_table}_row")]
         # One query per term: its instances' rowids (one per occurrence) as text, parsed by
         # numpy (~10x faster than fetching an integer per instance; 7x faster than one
-        # GROUP BY term over the whole vocabulary, which sorts every instance).
-        per_term = f"SELECT group_concat(doc, ' ') FROM {vocab_table} WHERE term = ?"
+        # GROUP BY term over the whole vocabulary, which sorts every instance).  Each instance
+        # is 2 * rowid + (1 if in the section column): the section counts come in the same pass.
+        per_term = f"SELECT group_concat(doc * 2 + (col = 'section'), ' ') FROM {vocab_table} WHERE term = ?"
         for term in terms:
             docs = conn.execute(per_term, (term,)).fetchone()[0]
             if not docs:
                 continue
-            arr = np.fromstring(docs, dtype=np.int64, sep=" ")
-            uniq, freq = np.unique(arr, return_counts=True)
+            coded = np.fromstring(docs, dtype=np.int64, sep=" ")
+            arr = coded >> 1
+            uniq, inverse, freq = np.unique(arr, return_inverse=True, return_counts=True)
+            in_section = np.bincount(inverse, weights=(coded & 1), minlength=len(uniq)).astype(np.int64)
             rows = np.searchsorted(pks, uniq)
             if rows[-1] >= len(pks) or not np.array_equal(pks[rows], uniq):
                 raise RuntimeError(f"{table}: a posting names a row without a document size")
@@ -168,7 +179,9 @@ def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impact
             # Compact at once (int32 rows, 1-2 byte counts): the build's peak memory stays
             # about twice the index instead of five times.
             row_parts.append(rows.astype(np.int32))
-            freq_parts.append(freq.astype(np.uint8) if freq.max() < 256 else freq.astype(np.uint32))
+            small = freq.max() < 256
+            freq_parts.append(freq.astype(np.uint8) if small else freq.astype(np.uint32))
+            section_parts.append(in_section.astype(np.uint8) if small else in_section.astype(np.uint32))
     finally:
         if own_tx:
             conn.execute("ROLLBACK")
@@ -177,9 +190,12 @@ def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impact
     wide = any(f.dtype != np.uint8 for f in freq_parts)
     freqs = (np.concatenate([f.astype(np.uint32) for f in freq_parts]) if wide
              else np.concatenate(freq_parts) if freq_parts else np.zeros(0, dtype=np.uint8))
-    del row_parts, freq_parts
+    section_freqs = (np.concatenate([f.astype(np.uint32) for f in section_parts]) if wide
+                     else np.concatenate(section_parts) if section_parts else np.zeros(0, dtype=np.uint8))
+    del row_parts, freq_parts, section_parts
     return ImpactIndex(table=table, state=state, tokenizer=table_tokenizer(conn, table), n_rows=int(n_rows),
                        pks=pks, norm=norm, vocab=vocab, offsets=offsets, rows=rows_all, freqs=freqs,
+                       section_freqs=section_freqs,
                        build_ms=round((time.perf_counter() - t0) * 1000.0, 1))
 
 
@@ -339,7 +355,22 @@ def scope_mask(conn: sqlite3.Connection, scope_sql: ScopeSQL, index: ImpactIndex
     return mask
 
 
-def scores(index: ImpactIndex, stems: list[str]) -> np.ndarray:
+def weighted_freqs(index: ImpactIndex, lo: int, hi: int, section_weight: float) -> np.ndarray:
+    """FTS5's weighted phrase frequency of postings [lo, hi): 1.0 per occurrence in text,
+    then ``section_weight`` per occurrence in section, added one at a time as FTS5 does
+    (text instances come first: FTS5 visits instances in (column, offset) order)."""
+    import numpy as np
+
+    if section_weight == 1.0:
+        return index.freqs[lo:hi].astype(np.float64)
+    in_section = index.section_freqs[lo:hi]
+    f = (index.freqs[lo:hi].astype(np.int64) - in_section).astype(np.float64)   # sum of 1.0s: exact
+    for j in range(int(in_section.max()) if len(in_section) else 0):
+        f[in_section > j] += section_weight
+    return f
+
+
+def scores(index: ImpactIndex, stems: list[str], section_weight: float = 1.0) -> np.ndarray:
     """FTS5 bm25 (negated: higher is better) of every row; 0.0 = matches no phrase.
 
     ``bincount`` adds each row's contributions in input order, i.e. phrase by phrase from
@@ -358,7 +389,7 @@ def scores(index: ImpactIndex, stems: list[str]) -> np.ndarray:
         if idf <= 0.0:
             idf = 1e-6
         rows = index.rows[lo:hi]
-        f = index.freqs[lo:hi].astype(np.float64)
+        f = weighted_freqs(index, lo, hi, section_weight)
         denom = index.norm[rows]
         denom += f                       # f + K
         f *= K1 + 1.0                    # f * (k1 + 1)
@@ -409,9 +440,10 @@ def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int |
 
 
 def impact_topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, table: str,
-                words: list[str]) -> list[ArmHit] | None:
+                words: list[str], *, section_weight: float = 1.0) -> list[ArmHit] | None:
     """The arm's hits from the index, or None when it cannot answer for this snapshot
-    (missing, stale, a word that is not one token)."""
+    (missing, stale, a word that is not one token).  ``section_weight``: the section
+    column's bm25 weight (``bm25(passages_fts, 1.0, section_weight)``)."""
     index = usable_index(conn, table)
     if index is None:
         STATS["fts5"] += 1
@@ -420,6 +452,6 @@ def impact_topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int,
     if stems is None:
         STATS["fts5"] += 1
         return None
-    best = topk(index, scores(index, stems), scope_mask(conn, scope_sql, index), fetch_depth)
+    best = topk(index, scores(index, stems, section_weight), scope_mask(conn, scope_sql, index), fetch_depth)
     STATS["impact"] += 1
     return [ArmHit(pk=pk, rank=i, raw=s) for i, (pk, s) in enumerate(best, 1)]

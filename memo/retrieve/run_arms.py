@@ -12,7 +12,8 @@ errors, never swallowed.
 
 Arm-hit cache (opt-in: ``ArmServices.arm_cache``): an arm's hits depend only on
 the query, mode, scope, fetch_depth, query vector, model, data, the fact arm's [fact]
-constants and the routed arms' [entities] and [graph] constants (in the key), never on the
+constants, the routed arms' [entities] and [graph] constants and the keyword arm's
+``retrieve.keyword_section_weight`` (in the key), never on the
 profile's fusion/recency/cutoff constants.  Eval replay runs the same queries under a grid of those
 constants (18 runs x 300 SciFact queries), so it asks for the cache and each arm runs
 once per query per worker: the keyword arm's bm25 top-k is ~2.7 ms of a ~6 ms search and
@@ -88,7 +89,10 @@ def _request_key(ctx: ArmContext) -> tuple[Any, ...]:
     # The routed arms also depend on the profile's [entities] and [graph] constants (an
     # eval grid over them must not reuse another point's hits).
     routed = (ctx.profile.entities, ctx.profile.graph) if ctx.profile is not None else None
+    # The keyword arm's bm25 column weight (an eval grid over it must not reuse another weight's hits).
+    section_weight = ctx.profile.retrieve.keyword_section_weight if ctx.profile is not None else None
     return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth, fact_key, routed,
+            section_weight,
             getattr(svc, "model_id", None),
             None if vec is None else vec.tobytes() if hasattr(vec, "tobytes") else tuple(vec))
 

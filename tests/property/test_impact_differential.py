@@ -1,8 +1,9 @@
 """Differential: the keyword arm ranks the same with the derived impact index as with
 FTS5's own bm25 query (issue 16.2): same scores (bit for bit), same top-k up to the order
 of equal scores, over random corpora and queries, under random scopes (namespaces, kinds,
-forgotten and superseded records, as_of), and again after writes (the index is stale until
-rebuilt, and FTS5 answers meanwhile)."""
+forgotten and superseded records, as_of), under a random section-column weight
+(``retrieve.keyword_section_weight``: FTS5's ``bm25(passages_fts, 1.0, w)``), and again
+after writes (the index is stale until rebuilt, and FTS5 answers meanwhile)."""
 
 from __future__ import annotations
 
@@ -42,15 +43,21 @@ scope_st = st.tuples(st.lists(st.sampled_from(NS), max_size=1), st.lists(st.samp
                      st.booleans())
 
 
-def _profile(keyword_index: str):
+# 1.0 = unweighted; the others make a section occurrence count more or less than a text one,
+# and 0.1 / 1.3 are not exact sums (1.0 + 0.1 + 0.1 != 1.0 + 2 * 0.1): the order of the adds matters.
+weight_st = st.sampled_from((1.0, 1.0, 2.0, 0.1, 1.3, 3.7))
+
+
+def _profile(keyword_index: str, weight: float):
     return load_profile("rrf").with_overrides({"retrieve.keyword_index": keyword_index,
-                                               "retrieve.impact_min_passages": 0})
+                                               "retrieve.impact_min_passages": 0,
+                                               "retrieve.keyword_section_weight": weight})
 
 
-def _hits(conn: sqlite3.Connection, query: str, scope: Scope, keyword_index: str, depth: int):
+def _hits(conn: sqlite3.Connection, query: str, scope: Scope, keyword_index: str, depth: int, weight: float):
     with read_tx(conn):
         ctx = ArmContext(conn=conn, query=query, mode="keyword", scope_sql=build_scope_sql(scope),
-                         fetch_depth=depth, profile=_profile(keyword_index))
+                         fetch_depth=depth, profile=_profile(keyword_index, weight))
         return [(h.pk, h.raw) for h in KeywordArm().run(ctx)]
 
 
@@ -78,16 +85,16 @@ def _same(fast, slow, every) -> None:
     assert {p for p, s in fast if s == last} <= tied and {p for p, s in slow if s == last} <= tied
 
 
-def _check(conn, query_words, scope_bits, depth) -> None:
+def _check(conn, query_words, scope_bits, depth, weight) -> None:
     ns, kinds, as_of = scope_bits
     scope = Scope(namespaces=tuple(ns), kinds=tuple(kinds), as_of="2025-01-20" if as_of else None)
     query = " ".join(query_words)
     impact.ensure_index(conn)
     before = impact.STATS["impact"]
-    fast = _hits(conn, query, scope, "impact", depth)
+    fast = _hits(conn, query, scope, "impact", depth, weight)
     assert impact.STATS["impact"] == before + 1, "the impact index did not serve the search"
-    slow = _hits(conn, query, scope, "fts5", depth)
-    every = _hits(conn, query, scope, "fts5", 10_000)
+    slow = _hits(conn, query, scope, "fts5", depth, weight)
+    every = _hits(conn, query, scope, "fts5", 10_000, weight)
     _same(fast, slow, every)
     # the entity router's word counts (route.scoped_word_df) agree too
     scope_sql = build_scope_sql(scope)
@@ -106,8 +113,8 @@ def _check(conn, query_words, scope_bits, depth) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(doc_st, min_size=1, max_size=40), more=st.lists(doc_st, min_size=1, max_size=8),
        queries=st.lists(st.tuples(query_st, scope_st), min_size=1, max_size=4), depth=st.integers(1, 12),
-       drop=st.integers(0, 3), listed=st.booleans())
-def test_impact_index_ranks_as_fts5(docs, more, queries, depth, drop, listed) -> None:
+       drop=st.integers(0, 3), listed=st.booleans(), weight=weight_st)
+def test_impact_index_ranks_as_fts5(docs, more, queries, depth, drop, listed, weight) -> None:
     # listed: the scope's few exclusions are listed (scope_stats.excluded); else the scope
     # is read as SQL, the plan of scopes that leave out more than EXCLUDED_MAX passages.
     saved = scope_module.EXCLUDED_MAX
@@ -118,7 +125,7 @@ def test_impact_index_ranks_as_fts5(docs, more, queries, depth, drop, listed) ->
             impact.forget_indexes()
             _insert(conn, docs, 0)
             for words, scope_bits in queries:
-                _check(conn, words, scope_bits, depth)
+                _check(conn, words, scope_bits, depth, weight)
             # Writes: the index no longer matches the snapshot, so FTS5 answers ...
             _insert(conn, more, len(docs))
             if drop:
@@ -130,7 +137,7 @@ def test_impact_index_ranks_as_fts5(docs, more, queries, depth, drop, listed) ->
                 assert impact.usable_index(conn, "passages_fts") is None
             # ... and once rebuilt the index agrees with FTS5 again.
             for words, scope_bits in queries:
-                _check(conn, words, scope_bits, depth)
+                _check(conn, words, scope_bits, depth, weight)
         finally:
             scope_module.EXCLUDED_MAX = saved
             conn.close()

@@ -26,6 +26,7 @@ def test_shipped_profiles_load_with_the_seed_constants():
     p = load_profile("rrf")
     assert isinstance(p, Profile) and p.name == "rrf" and p.fusion.method == "rrf"
     assert p.retrieve.fetch_depth == 100 and p.fusion.k == 60
+    assert p.retrieve.keyword_section_weight == 1.0          # unweighted bm25, as before the key
     assert dict(p.weights) == {"semantic": 0.5, "keyword": 0.5, "exact": 0.3, "fact": 0.4, "entity": 0.4,
                                "graph": 0.5}
     assert (p.recency.floor, p.recency.half_life_days, p.recency.aging_kinds) == (0.8, 90.0, ("note", "conversation"))
@@ -69,6 +70,11 @@ BASE = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8")
     (lambda s: s.replace("strong = 0.88", "strong = 0.70"), "models.granite-embedding-small-english-r2"),
     (lambda s: s.replace("strong = 0.88", "strong = 0.88\nstrongest = 0.9"), "models.granite-embedding-small-english-r2.strongest"),
     (lambda s: s.replace("default = 10", "default = 500"), "limit.default"),
+    (lambda s: s.replace("keyword_section_weight = 1.0", "keyword_section_weight = 0.0"),
+     "retrieve.keyword_section_weight"),
+    (lambda s: s.replace("keyword_section_weight = 1.0", "keyword_section_weight = 101.0"),
+     "retrieve.keyword_section_weight"),
+    (lambda s: s.replace("keyword_section_weight = 1.0", ""), "retrieve.keyword_section_weight"),
 ])
 def test_bad_files_name_the_file_and_the_key(tmp_path, edit, key):
     path = _write(tmp_path, edit(BASE))

@@ -10,6 +10,11 @@ The keyword arm passes its words too: then, when the profile allows it
 (``retrieve.keyword_index = "impact"``, at least ``retrieve.impact_min_passages`` passages)
 and an impact index matches this snapshot, ``memo.retrieve.impact`` answers with the same
 ranking without scoring every matching row in SQLite; otherwise FTS5 does.
+
+Column weights: ``passages_fts`` is (text, section); the keyword arm scores it with
+``bm25(passages_fts, 1.0, retrieve.keyword_section_weight)`` (FTS5 adds the column's weight,
+not 1, per occurrence to a phrase's frequency), and the impact index applies the same weight.
+``exact_fts`` has one column and no weights.
 """
 
 from __future__ import annotations
@@ -27,20 +32,23 @@ def fts_topk(ctx: ArmContext, table: str, match: str, words: list[str] | None = 
         raise ValueError(f"not an FTS table: {table}")
     stats = scope_stats(ctx.conn, ctx.scope_sql)
     cfg = ctx.profile.retrieve if ctx.profile is not None else None
+    section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
     if words and cfg is not None and cfg.keyword_index == "impact" and stats.total >= cfg.impact_min_passages:
-        hits = impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words)
+        hits = impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words, section_weight=section_weight)
         if hits is not None:
             return hits
+    # 1.0: today's statement, unweighted (bm25 reads a missing weight as 1.0).
+    bm25, weight = (f"bm25({table})", ()) if section_weight == 1.0 else (f"bm25({table}, 1.0, ?)", (section_weight,))
     if stats.excluded is not None:
         rows = ctx.conn.execute(
-            f"SELECT rowid, bm25({table}) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
-            (match, ctx.fetch_depth + len(stats.excluded))).fetchall()
+            f"SELECT rowid, {bm25} AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
+            (*weight, match, ctx.fetch_depth + len(stats.excluded))).fetchall()
         if stats.excluded:
             rows = [row for row in rows if row[0] not in stats.excluded][:ctx.fetch_depth]
     else:
         rows = ctx.conn.execute(
-            f"SELECT f.rowid, bm25({table}) AS s FROM {table} f"
+            f"SELECT f.rowid, {bm25} AS s FROM {table} f"
             " JOIN passages p ON p.pk = f.rowid JOIN records r ON r.id = p.record_id"
             f" WHERE {table} MATCH ? AND " + ctx.scope_sql.where + " ORDER BY s LIMIT ?",
-            (match, *ctx.scope_sql.params, ctx.fetch_depth)).fetchall()
+            (*weight, match, *ctx.scope_sql.params, ctx.fetch_depth)).fetchall()
     return [ArmHit(pk=row[0], rank=i, raw=-row[1]) for i, row in enumerate(rows, 1)]

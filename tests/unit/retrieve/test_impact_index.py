@@ -109,3 +109,50 @@ def test_reindex_makes_the_index_stale_and_the_rebuild_ranks_the_same(fresh_db) 
     impact.ensure_index(fresh_db)
     assert _keyword(fresh_db, "binding protein", _profile()) == before == _keyword(
         fresh_db, "binding protein", _profile("fts5"))
+
+
+def _keyword_arm(conn, query: str, keyword_index: str, weight: float) -> list[tuple[int, float]]:
+    from memo.retrieve.arms.base import ArmContext
+    from memo.retrieve.arms.keyword import KeywordArm
+    from memo.retrieve.scope import build_scope_sql
+    from memo.types import Scope
+
+    prof = _profile(keyword_index).with_overrides({"retrieve.keyword_section_weight": weight})
+    with read_tx(conn):
+        ctx = ArmContext(conn=conn, query=query, mode="keyword", scope_sql=build_scope_sql(Scope()),
+                         fetch_depth=10, profile=prof)
+        return [(h.pk, h.raw) for h in KeywordArm().run(ctx)]
+
+
+@pytest.mark.parametrize("keyword_index", ["fts5", "impact"])
+def test_section_weight_lifts_a_title_match_over_a_body_match(fresh_db, keyword_index) -> None:
+    """retrieve.keyword_section_weight: one 'kinase' in a short body vs one in a longer
+    passage's section (title).  Unweighted, the shorter passage wins (bm25's length norm);
+    with the section weighing 3 the title match wins; 1.0 is FTS5's unweighted bm25 exactly."""
+    from retrieve_helpers import pk_of
+
+    body = pk_of(fresh_db, add(fresh_db, "kinase activity"))
+    title = pk_of(fresh_db, add(fresh_db, "of the cell cycle regulation", section="kinase"))
+    for i in range(4):                               # rows without the term: a positive idf
+        add(fresh_db, f"unrelated filler passage number {i}")
+    impact.ensure_index(fresh_db)
+    unweighted = [(r[0], -r[1]) for r in fresh_db.execute(
+        "SELECT rowid, bm25(passages_fts) AS s FROM passages_fts WHERE passages_fts MATCH '\"kinase\"' ORDER BY s")]
+    one = _keyword_arm(fresh_db, "kinase", keyword_index, 1.0)
+    assert one == unweighted and [pk for pk, _ in one] == [body, title]
+    three = _keyword_arm(fresh_db, "kinase", keyword_index, 3.0)
+    assert [pk for pk, _ in three] == [title, body]
+    weighted = [(r[0], -r[1]) for r in fresh_db.execute(
+        "SELECT rowid, bm25(passages_fts, 1.0, 3.0) AS s FROM passages_fts WHERE passages_fts MATCH '\"kinase\"'"
+        " ORDER BY s")]
+    assert three == weighted
+    assert dict(three)[body] == dict(one)[body]       # a body-only match keeps its score
+
+
+def test_index_keeps_section_counts(fresh_db) -> None:
+    add(fresh_db, "cells divide; the cell cycle", section="Cell biology")
+    index = impact.ensure_index(fresh_db)
+    t = index.vocab["cell"]
+    lo, hi = index.offsets[t], index.offsets[t + 1]
+    assert index.freqs[lo:hi].tolist() == [3] and index.section_freqs[lo:hi].tolist() == [1]
+    assert impact.weighted_freqs(index, int(lo), int(hi), 2.5).tolist() == [2.0 + 2.5]
