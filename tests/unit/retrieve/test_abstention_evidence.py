@@ -66,12 +66,16 @@ def _profile(floor: float, **more):
     return load_profile("rrf").with_overrides({"abstention.keyword_floor": floor, **more})
 
 
+# Rule 2 needs the query's similarity: a semantic arm that ran and found nothing strong.
+NO_MATCH = {"semantic": FakeSemantic({})}
+
+
 def test_only_low_information_words_abstain(conn, corpus):
     # "weather report" matched in 6 of 10 passages (idf clamped), "nebula galaxy" unseen.
     req = SearchRequest("weather report from the nebula galaxy", response_format="explain", now=NOW)
-    answered = search(conn, req, _profile(0.0))
+    answered = search(conn, req, _profile(0.0), NO_MATCH)
     assert answered.results                                       # floor 0: rule 2 off, as before
-    resp = search(conn, req, _profile(0.3))
+    resp = search(conn, req, _profile(0.3), NO_MATCH)
     assert resp.results == () and resp.abstained and resp.cause == "abstained"
     drop = next(d for d in resp.trace.drops if d.stage == "abstention")
     assert drop.count == len(drop.passage_pks) > 0
@@ -90,8 +94,19 @@ def test_an_in_domain_query_does_not_abstain(conn, corpus):
 def test_a_rare_word_among_unseen_ones_is_weak(conn, corpus):
     # One rare match (zebra, idf 1.85) against three unseen terms (3.04 each): coverage 0.17.
     req = SearchRequest("zebra nebula pulsar magnetar", now=NOW)
-    assert search(conn, req, _profile(0.15)).results
-    assert search(conn, req, _profile(0.2)).abstained
+    assert search(conn, req, _profile(0.15), NO_MATCH).results
+    assert search(conn, req, _profile(0.2), NO_MATCH).abstained
+
+
+def test_without_a_similarity_weak_keyword_evidence_is_answered(conn, corpus):
+    """Keyword mode, or no model: the query's similarity is unknown, so rule 2 does not
+    apply (a paraphrase of a passage looks as weak by keywords as an off-domain query)."""
+    req = SearchRequest("zebra nebula pulsar magnetar", now=NOW)
+    assert search(conn, req, _profile(0.2)).results                              # no services
+    assert search(conn, req, _profile(0.2), {"semantic": FakeSemantic({}, available=False)}).results
+    keyword_mode = SearchRequest("zebra nebula pulsar magnetar", mode="keyword", now=NOW)
+    resp = search(conn, keyword_mode, _profile(0.2), NO_MATCH)
+    assert resp.results and not any(d.stage == "abstention" for d in resp.trace.drops)
 
 
 def test_a_strong_cosine_keeps_a_weak_keyword_query(conn, corpus):
