@@ -10,7 +10,7 @@ import pytest
 
 from memo import ops
 from memo.errors import StoreError
-from memo.ops import add as add_mod
+from memo.ops import store_batch
 from memo.ops.importer import ImportOptions
 from memo.store.db import open_db
 from memo.types import RecordDraft
@@ -43,26 +43,30 @@ def test_failure_mid_batch_leaves_nothing_half_written(tmp_path, monkeypatch, fa
     for i in range(FILES):
         (root / f"n{i}.md").write_text(f"# Note {i}\nparagraph one of {i}\n\nparagraph two of {i}\n")
     conn = open_db(tmp_path / "f.db")
-    real_insert = add_mod.insert_record
-    calls = {"n": 0}
+    # An import stores each batch with one bulk insert (memo.ops.store_batch ->
+    # insert_records); the failure is injected when the batch holding file number fail_at
+    # is written, before its rows or after them (inside the batch's transaction).
+    real_insert = store_batch.insert_records
+    seen = {"n": 0}
 
-    def flaky_insert(c, draft, passages, **kw):
-        calls["n"] += 1
-        if calls["n"] == fail_at and where == "before_insert":
+    def flaky_insert(c, records, *a, **kw):
+        first, seen["n"] = seen["n"] + 1, seen["n"] + len(records)
+        hit = first <= fail_at <= seen["n"]
+        if hit and where == "before_insert":
             raise sqlite3.OperationalError("injected disk I/O error")
-        rid = real_insert(c, draft, passages, **kw)  # record, tags, passages and index rows written...
-        if calls["n"] == fail_at:
+        n = real_insert(c, records, *a, **kw)  # records, tags, passages and index rows written...
+        if hit:
             raise sqlite3.OperationalError("injected disk I/O error")  # ...then the failure
-        return rid
+        return n
 
-    monkeypatch.setattr(add_mod, "insert_record", flaky_insert)
+    monkeypatch.setattr(store_batch, "insert_records", flaky_insert)
     with pytest.raises(StoreError, match="rolled back"):
         ops.import_path(conn, root, ImportOptions(batch_size=BATCH, tags=("t",)))
     committed = ((fail_at - 1) // BATCH) * BATCH  # whole batches before the failing one
     c = _check(conn)
     assert c["records"] == committed and c["record_tags"] == committed and c["passages"] == committed
 
-    monkeypatch.setattr(add_mod, "insert_record", real_insert)
+    monkeypatch.setattr(store_batch, "insert_records", real_insert)
     rep = ops.import_path(conn, root, ImportOptions(batch_size=BATCH, tags=("t",)))
     assert (rep.added, rep.skipped) == (FILES - committed, committed)
     assert _check(conn)["records"] == FILES
