@@ -13,11 +13,15 @@ from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
 from memo.ops.reports import AddReport
+from memo.ops.store_batch import PreparedItem, prepare_item
 from memo.store.connect import write_tx
 from memo.store.records import (
+    NewRecord,
     content_hash,
     find_live_duplicate,
     insert_record,
+    insert_records,
+    new_record_id,
     utc_now,
     validate_draft,
 )
@@ -105,6 +109,17 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
     return AddReport(status="updated", record_id=new_id, passages=len(passages), superseded=previous)
 
 
+def store_prepared(conn: sqlite3.Connection, item: PreparedItem) -> AddReport:
+    """``store_draft(..., replace_previous=False)`` for a record whose derived values were
+    worked out before the transaction (caller's write transaction)."""
+    dup = find_live_duplicate(conn, item.draft.namespace, item.content_hash)
+    if dup is not None:
+        return AddReport(status="skipped", record_id=dup, passages=0, note=_dup_note(conn, dup))
+    rid = item.draft.id or new_record_id()
+    insert_records(conn, [NewRecord(rid, item.draft, item.content_hash, utc_now(), item.passages)])
+    return AddReport(status="added", record_id=rid, passages=len(item.passages))
+
+
 def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: str | None = None) -> str:
     when = when or utc_now()
     conn.execute("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?",
@@ -119,9 +134,12 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
     embedded or are queued for `memo backfill` (and why).  With ``background`` (a server's
     ``memo.embed.background.BackgroundEmbedder``) it returns right after the commit and
     the passages are reported queued for that thread."""
-    passages = prepare(draft)
+    # Token counts, exact terms and entity mentions are worked out here, before the
+    # writers' queue: with several writers the lock is the queue everyone waits in, so it
+    # is held for the inserts only (the soak's ack p99, docs/reliability.md section 9).
+    item = prepare_item(draft, prepare(draft))
     with write_tx(conn):
-        report = store_draft(conn, draft, passages, replace_previous=False)
+        report = store_prepared(conn, item)
     if report.status != "skipped":
         # Committed: from here on the add has succeeded.  Embedding failures only queue
         # the passages (report.vectors), they never turn the add into an error.

@@ -85,3 +85,8 @@ def test_failure_in_add_and_supersede_rolls_back(fresh_db, monkeypatch):
         ops.supersede(fresh_db, rid, "new text")
     assert _counts(fresh_db) == before
     assert ops.get(fresh_db, rid).superseded_at is None
+    # An add fails after its record and passage rows but before its mentions: nothing stays.
+    monkeypatch.setattr("memo.store.records.write_passage_mentions", boom)
+    with pytest.raises(StoreError, match="injected"):
+        ops.add_record(fresh_db, RecordDraft(body="Alice met Bob in Paris"))
+    assert _counts(fresh_db) == before

@@ -110,3 +110,42 @@ def test_in_memory_and_unwritable_folders_fall_back_to_sqlite_alone(tmp_path, mo
     with write_tx(c):
         c.execute("INSERT INTO t VALUES (1)")
     assert c.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+
+
+def test_a_writer_that_gives_up_leaves_no_lock_and_no_open_file_behind(db):
+    """The kernel wait runs in a helper thread: when the writer times out, the helper
+    takes over the lock file, drops the lock as soon as it gets it and closes the file."""
+    import fcntl
+    import os
+
+    conn = connect(db)
+    lock_path = str(db) + write_queue.SUFFIX
+    other = os.open(lock_path, os.O_RDWR | os.O_CREAT)   # another open file: a different holder
+    fcntl.flock(other, fcntl.LOCK_EX)
+    fds_before = len(os.listdir("/proc/self/fd"))
+    t0 = time.monotonic()
+    with pytest.raises(StoreBusy), write_queue.writer_turn(conn, time.monotonic() + 0.2):
+        pass
+    assert 0.2 <= time.monotonic() - t0 < 0.6
+    fcntl.flock(other, fcntl.LOCK_UN)
+    os.close(other)
+    probe = os.open(lock_path, os.O_RDWR)
+    try:
+        for _ in range(200):      # the helper gets the lock, then drops it
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+        else:
+            pytest.fail("the lock stayed held after the waiting writer gave up")
+        fcntl.flock(probe, fcntl.LOCK_UN)
+    finally:
+        os.close(probe)
+    for _ in range(100):
+        if len(os.listdir("/proc/self/fd")) <= fds_before - 1:
+            break
+        time.sleep(0.01)
+    assert len(os.listdir("/proc/self/fd")) <= fds_before - 1   # `other` and the helper's file closed
+    with write_tx(conn):
+        conn.execute("INSERT INTO t VALUES (4)")
