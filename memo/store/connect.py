@@ -183,7 +183,7 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     IMMEDIATE takes the write lock up front, so the busy handler applies; a DEFERRED
     transaction that reads and then writes can get SQLITE_BUSY at once, without waiting.
     Before it, the writer takes its turn in the writers' queue (``memo.store.write_queue``:
-    a file lock polled every <= 2 ms), so waiting writers do not sleep through a free lock
+    a file lock: ~1 ms of polling, then a kernel wait), so waiting writers do not sleep through a free lock
     in SQLite's busy handler; the turn is held until COMMIT or ROLLBACK.
 
     A connection from memo's write path (``open_db``) first checks the damaged marker
