@@ -5,6 +5,7 @@ what was submitted or leaves it queued in the database, never lost."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -231,3 +232,28 @@ def test_stop_ends_a_long_batch_after_the_window_in_hand(db_path, model, outcome
     assert model.calls == [16]                                # one window, then it stopped
     assert pending_count(conn, default_model_id()) == 24
     assert outcomes[0].embedded == 16
+
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")
+def test_the_embedder_thread_runs_at_a_lower_priority_than_the_server(model, embedder, db_path):
+    """Background work gives way: the thread that embeds runs at a higher nice value than
+    the server thread that added the note, whose own priority is unchanged."""
+    import os
+
+    from memo.embed import background
+
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: list[int] = []
+    real = model.embed_passages
+
+    def recording(texts, batch_size=64):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(texts, batch_size)
+
+    model.embed_passages = recording
+    conn = open_db(db_path, write=True)
+    ops.add_record(conn, RecordDraft(body="the embedder gives way to requests"), background=embedder)
+    assert embedder.wait_idle(20)
+    assert seen and set(seen) == {min(mine + background.BACKGROUND_NICE, 19)}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
