@@ -130,6 +130,8 @@ class AbstentionCfg:
 
     keyword_floor: float                  # a keyword match covering less than this idf share of the query is
                                           # weak evidence (memo.retrieve.evidence); 0 = off
+    joint_floor: float                    # weak coverage and weak similarity that add up to this (each as a
+                                          # share of its floor) answer the query (memo.retrieve.abstention); 0 = off
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +200,7 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "fact.meaning_weight": ("float", 0.0, 100.0),
     "fact.top": ("int", 0, 100_000),
     "abstention.keyword_floor": ("float", 0.0, 1.0),
+    "abstention.joint_floor": ("float", 0.0, 2.0),
     "vectors.quantised_min": ("int", 1, 1_000_000_000),
     "vectors.shortlist": ("float", 1.0, 1000.0),
     "vectors.sidecar_min": ("int", 0, 1_000_000_000),
@@ -413,7 +416,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
                        values["graph.report_floor"], values["graph.epsilon"]),
         fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],
                      values["fact.meaning_weight"], values["fact.top"]),
-        abstention=AbstentionCfg(values["abstention.keyword_floor"]),
+        abstention=AbstentionCfg(values["abstention.keyword_floor"], values["abstention.joint_floor"]),
         vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
                           values["vectors.sidecar_min"], values["vectors.sidecar_tail"]),
     )

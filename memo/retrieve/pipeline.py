@@ -107,7 +107,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
                           f"{bands.semantic_floor if bands else ''}", len(abstained_pks), tuple(abstained_pks)))
     weak = abstain_weak_query(ranked, semantic_floor, profile.abstention.keyword_floor,
                               lambda pks, fact_ids: _keyword_evidence(conn, checked.query, scope_sql, pks, fact_ids),
-                              similarity_measured=any(r.name == "semantic" and r.ran for r in runs))
+                              similarity_measured=any(r.name == "semantic" and r.ran for r in runs),
+                              joint_floor=profile.abstention.joint_floor)
     if weak.dropped:
         drops.append(Drop("abstention", weak.reason or "", len(weak.dropped), tuple(weak.dropped)))
         abstained_pks = [*abstained_pks, *weak.dropped]

@@ -146,3 +146,46 @@ def test_keyword_floor_is_validated():
         _profile(1.5)
     with pytest.raises(ProfileError, match="abstention.keyword_floor"):
         _profile(-0.1)
+
+
+def test_weak_coverage_and_weak_similarity_of_one_passage_add_up(conn, corpus):
+    """joint_floor: each signal as a share of its own floor; together they can answer."""
+    req = SearchRequest("zebra weather nebula galaxy", response_format="explain", now=NOW)
+    w = {"zebra": idf(10, 1), "weather": idf(10, 6), "nebula": idf(10, 0), "galaxy": idf(10, 0)}
+    coverage = (w["zebra"] + w["weather"]) / sum(w.values())          # about 0.23: below any floor
+    close = {"semantic": FakeSemantic({corpus["zebra"]: 0.38})}        # just under semantic_floor 0.39
+    far = {"semantic": FakeSemantic({corpus["zebra"]: 0.20})}
+    joint = coverage / 0.5 + 0.38 / 0.39
+    assert 1.4 < joint < 1.5
+    answered = search(conn, req, _profile(0.5, **{"abstention.joint_floor": 1.4}), close)
+    assert [r.pk for r in answered.results][:1] == [corpus["zebra"]] and not answered.abstained
+    assert search(conn, req, _profile(0.5, **{"abstention.joint_floor": 1.5}), close).abstained
+    assert search(conn, req, _profile(0.5, **{"abstention.joint_floor": 0.0}), close).abstained   # off
+    far_resp = search(conn, req, _profile(0.5, **{"abstention.joint_floor": 1.4}), far)
+    assert far_resp.abstained
+    drop = [d for d in far_resp.trace.drops if d.stage == "abstention"][-1]
+    assert "joint_floor 1.4" in drop.reason and f"{coverage / 0.5 + 0.20 / 0.39:.3f}" in drop.reason
+
+
+def test_joint_measure_reads_semantic_and_fact_votes():
+    from memo.retrieve.abstention import joint_measure
+
+    def evidence_of(pks, fact_ids):
+        from memo.retrieve.evidence import KeywordEvidence
+        return KeywordEvidence((("t", 1.0),), {1: 0.3}, {1: ("t",)}), None
+
+    both = Candidate(1, {"keyword": Evidence(1, 2.0, 0.1), "semantic": Evidence(1, 0.35, 0.1)}, 0.2)
+    assert joint_measure(0.3, 0.35, 0.5, 0.39) == pytest.approx(0.6 + 0.35 / 0.39)
+    assert joint_measure(0.3, None, 0.5, 0.39) == pytest.approx(0.6)
+    assert joint_measure(0.3, -0.2, 0.5, 0.39) == pytest.approx(0.6)          # a negative cosine adds nothing
+    kept = abstain_weak_query([both], 0.39, 0.5, evidence_of, joint_floor=1.4)
+    assert kept.dropped == [] and kept.joint == pytest.approx(0.6 + 0.35 / 0.39)
+    gone = abstain_weak_query([both], 0.39, 0.5, evidence_of, joint_floor=1.6)
+    assert gone.dropped == [1] and "below joint_floor 1.6" in (gone.reason or "")
+
+
+def test_joint_floor_is_validated():
+    with pytest.raises(ProfileError, match="abstention.joint_floor"):
+        _profile(0.5, **{"abstention.joint_floor": 2.5})
+    with pytest.raises(ProfileError, match="abstention.joint_floor"):
+        _profile(0.5, **{"abstention.joint_floor": -1})
