@@ -1,7 +1,7 @@
 """Embed passages that have no vector for a model yet (the embedding queue).
 
 Called by ``memo backfill``, by ingest after its records commit, and at server start
-(``on_server_start``).  Never holds a write transaction while embedding:
+(``memo.embed.background.BackgroundEmbedder``, which backfills before its first job).  Never holds a write transaction while embedding:
 
     read a window of pending passages (autocommit read)
     -> embed them outside any transaction (sorted by length inside the window: less padding)
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -117,28 +116,6 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
     return BackfillReport(model_id=mid, pending_before=before, embedded=embedded, skipped=skipped,
                           pending_after=pending_count(conn, mid), seconds=round(secs, 3),
                           per_second=round(done / secs, 1) if secs > 0 else 0.0)
-
-
-def on_server_start(db_path: str | Path | None = None, model_id: str | None = None,
-                    background: bool = True) -> threading.Thread | BackfillReport:
-    """Embed what was queued while the model was unavailable.  Servers call this once at
-    start; with ``background`` it runs in a daemon thread (own connection) so the server
-    answers at once (searches meanwhile see the vectors as they land).  Never raises:
-    a missing model is logged and the queue stays for the next start or `memo backfill`."""
-
-    def work() -> BackfillReport:
-        try:
-            return backfill(db_path if db_path is not None else _default_path(), model_id, progress=False)
-        except MemoError as exc:
-            log.warning("backfill at server start skipped: %s", exc.one_line())
-            return BackfillReport(model_id=model_id or "", pending_before=0, embedded=0, skipped=0,
-                                  pending_after=0, seconds=0.0, per_second=0.0, error=str(exc))
-
-    if not background:
-        return work()
-    thread = threading.Thread(target=work, name="memo-backfill", daemon=True)
-    thread.start()
-    return thread
 
 
 def _default_path() -> Path:

@@ -20,7 +20,7 @@ Failures never reach the writer: a model that cannot load or an ONNX / database 
 logged, remembered in ``last_error``, and the rows stay queued in the database (no
 vector) for ``memo backfill`` or the next server start, exactly as when the synchronous
 path fails.  At start the thread first embeds whatever was already queued (what
-``on_server_start`` did), unless told not to.
+``memo backfill`` does), unless told not to.
 
 ``stop`` ends the thread: with ``drain`` it first embeds what was submitted (bounded by
 ``timeout``); what is left simply stays queued in the database.  The thread is a daemon,

@@ -67,7 +67,7 @@ class MemoTools:
 
     def start_embedder(self, *, backfill: bool = True) -> BackgroundEmbedder:
         """Start the server's background embedder (one thread, its own connection); with
-        ``backfill`` it first embeds what was queued before (the old ``on_server_start``)."""
+        ``backfill`` it first embeds what was queued before."""
         from memo.embed.background import BackgroundEmbedder  # numpy/onnx only when serving
         if self.embedder is None:
             self.embedder = BackgroundEmbedder(self.db_path, backfill_at_start=backfill).start()

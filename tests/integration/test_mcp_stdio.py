@@ -325,7 +325,7 @@ def test_unexpected_exception_becomes_error_result(tmp_path: Path) -> None:
 
 def test_degraded_without_model_then_backfilled_at_next_start(tmp_path: Path) -> None:
     """Writes made while the model is unavailable queue their vectors; the next server
-    start embeds them in the background (memo.embed.backfill.on_server_start)."""
+    start embeds them in the background (memo.embed.background.BackgroundEmbedder)."""
     from memo.embed.registry import load_registry
 
     real = load_registry().get("all-minilm-l6-v2-int8")

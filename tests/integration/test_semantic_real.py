@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memo.cli import app
 from memo.embed import integrity, service
-from memo.embed.backfill import on_server_start
+from memo.embed.background import BackgroundEmbedder
 from memo.embed.registry import load_registry
 from memo.embed.service import load_model, semantic_services
 from memo.retrieve import SearchRequest, search
@@ -119,8 +119,12 @@ def test_models_fetch_from_a_file_url(tmp_path: Path, monkeypatch):
 def test_server_start_backfills_in_the_background(tmp_path: Path):
     db = tmp_path / "srv.db"
     _fill(db)
-    thread = on_server_start(db)
-    thread.join(timeout=120)
+    # What memo-mcp and memo web start: the embedder backfills the queue before its first job.
+    embedder = BackgroundEmbedder(db).start()
+    try:
+        assert embedder.wait_idle(120)
+    finally:
+        embedder.stop(drain=False, timeout=10)
     conn = open_db(db, write=False)
     assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 3
     conn.close()
