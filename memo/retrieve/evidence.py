@@ -19,7 +19,10 @@ of only low-information words covers little of the query's idf mass; a match of 
 query's rare words covers most of it.  ``memo.retrieve.abstention`` compares the best
 coverage with the profile's ``abstention.keyword_floor``.
 
-Cost: per distinct term one ``count(*)`` (cached per connection until the data changes)
+Cost: with the keyword arm's impact index current for the snapshot (``passages_fts``,
+large databases: ``memo.retrieve.impact``) the counts and holders come from its postings,
+the same rows FTS5's ``MATCH '"t"'`` returns (its own tokens and stems), at a binary
+search per candidate and term: at 100k passages ~0.3 ms instead of ~10 ms.  Otherwise, per distinct term one ``count(*)`` (cached per connection until the data changes)
 and one ``MATCH ... AND +rowid IN (candidates)``: the ``+`` keeps the IN list out of FTS5's
 rowid lookup, so the term's posting list is read once and filtered (0.2-0.6 ms for a
 SciFact claim; the plain ``rowid IN`` re-runs the MATCH per candidate, 16-26 ms).
@@ -34,6 +37,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memo.retrieve import impact
 from memo.retrieve.conn_cache import conn_cache
 from memo.text.fts_query import query_words
 
@@ -83,9 +87,23 @@ def keyword_evidence(conn: sqlite3.Connection, table: str, query: str, rowids: I
         raise ValueError(f"not an FTS table: {table}")
     rows = sorted(set(rowids))
     terms = query_words(query)
-    counts = conn_cache(conn).setdefault(f"term_rows:{table}", {})
     weighted: list[tuple[str, float]] = []
     holders: dict[int, list[str]] = {r: [] for r in rows}
+    from_index = impact.term_postings(conn, tuple(terms), table) if table == "passages_fts" else None
+    if from_index is not None:
+        _holders_from_index(from_index, terms, rows, n_rows, weighted, holders)
+    else:
+        _holders_from_fts(conn, table, terms, rows, n_rows, weighted, holders)
+    total = sum(w for _, w in weighted)
+    weight = dict(weighted)
+    coverage = {r: (sum(weight[t] for t in held) / total if total > 0 else 0.0) for r, held in holders.items()}
+    return KeywordEvidence(terms=tuple(weighted), coverage=coverage,
+                           matched={r: tuple(held) for r, held in holders.items()})
+
+
+def _holders_from_fts(conn: sqlite3.Connection, table: str, terms: list[str], rows: list[int], n_rows: int,
+                      weighted: list[tuple[str, float]], holders: dict[int, list[str]]) -> None:
+    counts = conn_cache(conn).setdefault(f"term_rows:{table}", {})
     marks = ",".join("?" * len(rows))
     for term in terms:
         match = '"' + term.replace('"', '""') + '"'
@@ -100,11 +118,29 @@ def keyword_evidence(conn: sqlite3.Connection, table: str, query: str, rowids: I
             for (rowid,) in conn.execute(
                     f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})", (match, *rows)):
                 holders[rowid].append(term)
-    total = sum(w for _, w in weighted)
-    weight = dict(weighted)
-    coverage = {r: (sum(weight[t] for t in held) / total if total > 0 else 0.0) for r, held in holders.items()}
-    return KeywordEvidence(terms=tuple(weighted), coverage=coverage,
-                           matched={r: tuple(held) for r, held in holders.items()})
+
+
+def _holders_from_index(found, terms: list[str], rows: list[int], n_rows: int,  # noqa: ANN001
+                        weighted: list[tuple[str, float]], holders: dict[int, list[str]]) -> None:
+    """The same counts and holders from the impact index's postings (sorted row numbers)."""
+    import numpy as np
+
+    index, postings = found
+    cand = np.asarray(rows, dtype=np.int64)
+    at = np.searchsorted(index.pks, cand)
+    at_ok = at < len(index.pks)
+    present = np.zeros(len(cand), dtype=bool)
+    present[at_ok] = index.pks[at[at_ok]] == cand[at_ok]
+    for term, post in zip(terms, postings, strict=True):
+        weighted.append((term, idf(n_rows, len(post))))
+        if len(post) == 0 or len(cand) == 0:
+            continue
+        j = np.searchsorted(post, at)
+        inside = j < len(post)
+        hit = present & inside
+        hit[inside] &= post[j[inside]] == at[inside]
+        for r in cand[hit].tolist():
+            holders[r].append(term)
 
 
 def passages_evidence(conn: sqlite3.Connection, query: str, pks: Iterable[int], n_passages: int) -> KeywordEvidence:

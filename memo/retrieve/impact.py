@@ -421,6 +421,27 @@ def topk(index: ImpactIndex, score: np.ndarray, mask: np.ndarray | None, k: int)
     return list(zip(index.pks[chosen].tolist(), score[chosen].tolist(), strict=True))
 
 
+def term_postings(conn: sqlite3.Connection, words: tuple[str, ...],
+                  table: str = "passages_fts") -> tuple[ImpactIndex, list[np.ndarray]] | None:
+    """The index matching ``conn``'s snapshot and, per word, the sorted row numbers of the
+    rows holding it (FTS5's ``MATCH '"word"'``: the word's one stem, any column); None when
+    no index matches or a word is not one token (then FTS5 answers)."""
+    import numpy as np
+
+    index = current_index(conn, table)
+    if index is None:
+        return None
+    stems = _STEMMER.stems(index.tokenizer, words) if words else []
+    if stems is None:
+        return None
+    empty = np.zeros(0, dtype=np.int32)
+    out = []
+    for stem in stems:
+        t = index.vocab.get(stem)
+        out.append(empty if t is None else index.rows[int(index.offsets[t]):int(index.offsets[t + 1])])
+    return index, out
+
+
 def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int | None:
     """In-scope rows holding ``word`` (one token once stemmed), as ``count(*)`` of FTS5's
     ``MATCH '"word"'`` joined with the scope counts them; None when no index matches the

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memo.retrieve.impact import scoped_df as impact_word_df
-from memo.retrieve.scope import ScopeSQL
-from memo.store.mentions import entities_by_alias, scoped_df
+from memo.retrieve.scope import ScopeSQL, scope_stats
+from memo.store.mentions import df_outside, entities_by_alias, scoped_df
 from memo.text.entities import COMMON_WORDS, entity_key
 from memo.text.fts_query import MAX_TERMS
 
@@ -226,6 +226,17 @@ def term_shaped(name: str) -> bool:
     return len(letters) >= 2 and all(ch.isupper() for ch in letters)
 
 
+def entity_df(conn: sqlite3.Connection, pks: Sequence[int], scope_where: str,
+              scope_params: Sequence[object]) -> dict[int, int]:
+    """entity pk -> in-scope passages mentioning it.  A scope that excludes few passages
+    (``scope_stats``: the usual live filter) is counted from the mentions index minus
+    the excluded ones; else by joining each mention with its passage and record."""
+    stats = scope_stats(conn, ScopeSQL(scope_where or "1", tuple(scope_params)))
+    if stats.excluded is not None:
+        return df_outside(conn, pks, stats.excluded)
+    return scoped_df(conn, pks, scope_where, scope_params)
+
+
 def route(conn: sqlite3.Connection, query: str, scope_where: str, scope_params: Sequence[object],
           in_scope: int, *, max_words: int, common_share: float, common_min_passages: int,
           cues: Sequence[str], name_share: float = 1.0, identifier_share: float = 1.0,
@@ -235,7 +246,7 @@ def route(conn: sqlite3.Connection, query: str, scope_where: str, scope_params: 
         return decide((), None)
     known = entities_by_alias(conn, ngrams(words, max_words))
     pks = sorted({pk for hits in known.values() for pk, _, _ in hits})
-    df = scoped_df(conn, pks, scope_where, scope_params)
+    df = entity_df(conn, pks, scope_where, scope_params)
     known = {a: [h for h in hits if df.get(h[0], 0) > 0] for a, hits in known.items()}
     known = {a: hits for a, hits in known.items() if hits}
     matched = longest_matches(words, known, max_words)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from memo.text.entities import EntityMention, aliases, extract
 
@@ -246,6 +246,26 @@ def scoped_mentions(conn: sqlite3.Connection, entity_pks: Sequence[int], scope_w
         "SELECT DISTINCT m.passage_pk, m.entity_pk FROM mentions m JOIN passages p ON p.pk = m.passage_pk "
         f"JOIN records r ON r.id = p.record_id WHERE m.entity_pk IN ({marks}) AND " + (scope_where or "1"),
         (*entity_pks, *scope_params))]
+
+
+def df_outside(conn: sqlite3.Connection, entity_pks: Sequence[int], excluded: Collection[int]) -> dict[int, int]:
+    """entity pk -> passages that mention it, minus those in ``excluded`` (a scope given by
+    its few excluded passages, ``memo.retrieve.scope.scope_stats``).  Reads only the
+    covering index mentions_entity: no join with passages and records per mention, which
+    is what makes ``scoped_df`` slow for an entity named in thousands of passages."""
+    if not entity_pks:
+        return {}
+    marks = ",".join("?" * len(entity_pks))
+    out = {int(r[0]): int(r[1]) for r in conn.execute(
+        f"SELECT entity_pk, count(DISTINCT passage_pk) FROM mentions WHERE entity_pk IN ({marks}) GROUP BY entity_pk",
+        tuple(entity_pks))}
+    if excluded and out:
+        gone = json.dumps(sorted(excluded))
+        for epk, n in conn.execute(
+                f"SELECT entity_pk, count(DISTINCT passage_pk) FROM mentions WHERE entity_pk IN ({marks}) "
+                "AND passage_pk IN (SELECT value FROM json_each(?)) GROUP BY entity_pk", (*entity_pks, gone)):
+            out[int(epk)] -= int(n)
+    return {k: v for k, v in out.items() if v > 0}
 
 
 def scoped_df(conn: sqlite3.Connection, entity_pks: Sequence[int], scope_where: str,

@@ -202,3 +202,26 @@ def test_forget_and_supersede_leave_both_arms_at_once(fresh_db):
     # as_of before the supersede still sees the old version (its mentions are kept)
     old, _ = arm_pks(fresh_db, "Alice and Paris", "entity", Scope(as_of="2999-01-01"), profile=one)
     assert ids[3] not in old                   # superseded before 2999: hidden as_of then too
+
+
+def test_entity_df_from_the_mentions_index_equals_the_joined_count(tmp_path):
+    """Differential: the fast count (mentions index minus the scope's excluded passages)
+    and the join through passages and records agree, scoped, forgotten and superseded."""
+    from memo import ops
+    from memo.retrieve.route import entity_df
+    from memo.retrieve.scope import build_scope_sql
+    from memo.store.db import open_db
+    from memo.store.mentions import scoped_df
+    from memo.types import RecordDraft, Scope
+
+    conn = open_db(tmp_path / "df.db", write=True)
+    ids = [ops.add_record(conn, RecordDraft(body=f"Alice met Bob in Paris, note {i}", namespace=ns)).record_id
+           for i, ns in enumerate(["a", "a", "b", "b", "b"])]
+    ops.add_record(conn, RecordDraft(body="Bob alone in Rome", namespace="a"))
+    ops.forget(conn, [ids[0]])
+    ops.supersede(conn, ids[2], "Carol met Bob in Paris")
+    pks = [r[0] for r in conn.execute("SELECT pk FROM entities")]
+    for scope in (Scope(), Scope(namespaces=("a",)), Scope(namespaces=("b",))):
+        sql = build_scope_sql(scope)
+        assert entity_df(conn, pks, sql.where, sql.params) == scoped_df(conn, pks, sql.where, sql.params)
+    assert entity_df(conn, pks, "1", ()) == scoped_df(conn, pks, "1", ())

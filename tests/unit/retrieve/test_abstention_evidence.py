@@ -189,3 +189,29 @@ def test_joint_floor_is_validated():
         _profile(0.5, **{"abstention.joint_floor": 2.5})
     with pytest.raises(ProfileError, match="abstention.joint_floor"):
         _profile(0.5, **{"abstention.joint_floor": -1})
+
+
+def test_coverage_from_the_impact_index_equals_coverage_from_fts5(conn, corpus, monkeypatch):
+    """Differential: with the keyword arm's impact index current, the counts and holders
+    come from its postings; the measure is the same to the last bit."""
+    from memo.retrieve import evidence, impact
+
+    queries = ["zebra quasar nebula weather", "weather report", "quasars and zebras", "cake filter pool",
+               "nothing here at all", "the a of"]
+    pks = list(corpus.values())
+    impact.forget_indexes()
+    slow = [passages_evidence(conn, q, pks, 10) for q in queries]
+    impact.ensure_index(conn)
+    try:
+        def no_fts(*a, **k):
+            raise AssertionError("the impact index should have answered")
+
+        monkeypatch.setattr(evidence, "_holders_from_fts", no_fts)
+        fast = [passages_evidence(conn, q, pks + [10_000], 10) for q in queries]   # an unknown pk too
+    finally:
+        impact.forget_indexes()
+    for s, f in zip(slow, fast, strict=True):
+        assert f.terms == s.terms
+        assert {k: v for k, v in f.coverage.items() if k != 10_000} == s.coverage
+        assert {k: v for k, v in f.matched.items() if k != 10_000} == s.matched
+        assert f.coverage.get(10_000, 0.0) == 0.0
