@@ -364,16 +364,18 @@ def _restore_through_sqlite(conn: sqlite3.Connection, live: Path, bpath: Path, t
                     _restore_into(copy, conn)
                 finally:
                     copy.close()
-                break
-    else:
-        if previous is not None:
-            remove_db_files(previous)
-        raise StoreBusy("the database kept changing during the restore; nothing was changed",
-                        hint="a program that writes without memo's writers' queue is busy; retry when it is idle")
-    with write_tx(conn):
-        bump_vectors_epoch(conn)
-    return _verify_live(conn, live, bpath, version, counts, "sqlite-backup", previous, previous_integrity,
-                        started)
+                # Still holding the turn: a writer waiting in the queue would otherwise
+                # commit the moment it is released, and the row counts checked against the
+                # backup would include its rows (the restore reported a failed
+                # verification, exit 6, under a concurrent writer).
+                with write_tx(conn):
+                    bump_vectors_epoch(conn)
+                return _verify_live(conn, live, bpath, version, counts, "sqlite-backup", previous,
+                                    previous_integrity, started)
+    if previous is not None:
+        remove_db_files(previous)
+    raise StoreBusy("the database kept changing during the restore; nothing was changed",
+                    hint="a program that writes without memo's writers' queue is busy; retry when it is idle")
 
 
 def _restore_by_rename(live: Path, bpath: Path, tmp: Path, version: int, counts: dict[str, int],

@@ -251,6 +251,33 @@ def test_restore_while_another_connection_is_open(fresh_db, db_path, tmp_path):
     assert _strays(tmp_path) == []
 
 
+def test_restore_verifies_the_live_database_before_any_writer_gets_in(fresh_db, db_path, tmp_path, monkeypatch):
+    """The row counts are checked against the backup while the restore still holds the
+    writers' queue: a writer waiting in it would otherwise commit the moment it is
+    released, and its rows would fail the check (CI saw exit 6 under a concurrent writer)."""
+    import sys
+
+    restore_mod = sys.modules["memo.ops.restore"]
+    from memo.store import write_queue
+
+    _add(fresh_db, 3, "base")
+    bk = tmp_path / "b.db"
+    ops.backup(fresh_db, bk)
+    _add(fresh_db, 2, "extra")
+    held_during_verify: list[bool] = []
+    real = restore_mod._verify_live
+
+    def verify(conn, live, *a, **k):
+        held_during_verify.append(str(Path(live).resolve()) in {str(Path(p).resolve())
+                                                                 for p in getattr(write_queue._held, "paths", set())})
+        return real(conn, live, *a, **k)
+
+    monkeypatch.setattr(restore_mod, "_verify_live", verify)
+    rep = ops.restore(bk, db_path, confirm=True, keep_previous=False)
+    assert rep.counts["records"] == 3
+    assert held_during_verify == [True]
+
+
 def test_restore_bumps_the_vectors_epoch_past_both(fresh_db, db_path, tmp_path):
     _add(fresh_db, 2, "a")
     bk = tmp_path / "b.db"
