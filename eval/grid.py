@@ -15,6 +15,7 @@ from typing import Any
 
 from memo.errors import ValidationError
 from memo.profile import load_profile
+from memo.types import default_profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ def expand(profiles: Sequence[str], sets: Sequence[str], mode: str = "auto",
     if len(set(keys)) != len(keys):
         raise ValidationError("the same key is given twice with --set")
     specs = []
-    for prof in profiles or ["rrf"]:
+    for prof in profiles or [default_profile()]:
         base = load_profile(prof)
         live = []
         for k, vals in axes:

@@ -22,6 +22,7 @@ from eval.grid import RunSpec
 from eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors
 from eval.replay import ReplayConfig, RunOutput, replay
 from eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
+from memo.types import default_profile
 
 Status = Callable[[str], None]
 
@@ -46,7 +47,7 @@ def code_version() -> dict[str, str | None]:
 class EvalOptions:
     dataset: str
     split: str = "test"
-    specs: Sequence[RunSpec] = field(default_factory=lambda: [RunSpec("rrf")])
+    specs: Sequence[RunSpec] = field(default_factory=lambda: [RunSpec(default_profile())])
     db: Path | None = None          # a user's memo DB (custom query sets); else the cached index
     model_id: str | None = None     # None = the registry's default model
     semantic: bool = True           # False: no semantic service (keyword/exact arms only)

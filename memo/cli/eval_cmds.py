@@ -28,6 +28,7 @@ from rich.progress import (
 
 from memo.cli.common import JsonOption, handle_errors, print_json
 from memo.errors import ExtraMissing
+from memo.types import default_profile
 
 eval_app = typer.Typer(name="eval", help="Evaluate search quality: replay labelled queries, compare, tune, regress.",
                        no_args_is_help=True)
@@ -35,7 +36,8 @@ _err = Console(stderr=True)
 
 DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="sample (bundled), scifact, locomo, a BEIR folder, a "
                                                                  "LoCoMo .json or your queries .jsonl (docs/eval.md).")]
-ProfileOpt = Annotated[list[str] | None, typer.Option("--profile", "-p", help="Profile name or TOML path (repeat).")]
+ProfileOpt = Annotated[list[str] | None, typer.Option("--profile", "-p", help="Profile name or TOML path (repeat; "
+                                                                            "run: default the search default, $MEMO_PROFILE or zscore).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=V1,V2,... grid over a constant (repeat: "
                                                                       "cartesian product).")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", help="Worker processes (default: all cores).")]
@@ -139,7 +141,8 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
     from eval.run import EvalOptions, run_eval
 
     notes: list[str] = []
-    specs = expand(profile or ["rrf"], set_ or [], mode=mode, notes=notes)
+    # No -p: the profile searches use (memo.types.default_profile), so a run measures what users get.
+    specs = expand(profile or [default_profile()], set_ or [], mode=mode, notes=notes)
     opts = EvalOptions(dataset=dataset, split=split, specs=specs, db=db, model_id=model,
                        semantic=mode in ("auto", "semantic"), limit_queries=limit_queries, workers=workers,
                        out=out, rebuild=rebuild)

@@ -50,6 +50,9 @@ def test_run_json_is_one_document(tiny):
     # Second run: the index and the vectors come from the cache.
     again = _json(runner.invoke(app, ["eval", "run", "-d", str(tiny), "--quiet", "--json"]))
     assert again["index"]["built"] is False and again["vectors"]["source"] == "index"
+    # No -p: the profile searches use (memo.types.default_profile), not a fixed one.
+    from memo.types import default_profile
+    assert [r["profile"] for r in again["runs"]] == [default_profile()]
 
 
 def test_run_compare_report_human(tiny, tmp_path):
