@@ -106,7 +106,7 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
         return WeakQuery([], None, None)
     pks: list[int] = []
     fact_ids: list[str] = []
-    best_cosine: float | None = None      # below semantic_floor here (else answered at once)
+    cosines: list[float] = []             # all below semantic_floor here (else answered at once)
     for c in kept:
         for arm, ev in c.arms.items():
             if arm in ("keyword", "exact"):
@@ -118,13 +118,13 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
                     if v.semantic_raw is not None and (semantic_floor is None or v.semantic_raw >= semantic_floor):
                         return WeakQuery([], None, None)
                     if v.semantic_raw is not None:
-                        best_cosine = v.semantic_raw if best_cosine is None else max(best_cosine, v.semantic_raw)
+                        cosines.append(v.semantic_raw)
                     if v.keyword_rank is not None:
                         fact_ids.append(v.fact_id)
             elif arm == "semantic":
                 if semantic_floor is None or ev.raw >= semantic_floor:
                     return WeakQuery([], None, None)
-                best_cosine = ev.raw if best_cosine is None else max(best_cosine, ev.raw)
+                cosines.append(ev.raw)
             else:                       # entity, graph: named things of the corpus were found
                 return WeakQuery([], None, None)
     passages, facts = evidence_of(pks, fact_ids)
@@ -132,6 +132,7 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
     if best >= keyword_floor:
         return WeakQuery([], None, best)
     joint = None
+    best_cosine = max(cosines, default=None)
     if joint_floor > 0.0 and semantic_floor is not None and semantic_floor > 0.0:
         joint = joint_measure(best, best_cosine, keyword_floor, semantic_floor)
         if joint >= joint_floor:

@@ -152,15 +152,11 @@ class _Waiter:
 
     def wait(self, deadline: float, path: str) -> None:
         threading.Thread(target=self._run, name="memo-writer-turn", daemon=True).start()
-        if self.done.wait(max(0.0, deadline - time.monotonic())):
-            if self.error is not None:
-                raise self.error
-            return
-        with self.guard:
+        self.done.wait(max(0.0, deadline - time.monotonic()))
+        with self.guard:              # the helper may finish between the wait and here
             if not self.done.is_set():
                 self.abandoned = True
-        if self.abandoned:
-            raise _GaveUp(f"another process kept the write lock of {path}")
+                raise _GaveUp(f"another process kept the write lock of {path}")
         if self.error is not None:
             raise self.error
 
