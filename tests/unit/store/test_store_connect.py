@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from memo.store.connect import BUSY_TIMEOUT_MS, connect, write_tx
+from memo.store.connect import BUSY_TIMEOUT_MS, PAGE_CACHE_KIB, connect, write_tx
 
 
 def test_pragmas(db_path):
@@ -13,6 +13,7 @@ def test_pragmas(db_path):
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS == 10_000
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == -PAGE_CACHE_KIB == -65_536  # 64 MiB, not 2
     assert conn.isolation_level is None  # autocommit: no implicit DEFERRED transactions
 
 
