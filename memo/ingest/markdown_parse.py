@@ -34,12 +34,21 @@ _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTA
 @dataclass(frozen=True, slots=True)
 class Block:
     """One top-level block: its heading path (() before the first heading) and its text;
-    a heading itself is a block with ``heading=True`` (its text is the heading's)."""
+    a heading itself is a block with ``heading=True`` (its text is the heading's).
+    ``kind`` is what the block is: ``paragraph``, ``list``, ``fence`` (fenced or indented
+    code), ``table``, ``quote``, ``html`` or ``heading``; the splitter cuts a block too long
+    for one passage by its kind (a list between items, code between lines...)."""
 
     path: tuple[str, ...]
     text: str
     heading: bool = False
     level: int = 0
+    kind: str = "paragraph"
+
+
+_KINDS = {"paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
+          "fence": "fence", "code_block": "fence", "table_open": "table", "blockquote_open": "quote",
+          "html_block": "html"}
 
 
 @lru_cache(maxsize=1)
@@ -126,6 +135,7 @@ def parse_markdown(text: str) -> list[Block]:
     lists: list[list[object]] = []   # [ordered, next number] per open list
     item_first: list[bool] = []      # per open list item: next paragraph is its first
     row: list[str] | None = None
+    kind = "paragraph"               # the current top-level block's kind
 
     def prefix() -> str:
         return "".join(prefixes)
@@ -150,7 +160,7 @@ def parse_markdown(text: str) -> list[Block]:
         body = "\n".join(ln.rstrip() for ln in lines).strip()
         lines.clear()
         if body:
-            blocks.append(Block(tuple(n for _, n in path), body))
+            blocks.append(Block(tuple(n for _, n in path), body, kind=kind))
 
     i = 0
     while i < len(tokens):
@@ -161,11 +171,12 @@ def parse_markdown(text: str) -> list[Block]:
             level = int(tok.tag[1:])
             name = inline_text(tokens[i + 1]) or tokens[i + 1].content.strip()
             path = [(lv, n) for lv, n in path if lv < level] + [(level, name)]
-            blocks.append(Block(tuple(n for _, n in path), name, heading=True, level=level))
+            blocks.append(Block(tuple(n for _, n in path), name, heading=True, level=level, kind="heading"))
             i += 3
             continue
         if tok.level == 0 and tok.nesting >= 0 and t != "inline":
             flush()                  # a new top-level block starts
+            kind = _KINDS.get(t, "paragraph")
         if t == "inline":
             content = inline_text(tok)
             if row is not None:

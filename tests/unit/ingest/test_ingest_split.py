@@ -1,8 +1,9 @@
 from memo.ingest.split import split_record
 from memo.ingest.split_code import module_name
-from memo.ingest.split_markdown import split_markdown
+from memo.ingest.split_markdown import MAX_TOKENS, MIN_TOKENS, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
 from memo.ingest.windows import MAX_WORDS, split_words
+from memo.text.tokens import count_tokens
 from memo.types import PassageDraft, RecordDraft
 
 MD = """Preamble line.
@@ -44,11 +45,22 @@ def test_markdown_sections_are_heading_paths():
 
 
 def test_markdown_long_section_windows_keep_header():
-    body = "# Top\n## Long\n\n" + " ".join(f"word{i}." for i in range(3 * MAX_WORDS))
-    parts = split_markdown(body)
-    assert len(parts) == 3
+    words = [f"word{i}." for i in range(3 * MAX_WORDS)]
+    parts = split_markdown("# Top\n## Long\n\n" + " ".join(words))
+    assert len(parts) > 1
     assert all(p.section == "Top > Long" for p in parts)
-    assert all(len(p.text.split()) <= MAX_WORDS + 40 for p in parts)
+    assert all(count_tokens(f"{p.section}\n{p.text}") <= MAX_TOKENS + MIN_TOKENS for p in parts)
+    assert " ".join(p.text for p in parts).split() == words
+
+
+def test_markdown_passages_fit_the_model_window_in_tokens():
+    """Code holds several tokens per word: a section of 150 words of code is longer than
+    the 256 tokens the embedding model reads, so it is cut (words alone would not)."""
+    code = "\n".join(f"fs.writeFileSync(path.join(dir, `f${i}.json`), JSON.stringify({{ i: {i} }}));"
+                     for i in range(25))
+    parts = split_markdown(f"# Api\n\n## Example\n\n```js\n{code}\n```\n")
+    assert len(code.split()) < MAX_WORDS and len(parts) > 1
+    assert all(count_tokens(f"{p.section}\n{p.text}") <= MAX_TOKENS + MIN_TOKENS for p in parts)
 
 
 def test_split_words_short_and_long():
@@ -156,3 +168,48 @@ def test_front_matter_is_not_indexed_and_gives_no_heading():
     parts = split_markdown(text, title="My note")
     assert [(p.section, p.text) for p in parts] == [("My note", "Body line."), ("Part", "More.")]
     assert front_matter("no front matter\n---\n") == ({}, "no front matter\n---\n")
+
+
+def _options(n: int) -> str:
+    return "\n".join(f"* `opt{i}` {{string}} What option {i} does, in a few more words here." for i in range(n))
+
+
+def test_long_list_is_cut_between_items_with_its_lead_in():
+    """A list longer than a passage is cut between its items, lines kept; the lead-in line
+    before it stays with its first items instead of being a passage of its own."""
+    md = "# Api\n\n## `f(options)`\n\nThe following options are accepted:\n\n" + _options(60) + "\n"
+    parts = split_markdown(md)
+    assert len(parts) > 1 and all(p.section == "Api > f(options)" for p in parts)
+    assert parts[0].text.startswith("The following options are accepted:\n\n- opt0 {string}")
+    for p in parts:
+        assert all(line.startswith(("- opt", "The following")) for line in p.text.split("\n") if line)
+        assert len(p.text.split()) >= 40
+    assert sum(p.text.count("- opt") for p in parts) == 60
+
+
+def test_long_code_fence_is_cut_between_lines_and_reopened():
+    code = "\n".join(f"const value{i} = compute({i}, 'some', 'words', 'here');" for i in range(120))
+    md = f"# Guide\n\n## Example\n\nRun this:\n\n```js\n{code}\n```\n\nDone.\n"
+    parts = split_markdown(md)
+    assert len(parts) > 1
+    for p in parts:
+        assert p.text.count("```") % 2 == 0
+        assert "\n```js\n" in "\n" + p.text + "\n"
+    lines = [ln for p in parts for ln in p.text.split("\n") if ln.startswith("const ")]
+    assert lines == code.split("\n")
+
+
+def test_overload_heading_stays_with_the_long_body():
+    """``## f(a)`` directly above ``## f(a, b)``: the first signature opens the section; a
+    long body must not leave it as a passage of its own."""
+    md = "# Util\n\n## `f(a)`\n## `f(a, b)`\n\n" + _options(60) + "\n"
+    parts = split_markdown(md)
+    assert parts[0].text.startswith("f(a)\n\n- opt0")
+    assert all(len(p.text.split()) >= 40 for p in parts)
+
+
+def test_short_tail_of_a_long_section_joins_the_passage_before():
+    body = " ".join(f"Sentence number {i} says something." for i in range(45))   # 225 words
+    parts = split_markdown(f"# Top\n\n## Long\n\n{body}\n\nA short closing line.\n")
+    assert all(len(p.text.split()) >= 40 for p in parts)
+    assert parts[-1].text.endswith("A short closing line.")
