@@ -1,3 +1,5 @@
+import re
+
 from memo.ingest.split import split_record
 from memo.ingest.split_code import module_name
 from memo.ingest.split_markdown import MAX_TOKENS, MIN_TOKENS, split_markdown
@@ -213,3 +215,25 @@ def test_short_tail_of_a_long_section_joins_the_passage_before():
     parts = split_markdown(f"# Top\n\n## Long\n\n{body}\n\nA short closing line.\n")
     assert all(len(p.text.split()) >= 40 for p in parts)
     assert parts[-1].text.endswith("A short closing line.")
+
+
+def test_long_section_keeps_every_word_in_order_across_kinds():
+    """Nested list with code inside an item, a long table, a block quote and a paragraph,
+    each longer than a passage, CRLF line ends: every word is kept, in order, and every
+    code fence a passage opens it closes."""
+    items = "\n".join(f"* item{i} {{string}} text of item {i}.\n  * sub{i} more words here {i}." for i in range(40))
+    code_item = "* coded\n\n  ```js\n" + "\n".join(f"  call{i}(a, b, c);" for i in range(80)) + "\n  ```\n"
+    table = "| name | value |\n|---|---|\n" + "\n".join(f"| row{i} | some value {i} words |" for i in range(80))
+    quote = "\n".join(f"> quoted line {i} with several words." for i in range(80))
+    para = " ".join(f"Sentence {i} has a few words." for i in range(80))
+    md = f"# Doc\n\n## Part\n\n{items}\n{code_item}\n{table}\n\n{quote}\n\n{para}\n".replace("\n", "\r\n")
+    parts = split_markdown(md)
+    assert len(parts) > 5 and all(p.section == "Doc > Part" for p in parts)
+    got = [w for p in parts for w in p.text.split() if not w.startswith("```")]
+    for word in ("item0", "sub39", "call0(a,", "call79(a,", "row0", "row79", "line", "Sentence"):
+        assert word in got
+    order = [w for w in got if re.fullmatch(r"(item|sub|call|row)\d+\S*", w)]
+    expect = ([w for i in range(40) for w in (f"item{i}", f"sub{i}")] + [f"call{i}(a," for i in range(80)]
+              + [f"row{i}" for i in range(80)])
+    assert order == expect
+    assert all(p.text.count("```") % 2 == 0 for p in parts)
