@@ -20,7 +20,7 @@ same passages (ids ``<record_id>:<ord>``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memo.ingest.markdown_parse import HEADING_SEP, Block, front_matter, has_headings, parse_markdown
 from memo.text.tokens import count_tokens
@@ -81,10 +81,10 @@ class _Atom:
     sep: str = "\n"
     fence_in: str | None = None
     fence_out: str | None = None
+    size: int = field(init=False, compare=False)     # count_tokens(text), counted once
 
-    @property
-    def size(self) -> int:
-        return count_tokens(self.text)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", count_tokens(self.text))
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -138,8 +138,9 @@ def _line_atoms(text: str, block: int, budget: int, kind: str) -> list[_Atom]:
                 spans[-1][1] = i + 1
         for a, b in spans:
             item = "\n".join(lines[a:b])
-            if count_tokens(item) <= budget:
-                out.append(_Atom(item, block, "\n", fences[a][0], fences[b - 1][1]))
+            atom = _Atom(item, block, "\n", fences[a][0], fences[b - 1][1])
+            if atom.size <= budget:
+                out.append(atom)
             elif b - a > 1:
                 sub = [len(m.group(2)) for k in range(a + 1, b)
                        if fences[k][0] is None and (m := _ITEM.match(lines[k]))]
@@ -195,8 +196,9 @@ def _group(blocks: list[Block], budget: int) -> list[str]:
     count = 0
     closed = False                   # the last group ended with a long block's tail
     for bi, b in enumerate(blocks):
-        n = count_tokens(b.text)
-        atoms = [_Atom(b.text, bi)] if n <= budget else _line_atoms(b.text, bi, budget, b.kind)
+        whole = _Atom(b.text, bi)
+        n = whole.size
+        atoms = [whole] if n <= budget else _line_atoms(b.text, bi, budget, b.kind)
         for a in atoms:
             if groups and not closed and count + a.size <= budget:
                 groups[-1].append(a)
