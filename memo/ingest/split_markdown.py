@@ -189,7 +189,8 @@ def _group(blocks: list[Block], budget: int) -> list[str]:
     it starts a new passage (an API section's long parameter list does not swallow the
     description that follows it).  A paragraph ending in ``:`` moves to the next passage
     with the block it introduces.  No passage is a stub of fewer than ``MIN_TOKENS`` tokens:
-    the tail of a cut block joins the passage before, any other short piece the next one.
+    the tail of a cut block takes the last pieces of the passage before (or joins it when
+    that would break the budget), any other short piece joins the next one.
     Sizes are ``count_tokens`` (what the embedding model reads), not words: code and API
     signatures hold several tokens per word."""
     groups: list[list[_Atom]] = []
@@ -219,7 +220,19 @@ def _group(blocks: list[Block], budget: int) -> list[str]:
         if sum(a.size for a in groups[k]) >= MIN_TOKENS:
             k += 1
         elif k > 0 and (k + 1 == len(groups) or groups[k][0].block == groups[k - 1][-1].block):
-            groups[k - 1] += groups.pop(k)       # a cut block's tail: back to its block
+            # a cut block's tail: atoms move to it from the passage before while both stay
+            # in the budget and at least MIN_TOKENS; if that cannot be, it joins that passage
+            prev, tail = groups[k - 1], groups[k]
+            have, left = sum(a.size for a in tail), sum(a.size for a in prev)
+            while (len(prev) > 1 and have < MIN_TOKENS and have + prev[-1].size <= budget
+                   and left - prev[-1].size >= MIN_TOKENS):
+                have += prev[-1].size
+                left -= prev[-1].size
+                tail.insert(0, prev.pop())
+            if have >= MIN_TOKENS:
+                k += 1
+            else:
+                groups[k - 1] += groups.pop(k)
         else:
             groups[k + 1] = groups[k] + groups[k + 1]
             del groups[k]

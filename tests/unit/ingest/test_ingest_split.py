@@ -237,3 +237,14 @@ def test_long_section_keeps_every_word_in_order_across_kinds():
               + [f"row{i}" for i in range(80)])
     assert order == expect
     assert all(p.text.count("```") % 2 == 0 for p in parts)
+
+
+def test_short_tail_of_a_cut_list_takes_items_from_the_passage_before():
+    """A list cut into passages can leave a last piece of one item: it takes items from
+    the passage before instead of joining it, so no passage outgrows the model's window."""
+    for n in range(20, 80):
+        md = "# Api\n\n## f\n\n" + "\n".join(f"* opt{i} {{string}} What option {i} does here." for i in range(n)) + "\n"
+        parts = split_markdown(md)
+        assert all(count_tokens(f"{p.section}\n{p.text}") <= MAX_TOKENS for p in parts), n
+        assert all(count_tokens(p.text) > MIN_TOKENS // 2 for p in parts), n   # no stub
+        assert sum(p.text.count("- opt") for p in parts) == n
