@@ -281,3 +281,31 @@ def test_unwritable_folder_keeps_rows_in_memory(db, monkeypatch):
     got = _search(idx, conn, vecs[3], None, 5, QUANT)
     assert got[0][0] == pks[3] and idx.base_rows == 0 and len(idx) == len(pks)
     assert idx.sidecar_note.startswith("sidecar not written") and idx.last_path == "exact"
+
+
+def test_packed_scan_gives_the_same_answers_and_drops_the_mapped_rows(db, monkeypatch):
+    """From its PACK_AFTER-th full scan the index scans NumKong's packed copy of the int8
+    rows; the shortlist (and so every hit and cosine) is the one the plain int8 scan gives."""
+    from memo.embed import index as index_mod
+
+    conn, path, _, _ = db
+    qs = _unit(np.random.default_rng(11), 6)
+    packed = VectorIndex("m", D, db_path=str(path))
+    got = [_search(packed, conn, q, None, 100, QUANT) for q in qs]
+    assert packed.last_path == "int8"
+    assert packed._packed is not None, "numkong's packed kernel should be in use after two scans"
+    monkeypatch.setattr(quantise, "pack", lambda rows8: None)     # the plain int8 scan only
+    plain = VectorIndex("m", D, db_path=str(path))
+    want = [_search(plain, conn, q, None, 100, QUANT) for q in qs]
+    assert plain._packed is None
+    assert got == want
+    assert index_mod.PACK_AFTER >= 2          # a one-shot search never pays the packing
+
+
+def test_packed_scores_equal_the_int8_kernel():
+    rng = np.random.default_rng(5)
+    rows8, scale = quantise.quantise_rows(_unit(rng, 500))
+    q = _unit(rng, 1)[0]
+    p = quantise.pack(rows8)
+    assert p is not None
+    np.testing.assert_array_equal(quantise.approx_scores(q, rows8, scale, p), quantise.approx_scores(q, rows8, scale))
