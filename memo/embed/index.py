@@ -388,10 +388,7 @@ class VectorIndex:
 def _drop_resident(arr: np.ndarray) -> None:
     """Let the kernel drop a memory-mapped array's pages from this process (they stay in
     the page cache; a later read maps them again).  Linux; elsewhere a no-op."""
-    mm = getattr(arr, "_mmap", None)
-    if mm is None and isinstance(getattr(arr, "base", None), mmap.mmap):
-        mm = arr.base
-    advise = getattr(mm, "madvise", None)
+    advise = getattr(getattr(arr, "_mmap", None), "madvise", None)    # numpy.memmap's own map
     if advise is not None and hasattr(mmap, "MADV_DONTNEED"):
         try:
             advise(mmap.MADV_DONTNEED)

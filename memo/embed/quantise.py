@@ -76,7 +76,7 @@ def pack(rows8: np.ndarray) -> object | None:
     its SIMD / AMX kernels stream well and releases the GIL while it runs: at 1M x 384 on
     the 2-core VM 30 ms against ``cdist``'s 57 ms, packing once 238 ms (docs/architecture.md
     "Vectors at scale").  The scores are the same integers ``cdist`` returns."""
-    if os.environ.get("MEMO_NO_INT8_KERNEL") or kernel() is None:
+    if kernel() is None:                   # no int8 kernel at all (or MEMO_NO_INT8_KERNEL)
         return None
     try:
         import numkong as lib  # type: ignore[import-not-found]

@@ -13,8 +13,8 @@ fence closes it and re-opens it with its language), a paragraph between sentence
 first pieces fill the passage its lead-in sits in, and no passage is a stub of fewer than
 ``MIN_TOKENS`` tokens (it joins its neighbour).  A document with headings but no body at
 all (a one-line note such as ``## Decision: we use WAL mode``) gives one passage per
-heading: the heading is the content.  The split depends only on the text and title, so re-importing an unchanged file gives the
-same passages (ids ``<record_id>:<ord>``).
+heading: the heading is the content.  The split depends only on the text and title, so
+re-importing an unchanged file gives the same passages (ids ``<record_id>:<ord>``).
 """
 
 from __future__ import annotations
