@@ -38,6 +38,42 @@ def fresh_db(db_path: Path) -> Iterator[sqlite3.Connection]:
     conn.close()
 
 
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.sqlite_only`` tests (SQLite's own machinery: the impact index, FTS5
+    internals, the file on disk) run on SQLite only: their PostgreSQL variants are
+    deselected, not skipped (they do not exist)."""
+    keep, drop = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        pg = spec is not None and spec.params.get("backend_db") == "postgresql"
+        (drop if pg and item.get_closest_marker("sqlite_only") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a backend-parametrised test keeps its database: a SQLite file path, or the
+    URL of a fresh database on the session's real PostgreSQL (tests/pg_server.py)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "memo.db")
+        return
+    from tests.pg_server import drop_database, new_database
+
+    url = new_database()
+    try:
+        yield url
+    finally:
+        from memo.embed.service import clear_caches
+
+        clear_caches()
+        drop_database(url)
+
+
 HEARTBEAT_S = 30.0
 
 

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from memo.embed import quantise, sidecar
+from memo.store.dialect import is_postgres
 
 _SCOPE_CACHE = 16  # distinct (generation, where, params) entries kept per index
 PACK_AFTER = 2     # full int8 scans of one base before it is packed (VectorIndex._packed_for)
@@ -50,7 +51,10 @@ PACK_AFTER = 2     # full int8 scans of one base before it is packed (VectorInde
 def db_key(conn: sqlite3.Connection) -> str:
     """The main database file of ``conn`` ('' for in-memory: then keyed by the object): the
     key of the per-process matrices (passages: ``memo.embed.service``, facts:
-    ``memo.embed.fact_vectors``)."""
+    ``memo.embed.fact_vectors``).  PostgreSQL: keyed by its URL; its vectors are searched
+    in the server (``memo.store.postgres.vectors``), never loaded into this index."""
+    if is_postgres(conn):
+        return f"memory:{conn.url}"
     row = conn.execute("PRAGMA database_list").fetchone()
     path = row[2] if row is not None else ""
     return path or f"memory:{id(conn)}"

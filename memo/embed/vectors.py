@@ -16,6 +16,8 @@ import numpy as np
 
 from memo.store.connect import write_tx
 from memo.store.derived import bump_vectors_epoch
+from memo.store.dialect import is_postgres
+from memo.store.postgres.vectors import literal as pg_literal
 
 
 def encode(vec: np.ndarray) -> bytes:
@@ -39,12 +41,13 @@ def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], v
     """Store one batch in its own short IMMEDIATE transaction; returns rows actually added.
     A row whose passage (or fact, ``of="fact"``) was deleted meanwhile is skipped."""
     table, key, parent = VECTOR_TABLES[of]
-    rows = [(int(pk), model_id, encode(v), int(pk)) for pk, v in zip(pks, vecs, strict=True)]
+    pg = is_postgres(conn)   # pgvector's vector type takes its text form
+    rows = [(int(pk), model_id, pg_literal(v) if pg else encode(v), int(pk)) for pk, v in zip(pks, vecs, strict=True)]
     with write_tx(conn):
         before = conn.total_changes
         conn.executemany(
             f"INSERT OR IGNORE INTO {table}({key}, model_id, vec) "
-            f"SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM {parent} WHERE pk = ?)", rows)
+            f"SELECT ?, ?, ?{'::vector' if pg else ''} WHERE EXISTS (SELECT 1 FROM {parent} WHERE pk = ?)", rows)
         return conn.total_changes - before
 
 

@@ -3,7 +3,8 @@
 Eval replay runs hundreds of queries on one connection against unchanging data; the
 scope statistics and the per-passage metadata (kind, dates, tokens) can be read once.
 Validity: ``PRAGMA data_version`` changes when another connection commits, and
-``total_changes`` when this one writes; either change empties the cache.
+``total_changes`` when this one writes; either change empties the cache.  On PostgreSQL
+the data generation (``memo_meta.generation``, moved by every write) plays data_version's part.
 
 sqlite3.Connection takes no attributes and no weak references, so caches are keyed by
 ``id(conn)`` and hold the connection itself: while an entry exists its id cannot be
@@ -15,13 +16,19 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from memo.store.dialect import is_postgres
+from memo.store.postgres.tx import generation
+
 MAX_CONNECTIONS = 8
 _ENTRIES: dict[int, tuple[sqlite3.Connection, tuple[int, int], dict[str, Any]]] = {}
 
 
 def conn_cache(conn: sqlite3.Connection) -> dict[str, Any]:
     """A dict private to ``conn`` and to the current state of its data."""
-    state = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    if is_postgres(conn):   # the data generation every write moves (memo.store.postgres.tx)
+        state = (generation(conn), conn.total_changes)
+    else:
+        state = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
     entry = _ENTRIES.get(id(conn))
     if entry is not None and entry[0] is conn and entry[1] == state:
         return entry[2]

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 from memo.retrieve import impact
 from memo.retrieve.conn_cache import conn_cache
+from memo.store.dialect import is_postgres
+from memo.store.postgres import fts as pg_fts
 from memo.text.fts_query import query_words
 
 # Table names are constants of this module's callers, never user input.
@@ -89,8 +91,11 @@ def keyword_evidence(conn: sqlite3.Connection, table: str, query: str, rowids: I
     terms = query_words(query)
     weighted: list[tuple[str, float]] = []
     holders: dict[int, list[str]] = {r: [] for r in rows}
-    from_index = impact.term_postings(conn, tuple(terms), table) if table == "passages_fts" else None
-    if from_index is not None:
+    from_index = (impact.term_postings(conn, tuple(terms), table)
+                  if table == "passages_fts" and not is_postgres(conn) else None)
+    if is_postgres(conn):
+        _holders_from_pg(conn, table, terms, rows, n_rows, weighted, holders)
+    elif from_index is not None:
         _holders_from_index(from_index, terms, rows, n_rows, weighted, holders)
     else:
         _holders_from_fts(conn, table, terms, rows, n_rows, weighted, holders)
@@ -117,6 +122,25 @@ def _holders_from_fts(conn: sqlite3.Connection, table: str, terms: list[str], ro
         if n_hit and rows:
             for (rowid,) in conn.execute(
                     f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})", (match, *rows)):
+                holders[rowid].append(term)
+
+
+def _holders_from_pg(conn, table: str, terms: list[str], rows: list[int], n_rows: int,  # noqa: ANN001
+                     weighted: list[tuple[str, float]], holders: dict[int, list[str]]) -> None:
+    """The same counts and holders on PostgreSQL (``memo.store.postgres.fts``): a query
+    word is held when the row holds every lexeme PostgreSQL makes of it; its n is the
+    rarest of its lexemes' counts (a word with no lexeme: a stop word there, idf of a
+    word no row holds)."""
+    counts = conn_cache(conn).setdefault(f"pg_term_rows:{table}", {})
+    for term in terms:
+        lexes = pg_fts.lexemes(conn, table, [term])
+        n_hit = min((pg_fts.term_rows(conn, table, lx, counts) for lx in lexes), default=0)
+        weighted.append((term, idf(n_rows, n_hit)))
+        if n_hit and rows and lexes:
+            held = set(rows)
+            for lx in lexes:
+                held &= set(pg_fts.holders(conn, table, lx, sorted(held)))
+            for rowid in sorted(held):
                 holders[rowid].append(term)
 
 

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.scope import scope_stats
 from memo.retrieve.types import ArmHit
+from memo.store.dialect import is_postgres
 
 if TYPE_CHECKING:
     import numpy as np
@@ -276,7 +277,10 @@ def forget_indexes() -> None:
 
 def usable_index(conn: sqlite3.Connection, table: str) -> ImpactIndex | None:
     """The index if it matches ``conn``'s snapshot; else None, and from the
-    ``BUILD_AFTER_MISSES``-th miss on a file database a background (re)build is scheduled."""
+    ``BUILD_AFTER_MISSES``-th miss on a file database a background (re)build is scheduled.
+    PostgreSQL: None (the index is SQLite's accelerator; the server ranks itself)."""
+    if is_postgres(conn):
+        return None
     path = _db_file(conn)
     key = (path, table)
     current = _INDEXES.get(key)
@@ -290,6 +294,8 @@ def usable_index(conn: sqlite3.Connection, table: str) -> ImpactIndex | None:
 
 def current_index(conn: sqlite3.Connection, table: str = "passages_fts") -> ImpactIndex | None:
     """The index if one matches ``conn``'s snapshot (never schedules a build)."""
+    if is_postgres(conn):
+        return None
     current = _INDEXES.get((_db_file(conn), table))
     return current if current is not None and current.state == fts_state(conn, table) else None
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from memo.errors import ValidationError
 from memo.retrieve.conn_cache import conn_cache
+from memo.store.dialect import is_postgres
 from memo.text.folding import has_surrogates
 from memo.types import KINDS, Scope
 
@@ -175,6 +176,7 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
 #   that longer list can fall out.  With many exclusions the arm joins (scope in SQL).
 # ---------------------------------------------------------------------------------------
 EXCLUDED_MAX = 500
+_FALSE = {False: "0", True: "false"}   # SQLite's and PostgreSQL's false
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +202,7 @@ def scope_stats(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> ScopeStats:
         # "not in scope" for WHERE, so it must count as excluded here too.
         excluded = frozenset(row[0] for row in conn.execute(
             "SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE NOT COALESCE(("
-            + scope_sql.where + "), 0)", scope_sql.params))
+            + scope_sql.where + f"), {_FALSE[is_postgres(conn)]})", scope_sql.params))
     if len(cache) > 64:
         cache.clear()
     stats = cache[key] = ScopeStats(int(in_scope), int(total), excluded)

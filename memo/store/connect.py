@@ -37,6 +37,8 @@ from memo.store.damage import (
     store_error_from,
     undecodable_text,
 )
+from memo.store.dialect import is_postgres
+from memo.store.postgres import tx as pg_tx
 from memo.store.write_queue import writer_turn
 
 BUSY_TIMEOUT_MS = 10_000
@@ -200,6 +202,9 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     or a restore clears it.  SQLite's corruption errors inside the transaction roll it back,
     mark the database and come out as StoreCorrupt.
     """
+    if is_postgres(conn):
+        yield from pg_tx.write_tx(conn)
+        return
     if getattr(conn, "memo_guarded", False):
         refuse_if_damaged(db_path_of(conn))
     deadline = time.monotonic() + 3 * BUSY_TIMEOUT_MS / 1000
@@ -276,7 +281,11 @@ def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     them leak out-of-scope rows (issue 9).  ``PRAGMA data_version`` inside the transaction
     describes the same snapshot, so per-connection caches keyed on it stay consistent.
     A connection already inside a transaction keeps it (its snapshot is already one).
+    On PostgreSQL: REPEATABLE READ (``memo.store.postgres.tx``).
     """
+    if is_postgres(conn):
+        yield from pg_tx.read_tx(conn)
+        return
     if conn.in_transaction:
         yield conn
         return

@@ -11,7 +11,10 @@ import platformdirs
 from memo.errors import StoreCorrupt, StoreError, ValidationError
 from memo.store.connect import MemoConnection, connect
 from memo.store.damage import mark_damaged, read_marker, store_error_from
+from memo.store.dialect import is_db_url
 from memo.store.migrations import check_schema, ensure_schema
+from memo.store.postgres import schema as pg_schema
+from memo.store.postgres.connection import PgConnection
 
 
 def default_db_path() -> Path:
@@ -23,11 +26,30 @@ def default_db_path() -> Path:
 
 
 def resolve_db_path(path: str | Path | None) -> Path:
+    if is_db_url(path if path else os.environ.get("MEMO_DB")):
+        raise ValidationError("this command works on a SQLite database file, not a PostgreSQL URL",
+                              hint="use the server's own tools (pg_dump, pg_restore) for PostgreSQL")
     return Path(path).expanduser() if path else default_db_path()
 
 
+def open_pg(url: str, *, write: bool = True) -> PgConnection:
+    """Connect to PostgreSQL; ``write=True`` applies pending migrations (one transaction
+    under the writers' lock), ``write=False`` only checks the schema version."""
+    conn = PgConnection(url)
+    try:
+        if write:
+            pg_schema.ensure_schema(conn)
+        else:
+            pg_schema.check_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Connection:
-    """Open the database.  ``write=True`` creates it and applies pending migrations (in one
+    """Open the database.  A ``postgresql://`` URL (as ``path`` or in ``$MEMO_DB``) opens
+    the PostgreSQL backend instead (``open_pg``).  ``write=True`` creates it and applies pending migrations (in one
     BEGIN IMMEDIATE); ``write=False`` is the read path: it only checks the schema version.
 
     Both check what is there first (issue 9.7): an existing zero-byte file is refused (it is
@@ -37,6 +59,8 @@ def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Co
     is *guarded*: ``write_tx`` refuses to write while the database carries a damaged marker
     (``memo.store.damage``); reading stays possible.
     """
+    if is_db_url(path if path is not None else os.environ.get("MEMO_DB")):
+        return open_pg(str(path if path is not None else os.environ["MEMO_DB"]), write=write)
     p = resolve_db_path(path)
     if not write and not p.exists():
         raise StoreError(f"no database at {p}",

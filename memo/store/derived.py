@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from memo.errors import StoreCorrupt
+from memo.store.dialect import is_postgres
 from memo.text.identifiers import exact_terms
 
 
@@ -24,6 +25,11 @@ def index_passage_range(conn: sqlite3.Connection, first_pk: int, terms: Sequence
     if not terms:
         return
     last_pk = first_pk + len(terms) - 1
+    if is_postgres(conn):
+        # passages.tsv is written by the row's own trigger; only the exact terms remain.
+        conn.executemany("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
+                         [(first_pk + k, t) for k, t in enumerate(terms)])
+        return
     n = conn.execute("INSERT INTO passages_fts(rowid, text, section) "
                      "SELECT pk, text, section FROM passages WHERE pk BETWEEN ? AND ? ORDER BY pk",
                      (first_pk, last_pk)).rowcount
@@ -40,14 +46,21 @@ def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
         row = conn.execute("SELECT text, section FROM passages WHERE pk = ?", (pk,)).fetchone()
         if row is None:  # just inserted by the caller: only a damaged table loses it
             raise StoreCorrupt(f"passage {pk} was just written but cannot be read back: the passages table is damaged")
-        conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
-                     (pk, row["text"], row["section"]))
+        if not is_postgres(conn):   # PostgreSQL: passages.tsv follows by trigger
+            conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
+                         (pk, row["text"], row["section"]))
         conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
                      (pk, passage_terms(row["section"], row["text"])))
 
 
 def unindex_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
     """Remove passages from the derived indexes (before their canonical rows go)."""
+    if is_postgres(conn):   # tsv lives in the passage row; exact_fts rows go by foreign key
+        pks = [int(pk) for pk in pks]
+        if pks:
+            conn.execute_native("DELETE FROM exact_fts WHERE rowid = ANY(%s)", (pks,))
+        bump_vectors_epoch(conn)
+        return
     for pk in pks:
         row = conn.execute("SELECT text, section FROM passages WHERE pk = ?", (pk,)).fetchone()
         if row is None:
@@ -61,7 +74,7 @@ def unindex_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
 
 def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
     """Tell in-memory vector matrices that rows went away: reload fully."""
-    conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch'")
+    conn.execute("UPDATE memo_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'vectors_epoch'")
 
 
 def rebuild_fact_index(conn: sqlite3.Connection) -> int:
@@ -77,7 +90,10 @@ def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
     """Rebuild the keyword and exact indexes from ``passages`` and the fact keyword index
     from ``facts`` (caller holds a write tx).  Vectors (passage and fact) are rebuilt by
     ``memo backfill`` (they need the model)."""
-    conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('rebuild')")
+    if is_postgres(conn):   # passages.tsv: the trigger recomputes it
+        conn.execute("UPDATE passages SET text = text")
+    else:
+        conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('rebuild')")
     conn.execute("DELETE FROM exact_fts")
     n = 0
     for row in conn.execute("SELECT pk, text, section FROM passages ORDER BY pk").fetchall():

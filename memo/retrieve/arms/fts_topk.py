@@ -15,13 +15,23 @@ Column weights: ``passages_fts`` is (text, section); the keyword arm scores it w
 ``bm25(passages_fts, 1.0, retrieve.keyword_section_weight)`` (FTS5 adds the column's weight,
 not 1, per occurrence to a phrase's frequency), and the impact index applies the same weight.
 ``exact_fts`` has one column and no weights.
+
+On PostgreSQL the same bm25 is computed over tsvectors (``memo.store.postgres.fts``), with
+the scope in the statement.
 """
 
 from __future__ import annotations
 
+import re
+
 from memo.retrieve.arms.base import ArmContext, ArmHit
+from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.impact import impact_topk
 from memo.retrieve.scope import scope_stats
+from memo.store.dialect import is_postgres
+from memo.store.postgres.fts import bm25_topk
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 
 # Table names are constants of this module's callers, never user input.
 _TABLES = ("passages_fts", "exact_fts")
@@ -30,8 +40,15 @@ _TABLES = ("passages_fts", "exact_fts")
 def fts_topk(ctx: ArmContext, table: str, match: str, words: list[str] | None = None) -> list[ArmHit]:
     if table not in _TABLES:
         raise ValueError(f"not an FTS table: {table}")
-    stats = scope_stats(ctx.conn, ctx.scope_sql)
     cfg = ctx.profile.retrieve if ctx.profile is not None else None
+    if is_postgres(ctx.conn):
+        # The same bm25 over tsvectors (memo.store.postgres.fts), scope in the statement.
+        terms = [t.replace('""', '"') for t in _QUOTED.findall(match)]
+        weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
+        rows = bm25_topk(ctx.conn, table, terms, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth,
+                         conn_cache(ctx.conn), section_weight=weight)
+        return [ArmHit(pk=pk, rank=i, raw=score) for i, (pk, score) in enumerate(rows, 1)]
+    stats = scope_stats(ctx.conn, ctx.scope_sql)
     section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
     if words and cfg is not None and cfg.keyword_index == "impact" and stats.total >= cfg.impact_min_passages:
         hits = impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words, section_weight=section_weight)

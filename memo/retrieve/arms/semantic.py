@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
 from memo.retrieve.scope import scope_stats
+from memo.store.dialect import is_postgres
+from memo.store.postgres.vectors import vector_topk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,7 +53,12 @@ class SemanticArm:
         # a few superseded records), those pks instead of every allowed one (reading 1M
         # allowed pks costs more than the scan).  Fakes keep the plain call.
         cfg = ctx.profile.vectors if ctx.profile is not None else None
-        if getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
+        if is_postgres(ctx.conn) and getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
+            # memo's own index on PostgreSQL: pgvector, scope in the statement
+            # (memo.store.postgres.vectors).  Fakes keep the plain call.
+            hits = vector_topk(ctx.conn, svc.model_id, qvec, ctx.scope_sql.where, ctx.scope_sql.params,
+                               ctx.fetch_depth)
+        elif getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
             stats = scope_stats(ctx.conn, ctx.scope_sql)
             if stats.excluded is not None:
                 hits = svc.index.search(ctx.conn, qvec, None, ctx.fetch_depth, cfg, excluded=stats.excluded)

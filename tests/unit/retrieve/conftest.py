@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,9 @@ from memo.store.db import open_db
 
 
 @pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    c = open_db(tmp_path / "retrieve.db")
+def conn(backend_db: str) -> Iterator[sqlite3.Connection]:
+    """A fresh database on each backend (SQLite file, real PostgreSQL): the pipeline's
+    tests run against both (issue 17.3)."""
+    c = open_db(backend_db)
     yield c
     c.close()

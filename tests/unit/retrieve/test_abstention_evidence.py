@@ -191,6 +191,7 @@ def test_joint_floor_is_validated():
         _profile(0.5, **{"abstention.joint_floor": -1})
 
 
+@pytest.mark.sqlite_only
 def test_coverage_from_the_impact_index_equals_coverage_from_fts5(conn, corpus, monkeypatch):
     """Differential: with the keyword arm's impact index current, the counts and holders
     come from its postings; the measure is the same to the last bit."""

@@ -10,6 +10,7 @@ from memo.retrieve import SearchRequest, search
 from memo.retrieve import scope as scope_mod
 from memo.retrieve.scope import build_scope_sql
 from memo.store.connect import write_tx
+from memo.store.dialect import is_postgres
 from memo.types import Scope
 
 NO_CUT = {"cutoff.gap": 1.0}
@@ -93,16 +94,22 @@ def test_every_scope_field(conn):
     assert q(date_to="2023-12-31") == [c]                     # no event_at: recorded_at
 
 
+def _n_tables(conn) -> int:  # noqa: ANN001
+    if is_postgres(conn):
+        return conn.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema()").fetchone()[0]
+    return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+
+
 def test_hostile_values_are_parameters(conn):
     add(conn, "ordinary text about tables")
-    before = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+    before = _n_tables(conn)
     hostile = ("'; DROP TABLE records; --", '"', "`", "r.id", "1 OR 1=1", "namespace")
     for value in hostile:
         resp = search(conn, SearchRequest("tables", scope=Scope(namespaces=(value,), kinds=(), sources=(value,),
                                                                 library=value, version=value, tags=(value,)),
                                           mode="keyword"), _profile())
         assert resp.results == ()
-    assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == before
+    assert _n_tables(conn) == before
     assert conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 1
 
 

@@ -1,0 +1,256 @@
+"""A PostgreSQL connection that memo's store code can use as it uses a SQLite one.
+
+memo's canonical SQL (records, passages, tags, facts, mentions, vectors' bookkeeping) is
+plain SQL both engines run; what differs is written twice, behind ``is_postgres``
+(``memo.store.dialect``): full-text search, vector search, transactions, migrations.  This
+class carries the small, mechanical differences in one place, so the shared statements
+are not copied:
+
+* ``?`` placeholders become ``%s`` (and a literal ``%`` becomes ``%%``); statements are
+  memo's constant text, never user input, so no ``?`` ever sits inside a quoted literal
+  (``translate`` still skips quoted text);
+* ``INSERT OR IGNORE INTO`` -> ``INSERT INTO ... ON CONFLICT DO NOTHING``;
+  ``ifnull(`` -> ``coalesce(``; a JSON pk list ``SELECT value FROM json_each(?)`` ->
+  ``json_array_elements_text``; the mentions upsert names its conflict target
+  (PostgreSQL needs one for DO UPDATE);
+* rows answer to both ``row[0]`` and ``row["name"]`` (as ``sqlite3.Row``);
+* ``total_changes`` and ``in_transaction`` mean what they mean on SQLite;
+* every driver error comes out as memo's typed ``StoreError`` family (``StoreBusy`` for
+  lock and serialization failures), never a psycopg traceback.
+
+Transactions are explicit (``BEGIN`` / ``COMMIT``, as on SQLite): the driver runs in
+autocommit mode and ``memo.store.connect.write_tx`` / ``read_tx`` open them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any
+
+from memo.errors import StoreBusy, StoreError
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - depends on the install
+        raise StoreError("PostgreSQL needs the psycopg driver, which is not installed",
+                         hint='pip install "memo[postgres]"') from None
+    return psycopg
+
+
+# Whole statements or fragments rewritten as they are (memo's own statement text).
+_REWRITES = (
+    ("SELECT value FROM json_each(?)", "SELECT value::bigint FROM json_array_elements_text(?::json) AS t(value)"),
+    ("ON CONFLICT DO UPDATE SET count = count + excluded.count",
+     "ON CONFLICT (passage_pk, entity_pk, (coalesce(fact_pk, 0))) DO UPDATE SET count = mentions.count + excluded.count"),
+)
+# A row inserted without its pk: the statement returns the pk the trigger gave it
+# (SQLite's cursor.lastrowid).
+_RETURNS_PK = re.compile(r"^\s*INSERT\s+INTO\s+(facts|entities|passages)\s*\((?![^)]*\bpk\b)", re.IGNORECASE)
+_IFNULL = re.compile(r"\bifnull\(", re.IGNORECASE)
+_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str) -> str:
+    """memo's SQLite-flavoured statement -> the same statement for PostgreSQL."""
+    for old, new in _REWRITES:
+        sql = sql.replace(old, new)
+    sql = _IFNULL.sub("coalesce(", sql)
+    if _OR_IGNORE.match(sql):
+        sql = _OR_IGNORE.sub("INSERT INTO", sql, count=1).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
+    elif _RETURNS_PK.match(sql) and "RETURNING" not in sql.upper():
+        sql = sql.rstrip().rstrip(";") + " RETURNING pk"
+    out: list[str] = []
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            out.append("%%" if ch == "%" else ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+            out.append(ch)
+        elif ch == "?":
+            out.append("%s")
+        elif ch == "%":
+            out.append("%%")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class Row(tuple):
+    """A result row readable by position and by column name (like ``sqlite3.Row``)."""
+
+    _names: dict[str, int] = {}
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+@lru_cache(maxsize=1024)
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    return type("Row", (Row,), {"_names": {n: i for i, n in enumerate(names)}})
+
+
+def _row_factory(cursor: Any) -> Any:
+    desc = cursor.description
+    if desc is None:
+        return tuple
+    cls = _row_class(tuple(d.name for d in desc))
+    return lambda values: cls(values)
+
+
+def typed_error(exc: BaseException, action: str) -> StoreError:
+    """A psycopg error as memo's typed error: lock waits, deadlocks and serialization
+    failures are ``StoreBusy`` (retry later); the rest ``StoreError``."""
+    code = getattr(exc, "sqlstate", None) or ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if code in ("40001", "40P01", "55P03", "57014") or code.startswith("08"):
+        return StoreBusy(f"{action}: {text}", hint="the server is busy or unreachable: try again")
+    return StoreError(f"{action}: {text}")
+
+
+class Cursor:
+    """The few cursor behaviours memo's store code relies on."""
+
+    __slots__ = ("_cur", "_pk")
+
+    def __init__(self, cur: Any, returned_pk: bool = False) -> None:
+        self._cur = cur
+        self._pk = None
+        if returned_pk:
+            row = cur.fetchone()
+            self._pk = None if row is None else int(row[0])
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone() if self._cur.description is not None else None
+
+    def fetchall(self) -> list[Any]:
+        return self._cur.fetchall() if self._cur.description is not None else []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        """The pk of a row just inserted into facts, entities or passages without one."""
+        return self._pk
+
+
+class PgConnection:
+    """One PostgreSQL session used the way memo uses a SQLite connection."""
+
+    memo_dialect = "postgresql"
+
+    def __init__(self, url: str, *, application: str = "memo") -> None:
+        psycopg = _driver()
+        from psycopg.types.numeric import FloatLoader
+
+        try:
+            self._pg = psycopg.connect(url, autocommit=True, application_name=application,
+                                       connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {str(exc).strip().splitlines()[0]}",
+                             hint="check the URL (postgresql://user@host:port/dbname) and that the server runs") \
+                from None
+        # numeric (sum/avg of integers) reads as float, as SQLite's REAL would.
+        self._pg.adapters.register_loader("numeric", FloatLoader)
+        self.url = url
+        self.total_changes = 0
+        self.memo_guarded = False
+
+    # -- the sqlite3.Connection surface memo uses ------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] | None = ()) -> Cursor:
+        psycopg = _driver()
+        cur = self._pg.cursor(row_factory=_row_factory)
+        text = translate(sql)
+        try:
+            cur.execute(text, tuple(params or ()))
+        except psycopg.Error as exc:
+            raise typed_error(exc, "PostgreSQL") from exc
+        returned_pk = text.endswith(" RETURNING pk")
+        if (cur.description is None or returned_pk) and cur.rowcount > 0:
+            self.total_changes += cur.rowcount
+        return Cursor(cur, returned_pk)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+        psycopg = _driver()
+        rows = [tuple(r) for r in rows]
+        cur = self._pg.cursor(row_factory=_row_factory)
+        if rows:
+            try:
+                cur.executemany(translate(sql), rows)
+            except psycopg.Error as exc:
+                raise typed_error(exc, "PostgreSQL") from exc
+            if cur.rowcount > 0:
+                self.total_changes += cur.rowcount
+        return Cursor(cur)
+
+    def execute_native(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = ()) -> Cursor:
+        """A statement written for PostgreSQL (``%s`` placeholders; no translation).
+        ``params=None``: no placeholders at all, several statements allowed (migrations)."""
+        psycopg = _driver()
+        cur = self._pg.cursor(row_factory=_row_factory)
+        try:
+            cur.execute(sql, params)
+        except psycopg.Error as exc:
+            raise typed_error(exc, "PostgreSQL") from exc
+        if cur.description is None and cur.rowcount > 0:
+            self.total_changes += cur.rowcount
+        return Cursor(cur)
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self._pg.info.transaction_status != TransactionStatus.IDLE
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            self.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            try:
+                self._pg.execute("ROLLBACK")
+            except Exception:  # noqa: BLE001 - a broken session: nothing left to roll back
+                pass
+
+    def close(self) -> None:
+        try:
+            self._pg.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._pg.closed)
+
+    def __enter__(self) -> PgConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<PgConnection {redact(self.url)}>"
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages and traces)."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)

@@ -1,0 +1,269 @@
+"""PostgreSQL schema: numbered migrations, gated by ``memo_meta.schema_version``.
+
+The tables and columns are SQLite's (``memo.store.migrations`` v1-v3, ``memo.store.mentions``)
+so the canonical statements run unchanged on both engines; times stay ISO-8601 text
+(the scope filter compares them as text on both).  What differs:
+
+* full text: ``passages.tsv`` (text weight A, section weight B; ``english`` stemming) and
+  ``passages.dl`` (its token count, bm25's document length) are kept by a trigger in the
+  writing statement, so they are always in step; ``exact_fts`` keeps SQLite's
+  (rowid, terms) rows with a ``simple`` tsvector of the hex-encoded identifier terms
+  (``memo.text.identifiers``: each term is one word to PostgreSQL's parser too);
+  ``facts.tsv`` / ``facts.dl`` as passages.  GIN indexes answer ``@@``.
+* vectors: ``vec`` is pgvector's ``vector`` (any dimension: one table serves every model;
+  a search casts to its model's dimension).
+* pks: a row inserted without a pk gets max(pk) + 1 (a trigger), which is what SQLite's
+  INTEGER PRIMARY KEY gives; writers are serialised (``memo.store.postgres.tx``), so
+  that is race-free.  ``seq`` columns (vectors, mentions) only grow: identities.
+
+Migrations run in one transaction under the writers' lock; the read path only checks
+the version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memo.errors import SchemaTooNew, StoreError
+
+M001 = r"""
+CREATE EXTENSION IF NOT EXISTS vector;
+
+CREATE TABLE memo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO memo_meta(key, value) VALUES ('vectors_epoch', '0'), ('mentions_epoch', '0'), ('generation', '0');
+
+CREATE FUNCTION memo_next_pk() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.pk IS NULL THEN
+        EXECUTE format('SELECT coalesce(max(pk), 0) + 1 FROM %I', TG_TABLE_NAME) INTO NEW.pk;
+    END IF;
+    RETURN NEW;
+END $$;
+
+-- FTS5's unicode61 splits at every punctuation mark ("net/http" -> net, http; "2.31.0" ->
+-- 2, 31, 0); PostgreSQL's parser keeps paths, hosts and versions whole.  Blanking ASCII
+-- punctuation first gives the keyword index FTS5's words (the exact arm keeps the whole
+-- identifiers).
+CREATE FUNCTION memo_words(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT regexp_replace(t, '[[:punct:]]+', ' ', 'g')
+$$;
+
+CREATE FUNCTION memo_token_count(v tsvector) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer FROM unnest(v) u
+$$;
+
+CREATE TABLE records (
+    id            TEXT PRIMARY KEY,
+    namespace     TEXT NOT NULL DEFAULT 'default',
+    kind          TEXT NOT NULL CHECK (kind IN ('note','conversation','doc','code')),
+    title         TEXT,
+    source        TEXT,
+    library       TEXT,
+    version       TEXT,
+    event_at      TEXT,
+    recorded_at   TEXT NOT NULL,
+    superseded_at TEXT,
+    superseded_by TEXT REFERENCES records(id),
+    forgotten_at  TEXT,
+    trust         DOUBLE PRECISION NOT NULL DEFAULT 1.0 CHECK (trust >= 0.0 AND trust <= 1.0),
+    author        TEXT,
+    import_path   TEXT,
+    ext_id        TEXT,
+    content_hash  TEXT NOT NULL,
+    body          TEXT NOT NULL,
+    meta          TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE forgotten_at IS NULL;
+CREATE INDEX records_scope ON records(namespace, kind);
+CREATE INDEX records_import ON records(namespace, import_path);
+CREATE INDEX records_ext ON records(namespace, ext_id);
+
+CREATE TABLE record_tags (
+    record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+    tag       TEXT NOT NULL,
+    PRIMARY KEY (record_id, tag)
+);
+CREATE INDEX record_tags_tag ON record_tags(tag, record_id);
+
+CREATE TABLE passages (
+    pk        BIGINT PRIMARY KEY,
+    id        TEXT NOT NULL UNIQUE,
+    record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+    ord       INTEGER NOT NULL,
+    section   TEXT NOT NULL DEFAULT '',
+    text      TEXT NOT NULL,
+    speaker   TEXT,
+    event_at  TEXT,
+    ext_id    TEXT,
+    tokens    INTEGER NOT NULL,
+    tsv       tsvector,
+    dl        INTEGER,
+    UNIQUE (record_id, ord)
+);
+CREATE INDEX passages_record ON passages(record_id);
+CREATE INDEX passages_tsv ON passages USING gin(tsv);
+CREATE FUNCTION memo_passages_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tsv := setweight(to_tsvector('english', memo_words(NEW.text)), 'A')
+              || setweight(to_tsvector('english', memo_words(NEW.section)), 'B');
+    NEW.dl := memo_token_count(NEW.tsv);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER passages_pk BEFORE INSERT ON passages FOR EACH ROW EXECUTE FUNCTION memo_next_pk();
+CREATE TRIGGER passages_tsv BEFORE INSERT OR UPDATE OF text, section ON passages
+    FOR EACH ROW EXECUTE FUNCTION memo_passages_tsv();
+
+CREATE TABLE exact_fts (
+    rowid BIGINT PRIMARY KEY REFERENCES passages(pk) ON DELETE CASCADE,
+    terms TEXT NOT NULL,
+    tsv   tsvector,
+    dl    INTEGER
+);
+CREATE INDEX exact_fts_tsv ON exact_fts USING gin(tsv);
+CREATE FUNCTION memo_exact_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tsv := to_tsvector('simple', NEW.terms);
+    NEW.dl := memo_token_count(NEW.tsv);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER exact_fts_tsv BEFORE INSERT OR UPDATE OF terms ON exact_fts
+    FOR EACH ROW EXECUTE FUNCTION memo_exact_tsv();
+
+CREATE TABLE vectors (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    passage_pk BIGINT NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+    model_id   TEXT NOT NULL,
+    vec        vector NOT NULL,
+    UNIQUE (model_id, passage_pk)
+);
+
+CREATE TABLE facts (
+    pk            BIGINT PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
+    namespace     TEXT NOT NULL DEFAULT 'default',
+    text          TEXT NOT NULL,
+    subject       TEXT,
+    predicate     TEXT,
+    object        TEXT,
+    event_at      TEXT,
+    recorded_at   TEXT NOT NULL,
+    superseded_at TEXT,
+    superseded_by TEXT REFERENCES facts(id),
+    forgotten_at  TEXT,
+    trust         DOUBLE PRECISION NOT NULL DEFAULT 1.0 CHECK (trust >= 0.0 AND trust <= 1.0),
+    author        TEXT,
+    source        TEXT,
+    content_hash  TEXT NOT NULL,
+    meta          TEXT NOT NULL DEFAULT '{}',
+    tsv           tsvector,
+    dl            INTEGER
+);
+CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE forgotten_at IS NULL;
+CREATE INDEX facts_scope ON facts(namespace);
+CREATE INDEX facts_tsv ON facts USING gin(tsv);
+CREATE FUNCTION memo_facts_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tsv := to_tsvector('english', memo_words(NEW.text));
+    NEW.dl := memo_token_count(NEW.tsv);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER facts_pk BEFORE INSERT ON facts FOR EACH ROW EXECUTE FUNCTION memo_next_pk();
+CREATE TRIGGER facts_tsv BEFORE INSERT OR UPDATE OF text ON facts FOR EACH ROW EXECUTE FUNCTION memo_facts_tsv();
+
+CREATE TABLE fact_evidence (
+    fact_pk    BIGINT NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
+    passage_pk BIGINT NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+    PRIMARY KEY (fact_pk, passage_pk)
+);
+CREATE INDEX fact_evidence_passage ON fact_evidence(passage_pk, fact_pk);
+
+CREATE TABLE fact_vectors (
+    seq      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    fact_pk  BIGINT NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
+    model_id TEXT NOT NULL,
+    vec      vector NOT NULL,
+    UNIQUE (model_id, fact_pk)
+);
+
+CREATE TABLE entities (
+    pk   BIGINT PRIMARY KEY,
+    key  TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL
+);
+CREATE TRIGGER entities_pk BEFORE INSERT ON entities FOR EACH ROW EXECUTE FUNCTION memo_next_pk();
+CREATE TABLE entity_aliases (
+    alias     TEXT NOT NULL,
+    entity_pk BIGINT NOT NULL REFERENCES entities(pk) ON DELETE CASCADE,
+    PRIMARY KEY (alias, entity_pk)
+);
+CREATE INDEX entity_aliases_entity ON entity_aliases(entity_pk);
+CREATE TABLE mentions (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    passage_pk BIGINT NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+    entity_pk  BIGINT NOT NULL REFERENCES entities(pk) ON DELETE CASCADE,
+    count      INTEGER NOT NULL,
+    fact_pk    BIGINT REFERENCES facts(pk) ON DELETE CASCADE
+);
+CREATE UNIQUE INDEX mentions_key ON mentions(passage_pk, entity_pk, (coalesce(fact_pk, 0)));
+CREATE INDEX mentions_entity ON mentions(entity_pk, passage_pk);
+CREATE INDEX mentions_fact ON mentions(fact_pk) WHERE fact_pk IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (M001,)
+LATEST = len(MIGRATIONS)
+
+
+def schema_version(conn: Any) -> int:
+    """0 for an empty database; the version memo wrote otherwise."""
+    row = conn.execute_native("SELECT to_regclass('memo_meta') IS NOT NULL").fetchone()
+    if not row[0]:
+        return 0
+    row = conn.execute_native("SELECT value FROM memo_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _check_not_foreign(conn: Any, version: int) -> None:
+    if version:
+        return
+    n = conn.execute_native(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").fetchone()[0]
+    if n:
+        raise StoreError("this PostgreSQL database holds other tables and none of memo's: memo will not add "
+                         "its tables to it", hint="create an empty database for memo (createdb memo) and pass its URL")
+
+
+def ensure_schema(conn: Any) -> int:
+    """Apply the pending migrations in one transaction under the writers' lock."""
+    from memo.store.connect import write_tx
+
+    current = schema_version(conn)
+    if current == LATEST:
+        return LATEST
+    if current > LATEST:
+        raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+    _check_not_foreign(conn, current)
+    with write_tx(conn):
+        current = schema_version(conn)   # re-read under the lock: another process may have won
+        if current > LATEST:
+            raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+        for number in range(current, LATEST):
+            conn.execute_native(MIGRATIONS[number], None)
+        conn.execute_native(
+            "INSERT INTO memo_meta(key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(LATEST),))
+    return LATEST
+
+
+def check_schema(conn: Any) -> None:
+    """Read path: verify, never change."""
+    current = schema_version(conn)
+    if current > LATEST:
+        raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+    if current == 0:
+        _check_not_foreign(conn, 0)
+        raise StoreError("no memo database at this PostgreSQL URL yet",
+                         hint="add something first (`memo add` / `memo import`) with the same --db")
+    if current < LATEST:
+        raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
+                         hint="run any write command (e.g. `memo stats --migrate`) to migrate")
