@@ -39,6 +39,7 @@ from eval.datasets import EvalSet
 from memo.errors import DatasetError
 from memo.store.connect import write_tx
 from memo.store.db import open_db
+from memo.store.dialect import is_postgres
 from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
 from memo.store.migrations import LATEST
 
@@ -171,6 +172,51 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
     return BuiltIndex(path, True, n_rec, n_pas, dup, round(time.perf_counter() - start, 2), rejected, n_fact)
 
 
+def build_index_on_server(es: EvalSet, url: str, *, rebuild: bool = False,
+                          progress: Progress | None = None) -> BuiltIndex:
+    """The data set's index in a PostgreSQL database (issue 17.4-17.5): imported through
+    memo's own import path, as for the SQLite cache, once; ``memo_meta.eval_index`` names
+    the data set, corpus and index code it holds, so a second run reuses it.  The database
+    must be empty or hold this very index (``--rebuild`` empties memo's tables first)."""
+    import time
+
+    if es.corpus is None:
+        raise DatasetError(f"data set {es.name!r} has no corpus file to build an index from")
+    marker = f"{es.name}:{es.corpus_hash[:12]}:{_code_hash()[:8]}"
+    conn = open_db(url, write=True)
+    try:
+        row = conn.execute("SELECT value FROM memo_meta WHERE key = 'eval_index'").fetchone()
+        n_rec = conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        if row is not None and row[0] == marker and not rebuild:
+            n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+            n_fact = conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
+            return BuiltIndex(Path(), False, n_rec, n_pas, 0, 0.0, facts=n_fact)
+        if n_rec and not rebuild:
+            raise DatasetError(f"the PostgreSQL database holds {n_rec} records that are not {es.name!r}'s index",
+                               hint="give the harness a database of its own, or pass --rebuild to empty it")
+        start = time.perf_counter()
+        with write_tx(conn):
+            conn.execute("DELETE FROM memo_meta WHERE key = 'eval_index'")
+            for table in ("mentions", "entity_aliases", "entities", "fact_vectors", "fact_evidence", "facts",
+                          "vectors", "exact_fts", "passages", "record_tags", "records"):
+                conn.execute(f"DELETE FROM {table}")
+        if es.corpus_path is not None and es.corpus_format is not None:
+            n_rec, dup, rejected, n_fact = _import_corpus(conn, es, progress)
+        else:
+            (n_rec, dup), rejected = _store_drafts(conn, es, progress), 0
+        if rejected:
+            raise DatasetError(f"{es.corpus_path}: the import rejected {rejected} corpus entries",
+                               hint=f"memo import --format {es.corpus_format} shows them")
+        with write_tx(conn):
+            conn.execute("INSERT INTO memo_meta(key, value) VALUES ('eval_index', ?)", (marker,))
+        n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        n_fact = conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
+        conn.execute_native("ANALYZE", None)
+    finally:
+        conn.close()
+    return BuiltIndex(Path(), True, n_rec, n_pas, dup, round(time.perf_counter() - start, 2), rejected, n_fact)
+
+
 # --- passage vectors -----------------------------------------------------------------------
 def _passage_rows(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
     return [(int(r[0]), r[1], r[2]) for r in
@@ -201,11 +247,15 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
         if cache.exists():
             vecs = np.load(cache)
             if vecs.shape == (len(rows), spec.dimensions):
-                conn.execute("PRAGMA synchronous=OFF")
+                if not is_postgres(conn):
+                    conn.execute("PRAGMA synchronous=OFF")
                 for s in range(0, len(pks), 4096):
                     write_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
                 return {"model_id": spec.id, "source": "cache", "vectors": len(pks), "file": str(cache)}
         report = backfill(conn, spec.id, progress=progress)
+        if is_postgres(conn):   # embedded into the server; the .npy cache is written from SQLite runs
+            return {"model_id": spec.id, "source": "embedded", "vectors": vector_count(conn, spec.id),
+                    "seconds": report.seconds, "per_second": report.per_second}
         got = conn.execute("SELECT passage_pk, vec FROM vectors WHERE model_id = ? ORDER BY passage_pk",
                            (spec.id,)).fetchall()
         if [int(r[0]) for r in got] != pks:
@@ -244,7 +294,8 @@ def ensure_fact_vectors(db_path: Path, es_name: str, model_id: str | None = None
             h.update(txt.encode("utf-8", "surrogatepass") + b"\x1e")
         cache = (root or cache_root()) / "vectors" / f"{_safe(es_name)}-facts-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
         pks = [pk for pk, _ in rows]
-        conn.execute("PRAGMA synchronous=OFF")
+        if not is_postgres(conn):
+            conn.execute("PRAGMA synchronous=OFF")
         if cache.exists():
             vecs = np.load(cache)
             if vecs.shape == (len(rows), spec.dimensions):
@@ -252,6 +303,8 @@ def ensure_fact_vectors(db_path: Path, es_name: str, model_id: str | None = None
                     write_fact_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
                 return {"model_id": spec.id, "source": "cache", "facts": len(pks), "file": str(cache)}
         backfill_facts(conn, load_model(spec), spec.id, DEFAULT_BATCH)
+        if is_postgres(conn):   # embedded into the server; the .npy cache is written from SQLite runs
+            return {"model_id": spec.id, "source": "embedded", "facts": len(pks)}
         got = conn.execute("SELECT fact_pk, vec FROM fact_vectors WHERE model_id = ? ORDER BY fact_pk",
                            (spec.id,)).fetchall()
         if [int(r[0]) for r in got] != pks:

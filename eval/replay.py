@@ -61,6 +61,7 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
     os.environ.setdefault("MEMO_ONNX_THREADS", "1")
     from eval.index import unit_keys
     from memo.store.db import open_db
+    from memo.store.dialect import is_postgres
 
     conn = open_db(cfg.db_path, write=False)
     services = ArmServices()
@@ -70,8 +71,8 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
         services = ArmServices.of(semantic_services(conn, cfg.model_id))
         svc = services.semantic
         svc.status()                       # loads the model check + the vector matrix now
-        if getattr(svc, "index", None) is not None:
-            svc.index.refresh(conn)
+        if getattr(svc, "index", None) is not None and not is_postgres(conn):
+            svc.index.refresh(conn)        # PostgreSQL searches its vectors in the server
     if os.environ.get("MEMO_EVAL_ARM_CACHE", "1") != "0":
         services = services.with_(arm_cache=True)
     _W.clear()

@@ -19,9 +19,17 @@ from typing import Any
 from eval import metrics as M
 from eval.datasets import OBS_SUFFIX, EvalSet, load_eval_set
 from eval.grid import RunSpec
-from eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors
+from eval.index import (
+    build_index,
+    build_index_on_server,
+    ensure_fact_vectors,
+    ensure_passage_vectors,
+    query_vectors,
+)
 from eval.replay import ReplayConfig, RunOutput, replay
 from eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
+from memo.store.dialect import is_db_url
+from memo.store.postgres.connection import redact
 from memo.types import default_profile
 
 Status = Callable[[str], None]
@@ -64,7 +72,17 @@ def _uses_semantic(specs: Sequence[RunSpec]) -> bool:
 
 def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfig, dict[str, Any]]:
     info: dict[str, Any] = {}
-    if opts.db is not None:
+    on_server = is_db_url(opts.db)
+    if on_server:
+        # A PostgreSQL database given to the harness is its index: built there from the
+        # data set's corpus when it does not hold it yet (eval.index.build_index_on_server).
+        status("index")
+        built = build_index_on_server(es, str(opts.db), rebuild=opts.rebuild)
+        db_path = str(opts.db)
+        info["index"] = {"path": redact(db_path), "built": built.built, "records": built.records,
+                         "passages": built.passages, "duplicates_skipped": built.duplicates,
+                         "facts": built.facts, "seconds": built.seconds, "source": "postgresql"}
+    elif opts.db is not None:
         db_path = Path(opts.db)
         info["index"] = {"path": str(db_path), "built": False, "source": "user database"}
     else:
@@ -76,7 +94,7 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
                          "facts": built.facts, "seconds": built.seconds}
     model_id, qvecs = None, None
     if opts.semantic and _uses_semantic(opts.specs):
-        if opts.db is None:
+        if opts.db is None or on_server:
             status("passage vectors")
             # "locomo-obs" has the same passages as "locomo": share their vector cache.
             info["vectors"] = ensure_passage_vectors(db_path, es.name.removesuffix(OBS_SUFFIX), opts.model_id)

@@ -28,7 +28,6 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -38,8 +37,12 @@ from typer.core import TyperGroup
 from memo.errors import MemoError, ValidationError
 from memo.serialize import to_jsonable
 
-DbOption = Annotated[Path | None, typer.Option("--db", help="Database file (default: $MEMO_DB, else the user data dir).",
-                                               envvar="MEMO_DB", show_envvar=True)]
+# str, not Path: a PostgreSQL URL (postgresql://user@host/db) must reach memo.store.db
+# unchanged (Path would fold its "//").
+DbOption = Annotated[str | None, typer.Option(
+    "--db", help="Database file, or a PostgreSQL URL postgresql://user@host/dbname "
+                 "(default: $MEMO_DB, else the user data dir).",
+    envvar="MEMO_DB", show_envvar=True)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document (schema in docs/cli-json.md).")]
 
 F = TypeVar("F", bound=Callable[..., Any])

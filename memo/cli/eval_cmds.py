@@ -128,8 +128,10 @@ def _print_runs(res: dict[str, Any]) -> None:
 def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help="Split to replay.")] = "test",
         profile: ProfileOpt = None, set_: SetOpt = None,
         mode: Annotated[str, typer.Option("--mode", help="auto | keyword | exact | semantic.")] = "auto",
-        db: Annotated[Path | None, typer.Option("--db", help="Your memo database (for your own queries .jsonl); "
-                                                             "data sets with a corpus use a cached index.")] = None,
+        db: Annotated[str | None, typer.Option(
+            "--db", help="Your memo database (for your own queries .jsonl); data sets with a corpus use a cached "
+                         "index.  A PostgreSQL URL (postgresql://...): the data set's index is built in that "
+                         "database (once) and replayed against the server.")] = None,
         model: Annotated[str | None, typer.Option("--model", help="Embedding model id (default: registry's).")] = None,
         limit_queries: Annotated[int | None, typer.Option("--limit-queries", help="Only the first N queries.")] = None,
         workers: WorkersOpt = None, out: RunsDirOpt = None,

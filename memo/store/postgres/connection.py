@@ -51,6 +51,7 @@ _REWRITES = (
 # (SQLite's cursor.lastrowid).
 _RETURNS_PK = re.compile(r"^\s*INSERT\s+INTO\s+(facts|entities|passages)\s*\((?![^)]*\bpk\b)", re.IGNORECASE)
 _IFNULL = re.compile(r"\bifnull\(", re.IGNORECASE)
+_INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.IGNORECASE)   # SQLite's planner hint: the server plans itself
 _OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
 
 
@@ -60,6 +61,7 @@ def translate(sql: str) -> str:
     for old, new in _REWRITES:
         sql = sql.replace(old, new)
     sql = _IFNULL.sub("coalesce(", sql)
+    sql = _INDEXED_BY.sub("", sql)
     if _OR_IGNORE.match(sql):
         sql = _OR_IGNORE.sub("INSERT INTO", sql, count=1).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
     elif _RETURNS_PK.match(sql) and "RETURNING" not in sql.upper():
