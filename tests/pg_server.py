@@ -33,12 +33,13 @@ def server_url() -> str:
     """The session server's admin URL (started on first use)."""
     with _lock:
         if "url" not in _server:
+            # pgserver asks platformdirs for a runtime dir; give it one (no warning).
+            os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="memo-xdg-"))
             try:
                 import pgserver
                 import psycopg  # noqa: F401
             except ImportError as exc:
                 _missing(f"{exc.name} is not installed")
-            os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="memo-xdg-"))
             # A short directory: the server's unix socket lives in it (108-byte path limit).
             root = tempfile.mkdtemp(prefix="memo-pg-")
             srv = pgserver.get_server(root, cleanup_mode="delete")

@@ -37,8 +37,9 @@ from memo.store.damage import (
     store_error_from,
     undecodable_text,
 )
-from memo.store.dialect import is_postgres
+from memo.store.dialect import is_db_url, is_postgres
 from memo.store.postgres import tx as pg_tx
+from memo.store.postgres.connection import redact
 from memo.store.write_queue import writer_turn
 
 BUSY_TIMEOUT_MS = 10_000
@@ -70,7 +71,12 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     StoreCorrupt.  A missing file is created whole: a one-page WAL database is built under
     a private name and hard-linked into place, so no other process ever sees memo's new
     database as a zero-byte file (``open_db`` refuses those: they are not memo databases).
+    A PostgreSQL URL is refused (``open_db`` opens those): it must never become a
+    directory tree named after the URL.
     """
+    if is_db_url(str(path)):
+        raise ValidationError(f"{redact(str(path))} is a PostgreSQL URL, not a SQLite file",
+                              hint="open it with memo.store.db.open_db (the CLI's --db does)")
     path = Path(path)
     if not readonly:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,13 +10,17 @@ nDCG.  memo ranks with FTS5's bm25 instead, computed here from what the tsvector
     f(t)       = occurrences in the text + section_weight x occurrences in the section
                  (tsvector weights A and B), k1 = 1.2, b = 0.75, as FTS5
 
-N is every row of the index (as FTS5 counts), n(t) the rows holding t (a GIN look-up per
-lexeme, cached until the data changes), dl the row's token count and avgdl their mean.
+N is every row of the index (as FTS5 counts), n(t) the rows holding t (the length of its
+posting list, cached until the data changes), dl the row's token count and avgdl their
+mean.  The postings tables (``memo.store.postgres.schema``: lexeme, row, occurrences in
+text and section, row length) are what a search reads: a query lexeme's posting list, not
+every matching row's tsvector (unnesting those cost ~110 ms of a SciFact query; the
+postings ~5 ms).
 Differences from FTS5, documented in docs/postgres.md: PostgreSQL's ``english`` stemmer
 (Snowball) instead of Porter, its stop words leave ``dl`` (FTS5 counts every token), no
 diacritics folding, and a query word PostgreSQL splits into several lexemes counts as
-several terms.  The candidates are the rows matching any lexeme (``@@``), under the
-scope filter in the same statement, before the top-k.
+several terms.  The candidates are the rows holding any query lexeme, under the scope
+filter in the same statement, before the top-k.
 """
 
 from __future__ import annotations
@@ -29,46 +33,48 @@ K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
 
-# index name -> (table, key column, text search configuration, joins to passages p / records r).
-# Constants, never input.
+# index name -> (postings table, scored table, its key column, text search configuration,
+# joins to passages p / records r (or facts f) from the scored key s.key).  Constants, never input.
 INDEXES = {
-    "passages_fts": ("passages", "pk", "english", "passages p JOIN records r ON r.id = p.record_id", "p"),
-    "exact_fts": ("exact_fts", "rowid", "simple",
-                  "exact_fts x JOIN passages p ON p.pk = x.rowid JOIN records r ON r.id = p.record_id", "x"),
-    "facts_fts": ("facts", "pk", "english", "facts f", "f"),
+    "passages_fts": ("passage_terms", "passages", "pk", "english",
+                     "JOIN passages p ON p.pk = s.key JOIN records r ON r.id = p.record_id"),
+    "exact_fts": ("exact_terms", "exact_fts", "rowid", "simple",
+                  "JOIN passages p ON p.pk = s.key JOIN records r ON r.id = p.record_id"),
+    "facts_fts": ("fact_terms", "facts", "pk", "english", "JOIN facts f ON f.pk = s.key"),
 }
 
 
 def lexemes(conn: Any, index: str, words: Sequence[str]) -> list[str]:
     """The distinct lexemes of ``words`` under the index's configuration, in query order
     (stop words give none)."""
-    config = INDEXES[index][2]
+    config = INDEXES[index][3]
     if not words:
         return []
+    text = "memo_words(w.word)" if config == "english" else "w.word"
     rows = conn.execute_native(
         "SELECT w.ord, l.lex FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, ord),"
-        f" unnest(tsvector_to_array(to_tsvector('{config}', {'memo_words(w.word)' if config == 'english' else 'w.word'})))"
-        " AS l(lex) ORDER BY w.ord",
+        f" unnest(tsvector_to_array(to_tsvector('{config}', {text}))) AS l(lex) ORDER BY w.ord",
         (list(words),)).fetchall()
     return list(dict.fromkeys(r[1] for r in rows))
 
 
-def tsquery_of(lexes: Sequence[str]) -> str:
-    """An OR of already-normalised lexemes, quoted (the ``::tsquery`` cast keeps them as
-    they are)."""
-    return " | ".join("'" + lx.replace("\\", "\\\\").replace("'", "''") + "'" for lx in lexes)
+def term_counts(conn: Any, index: str, lexes: Sequence[str], cache: dict[str, int]) -> list[int]:
+    """Rows of ``index`` holding each lexeme (posting list lengths, cached in ``cache``
+    until the data changes)."""
+    missing = [lx for lx in dict.fromkeys(lexes) if lx not in cache]
+    if missing:
+        if len(cache) > 100_000:
+            cache.clear()
+        postings = INDEXES[index][0]
+        found = dict(conn.execute_native(
+            f"SELECT lex, count(*) FROM {postings} WHERE lex = ANY(%s) GROUP BY lex", (missing,)).fetchall())
+        for lx in missing:
+            cache[lx] = int(found.get(lx, 0))
+    return [cache[lx] for lx in lexes]
 
 
 def term_rows(conn: Any, index: str, lex: str, cache: dict[str, int]) -> int:
-    """Rows of ``index`` holding ``lex`` (cached in ``cache`` until the data changes)."""
-    n = cache.get(lex)
-    if n is None:
-        table, _, _, _, _ = INDEXES[index]
-        if len(cache) > 100_000:
-            cache.clear()
-        n = cache[lex] = int(conn.execute_native(
-            f"SELECT count(*) FROM {table} WHERE tsv @@ %s::tsquery", (tsquery_of([lex]),)).fetchone()[0])
-    return n
+    return term_counts(conn, index, [lex], cache)[0]
 
 
 def idf(n_rows: int, n_hit: int) -> float:
@@ -81,7 +87,7 @@ def index_stats(conn: Any, index: str, cache: dict[str, Any]) -> tuple[int, floa
     """(rows, mean token count) of the index, cached until the data changes."""
     key = f"pg_stats:{index}"
     if key not in cache:
-        table = INDEXES[index][0]
+        table = INDEXES[index][1]
         n, avg = conn.execute_native(f"SELECT count(*), coalesce(avg(dl), 0)::float8 FROM {table}").fetchone()
         cache[key] = (int(n), float(avg) or 1.0)
     return cache[key]
@@ -92,46 +98,42 @@ def bm25_topk(conn: Any, index: str, words: Sequence[str], where: str, params: S
     """The top ``k`` rows of ``index`` for ``words`` under the scope ``where`` (a
     fragment over ``passages p JOIN records r`` with ``?`` placeholders; facts: over
     ``facts f``), best first: [(key, score)], ties by key."""
-    table, key, _, source, alias = INDEXES[index]
+    postings, _, _, _, joins = INDEXES[index]
     lexes = lexemes(conn, index, words)
     if not lexes:
         return []
     n_rows, avgdl = index_stats(conn, index, cache)
-    counts = cache.setdefault(f"pg_term_rows:{index}", {})
-    idfs = [idf(n_rows, term_rows(conn, index, lx, counts)) for lx in lexes]
-    scope = (" AND " + where.replace("?", "%s")) if where else ""
+    counts = term_counts(conn, index, lexes, cache.setdefault(f"pg_term_rows:{index}", {}))
+    idfs = [idf(n_rows, n) for n in counts]
+    scope = (" WHERE " + where.replace("?", "%s")) if where else ""
     sql = (
         "WITH q(lex, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),"
-        f" cand AS (SELECT {alias}.{key} AS key, {alias}.tsv AS tsv, {alias}.dl AS dl FROM {source}"
-        f" WHERE {alias}.tsv @@ %s::tsquery{scope}),"
-        " tf AS (SELECT c.key, c.dl, q.idf,"
-        "   (SELECT sum(CASE WHEN w = 'B' THEN %s::float8 ELSE 1.0 END) FROM unnest(u.weights) w) AS f"
-        "   FROM cand c CROSS JOIN LATERAL unnest(c.tsv) u JOIN q ON q.lex = u.lexeme)"
-        " SELECT key, sum(idf * f * %s / (f + %s * (1 - %s + %s * dl / %s))) AS s"
-        " FROM tf GROUP BY key ORDER BY s DESC, key LIMIT %s")
-    rows = conn.execute_native(sql, (lexes, idfs, tsquery_of(lexes), *params, float(section_weight),
-                                     K1 + 1.0, K1, B, B, avgdl, int(k))).fetchall()
+        " s AS (SELECT t.key, sum(q.idf * f.f * %s / (f.f + %s * (1 - %s + %s * t.dl / %s))) AS score"
+        f"   FROM q JOIN {postings} t ON t.lex = q.lex"
+        "   CROSS JOIN LATERAL (SELECT t.tf_a + %s * t.tf_b AS f) f GROUP BY t.key)"
+        f" SELECT s.key, s.score FROM s {joins}{scope} ORDER BY s.score DESC, s.key LIMIT %s")
+    rows = conn.execute_native(sql, (lexes, idfs, K1 + 1.0, K1, B, B, avgdl, float(section_weight),
+                                     *params, int(k))).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
 def holders(conn: Any, index: str, lex: str, keys: Sequence[int]) -> list[int]:
     """Which of ``keys`` hold ``lex`` (abstention's keyword evidence)."""
-    table, key, _, _, _ = INDEXES[index]
     if not keys:
         return []
+    postings = INDEXES[index][0]
     return [int(r[0]) for r in conn.execute_native(
-        f"SELECT {key} FROM {table} WHERE {key} = ANY(%s) AND tsv @@ %s::tsquery",
-        (list(keys), tsquery_of([lex]))).fetchall()]
+        f"SELECT key FROM {postings} WHERE lex = %s AND key = ANY(%s)", (lex, list(keys))).fetchall()]
 
 
 def scoped_count(conn: Any, index: str, words: Sequence[str], where: str, params: Sequence[Any]) -> int:
     """Rows under the scope ``where`` holding every lexeme of ``words`` (a phrase's words:
     FTS5's ``MATCH '"a b"'`` without the adjacency)."""
-    _, _, _, source, alias = INDEXES[index]
+    postings, _, _, _, joins = INDEXES[index]
     lexes = lexemes(conn, index, words)
     if not lexes:
         return 0
-    scope = (" AND " + where.replace("?", "%s")) if where else ""
-    query = " & ".join(tsquery_of([lx]) for lx in lexes)
-    return int(conn.execute_native(f"SELECT count(*) FROM {source} WHERE {alias}.tsv @@ %s::tsquery{scope}",
-                                   (query, *params)).fetchone()[0])
+    scope = (" WHERE " + where.replace("?", "%s")) if where else ""
+    return int(conn.execute_native(
+        f"WITH s AS (SELECT key FROM {postings} WHERE lex = ANY(%s) GROUP BY key HAVING count(*) = %s)"
+        f" SELECT count(*) FROM s {joins}{scope}", (lexes, len(lexes), *params)).fetchone()[0])

@@ -9,7 +9,9 @@ so the canonical statements run unchanged on both engines; times stay ISO-8601 t
   writing statement, so they are always in step; ``exact_fts`` keeps SQLite's
   (rowid, terms) rows with a ``simple`` tsvector of the hex-encoded identifier terms
   (``memo.text.identifiers``: each term is one word to PostgreSQL's parser too);
-  ``facts.tsv`` / ``facts.dl`` as passages.  GIN indexes answer ``@@``.
+  ``facts.tsv`` / ``facts.dl`` as passages.  bm25 reads postings tables
+  (``passage_terms``, ``exact_terms``, ``fact_terms``: lexeme, row, occurrences, row
+  length), written from the tsvector by triggers in the same statement.
 * vectors: ``vec`` is pgvector's ``vector`` (any dimension: one table serves every model;
   a search casts to its model's dimension).
 * pks: a row inserted without a pk gets max(pk) + 1 (a trigger), which is what SQLite's
@@ -101,7 +103,6 @@ CREATE TABLE passages (
     UNIQUE (record_id, ord)
 );
 CREATE INDEX passages_record ON passages(record_id);
-CREATE INDEX passages_tsv ON passages USING gin(tsv);
 CREATE FUNCTION memo_passages_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.tsv := setweight(to_tsvector('english', memo_words(NEW.text)), 'A')
@@ -119,7 +120,6 @@ CREATE TABLE exact_fts (
     tsv   tsvector,
     dl    INTEGER
 );
-CREATE INDEX exact_fts_tsv ON exact_fts USING gin(tsv);
 CREATE FUNCTION memo_exact_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.tsv := to_tsvector('simple', NEW.terms);
@@ -128,6 +128,54 @@ BEGIN
 END $$;
 CREATE TRIGGER exact_fts_tsv BEFORE INSERT OR UPDATE OF terms ON exact_fts
     FOR EACH ROW EXECUTE FUNCTION memo_exact_tsv();
+
+-- Postings: one row per (lexeme, row) with its occurrences in the text (tf_a) and the
+-- section (tf_b) and the row's token count: bm25 reads a query lexeme's posting list
+-- instead of unnesting every matching row's tsvector (memo.store.postgres.fts).
+-- Written by AFTER triggers from the row's tsv; a row's postings go with it (foreign key).
+CREATE TABLE passage_terms (
+    lex  TEXT NOT NULL,
+    key  BIGINT NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
+    tf_a INTEGER NOT NULL,
+    tf_b INTEGER NOT NULL,
+    dl   INTEGER NOT NULL,
+    PRIMARY KEY (lex, key)
+);
+CREATE INDEX passage_terms_key ON passage_terms(key);
+CREATE TABLE exact_terms (
+    lex  TEXT NOT NULL,
+    key  BIGINT NOT NULL REFERENCES exact_fts(rowid) ON DELETE CASCADE,
+    tf_a INTEGER NOT NULL,
+    tf_b INTEGER NOT NULL,
+    dl   INTEGER NOT NULL,
+    PRIMARY KEY (lex, key)
+);
+CREATE INDEX exact_terms_key ON exact_terms(key);
+CREATE FUNCTION memo_write_postings(postings text, key_value bigint, dl integer, tsv tsvector, replace boolean)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF replace THEN
+        EXECUTE format('DELETE FROM %I WHERE key = $1', postings) USING key_value;
+    END IF;
+    EXECUTE format('INSERT INTO %I(lex, key, tf_a, tf_b, dl) '
+                   'SELECT u.lexeme, $1, count(*) FILTER (WHERE w <> ''B''), count(*) FILTER (WHERE w = ''B''), $2 '
+                   'FROM unnest($3) u, unnest(u.weights) w GROUP BY u.lexeme', postings)
+        USING key_value, dl, tsv;
+END $$;
+CREATE FUNCTION memo_postings() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM memo_write_postings(TG_ARGV[0], NEW.pk, NEW.dl, NEW.tsv, TG_OP = 'UPDATE');
+    RETURN NULL;
+END $$;
+CREATE FUNCTION memo_exact_postings() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM memo_write_postings('exact_terms', NEW.rowid, NEW.dl, NEW.tsv, TG_OP = 'UPDATE');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER passages_postings AFTER INSERT OR UPDATE OF text, section ON passages
+    FOR EACH ROW EXECUTE FUNCTION memo_postings('passage_terms');
+CREATE TRIGGER exact_postings AFTER INSERT OR UPDATE OF terms ON exact_fts
+    FOR EACH ROW EXECUTE FUNCTION memo_exact_postings();
 
 CREATE TABLE vectors (
     seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -160,7 +208,6 @@ CREATE TABLE facts (
 );
 CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE forgotten_at IS NULL;
 CREATE INDEX facts_scope ON facts(namespace);
-CREATE INDEX facts_tsv ON facts USING gin(tsv);
 CREATE FUNCTION memo_facts_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.tsv := to_tsvector('english', memo_words(NEW.text));
@@ -169,6 +216,18 @@ BEGIN
 END $$;
 CREATE TRIGGER facts_pk BEFORE INSERT ON facts FOR EACH ROW EXECUTE FUNCTION memo_next_pk();
 CREATE TRIGGER facts_tsv BEFORE INSERT OR UPDATE OF text ON facts FOR EACH ROW EXECUTE FUNCTION memo_facts_tsv();
+
+CREATE TABLE fact_terms (
+    lex  TEXT NOT NULL,
+    key  BIGINT NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
+    tf_a INTEGER NOT NULL,
+    tf_b INTEGER NOT NULL,
+    dl   INTEGER NOT NULL,
+    PRIMARY KEY (lex, key)
+);
+CREATE INDEX fact_terms_key ON fact_terms(key);
+CREATE TRIGGER facts_postings AFTER INSERT OR UPDATE OF text ON facts
+    FOR EACH ROW EXECUTE FUNCTION memo_postings('fact_terms');
 
 CREATE TABLE fact_evidence (
     fact_pk    BIGINT NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
