@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from memo.store.dialect import is_postgres
+
 
 @dataclass(frozen=True, slots=True)
 class MentionGraph:
@@ -106,6 +108,8 @@ def _state(conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 def _db_key(conn: sqlite3.Connection) -> str:
+    if is_postgres(conn):   # one graph per server database
+        return conn.url
     row = conn.execute("PRAGMA database_list").fetchone()
     path = row[2] if row is not None else ""
     return path or f":memory:{id(conn)}"
