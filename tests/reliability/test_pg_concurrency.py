@@ -7,13 +7,15 @@ exact) for markers acknowledged before the search began, which must be found, an
 word every record holds (tests/reliability/_pg_worker.py).  Then: every acknowledged
 record is stored exactly once and nothing else is; records and passages match what the
 writers reported; passage pks and ids are unique and each record's ords run 0..n-1;
-exact_fts and the tsvector columns are in step with the passages; every record a reader
-was shown is a committed one; readers ran many searches; no process met an error other
-than ``StoreBusy`` (retried).
+exact_fts, the tsvector columns and bm25's postings tables are in step with the
+passages; every record a reader was shown is a committed one; readers ran many searches;
+no process met an error other than ``StoreBusy`` (retried).
 
 Without the writers' advisory lock (memo/store/postgres/tx.py) concurrent adds pick the
-same max(pk) + 1 for their passages and collide: the writers get errors and this test
-fails.  ``MEMO_PG_CONCURRENCY_S`` shortens the run for a quick local check.
+same max(pk) + 1 for their passages and collide (``passages_pkey``): the writers get
+errors and this test fails.  With READ COMMITTED instead of REPEATABLE READ in
+``read_tx`` the readers' one-transaction checks see two states and it fails too.
+``MEMO_PG_CONCURRENCY_S`` shortens the run for a quick local check.
 """
 
 from __future__ import annotations
@@ -120,6 +122,16 @@ def _check(tmp_path: Path, url: str, procs: list, wall: float) -> None:
             " || setweight(to_tsvector('english', memo_words(section)), 'B')) "
             "OR dl IS DISTINCT FROM memo_token_count(tsv)").fetchone()[0]
         generation = int(q("SELECT value FROM memo_meta WHERE key = 'generation'").fetchone()[0])
+        postings_stale = {}
+        for table, rows, key in (("passage_terms", "passages", "pk"), ("exact_terms", "exact_fts", "rowid")):
+            if q("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:   # bm25's postings (eb64da1)
+                postings_stale[table] = q(
+                    f"SELECT (SELECT count(*) FROM (SELECT r.{key}, u.lexeme FROM {rows} r, unnest(r.tsv) u "
+                    f"                              EXCEPT SELECT key, lex FROM {table}) a) "
+                    f"     + (SELECT count(*) FROM (SELECT key, lex FROM {table} EXCEPT "
+                    f"                              SELECT r.{key}, u.lexeme FROM {rows} r, unnest(r.tsv) u) b) "
+                    f"     + (SELECT count(*) FROM {table} t JOIN {rows} r ON r.{key} = t.key "
+                    f"        WHERE t.dl IS DISTINCT FROM r.dl)").fetchone()[0]
     finally:
         conn.close()
 
@@ -155,6 +167,7 @@ def _check(tmp_path: Path, url: str, procs: list, wall: float) -> None:
     assert set(exact) == {p[0] for p in passages}, (len(exact), n_pass)
     assert all(exact[pk] == exact_terms(section + "\n" + text) for pk, section, text in passages)
     assert exact_stale == 0 and tsv_stale == 0, (exact_stale, tsv_stale)
+    assert not any(postings_stale.values()), postings_stale
     # Every write transaction committed moved the data generation once (readers' caches key on it).
     counted = [s["txs"] for s in writers]
     if None not in counted:
