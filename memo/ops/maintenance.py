@@ -13,8 +13,11 @@ from memo.ops.guard import store_errors
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, read_tx, write_tx
 from memo.store.derived import rebuild_derived
+from memo.store.dialect import is_postgres
 from memo.store.mentions import rebuild_mentions
 from memo.store.migrations import user_version
+from memo.store.postgres import schema as pg_schema
+from memo.store.postgres.connection import redact
 from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 
 # Canonical and derived tables whose row counts a backup must reproduce.
@@ -24,6 +27,8 @@ DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"  # the semantic helper's default (TEA
 
 
 def _db_file(conn: sqlite3.Connection) -> str:
+    if is_postgres(conn):   # the server's URL, without its password
+        return redact(conn.url)  # type: ignore[attr-defined]
     row = conn.execute("PRAGMA database_list").fetchone()
     return row["file"] or ":memory:"
 
@@ -47,10 +52,15 @@ def stats(conn: sqlite3.Connection) -> StatsReport:
                 JOIN records r ON r.id = p.record_id WHERE v.model_id = ? AND {live}""",
             (model,)).fetchone()[0])
         pending[model] = live_passages - have
-    size = sum(Path(f"{path}{s}").stat().st_size for s in ("", "-wal")
-               if path != ":memory:" and Path(f"{path}{s}").exists())
+    if is_postgres(conn):
+        size = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+        version = pg_schema.schema_version(conn)
+    else:
+        size = sum(Path(f"{path}{s}").stat().st_size for s in ("", "-wal")
+                   if path != ":memory:" and Path(f"{path}{s}").exists())
+        version = user_version(conn)
     return StatsReport(
-        path=path, schema_version=user_version(conn), size_bytes=size,
+        path=path, schema_version=version, size_bytes=size,
         records=one("SELECT count(*) FROM records"), live=one(f"SELECT count(*) FROM records WHERE {live}"),
         superseded=one("SELECT count(*) FROM records WHERE superseded_at IS NOT NULL"),
         forgotten=one("SELECT count(*) FROM records WHERE forgotten_at IS NOT NULL"),
@@ -89,7 +99,9 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
     with write_tx(conn):
         result = rebuild_derived(conn)
         ments = rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
-    kw = int(conn.execute("SELECT count(*) FROM passages_fts").fetchone()[0])
+    # PostgreSQL: the keyword index is each passage's tsv (memo/store/postgres/schema.py)
+    kw = int(conn.execute("SELECT count(*) FROM passages WHERE tsv IS NOT NULL" if is_postgres(conn)
+                          else "SELECT count(*) FROM passages_fts").fetchone()[0])
     ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
     n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
     sidecars = _rebuild_vector_sidecars(conn)
@@ -105,6 +117,8 @@ def _rebuild_vector_sidecars(conn: sqlite3.Connection) -> str:
     """The vector sidecars (memo/embed/sidecar.py) are derived from ``vectors``: rewritten
     after the rebuild above moved the epoch (the default profile's ``vectors.sidecar_min``
     decides which models get one).  A folder that cannot take the file only loses speed."""
+    if is_postgres(conn):   # vectors live in the server (pgvector): no sidecar files
+        return ""
     path = _db_file(conn)
     if path == ":memory:":
         return ""
@@ -348,6 +362,9 @@ def backup(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = Fals
     Destinations that would destroy data are refused even with ``overwrite``
     (``check_backup_dest``).
     """
+    if is_postgres(conn):
+        raise ValidationError("memo backup copies a SQLite database file; this database is on PostgreSQL",
+                              hint="use the server's own tools: pg_dump (and pg_restore to restore)")
     started = time.monotonic()
     src_path = _db_file(conn)
     real = check_backup_dest(conn, dest, overwrite=overwrite)

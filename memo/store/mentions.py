@@ -28,6 +28,7 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 
+from memo.store.dialect import is_postgres
 from memo.text.entities import EntityMention, aliases, extract
 
 DDL = """
@@ -198,7 +199,11 @@ def rebuild_mentions(conn: sqlite3.Connection) -> dict[str, int]:
     conn.execute("DELETE FROM entity_aliases")
     conn.execute("DELETE FROM entities")
     n = 0
-    for rid, meta in conn.execute("SELECT id, meta FROM records WHERE forgotten_at IS NULL ORDER BY rowid").fetchall():
+    # Records in insertion order: SQLite's rowid; PostgreSQL's records have none, their
+    # first passage's pk (given in insertion order, with the record) is the same order.
+    order = ("(SELECT min(p.pk) FROM passages p WHERE p.record_id = records.id), id" if is_postgres(conn)
+             else "rowid")
+    for rid, meta in conn.execute(f"SELECT id, meta FROM records WHERE forgotten_at IS NULL ORDER BY {order}").fetchall():
         try:
             explicit = explicit_entities(json.loads(meta or "{}"))
         except ValueError:

@@ -46,6 +46,18 @@ _REWRITES = (
     ("SELECT value FROM json_each(?)", "SELECT value::bigint FROM json_array_elements_text(?::json) AS t(value)"),
     ("ON CONFLICT DO UPDATE SET count = count + excluded.count",
      "ON CONFLICT (passage_pk, entity_pk, (coalesce(fact_pk, 0))) DO UPDATE SET count = mentions.count + excluded.count"),
+    # a record's tags, sorted, joined by the unit separator (memo.ops.records.list_records)
+    ("(SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM record_tags t "
+     " WHERE t.record_id = r.id ORDER BY tag))",
+     "(SELECT string_agg(tag, chr(31) ORDER BY tag) FROM record_tags t WHERE t.record_id = r.id)"),
+    # rebuild the fact keyword index (memo.store.derived): facts.tsv is written by the row's
+    # trigger, so rewriting the text recomputes it (as passages' rebuild does)
+    ("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')", "UPDATE facts SET text = text"),
+    # is there a table named ...: the catalogue of the connection's schema
+    ("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ",
+     "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = "),
+    ("SELECT name FROM sqlite_schema WHERE type = 'table'",
+     "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()"),
 )
 # A row inserted without its pk: the statement returns the pk the trigger gave it
 # (SQLite's cursor.lastrowid).
@@ -53,6 +65,9 @@ _RETURNS_PK = re.compile(r"^\s*INSERT\s+INTO\s+(facts|entities|passages)\s*\((?!
 _IFNULL = re.compile(r"\bifnull\(", re.IGNORECASE)
 _INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.IGNORECASE)   # SQLite's planner hint: the server plans itself
 _OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
+# SQLite's ``CROSS JOIN t x ON ...`` (an inner join whose order the planner keeps):
+# PostgreSQL's CROSS JOIN takes no ON, its plain JOIN is the same join.
+_CROSS_JOIN_ON = re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+(?!ON\b)\w+)?)\s+ON\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)
@@ -61,6 +76,7 @@ def translate(sql: str) -> str:
     for old, new in _REWRITES:
         sql = sql.replace(old, new)
     sql = _IFNULL.sub("coalesce(", sql)
+    sql = _CROSS_JOIN_ON.sub(r"JOIN \1 ON", sql)
     sql = _INDEXED_BY.sub("", sql)
     if _OR_IGNORE.match(sql):
         sql = _OR_IGNORE.sub("INSERT INTO", sql, count=1).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"

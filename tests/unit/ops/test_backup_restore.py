@@ -23,6 +23,10 @@ from memo.store.db import open_db
 from memo.store.migrations import LATEST
 from memo.types import RecordDraft
 
+# Backup and restore copy SQLite files (online backup API, -wal/-shm, page size, locks); on
+# PostgreSQL they refuse with a pointer to pg_dump (test_ops_maintenance.py).
+pytestmark = pytest.mark.sqlite_only
+
 
 def _add(conn, n: int, prefix: str) -> list[str]:
     return [ops.add_record(conn, RecordDraft(body=f"{prefix} note {i} about quokkas", tags=(prefix,))).record_id

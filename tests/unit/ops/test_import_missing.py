@@ -209,6 +209,7 @@ def test_failed_import_prunes_nothing(fresh_db, tmp_path, monkeypatch):
     assert _imp(fresh_db, root, prune=True).pruned == 1
 
 
+@pytest.mark.sqlite_only   # reads SQLite's statement trace (set_trace_callback) for BEGIN IMMEDIATE
 def test_prune_writes_inside_begin_immediate(fresh_db, tmp_path):
     root = _write(tmp_path / "docs", {"gone.md": "bye", "stays.md": "still here"})
     _imp(fresh_db, root)

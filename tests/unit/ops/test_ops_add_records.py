@@ -2,7 +2,9 @@ import pytest
 
 from memo import ops
 from memo.errors import ConfirmationRequired, NotFound, ValidationError
+from memo.store.dialect import is_postgres
 from memo.types import RecordDraft
+from tests.unit.ops.index_rows import keyword_rows
 
 
 def _add(conn, body, **kw):
@@ -91,9 +93,10 @@ def test_purge_removes_rows_and_index_entries(fresh_db):
     rep = ops.purge(fresh_db, confirm=True)
     assert rep.records == 2 and rep.passages == 2 and set(rep.record_ids) == {a, b}
     assert [r[0] for r in fresh_db.execute("SELECT id FROM records")] == [keep]
-    assert fresh_db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'purge'").fetchone()[0] == 0
+    assert keyword_rows(fresh_db, "passages_fts", "purge") == []
     assert fresh_db.execute("SELECT count(*) FROM exact_fts").fetchone()[0] == 1
-    assert fresh_db.execute("INSERT INTO passages_fts(passages_fts) VALUES ('integrity-check')") is not None
+    if not is_postgres(fresh_db):   # FTS5's own consistency check
+        assert fresh_db.execute("INSERT INTO passages_fts(passages_fts) VALUES ('integrity-check')") is not None
 
 
 def test_purge_of_a_superseding_version(fresh_db):

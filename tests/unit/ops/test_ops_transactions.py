@@ -1,5 +1,7 @@
 """Every write made by an operation happens inside BEGIN IMMEDIATE ... COMMIT."""
 
+import pytest
+
 from memo import ops
 from memo.types import RecordDraft
 
@@ -23,6 +25,7 @@ def _check_writes_in_immediate_tx(statements):
     return writes
 
 
+@pytest.mark.sqlite_only   # reads SQLite's statement trace (set_trace_callback) for BEGIN IMMEDIATE
 def test_every_operation_writes_inside_begin_immediate(fresh_db, tmp_path):
     statements: list[str] = []
     fresh_db.set_trace_callback(statements.append)
