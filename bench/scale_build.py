@@ -46,6 +46,7 @@ if str(ROOT) not in sys.path:
 from memo.embed import DEFAULT_MODEL_ID  # noqa: E402
 from memo.store.connect import write_tx  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
+from memo.store.dialect import is_db_url  # noqa: E402
 from memo.store.migrations import LATEST as SCHEMA_VERSION  # noqa: E402
 from memo.store.records import NewRecord, content_hash, derive_passages, insert_records  # noqa: E402
 from memo.types import PassageDraft, RecordDraft  # noqa: E402
@@ -136,8 +137,9 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
     Returns timings {records, passages, rows_s, vectors_s}."""
     if vectors not in ("random", "none"):
         raise ValueError(f"vectors must be 'random' or 'none', not {vectors!r}")
-    path = Path(db_path)
-    if path.exists():
+    on_server = is_db_url(str(db_path))    # a PostgreSQL database (must be empty)
+    path = str(db_path) if on_server else Path(db_path)
+    if not on_server and path.exists():
         raise FileExistsError(path)
     old_sync = os.environ.get("MEMO_SYNCHRONOUS")
     os.environ["MEMO_SYNCHRONOUS"] = "NORMAL"
@@ -175,7 +177,10 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
     if vectors == "random":
         write_random_vectors(conn, seed)
     vectors_s = time.perf_counter() - t1
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if on_server:
+        conn.execute_native("ANALYZE", None)
+    else:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return {"records": n_records, "passages": n_passages, "rows_s": round(rows_s, 1),
             "vectors_s": round(vectors_s, 1)}
@@ -227,7 +232,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument("--vectors", choices=("random", "none"), default="random")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
-    ap.add_argument("--out", help="write here instead of the cache (must not exist)")
+    ap.add_argument("--out", help="write here instead of the cache (must not exist; or an empty PostgreSQL "
+                                  "database: postgresql://...)")
     args = ap.parse_args()
     n = parse_size(args.n)
     if args.out:

@@ -116,7 +116,8 @@ def vector_db(n: int, seed: int = SEED) -> Path:
 
 
 def _cfg(quantised_min: int, shortlist: float = 4, sidecar_min: int = 1) -> VectorCfg:
-    return VectorCfg(quantised_min=quantised_min, shortlist=shortlist, sidecar_min=sidecar_min, sidecar_tail=0.05)
+    return VectorCfg(quantised_min=quantised_min, shortlist=shortlist, sidecar_min=sidecar_min, sidecar_tail=0.05,
+                     ann_min=100_000, ann_overfetch=4)
 
 
 def index_bench(n: int, n_queries: int, shortlists: list[float]) -> dict:

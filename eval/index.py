@@ -177,7 +177,8 @@ def build_index_on_server(es: EvalSet, url: str, *, rebuild: bool = False,
     """The data set's index in a PostgreSQL database (issue 17.4-17.5): imported through
     memo's own import path, as for the SQLite cache, once; ``memo_meta.eval_index`` names
     the data set, corpus and index code it holds, so a second run reuses it.  The database
-    must be empty or hold this very index (``--rebuild`` empties memo's tables first)."""
+    must be empty or hold an index the harness built (another data set, or one built by
+    other index code: rebuilt); a database of someone's own records is refused."""
     import time
 
     if es.corpus is None:
@@ -191,7 +192,7 @@ def build_index_on_server(es: EvalSet, url: str, *, rebuild: bool = False,
             n_pas = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
             n_fact = conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
             return BuiltIndex(Path(), False, n_rec, n_pas, 0, 0.0, facts=n_fact)
-        if n_rec and not rebuild:
+        if n_rec and not rebuild and row is None:   # not an index the harness built: the user's data
             raise DatasetError(f"the PostgreSQL database holds {n_rec} records that are not {es.name!r}'s index",
                                hint="give the harness a database of its own, or pass --rebuild to empty it")
         start = time.perf_counter()

@@ -155,6 +155,8 @@ class VectorCfg:
     shortlist: float                      # the int8 scan keeps shortlist x fetch_depth rows for rescoring
     sidecar_min: int                      # at least this many vectors: memory-mapped sidecar file (0: never)
     sidecar_tail: float                   # rewrite the sidecar when rows read since exceed this share of it
+    ann_min: int                          # PostgreSQL: in-scope vectors from which the server's HNSW index answers
+    ann_overfetch: float                  # PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth, then the scope
 
 
 FACT_MERGES = ("minmax", "rrf")
@@ -205,6 +207,8 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "vectors.shortlist": ("float", 1.0, 1000.0),
     "vectors.sidecar_min": ("int", 0, 1_000_000_000),
     "vectors.sidecar_tail": ("float_pos", 0.0, 100.0),
+    "vectors.ann_min": ("int", 0, 1_000_000_000),
+    "vectors.ann_overfetch": ("float", 1.0, 100.0),
 }
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
@@ -418,7 +422,8 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
                      values["fact.meaning_weight"], values["fact.top"]),
         abstention=AbstentionCfg(values["abstention.keyword_floor"], values["abstention.joint_floor"]),
         vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
-                          values["vectors.sidecar_min"], values["vectors.sidecar_tail"]),
+                          values["vectors.sidecar_min"], values["vectors.sidecar_tail"],
+                          values["vectors.ann_min"], values["vectors.ann_overfetch"]),
     )
 
 

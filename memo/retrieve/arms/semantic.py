@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.scope import scope_stats
 from memo.store.dialect import is_postgres
 from memo.store.postgres.vectors import vector_topk
@@ -57,7 +58,8 @@ class SemanticArm:
             # memo's own index on PostgreSQL: pgvector, scope in the statement
             # (memo.store.postgres.vectors).  Fakes keep the plain call.
             hits = vector_topk(ctx.conn, svc.model_id, qvec, ctx.scope_sql.where, ctx.scope_sql.params,
-                               ctx.fetch_depth)
+                               ctx.fetch_depth, in_scope=scope_stats(ctx.conn, ctx.scope_sql).in_scope, cfg=cfg,
+                               cache=conn_cache(ctx.conn))
         elif getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
             stats = scope_stats(ctx.conn, ctx.scope_sql)
             if stats.excluded is not None:

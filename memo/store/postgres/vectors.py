@@ -2,18 +2,33 @@
 
 ``vec`` holds unit-length vectors (the model normalises), so the inner product is the
 cosine the SQLite index reports as ``raw``: ``-(vec <#> q)`` (pgvector's ``<#>`` is the
-negative inner product).  The scope filter sits in the statement, before ``LIMIT``, so
-a filter never starves the top-k.  This step scans exactly (every in-scope vector of the
-model); an HNSW index for large scopes comes with its measured recall (issue 17.2).
+negative inner product).  The scope filter sits in the statement, before ``LIMIT``.
+
+Two plans (profile ``[vectors]``):
+
+* **exact** (a scope with fewer than ``ann_min`` vectors of the model, or no HNSW index):
+  every in-scope vector is scored; the answer is exact.
+* **HNSW** (``ann_min`` or more, and ``ann_index`` built): pgvector's HNSW index, one
+  partial expression index per model (``vec::vector(dims)`` where ``model_id`` is the
+  model), returns ``ann_overfetch x fetch_depth`` nearest vectors (``hnsw.ef_search``
+  raised to match), then the scope filter keeps the in-scope ones.  pgvector 0.8 can
+  iterate an index scan until a filter is satisfied; the server here bundles 0.6, which
+  cannot, so a filter that leaves fewer than ``fetch_depth`` candidates falls back to the
+  exact plan: a filter never starves the top-k, it only costs time.  Recall against the
+  exact plan is measured in ``bench/pg_ann_recall.py`` (docs/postgres.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
+
+EF_SEARCH_MAX = 1000      # pgvector's bound on hnsw.ef_search
+PLANS = ("exact", "hnsw", "hnsw_starved_exact")
 
 
 def literal(vec: np.ndarray) -> str:
@@ -23,12 +38,66 @@ def literal(vec: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.asarray(vec, dtype=np.float32).tolist()) + "]"
 
 
-def vector_topk(conn: Any, model_id: str, qvec: np.ndarray, where: str, params: Sequence[Any],
-                k: int) -> list[tuple[int, float]]:
+def ann_index_name(model_id: str) -> str:
+    return "vectors_hnsw_" + hashlib.sha256(model_id.encode()).hexdigest()[:12]
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def ann_index_exists(conn: Any, model_id: str, cache: dict[str, Any] | None = None) -> bool:
+    key = f"pg_ann:{model_id}"
+    if cache is not None and key in cache:
+        return cache[key]
+    found = conn.execute_native("SELECT 1 FROM pg_indexes WHERE indexname = %s",
+                                (ann_index_name(model_id),)).fetchone() is not None
+    if cache is not None:
+        cache[key] = found
+    return found
+
+
+def build_ann_index(conn: Any, model_id: str, dimensions: int) -> bool:
+    """Build the model's HNSW index (inner product, pgvector defaults m=16,
+    ef_construction=64) unless it exists; True when built now.  Outside any transaction:
+    ``CREATE INDEX CONCURRENTLY`` lets searches and writes go on meanwhile."""
+    if ann_index_exists(conn, model_id):
+        return False
+    conn.execute_native(
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {ann_index_name(model_id)} ON vectors USING hnsw "
+        f"((vec::vector({int(dimensions)})) vector_ip_ops) WHERE model_id = {_quoted(model_id)}", None)
+    return True
+
+
+def vector_topk(conn: Any, model_id: str, qvec: np.ndarray, where: str, params: Sequence[Any], k: int,
+                *, in_scope: int = 0, cfg: Any = None, cache: dict[str, Any] | None = None,
+                plan_out: list[str] | None = None) -> list[tuple[int, float]]:
     """[(passage pk, cosine)] best first, ties by pk, under the scope ``where`` (a fragment
-    over ``passages p JOIN records r`` with ``?`` placeholders)."""
+    over ``passages p JOIN records r`` with ``?`` placeholders).  ``in_scope``: passages
+    the scope allows (the plan choice); ``plan_out`` receives the plan used."""
     scope = (" AND " + where.replace("?", "%s")) if where else ""
     q = literal(qvec)
+    use_ann = (cfg is not None and in_scope >= cfg.ann_min and ann_index_exists(conn, model_id, cache))
+    if use_ann:
+        dims = len(qvec)
+        fetch = int(min(EF_SEARCH_MAX, max(k, round(cfg.ann_overfetch * k))))
+        # SET LOCAL lasts until the search's read transaction ends.
+        conn.execute_native(f"SET LOCAL hnsw.ef_search = {max(40, fetch)}", None)
+        rows = conn.execute_native(
+            f"WITH ann AS (SELECT v.passage_pk, v.vec FROM vectors v WHERE v.model_id = {_quoted(model_id)}"
+            f"   ORDER BY v.vec::vector({dims}) <#> %s::vector({dims}) LIMIT %s)"
+            " SELECT ann.passage_pk, -(ann.vec <#> %s::vector) AS cos FROM ann"
+            f" JOIN passages p ON p.pk = ann.passage_pk JOIN records r ON r.id = p.record_id WHERE TRUE{scope}"
+            " ORDER BY cos DESC, ann.passage_pk LIMIT %s",
+            (q, fetch, q, *params, int(k))).fetchall()
+        if len(rows) >= k:
+            if plan_out is not None:
+                plan_out.append("hnsw")
+            return [(int(r[0]), float(r[1])) for r in rows]
+        if plan_out is not None:
+            plan_out.append("hnsw_starved_exact")
+    elif plan_out is not None:
+        plan_out.append("exact")
     rows = conn.execute_native(
         "SELECT v.passage_pk, -(v.vec <#> %s::vector) AS cos FROM vectors v"
         " JOIN passages p ON p.pk = v.passage_pk JOIN records r ON r.id = p.record_id"

@@ -26,9 +26,12 @@ from memo.store.derived import index_passages
 from memo.types import Scope
 
 D = 32
-QUANT = VectorCfg(quantised_min=1, shortlist=4, sidecar_min=1, sidecar_tail=0.05)
-EXACT = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=1, sidecar_tail=0.05)
-NO_SIDECAR = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=0, sidecar_tail=0.05)
+QUANT = VectorCfg(quantised_min=1, shortlist=4, sidecar_min=1, sidecar_tail=0.05,
+                  ann_min=100_000, ann_overfetch=4)
+EXACT = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=1, sidecar_tail=0.05,
+                  ann_min=100_000, ann_overfetch=4)
+NO_SIDECAR = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=0, sidecar_tail=0.05,
+                       ann_min=100_000, ann_overfetch=4)
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
