@@ -18,8 +18,8 @@ from tests.unit.facts.test_fact_arm import Semantic, fact, fpk, rec, run
 
 
 @pytest.fixture
-def conn(tmp_path):
-    c = open_db(tmp_path / "arm.db")
+def conn(backend_db):
+    c = open_db(backend_db)
     yield c
     c.close()
 

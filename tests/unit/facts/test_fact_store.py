@@ -14,8 +14,11 @@ from memo.errors import ConfirmationRequired, NotFound, ValidationError
 from memo.ops import facts as fops
 from memo.store.connect import write_tx
 from memo.store.db import open_db
+from memo.store.dialect import is_postgres
+from memo.store.postgres.vectors import fact_vector_topk
 from memo.store.records import insert_record
 from memo.types import FactDraft, PassageDraft, RecordDraft
+from tests.unit.ops.index_rows import keyword_rows
 
 DIM = 8
 
@@ -36,8 +39,8 @@ class Fake:
 
 
 @pytest.fixture
-def conn(tmp_path):
-    c = open_db(tmp_path / "f.db")
+def conn(backend_db):
+    c = open_db(backend_db)
     yield c
     c.close()
 
@@ -50,7 +53,7 @@ def _rec(conn, texts, ns="default", ext_ids=None, rid_ext=None):
 
 
 def _fts(conn, word):
-    return [r[0] for r in conn.execute("SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?", (word,))]
+    return keyword_rows(conn, "facts_fts", word)
 
 
 def test_add_fact_resolves_every_evidence_form(conn):
@@ -77,7 +80,8 @@ def test_bad_evidence_is_one_clear_error_and_writes_nothing(conn):
         fops.add_fact(conn, FactDraft("x", ()), embed=False)
     assert conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM fact_evidence").fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM facts_fts").fetchone()[0] == 0
+    if not is_postgres(conn):   # PostgreSQL's keyword index is the fact row's own tsv
+        assert conn.execute("SELECT count(*) FROM facts_fts").fetchone()[0] == 0
 
 
 def test_supersede_forget_purge_and_reindex(conn):
@@ -103,11 +107,13 @@ def test_supersede_forget_purge_and_reindex(conn):
     assert purged.fact_ids == (b.fact_id,)
     assert conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 2
     assert _fts(conn, "other") == []
-    conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('delete-all')")
+    conn.execute("UPDATE facts SET tsv = NULL" if is_postgres(conn)
+                 else "INSERT INTO facts_fts(facts_fts) VALUES ('delete-all')")
     assert _fts(conn, "wording") == []
     rep = ops.reindex(conn)
     assert rep.facts == 2 and len(_fts(conn, "wording")) == 2
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if not is_postgres(conn):
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_purged_evidence_leaves_the_fact_without_evidence(conn):
@@ -126,12 +132,18 @@ def test_fact_vectors_are_queued_and_backfilled(conn):
     rep = backfill(conn, embedder=Fake(), progress=False)
     assert rep.facts_embedded == 2 and rep.facts_pending_after == 0 and rep.embedded == 2
     idx = get_fact_index(conn, "fake-model", DIM)
-    hits = idx.search(conn, _vec("alpha fact"), None, 5)
+
+    def search(q):   # PostgreSQL: the fact vectors are searched in the server (pgvector)
+        if is_postgres(conn):
+            return fact_vector_topk(conn, "fake-model", q, [r[0] for r in conn.execute("SELECT pk FROM facts")], 5)
+        return idx.search(conn, q, None, 5)
+
+    hits = search(_vec("alpha fact"))
     first = conn.execute("SELECT pk FROM facts WHERE text = 'alpha fact'").fetchone()[0]
     assert hits[0][0] == first and hits[0][1] == pytest.approx(1.0)
     # a purge reloads the matrix (shared vectors epoch)
     fid = conn.execute("SELECT id FROM facts WHERE pk = ?", (first,)).fetchone()[0]
     fops.forget_facts(conn, [fid])
     ops.purge(conn, confirm=True)
-    assert [h[0] for h in idx.search(conn, _vec("alpha fact"), None, 5)] != [first]
+    assert [h[0] for h in search(_vec("alpha fact"))] != [first]
     service.clear_caches()
