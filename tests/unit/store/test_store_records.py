@@ -2,11 +2,22 @@ import sqlite3
 
 import pytest
 
-from memo.errors import NotFound, ValidationError
+from memo.errors import NotFound, StoreError, ValidationError
 from memo.store.connect import write_tx
+from memo.store.db import open_db
 from memo.store.derived import rebuild_derived
+from memo.store.dialect import is_postgres
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record
 from memo.types import PassageDraft, RecordDraft
+from tests.unit.ops.index_rows import keyword_rows
+
+
+@pytest.fixture
+def fresh_db(backend_db):
+    """These store tests run on both backends (issue 17.3)."""
+    conn = open_db(backend_db)
+    yield conn
+    conn.close()
 
 
 def _insert(conn, body="hello world", **kw):
@@ -35,7 +46,8 @@ def test_get_missing(fresh_db):
 def test_dedup_index_and_lookup(fresh_db):
     rid = _insert(fresh_db)
     assert find_live_duplicate(fresh_db, "default", content_hash("hello world  \n")) == rid
-    with pytest.raises(sqlite3.IntegrityError):
+    # the unique index refuses it (the driver's error; PostgreSQL's comes typed as StoreError)
+    with pytest.raises(StoreError if is_postgres(fresh_db) else sqlite3.IntegrityError):
         _insert(fresh_db)
 
 
@@ -47,8 +59,7 @@ def test_validation(fresh_db, bad):
 
 def test_indexes_in_step_and_rebuildable(fresh_db):
     _insert(fresh_db, body="the ERR_CONN_RESET code")
-    n = fresh_db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'code'").fetchone()[0]
-    assert n == 1
+    assert len(keyword_rows(fresh_db, "passages_fts", "code")) == 1
     fresh_db.execute("DELETE FROM exact_fts")
     with write_tx(fresh_db):
         assert rebuild_derived(fresh_db) == {"passages": 1, "facts": 0}
