@@ -44,6 +44,11 @@ INDEXES = {
 }
 
 
+def native(fragment: str) -> str:
+    """A memo WHERE fragment (``?`` placeholders, SQLite style) for a native statement."""
+    return fragment.replace("%", "%%").replace("?", "%s")
+
+
 def lexemes(conn: Any, index: str, words: Sequence[str]) -> list[str]:
     """The distinct lexemes of ``words`` under the index's configuration, in query order
     (stop words give none)."""
@@ -105,7 +110,7 @@ def bm25_topk(conn: Any, index: str, words: Sequence[str], where: str, params: S
     n_rows, avgdl = index_stats(conn, index, cache)
     counts = term_counts(conn, index, lexes, cache.setdefault(f"pg_term_rows:{index}", {}))
     idfs = [idf(n_rows, n) for n in counts]
-    scope = (" WHERE " + where.replace("?", "%s")) if where else ""
+    scope = (" WHERE " + native(where)) if where else ""
     sql = (
         "WITH q(lex, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),"
         " s AS (SELECT t.key, sum(q.idf * f.f * %s / (f.f + %s * (1 - %s + %s * t.dl / %s))) AS score"
@@ -133,7 +138,7 @@ def scoped_count(conn: Any, index: str, words: Sequence[str], where: str, params
     lexes = lexemes(conn, index, words)
     if not lexes:
         return 0
-    scope = (" WHERE " + where.replace("?", "%s")) if where else ""
+    scope = (" WHERE " + native(where)) if where else ""
     return int(conn.execute_native(
         f"WITH s AS (SELECT key FROM {postings} WHERE lex = ANY(%s) GROUP BY key HAVING count(*) = %s)"
         f" SELECT count(*) FROM s {joins}{scope}", (lexes, len(lexes), *params)).fetchone()[0])

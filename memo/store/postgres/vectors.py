@@ -24,6 +24,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memo.store.postgres.fts import native
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -75,7 +77,7 @@ def vector_topk(conn: Any, model_id: str, qvec: np.ndarray, where: str, params: 
     """[(passage pk, cosine)] best first, ties by pk, under the scope ``where`` (a fragment
     over ``passages p JOIN records r`` with ``?`` placeholders).  ``in_scope``: passages
     the scope allows (the plan choice); ``plan_out`` receives the plan used."""
-    scope = (" AND " + where.replace("?", "%s")) if where else ""
+    scope = (" AND " + native(where)) if where else ""
     q = literal(qvec)
     use_ann = (cfg is not None and in_scope >= cfg.ann_min and ann_index_exists(conn, model_id, cache))
     if use_ann:
