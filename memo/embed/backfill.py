@@ -63,7 +63,7 @@ def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None
 
     ``embedder`` lets tests inject a fake; otherwise the process's loaded model is used
     (raises ``ModelUnavailable`` if it cannot load).  ``limit`` caps the passages embedded."""
-    own = not isinstance(conn_or_path, sqlite3.Connection)
+    own = not hasattr(conn_or_path, "execute")   # a path or URL, else an open connection (either backend)
     if own:
         conn = open_db(conn_or_path, write=True)
     else:

@@ -71,3 +71,12 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     c = open_db(tmp_path / "embed.db")
     yield c
     c.close()
+
+
+@pytest.fixture
+def backend_conn(backend_db: str) -> Iterator[sqlite3.Connection]:
+    """A fresh database on each backend (SQLite file, real PostgreSQL; issue 17.3) for the
+    modules whose ``conn`` runs on both."""
+    c = open_db(backend_db)
+    yield c
+    c.close()

@@ -1,12 +1,21 @@
+import json
 import threading
 
 import numpy as np
+import pytest
 
 from memo.embed.backfill import backfill, embed_records
 from memo.embed.vectors import decode, pending_count, vector_count
 from memo.store.db import open_db
+from memo.store.dialect import is_postgres
 
 from .conftest import DIM, FakeEmbedder, add, fake_vec
+
+
+@pytest.fixture
+def conn(backend_conn):
+    """This module runs on both backends (issue 17.3)."""
+    return backend_conn
 
 
 def test_backfill_embeds_pending_in_short_transactions(conn):
@@ -27,17 +36,19 @@ def test_backfill_embeds_pending_in_short_transactions(conn):
     assert emb.calls == [128, 22]                  # windows of 8 batches
     row = conn.execute("SELECT p.section, p.text, v.vec FROM passages p JOIN vectors v ON v.passage_pk = p.pk "
                        "WHERE p.section = 'head' LIMIT 1").fetchone()
-    assert np.allclose(decode(row[2], DIM), fake_vec(f"head\n\n{row[1]}"))
+    # SQLite stores the float32 blob, pgvector hands back its text form ('[0.5,0,...]')
+    vec = np.asarray(json.loads(row[2]), dtype=np.float32) if is_postgres(conn) else decode(row[2], DIM)
+    assert np.allclose(vec, fake_vec(f"head\n\n{row[1]}"))
     assert backfill(conn, progress=False, embedder=emb).embedded == 0   # idempotent
 
 
-def test_concurrent_backfills_do_not_clash(tmp_path, conn):
+def test_concurrent_backfills_do_not_clash(backend_db, conn):
     for i in range(200):
         add(conn, f"row {i}")
     errors, reports = [], []
 
     def run():
-        c = open_db(tmp_path / "embed.db")
+        c = open_db(backend_db)
         try:
             reports.append(backfill(c, progress=False, embedder=FakeEmbedder(), batch_size=8))
         except Exception as exc:  # pragma: no cover - the assertion below shows it

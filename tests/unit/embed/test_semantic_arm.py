@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from memo.embed.service import SemanticService
 from memo.embed.vectors import write_vectors
@@ -9,6 +10,12 @@ from memo.store.connect import write_tx
 from memo.types import Scope
 
 from .conftest import FakeEmbedder, add, fake_spec, fake_vec
+
+
+@pytest.fixture
+def conn(backend_conn):
+    """This module runs on both backends (issue 17.3)."""
+    return backend_conn
 
 
 def _ctx(conn, query="cats", mode="auto", services=None, scope=None):
