@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from memo.errors import ModelUnavailable, QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
+from memo.retrieve.arms.semantic import _NO_CFG, _OFF_MODES, query_vector
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.fusion.minmax import minmax_contributions
 from memo.retrieve.scope import live_filter
@@ -159,7 +159,8 @@ class FactArm:
                     qvec = query_vector(ctx, svc)
                 except ModelUnavailable:
                     qvec = None
-                if qvec is not None and is_postgres(conn):
+                if qvec is not None and is_postgres(conn) and getattr(svc.fact_index, "cfg", _NO_CFG) is not _NO_CFG:
+                    # memo's own fact index on PostgreSQL: pgvector (fakes keep the plain call)
                     hits = fact_vector_topk(conn, svc.model_id, qvec, allowed, ctx.fetch_depth)
                     sem = {int(pk): (i, float(cos)) for i, (pk, cos) in enumerate(hits, 1)}
                 elif qvec is not None:

@@ -12,7 +12,6 @@ from memo.ops import facts as fops
 from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
-from memo.store.dialect import is_postgres
 from memo.store.records import insert_record
 from memo.types import FactDraft, PassageDraft, RecordDraft, Scope
 from tests.unit.ops.index_rows import keyword_rows
@@ -69,10 +68,6 @@ def ids(resp):
 
 
 def run(conn, query, services=None, profile="rrf", **scope):
-    svc = (services or {}).get("semantic")
-    if is_postgres(conn) and isinstance(svc, Semantic) and svc.fact_index.sims:
-        pytest.xfail("on PostgreSQL the fact arm searches pgvector even for an injected fact index "
-                     "(memo/retrieve/arms/fact.py: fakes should keep the plain call, as in the semantic arm)")
     return search(conn, SearchRequest(query, scope=Scope(**scope), response_format="explain", now=NOW),
                   profile, services or {})
 
