@@ -67,6 +67,10 @@ _INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.IGNORECASE)   # SQLite's p
 _OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
 # SQLite's ``CROSS JOIN t x ON ...`` (an inner join whose order the planner keeps):
 # PostgreSQL's CROSS JOIN takes no ON, its plain JOIN is the same join.
+# SQLite's ``x IS ?`` / ``x IS NOT ?`` (NULL-safe comparison with a parameter);
+# ``instr(haystack, needle)`` is PostgreSQL's ``strpos`` (same arguments, same 1-based answer).
+_IS_PARAM = re.compile(r"\bIS\s+(NOT\s+)?\?")
+_INSTR = re.compile(r"\binstr\(", re.IGNORECASE)
 _CROSS_JOIN_ON = re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+(?!ON\b)\w+)?)\s+ON\b", re.IGNORECASE)
 
 
@@ -77,6 +81,8 @@ def translate(sql: str) -> str:
         sql = sql.replace(old, new)
     sql = _IFNULL.sub("coalesce(", sql)
     sql = _CROSS_JOIN_ON.sub(r"JOIN \1 ON", sql)
+    sql = _IS_PARAM.sub(lambda m: "IS DISTINCT FROM ?" if m.group(1) else "IS NOT DISTINCT FROM ?", sql)
+    sql = _INSTR.sub("strpos(", sql)
     sql = _INDEXED_BY.sub("", sql)
     if _OR_IGNORE.match(sql):
         sql = _OR_IGNORE.sub("INSERT INTO", sql, count=1).rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"

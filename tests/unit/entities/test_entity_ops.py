@@ -22,6 +22,7 @@ def test_list_and_show(fresh_db):
     rows = list_entities(fresh_db)
     assert [(e.key, e.passages) for e in rows[:2]] == [("bob", 2), ("paris", 2)]
     assert [e.key for e in list_entities(fresh_db, namespaces=["a"])] == ["alice", "bob", "paris"]
+    assert [e.key for e in list_entities(fresh_db, contains="AR")] == ["paris", "carol"]
     d = show_entity(fresh_db, "PARIS")
     assert d.passages == 2 and {c.key for c in d.co_mentioned} == {"alice", "bob", "carol"}
     with pytest.raises(NotFound):

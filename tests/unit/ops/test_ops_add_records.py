@@ -106,3 +106,13 @@ def test_purge_of_a_superseding_version(fresh_db):
     assert ops.purge(fresh_db).records == 1
     prev = ops.get(fresh_db, old)
     assert prev.superseded_at is not None and prev.superseded_by is None
+
+
+def test_previous_version_is_found_by_import_path_and_external_id(fresh_db):
+    from memo.ops.add import find_previous_version
+
+    a = _add(fresh_db, "first text", import_path="/x/a.md").record_id
+    b = _add(fresh_db, "other text", import_path="/x/a.md", ext_id="e1").record_id
+    assert find_previous_version(fresh_db, RecordDraft(body="new", import_path="/x/a.md")) == a   # NULL ext_id
+    assert find_previous_version(fresh_db, RecordDraft(body="new", import_path="/x/a.md", ext_id="e1")) == b
+    assert find_previous_version(fresh_db, RecordDraft(body="new", import_path="/x/a.md", ext_id="e2")) is None
