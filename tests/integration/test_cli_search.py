@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -28,8 +27,9 @@ def js(*args: str, code: int = 0):
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    path = tmp_path / "search.db"
+def db(backend_db: str) -> str:
+    """A SQLite file or a fresh PostgreSQL database: the CLI suite runs on both (issue 17.3)."""
+    path = backend_db
     conn = open_db(path)
     rows = [
         RecordDraft(body="Rotate the deploy key every week", id="key-doc", kind="doc", namespace="ops",
