@@ -60,6 +60,7 @@ from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, V
 from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 from memo.profile import Profile
 from memo.serve.mcp_tools import MemoTools
+from memo.store.postgres.connection import redact
 from memo.types import MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")
@@ -731,7 +732,7 @@ def main(argv: list[str] | None = None) -> None:
     except MemoError as err:
         sys.stderr.write(f"memo-mcp: error: {err.one_line()}\n")
         raise SystemExit(err.exit_code) from None
-    log.info("serving %s (profile %s)", tools.db_path, tools.default_profile.name)
+    log.info("serving %s (profile %s)", redact(str(tools.db_path)), tools.default_profile.name)
     server = build_server(tools, backfill=not args.no_backfill, log_level=args.log_level)
     try:
         server.run("stdio")

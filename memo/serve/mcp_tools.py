@@ -35,7 +35,7 @@ from memo.retrieve import SearchRequest
 from memo.retrieve import search as run_search
 from memo.retrieve.services import ArmServices
 from memo.serialize import to_jsonable
-from memo.store.db import open_db, resolve_db_path
+from memo.store.db import open_db, resolve_db
 from memo.types import FactDraft, RecordDraft, check_fields, default_profile, scope_from
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class MemoTools:
     """The server's state (database connection, default profile) and one method per tool."""
 
     def __init__(self, db: str | Path | None = None, profile: str | Path | None = None) -> None:
-        self.db_path = resolve_db_path(db)
+        self.db_path = resolve_db(db)     # a SQLite file, or a PostgreSQL URL
         # write=True: creates the file and applies migrations, so a fresh server can add
         # the first memory; a database from a newer memo fails here (SchemaTooNew).
         self.conn: sqlite3.Connection = open_db(self.db_path, write=True)

@@ -32,6 +32,15 @@ def resolve_db_path(path: str | Path | None) -> Path:
     return Path(path).expanduser() if path else default_db_path()
 
 
+def resolve_db(db: str | Path | None) -> str | Path:
+    """Where ``db`` (or ``$MEMO_DB``, or the default file) points: a PostgreSQL URL as given,
+    else the SQLite file's path (servers keep it to open more connections)."""
+    value = db if db else os.environ.get("MEMO_DB")
+    if is_db_url(value):
+        return str(value)
+    return resolve_db_path(db)
+
+
 def open_pg(url: str, *, write: bool = True) -> PgConnection:
     """Connect to PostgreSQL; ``write=True`` applies pending migrations (one transaction
     under the writers' lock), ``write=False`` only checks the schema version."""

@@ -37,9 +37,10 @@ def assert_jsonrpc_lines(raw: str) -> int:
 
 
 def run_session(tmp_path: Path, scenario: Callable[[ClientSession], Awaitable[None]],
-                env: dict[str, str] | None = None) -> str:
-    """Run ``scenario`` against a fresh server; return what the server wrote on stdout."""
-    db, out, err = tmp_path / "memo.db", tmp_path / "stdout.jsonl", tmp_path / "stderr.log"
+                env: dict[str, str] | None = None, db: str | None = None) -> str:
+    """Run ``scenario`` against a fresh server (on ``db``: a SQLite file or a PostgreSQL
+    URL; default a file in tmp_path); return what the server wrote on stdout."""
+    db, out, err = db or tmp_path / "memo.db", tmp_path / "stdout.jsonl", tmp_path / "stderr.log"
     # `tee` keeps a copy of the raw protocol stream (the client reads the pipe after tee).
     server_cmd = f'"{sys.executable}" -m memo.serve.mcp --db "{db}" | tee "{out}"'
     params = StdioServerParameters(command="sh", args=["-c", server_cmd], cwd=str(REPO), env=env)
@@ -91,7 +92,8 @@ def test_lists_tools_with_schemas(tmp_path: Path) -> None:
     run_session(tmp_path, scenario)
 
 
-def test_add_then_search_explain_matches_cli(tmp_path: Path) -> None:
+def test_add_then_search_explain_matches_cli(tmp_path: Path, backend_db: str) -> None:
+    """On both backends (issue 17.3): a real MCP client over stdio, then the CLI."""
     text = "The staging deploy key rotates every 30 days; ask the ops team for the new one."
     seen: dict[str, Any] = {}
 
@@ -135,10 +137,10 @@ def test_add_then_search_explain_matches_cli(tmp_path: Path) -> None:
         assert stats["live"] == 1 and stats["by_namespace"] == {"ops": 1}
         seen.update(mcp=res, record_id=added["record_id"])
 
-    run_session(tmp_path, scenario)
+    run_session(tmp_path, scenario, db=backend_db)
     # The MCP document has the structure `memo search --json` prints, with the same results.
     cli = subprocess.run([str(REPO / ".venv/bin/memo"), "search", "staging deploy key rotation", "--namespace",
-                          "ops", "--explain", "--json", "--db", str(tmp_path / "memo.db")],
+                          "ops", "--explain", "--json", "--db", backend_db],
                          capture_output=True, text=True, timeout=60, check=True)
     cli_doc = json.loads(cli.stdout)
     assert set(cli_doc) == set(seen["mcp"])
