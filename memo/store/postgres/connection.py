@@ -65,12 +65,12 @@ _RETURNS_PK = re.compile(r"^\s*INSERT\s+INTO\s+(facts|entities|passages)\s*\((?!
 _IFNULL = re.compile(r"\bifnull\(", re.IGNORECASE)
 _INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.IGNORECASE)   # SQLite's planner hint: the server plans itself
 _OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
-# SQLite's ``CROSS JOIN t x ON ...`` (an inner join whose order the planner keeps):
-# PostgreSQL's CROSS JOIN takes no ON, its plain JOIN is the same join.
 # SQLite's ``x IS ?`` / ``x IS NOT ?`` (NULL-safe comparison with a parameter);
 # ``instr(haystack, needle)`` is PostgreSQL's ``strpos`` (same arguments, same 1-based answer).
 _IS_PARAM = re.compile(r"\bIS\s+(NOT\s+)?\?")
 _INSTR = re.compile(r"\binstr\(", re.IGNORECASE)
+# SQLite's ``CROSS JOIN t x ON ...`` (an inner join whose order the planner keeps):
+# PostgreSQL's CROSS JOIN takes no ON, its plain JOIN is the same join.
 _CROSS_JOIN_ON = re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+(?!ON\b)\w+)?)\s+ON\b", re.IGNORECASE)
 
 

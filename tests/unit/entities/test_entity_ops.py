@@ -50,12 +50,12 @@ def test_jsonl_entities_field():
         parse_line({"text": "x", "entities": [1]}, RecordDraft(body="-"), "f", 1)
 
 
-def test_mcp_add_entities_and_reindex_counts(tmp_path, monkeypatch):
+def test_mcp_add_entities_and_reindex_counts(db_path, tmp_path, monkeypatch):
     from memo.ops.maintenance import reindex
     from memo.serve.mcp_tools import MemoTools
 
     monkeypatch.setenv("MEMO_MODELS", str(tmp_path / "no-models"))    # no model: nothing embeds
-    tools = MemoTools(tmp_path / "m.db")
+    tools = MemoTools(db_path)
     try:
         out = tools.add("Quarterly review of the roadmap.", entities=["Acme Corp", "Project X"],
                         meta={"entities": ["Acme Corp", "Bob"], "k": 1})

@@ -133,8 +133,8 @@ def _cli(*args: str, code: int = 0):
     return result
 
 
-def test_cli_add_supersede_import_exit_0_and_backfill_later(tmp_path, broken, monkeypatch):
-    db = str(tmp_path / "cli.db")
+def test_cli_add_supersede_import_exit_0_and_backfill_later(db_path, tmp_path, broken, monkeypatch):
+    db = str(db_path)
     res = _cli("add", "the okapi migration plan", "--db", db, "--json")
     doc = json.loads(res.stdout)
     assert doc["status"] == "added"
@@ -169,9 +169,9 @@ def test_cli_add_supersede_import_exit_0_and_backfill_later(tmp_path, broken, mo
     assert stats["pending_vectors"][default_model_id()] == 0
 
 
-def test_cli_add_with_working_model_prints_no_note(tmp_path, monkeypatch):
+def test_cli_add_with_working_model_prints_no_note(db_path, monkeypatch):
     heal(monkeypatch)
-    res = _cli("add", "nothing to say about vectors", "--db", str(tmp_path / "ok.db"), "--json")
+    res = _cli("add", "nothing to say about vectors", "--db", str(db_path), "--json")
     assert json.loads(res.stdout)["vectors"] == {"embedded": 1, "queued": 0, "model_id": default_model_id(),
                                                 "error": None}
     assert res.stderr == ""

@@ -208,11 +208,11 @@ def test_locomo_malformed_conversations_are_rejected(fresh_db, tmp_path):
     assert rep.added == 0 and "nested" in rep.rejected[0].reason
 
 
-def test_cli_import_exits_5_with_valid_json(tmp_path, hostile):
+def test_cli_import_exits_5_with_valid_json(db_path, tmp_path, hostile):
     from memo.cli import app
 
     runner = CliRunner()
-    db = str(tmp_path / "cli.db")
+    db = str(db_path)
     jsonl, beir, locomo = _jsonl(tmp_path / "r.jsonl"), _beir(tmp_path / "c.jsonl"), _locomo(tmp_path / "l.json")
     for args in ([str(hostile)], [str(jsonl)], [str(beir), "--format", "beir"],
                  [str(locomo), "--format", "locomo"]):
