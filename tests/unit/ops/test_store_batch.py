@@ -1,7 +1,8 @@
 """The batched import path (memo.ops.store_batch, issue 16.4) stores exactly what the
 record-by-record path (memo.ops.add.store_draft per record) stores: the same imports run
 both ways, with the same ids and clock, and every canonical and derived table compared
-row by row (the keyword index through fts5vocab: term, passage, column, offset)."""
+row by row (the keyword index through fts5vocab: term, passage, column, offset; on
+PostgreSQL each passage's tsv and its postings in passage_terms / exact_terms)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memo.ops.add import store_draft
 from memo.ops.importer import ImportOptions, import_path
 from memo.ops.reports import AddReport
 from memo.store.db import open_db
+from memo.store.dialect import is_postgres
 
 TABLES = {
     "records": "SELECT * FROM records ORDER BY rowid",
@@ -28,6 +30,14 @@ TABLES = {
     "mentions": "SELECT * FROM mentions ORDER BY seq",
     "memo_meta": "SELECT * FROM memo_meta ORDER BY key",
 }
+# PostgreSQL: records have no rowid (ids follow the fixed clock's order); the keyword
+# index is the passage's tsv (in ``passages``) and the postings bm25 reads; memo_meta's
+# ``generation`` counts committed write transactions (readers' caches), like SQLite's
+# data_version, which is not a stored row either.
+PG_TABLES = {**TABLES, "records": "SELECT * FROM records ORDER BY id",
+             "memo_meta": "SELECT * FROM memo_meta WHERE key <> 'generation' ORDER BY key",
+             "passages_fts": "SELECT * FROM passage_terms ORDER BY key, lex",
+             "exact_terms": "SELECT * FROM exact_terms ORDER BY key, lex"}
 
 
 def _record_by_record(conn, items: list[store_batch.PreparedItem]) -> list[AddReport]:
@@ -80,8 +90,12 @@ def _fixed_clock(monkeypatch) -> None:
             monkeypatch.setattr(f"{mod}.{name}", fn, raising=False)
 
 
-def _dump(db: Path) -> dict[str, list[tuple]]:
+def _dump(db: Path | str) -> dict[str, list[tuple]]:
     conn = open_db(db)
+    if is_postgres(conn):
+        out = {name: [tuple(r) for r in conn.execute(sql)] for name, sql in PG_TABLES.items()}
+        conn.close()
+        return out
     conn.execute("CREATE VIRTUAL TABLE temp.kw USING fts5vocab(main, passages_fts, instance)")
     out = {name: [tuple(r) for r in conn.execute(sql)] for name, sql in TABLES.items()}
     conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('integrity-check')")
@@ -89,11 +103,10 @@ def _dump(db: Path) -> dict[str, list[tuple]]:
     return out
 
 
-def _run(tmp_path: Path, monkeypatch, name: str, store) -> tuple[dict[str, list[tuple]], list[tuple]]:  # noqa: ANN001
+def _run(tmp_path: Path, monkeypatch, db: Path | str, store) -> tuple[dict[str, list[tuple]], list[tuple]]:  # noqa: ANN001
     with monkeypatch.context() as m:
         _fixed_clock(m)
         m.setattr(importer, "store_items", store)
-        db = tmp_path / f"{name}.db"
         conn = open_db(db)
         counts = []
         for path, text, opts in _inputs(tmp_path / "in"):   # same paths both runs
@@ -105,12 +118,12 @@ def _run(tmp_path: Path, monkeypatch, name: str, store) -> tuple[dict[str, list[
     return _dump(db), counts
 
 
-def test_batched_import_stores_what_record_by_record_stores(tmp_path, monkeypatch):
-    old, old_counts = _run(tmp_path, monkeypatch, "old", _record_by_record)
-    new, new_counts = _run(tmp_path, monkeypatch, "new", store_batch.store_items)
+def test_batched_import_stores_what_record_by_record_stores(new_db, tmp_path, monkeypatch):
+    old, old_counts = _run(tmp_path, monkeypatch, new_db("old"), _record_by_record)
+    new, new_counts = _run(tmp_path, monkeypatch, new_db("new"), store_batch.store_items)
     assert new_counts == old_counts
     assert old_counts[0][:3] == (6, 1, 1) and old_counts[2][:3] == (1, 1, 1) and old_counts[3][0] == 3
-    for table in TABLES:
+    for table in new:
         assert new[table] == old[table], table
     assert len(old["mentions"]) > 20 and len(old["passages"]) > 15     # the inputs exercise the indexes
     superseded = [r for r in old["records"] if r[9] is not None]    # superseded_at
@@ -118,7 +131,7 @@ def test_batched_import_stores_what_record_by_record_stores(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("batch", [1, 2, 500])
-def test_batch_size_changes_nothing_stored(tmp_path, monkeypatch, batch):
+def test_batch_size_changes_nothing_stored(new_db, tmp_path, monkeypatch, batch):
     """All-or-nothing per batch is the only thing the batch size decides."""
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"id": str(k % 7), "text": f"Line {k % 11} by Alice Smith"}) + "\n"
@@ -127,7 +140,7 @@ def test_batch_size_changes_nothing_stored(tmp_path, monkeypatch, batch):
     for size in (batch, 7):
         with monkeypatch.context() as m:
             _fixed_clock(m)
-            db = tmp_path / f"b{batch}-{size}.db"
+            db = new_db(f"b{batch}-{size}")
             conn = open_db(db)
             import_path(conn, src, ImportOptions(namespace="kb", batch_size=size))
             conn.close()
