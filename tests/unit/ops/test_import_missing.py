@@ -16,6 +16,7 @@ from memo.ops.importer import ImportOptions
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
 from memo.types import RecordDraft
+from tests.unit.ops.statements import is_write_begin, traced
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -209,17 +210,15 @@ def test_failed_import_prunes_nothing(fresh_db, tmp_path, monkeypatch):
     assert _imp(fresh_db, root, prune=True).pruned == 1
 
 
-@pytest.mark.sqlite_only   # reads SQLite's statement trace (set_trace_callback) for BEGIN IMMEDIATE
-def test_prune_writes_inside_begin_immediate(fresh_db, tmp_path):
+def test_prune_writes_inside_begin_immediate(fresh_db, tmp_path, monkeypatch):
     root = _write(tmp_path / "docs", {"gone.md": "bye", "stays.md": "still here"})
     _imp(fresh_db, root)
     (root / "gone.md").unlink()
-    statements: list[str] = []
-    fresh_db.set_trace_callback(statements.append)
-    assert _imp(fresh_db, root, prune=True).pruned == 1
-    fresh_db.set_trace_callback(None)
+    with traced(fresh_db, monkeypatch) as statements:
+        assert _imp(fresh_db, root, prune=True).pruned == 1
     update = next(i for i, s in enumerate(statements) if s.startswith("UPDATE records SET forgotten_at"))
-    assert "BEGIN IMMEDIATE" in statements[:update] and statements[update + 1:].count("COMMIT") >= 1
+    begin = max(i for i, s in enumerate(statements[:update]) if s.startswith("BEGIN"))
+    assert is_write_begin(fresh_db, statements[begin]) and statements[update + 1:].count("COMMIT") >= 1
 
 
 def test_prune_refuses_a_folder_that_lists_no_files(fresh_db, tmp_path):
