@@ -24,9 +24,12 @@ from memo.embed.fact_vectors import backfill_facts, pending_fact_count
 from memo.embed.model import DEFAULT_BATCH, passage_text
 from memo.embed.registry import load_registry
 from memo.embed.service import load_model
-from memo.embed.vectors import pending_batch, pending_count, write_vectors
+from memo.embed.vectors import pending_batch, pending_count, vector_count, write_vectors
 from memo.errors import MemoError
+from memo.profile import load_profile
 from memo.store.db import default_db_path, open_db
+from memo.store.dialect import is_postgres
+from memo.store.postgres.vectors import build_ann_index
 
 log = logging.getLogger(__name__)
 WINDOW_BATCHES = 8   # batches read (and length-sorted) together
@@ -44,6 +47,7 @@ class BackfillReport:
     error: str | None = None
     facts_embedded: int = 0    # fact vectors written by this run (memo/embed/fact_vectors.py)
     facts_pending_after: int = 0
+    ann_index_built: bool = False   # PostgreSQL: the model's HNSW index was built by this run
 
 
 def _progress(total: int, enabled: bool):
@@ -77,10 +81,23 @@ def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None
             return report
         # Facts are queued the same way: every fact without a vector for the model.
         facts, _ = backfill_facts(conn, embedder, mid, batch_size)
-        return replace(report, facts_embedded=facts, facts_pending_after=pending_fact_count(conn, mid))
+        return replace(report, facts_embedded=facts, facts_pending_after=pending_fact_count(conn, mid),
+                       ann_index_built=_ann_index(conn, mid, embedder))
     finally:
         if own:
             conn.close()
+
+
+def _ann_index(conn: sqlite3.Connection, model_id: str, embedder: object) -> bool:
+    """PostgreSQL: build the model's HNSW index once it has ``vectors.ann_min`` vectors (the
+    default profile's; docs/postgres.md).  SQLite keeps its in-process index."""
+    if not is_postgres(conn):
+        return False
+    ann_min = load_profile(None).vectors.ann_min
+    dims = getattr(embedder, "dimensions", None) or load_registry().get(model_id).dimensions
+    if vector_count(conn, model_id) < ann_min:
+        return False
+    return build_ann_index(conn, model_id, int(dims))
 
 
 def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int | None) -> BackfillReport:

@@ -37,10 +37,8 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memo.retrieve import impact
+from memo.retrieve.backend import backend_of
 from memo.retrieve.conn_cache import conn_cache
-from memo.store.dialect import is_postgres
-from memo.store.postgres import fts as pg_fts
 from memo.text.fts_query import query_words
 
 # Table names are constants of this module's callers, never user input.
@@ -91,80 +89,15 @@ def keyword_evidence(conn: sqlite3.Connection, table: str, query: str, rowids: I
     terms = query_words(query)
     weighted: list[tuple[str, float]] = []
     holders: dict[int, list[str]] = {r: [] for r in rows}
-    from_index = (impact.term_postings(conn, tuple(terms), table)
-                  if table == "passages_fts" and not is_postgres(conn) else None)
-    if is_postgres(conn):
-        _holders_from_pg(conn, table, terms, rows, n_rows, weighted, holders)
-    elif from_index is not None:
-        _holders_from_index(from_index, terms, rows, n_rows, weighted, holders)
-    else:
-        _holders_from_fts(conn, table, terms, rows, n_rows, weighted, holders)
+    for term, n_hit, held in backend_of(conn).term_holders(conn, table, terms, rows):
+        weighted.append((term, idf(n_rows, n_hit)))
+        for rowid in held:
+            holders[rowid].append(term)
     total = sum(w for _, w in weighted)
     weight = dict(weighted)
     coverage = {r: (sum(weight[t] for t in held) / total if total > 0 else 0.0) for r, held in holders.items()}
     return KeywordEvidence(terms=tuple(weighted), coverage=coverage,
                            matched={r: tuple(held) for r, held in holders.items()})
-
-
-def _holders_from_fts(conn: sqlite3.Connection, table: str, terms: list[str], rows: list[int], n_rows: int,
-                      weighted: list[tuple[str, float]], holders: dict[int, list[str]]) -> None:
-    counts = conn_cache(conn).setdefault(f"term_rows:{table}", {})
-    marks = ",".join("?" * len(rows))
-    for term in terms:
-        match = '"' + term.replace('"', '""') + '"'
-        n_hit = counts.get(term)
-        if n_hit is None:
-            if len(counts) > 100_000:
-                counts.clear()
-            n_hit = counts[term] = conn.execute(
-                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)).fetchone()[0]
-        weighted.append((term, idf(n_rows, n_hit)))
-        if n_hit and rows:
-            for (rowid,) in conn.execute(
-                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})", (match, *rows)):
-                holders[rowid].append(term)
-
-
-def _holders_from_pg(conn, table: str, terms: list[str], rows: list[int], n_rows: int,  # noqa: ANN001
-                     weighted: list[tuple[str, float]], holders: dict[int, list[str]]) -> None:
-    """The same counts and holders on PostgreSQL (``memo.store.postgres.fts``): a query
-    word is held when the row holds every lexeme PostgreSQL makes of it; its n is the
-    rarest of its lexemes' counts (a word with no lexeme: a stop word there, idf of a
-    word no row holds)."""
-    counts = conn_cache(conn).setdefault(f"pg_term_rows:{table}", {})
-    for term in terms:
-        lexes = pg_fts.lexemes(conn, table, [term])
-        n_hit = min((pg_fts.term_rows(conn, table, lx, counts) for lx in lexes), default=0)
-        weighted.append((term, idf(n_rows, n_hit)))
-        if n_hit and rows and lexes:
-            held = set(rows)
-            for lx in lexes:
-                held &= set(pg_fts.holders(conn, table, lx, sorted(held)))
-            for rowid in sorted(held):
-                holders[rowid].append(term)
-
-
-def _holders_from_index(found, terms: list[str], rows: list[int], n_rows: int,  # noqa: ANN001
-                        weighted: list[tuple[str, float]], holders: dict[int, list[str]]) -> None:
-    """The same counts and holders from the impact index's postings (sorted row numbers)."""
-    import numpy as np
-
-    index, postings = found
-    cand = np.asarray(rows, dtype=np.int64)
-    at = np.searchsorted(index.pks, cand)
-    at_ok = at < len(index.pks)
-    present = np.zeros(len(cand), dtype=bool)
-    present[at_ok] = index.pks[at[at_ok]] == cand[at_ok]
-    for term, post in zip(terms, postings, strict=True):
-        weighted.append((term, idf(n_rows, len(post))))
-        if len(post) == 0 or len(cand) == 0:
-            continue
-        j = np.searchsorted(post, at)
-        inside = j < len(post)
-        hit = present & inside
-        hit[inside] &= post[j[inside]] == at[inside]
-        for r in cand[hit].tolist():
-            holders[r].append(term)
 
 
 def passages_evidence(conn: sqlite3.Connection, query: str, pks: Iterable[int], n_passages: int) -> KeywordEvidence:

@@ -34,7 +34,7 @@ rebuild is done; ``memo reindex`` rebuilds FTS5, which makes the index stale the
 
 Scope: the arm's scope filter becomes a mask over the index's rows (few exclusions: the
 excluded pks; else the in-scope pks read once per scope and data state, ``conn_cache``),
-applied before the top-k, exactly as the FTS5 plans of ``fts_topk`` do.  Ties (equal
+applied before the top-k, exactly as the FTS5 plans of ``memo.retrieve.backend_sqlite`` do.  Ties (equal
 scores) are ordered by pk.
 """
 

@@ -66,7 +66,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
 
     # 1 scope filter: a WHERE fragment each arm applies before its top-k
     scope_sql = build_scope_sql(request.scope)
-    in_scope, total = scope_counts(conn, scope_sql)  # cached; arms reuse it (fts_topk)
+    in_scope, total = scope_counts(conn, scope_sql)  # cached; arms reuse it (memo.retrieve.backend)
     clock.lap("scope")
     if total > in_scope:
         drops.append(Drop("scope", "outside scope or not live (superseded/forgotten)", total - in_scope))

@@ -46,11 +46,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memo.retrieve.impact import scoped_df as impact_word_df
+from memo.retrieve.backend import backend_of
 from memo.retrieve.scope import ScopeSQL, scope_stats
-from memo.store.dialect import is_postgres
 from memo.store.mentions import df_outside, entities_by_alias, scoped_df
-from memo.store.postgres import fts as pg_fts
 from memo.text.entities import COMMON_WORDS, entity_key
 from memo.text.fts_query import MAX_TERMS
 
@@ -119,17 +117,7 @@ def scoped_word_df(conn: sqlite3.Connection, word: str, scope_where: str, scope_
     words, set against the passages that mention them as a name.  The keyword arm's impact
     index counts a one-token word when it matches the snapshot (FTS5 took ~0.15 s per word
     at 100k passages: the join reads every holder's passage and record)."""
-    if is_postgres(conn):
-        return pg_fts.scoped_count(conn, "passages_fts", word.split(), scope_where, scope_params)
-    fast = impact_word_df(conn, ScopeSQL(scope_where or "1", tuple(scope_params)), word)
-    if fast is not None:
-        return fast
-    match = '"' + word.replace('"', '""') + '"'
-    row = conn.execute(
-        "SELECT count(*) FROM passages_fts f JOIN passages p ON p.pk = f.rowid "
-        "JOIN records r ON r.id = p.record_id WHERE passages_fts MATCH ? AND " + (scope_where or "1"),
-        (match, *scope_params)).fetchone()
-    return int(row[0]) if row else 0
+    return backend_of(conn).word_df(conn, word, scope_where, scope_params)
 
 
 def ngrams(words: Sequence[str], max_words: int) -> list[str]:

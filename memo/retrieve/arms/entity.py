@@ -29,13 +29,11 @@ from dataclasses import dataclass
 
 from memo.errors import QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.backend import backend_of
 from memo.retrieve.route import Route, route
 from memo.retrieve.scope import scope_counts
-from memo.store.dialect import is_postgres
 from memo.store.mentions import scoped_mentions
-from memo.store.postgres.fts import bm25_topk
-from memo.text.fts_query import keyword_match, query_words
+from memo.text.fts_query import keyword_match
 
 AUTO_ONLY = "auto"
 
@@ -125,15 +123,4 @@ def keyword_scores(ctx: ArmContext, pks: dict[int, set[int]] | list[int]) -> dic
         match = keyword_match(ctx.query)
     except QuerySyntaxError:
         return {}
-    wanted = set(pks)
-    out: dict[int, float] = {}
-    if is_postgres(ctx.conn):   # the same bm25 over tsvectors, for these passages only
-        words = query_words(ctx.query)
-        keys = sorted(wanted)
-        return dict(bm25_topk(ctx.conn, "passages_fts", words, f"p.pk IN ({','.join('?' * len(keys))})",
-                              keys, len(keys), conn_cache(ctx.conn))) if keys else {}
-    for rowid, score in ctx.conn.execute(
-            "SELECT rowid, bm25(passages_fts) FROM passages_fts WHERE passages_fts MATCH ?", (match,)):
-        if rowid in wanted:
-            out[int(rowid)] = -float(score)
-    return out
+    return backend_of(ctx.conn).keyword_scores(ctx, match, list(pks))

@@ -7,7 +7,7 @@ Runs for mode ``exact``, and in ``auto`` when the query looks like an identifier
 from __future__ import annotations
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.arms.fts_topk import fts_topk
+from memo.retrieve.backend import backend_of
 from memo.text.fts_query import exact_match
 from memo.text.identifiers import query_looks_like_identifier
 
@@ -25,4 +25,4 @@ class ExactArm:
         return ArmPlan(runs=False, reason="query names no identifier")
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
-        return fts_topk(ctx, "exact_fts", exact_match(ctx.query))
+        return backend_of(ctx.conn).text_topk(ctx, "exact_fts", exact_match(ctx.query), None)

@@ -40,15 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 from memo.errors import ModelUnavailable, QuerySyntaxError
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.arms.semantic import _NO_CFG, _OFF_MODES, query_vector
+from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
+from memo.retrieve.backend import backend_of
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.fusion.minmax import minmax_contributions
 from memo.retrieve.scope import live_filter
 from memo.retrieve.types import ArmRun
-from memo.store.dialect import is_postgres
-from memo.store.postgres.fts import bm25_topk
-from memo.store.postgres.vectors import fact_vector_topk
-from memo.text.fts_query import keyword_match, query_words
+from memo.text.fts_query import keyword_match
 from memo.types import Scope
 
 if TYPE_CHECKING:
@@ -141,16 +139,9 @@ class FactArm:
         conn = ctx.conn
         where, params = fact_filter_sql(ctx.scope, ctx.scope_sql.where, ctx.scope_sql.params)
         kw: dict[int, tuple[int, float]] = {}
-        if match is not None and is_postgres(conn):   # the same bm25 over facts.tsv
-            rows = bm25_topk(conn, "facts_fts", query_words(ctx.query), where, params, ctx.fetch_depth,
-                             conn_cache(conn))
-            kw = {pk: (i, score) for i, (pk, score) in enumerate(rows, 1)}
-        elif match is not None:
-            rows = conn.execute(
-                "SELECT f.pk, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.pk = facts_fts.rowid"
-                " WHERE facts_fts MATCH ? AND " + where + " ORDER BY s, f.pk LIMIT ?",
-                (match, *params, ctx.fetch_depth)).fetchall()
-            kw = {int(r[0]): (i, -float(r[1])) for i, r in enumerate(rows, 1)}
+        if match is not None:
+            rows = backend_of(conn).fact_text_topk(ctx, match, where, params)
+            kw = {pk: (i, raw) for i, (pk, raw) in enumerate(rows, 1)}
         sem: dict[int, tuple[int, float]] = {}
         if svc is not None:
             allowed = _allowed_facts(conn, where, params)
@@ -159,12 +150,8 @@ class FactArm:
                     qvec = query_vector(ctx, svc)
                 except ModelUnavailable:
                     qvec = None
-                if qvec is not None and is_postgres(conn) and getattr(svc.fact_index, "cfg", _NO_CFG) is not _NO_CFG:
-                    # memo's own fact index on PostgreSQL: pgvector (fakes keep the plain call)
-                    hits = fact_vector_topk(conn, svc.model_id, qvec, allowed, ctx.fetch_depth)
-                    sem = {int(pk): (i, float(cos)) for i, (pk, cos) in enumerate(hits, 1)}
-                elif qvec is not None:
-                    hits = svc.fact_index.search(conn, qvec, allowed, ctx.fetch_depth)
+                if qvec is not None:
+                    hits = backend_of(conn).fact_vector_topk(ctx, svc, qvec, allowed)
                     sem = {int(pk): (i, float(cos)) for i, (pk, cos) in enumerate(hits, 1)}
         return _votes(conn, ctx, kw, sem)
 

@@ -3,13 +3,14 @@
 ``raw`` = -bm25 so that higher is better (FTS5's bm25() is negative, best = most negative).
 The scope filter sits in the same query, before ``LIMIT fetch_depth`` (seed section 1).
 From ``retrieve.impact_min_passages`` passages on, a derived impact index may answer
-instead with the same ranking (``memo.retrieve.impact``; ``fts_topk`` decides).
+instead with the same ranking (``memo.retrieve.impact``; ``memo.retrieve.backend_sqlite``
+decides).  On PostgreSQL the same bm25 over postings tables (``memo.retrieve.backend``).
 """
 
 from __future__ import annotations
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.arms.fts_topk import fts_topk
+from memo.retrieve.backend import backend_of
 from memo.text.fts_query import keyword_match, query_words
 
 
@@ -24,4 +25,4 @@ class KeywordArm:
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
         match = keyword_match(ctx.query)            # raises QuerySyntaxError for a query without words
-        return fts_topk(ctx, "passages_fts", match, words=query_words(ctx.query))
+        return backend_of(ctx.conn).text_topk(ctx, "passages_fts", match, query_words(ctx.query))

@@ -63,6 +63,12 @@ def lexemes(conn: Any, index: str, words: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(r[1] for r in rows))
 
 
+def tsquery_of(lexes: Sequence[str]) -> str:
+    """An OR of already-normalised lexemes, quoted (the ``::tsquery`` cast keeps them as
+    they are)."""
+    return " | ".join("'" + lx.replace("\\", "\\\\").replace("'", "''") + "'" for lx in lexes)
+
+
 def term_counts(conn: Any, index: str, lexes: Sequence[str], cache: dict[str, int]) -> list[int]:
     """Rows of ``index`` holding each lexeme (posting list lengths, cached in ``cache``
     until the data changes)."""

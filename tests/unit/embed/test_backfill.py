@@ -87,3 +87,31 @@ def test_embed_records_degrades_without_model(conn, monkeypatch):
     rep = embed_records(conn, [rid])
     assert rep.error and "unknown embedding model" in rep.error
     assert pending_count(conn, "all-minilm-l6-v2-int8") == 1     # still queued
+
+
+def test_backfill_builds_the_hnsw_index_on_postgresql_from_ann_min(conn, monkeypatch):
+    """PostgreSQL: once the model has vectors.ann_min vectors, backfill builds its HNSW
+    index, and a search over a large enough scope takes it (same answers as the exact
+    scan on this small, well-separated set).  SQLite builds none (its index is in process)."""
+    import memo.embed.backfill as bf
+    from memo.profile import load_profile
+    from memo.store.postgres.vectors import ann_index_exists, vector_topk
+
+    small = load_profile(None).with_overrides({"vectors.ann_min": 30})
+    monkeypatch.setattr(bf, "load_profile", lambda _name: small)
+    for i in range(20):
+        add(conn, f"first batch {i}")
+    assert backfill(conn, progress=False, embedder=FakeEmbedder()).ann_index_built is False   # 20 < 30
+    for i in range(20):
+        add(conn, f"second batch {i}")
+    rep = backfill(conn, progress=False, embedder=FakeEmbedder())
+    if not is_postgres(conn):
+        assert rep.ann_index_built is False
+        return
+    assert rep.ann_index_built is True and ann_index_exists(conn, FakeEmbedder().model_id)
+    q = fake_vec("second batch 7")
+    plan: list[str] = []
+    live = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
+    ann = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10, in_scope=40, cfg=small.vectors, plan_out=plan)
+    exact = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10)
+    assert plan == ["hnsw"] and [pk for pk, _ in ann] == [pk for pk, _ in exact]

@@ -195,7 +195,8 @@ def test_joint_floor_is_validated():
 def test_coverage_from_the_impact_index_equals_coverage_from_fts5(conn, corpus, monkeypatch):
     """Differential: with the keyword arm's impact index current, the counts and holders
     come from its postings; the measure is the same to the last bit."""
-    from memo.retrieve import evidence, impact
+    from memo.retrieve import backend_sqlite as sqlite_backend
+    from memo.retrieve import impact
 
     queries = ["zebra quasar nebula weather", "weather report", "quasars and zebras", "cake filter pool",
                "nothing here at all", "the a of"]
@@ -207,7 +208,7 @@ def test_coverage_from_the_impact_index_equals_coverage_from_fts5(conn, corpus, 
         def no_fts(*a, **k):
             raise AssertionError("the impact index should have answered")
 
-        monkeypatch.setattr(evidence, "_holders_from_fts", no_fts)
+        monkeypatch.setattr(sqlite_backend, "_holders_from_fts", no_fts)
         fast = [passages_evidence(conn, q, pks + [10_000], 10) for q in queries]   # an unknown pk too
     finally:
         impact.forget_indexes()

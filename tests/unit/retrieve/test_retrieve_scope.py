@@ -25,7 +25,7 @@ def _profile(**over):
     return load_profile("rrf").with_overrides({**NO_CUT, **over})
 
 
-@pytest.mark.parametrize("excluded_max", [500, 0])  # both exact plans of fts_topk
+@pytest.mark.parametrize("excluded_max", [500, 0])  # both exact plans of the SQLite text top-k (memo.retrieve.backend_sqlite)
 def test_filtered_search_finds_passages_the_unfiltered_top_100_lacks(conn, monkeypatch, excluded_max):
     monkeypatch.setattr(scope_mod, "EXCLUDED_MAX", excluded_max)
     for i in range(150):  # strong matches, out of scope

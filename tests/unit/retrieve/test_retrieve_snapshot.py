@@ -14,9 +14,9 @@ from retrieve_helpers import FakeSemantic, add
 
 from memo.retrieve import SearchRequest, search
 from memo.retrieve import scope as scope_mod
-from memo.retrieve.arms import fts_topk as fts_mod
 from memo.store.connect import connect
 from memo.store.db import open_db
+from memo.store.dialect import is_db_url
 from memo.types import Scope
 
 
@@ -26,10 +26,12 @@ def _profile():
 
 
 @pytest.fixture
-def two_conns(tmp_path):
-    db = tmp_path / "snap.db"
+def two_conns(backend_db):
+    """A reader and a writer on one database, on each backend (PostgreSQL: REPEATABLE
+    READ gives the search its snapshot)."""
+    db = backend_db
     reader = open_db(db)
-    writer = connect(db)
+    writer = open_db(db) if is_db_url(db) else connect(db)
     yield reader, writer
     writer.close()
     reader.close()
@@ -44,10 +46,10 @@ def _commit_between(monkeypatch, writer, fired):
         if not fired:
             fired.append(add(writer, "zebra password is hunter2 zebra zebra", namespace="personal"))
         return stats
-    monkeypatch.setattr(fts_mod, "scope_stats", interleaved)
+    monkeypatch.setattr(scope_mod, "scope_stats", interleaved)
 
 
-@pytest.mark.parametrize("excluded_max", [500, 0])  # both plans of fts_topk
+@pytest.mark.parametrize("excluded_max", [500, 0])  # both plans of the SQLite text top-k (memo.retrieve.backend_sqlite)
 @pytest.mark.parametrize("filt", ["namespace", "kind", "tags", "as_of", "forgotten"])
 def test_commit_between_scope_and_arm_does_not_leak(two_conns, monkeypatch, excluded_max, filt):
     reader, writer = two_conns
@@ -73,7 +75,7 @@ def test_commit_between_scope_and_arm_does_not_leak(two_conns, monkeypatch, excl
             fired.append(add(writer, "zebra password is hunter2 zebra zebra", namespace="personal",
                              kind="doc"))
         return stats
-    monkeypatch.setattr(fts_mod, "scope_stats", interleaved)
+    monkeypatch.setattr(scope_mod, "scope_stats", interleaved)
 
     resp = search(reader, SearchRequest("zebra", scope=scope, mode="keyword"), _profile())
     assert fired, "the interleaved commit did not happen"

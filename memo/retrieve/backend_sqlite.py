@@ -1,0 +1,204 @@
+"""SQLite's answers to the arms' questions (``memo.retrieve.backend.SearchBackend``).
+
+Text top-k (keyword and exact arms): two exact plans over an FTS5 table (see
+``memo.retrieve.scope.ScopeStats``):
+
+* few passages out of scope: query the FTS table alone for fetch_depth + len(excluded)
+  rows and drop the excluded pks here (no join: ~3x faster on SciFact);
+* many out of scope: join passages/records and put the scope WHERE in the query.
+
+``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.  For the
+keyword arm, when the profile allows it (``retrieve.keyword_index = "impact"``, at least
+``retrieve.impact_min_passages`` passages) and an impact index matches this snapshot,
+``memo.retrieve.impact`` answers with the same ranking without scoring every matching row
+in SQLite; otherwise FTS5 does.
+
+Column weights: ``passages_fts`` is (text, section); the keyword arm scores it with
+``bm25(passages_fts, 1.0, retrieve.keyword_section_weight)`` (FTS5 adds the column's weight,
+not 1, per occurrence to a phrase's frequency), and the impact index applies the same weight.
+``exact_fts`` has one column and no weights.
+
+Vector top-k: the in-process index (``memo.embed.index``: exact float32, or int8 +
+rescoring from the sidecar per the profile's ``[vectors]``), given the excluded pks when
+few passages are out of scope, else the allowed ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memo.retrieve import impact
+from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.scope import ScopeSQL, scope_stats
+from memo.retrieve.types import ArmHit
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+# Table names are constants of this module's callers, never user input.
+_TABLES = ("passages_fts", "exact_fts")
+_NO_CFG = object()
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class SqliteSearch:
+    name = "sqlite"
+
+    def text_topk(self, ctx: Any, index: str, match: str, words: list[str] | None) -> list[ArmHit]:
+        if index not in _TABLES:
+            raise ValueError(f"not an FTS table: {index}")
+        table = index
+        cfg = ctx.profile.retrieve if ctx.profile is not None else None
+        stats = scope_stats(ctx.conn, ctx.scope_sql)
+        section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
+        if words and cfg is not None and cfg.keyword_index == "impact" and stats.total >= cfg.impact_min_passages:
+            hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
+                                      section_weight=section_weight)
+            if hits is not None:
+                return hits
+        # 1.0: today's statement, unweighted (bm25 reads a missing weight as 1.0).
+        bm25, weight = ((f"bm25({table})", ()) if section_weight == 1.0
+                        else (f"bm25({table}, 1.0, ?)", (section_weight,)))
+        if stats.excluded is not None:
+            rows = ctx.conn.execute(
+                f"SELECT rowid, {bm25} AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
+                (*weight, match, ctx.fetch_depth + len(stats.excluded))).fetchall()
+            if stats.excluded:
+                rows = [row for row in rows if row[0] not in stats.excluded][:ctx.fetch_depth]
+        else:
+            rows = ctx.conn.execute(
+                f"SELECT f.rowid, {bm25} AS s FROM {table} f"
+                " JOIN passages p ON p.pk = f.rowid JOIN records r ON r.id = p.record_id"
+                f" WHERE {table} MATCH ? AND " + ctx.scope_sql.where + " ORDER BY s LIMIT ?",
+                (*weight, match, *ctx.scope_sql.params, ctx.fetch_depth)).fetchall()
+        return [ArmHit(pk=row[0], rank=i, raw=-row[1]) for i, row in enumerate(rows, 1)]
+
+    def vector_topk(self, ctx: Any, svc: Any, qvec: np.ndarray) -> list[ArmHit]:
+        # memo's own index takes the profile's [vectors] section (exact or int8 +
+        # rescoring, the sidecar) and, when few passages are out of scope (the usual case:
+        # a few superseded records), those pks instead of every allowed one (reading 1M
+        # allowed pks costs more than the scan).  Fakes keep the plain call.
+        cfg = ctx.profile.vectors if ctx.profile is not None else None
+        if getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
+            stats = scope_stats(ctx.conn, ctx.scope_sql)
+            if stats.excluded is not None:
+                hits = svc.index.search(ctx.conn, qvec, None, ctx.fetch_depth, cfg, excluded=stats.excluded)
+            else:
+                hits = svc.index.search(ctx.conn, qvec, allowed_pks(ctx, svc), ctx.fetch_depth, cfg)
+        else:
+            hits = svc.index.search(ctx.conn, qvec, allowed_pks(ctx, svc), ctx.fetch_depth)
+        return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
+
+    def fact_text_topk(self, ctx: Any, match: str, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
+        rows = ctx.conn.execute(
+            "SELECT f.pk, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.pk = facts_fts.rowid"
+            " WHERE facts_fts MATCH ? AND " + where + " ORDER BY s, f.pk LIMIT ?",
+            (match, *params, ctx.fetch_depth)).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def fact_vector_topk(self, ctx: Any, svc: Any, qvec: np.ndarray,
+                         allowed: Sequence[int]) -> list[tuple[int, float]]:
+        return [(int(pk), float(cos)) for pk, cos in svc.fact_index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)]
+
+    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int]) -> dict[int, float]:
+        wanted = set(pks)
+        out: dict[int, float] = {}
+        for rowid, score in ctx.conn.execute(
+                "SELECT rowid, bm25(passages_fts) FROM passages_fts WHERE passages_fts MATCH ?", (match,)):
+            if rowid in wanted:
+                out[int(rowid)] = -float(score)
+        return out
+
+    def word_df(self, conn: Any, word: str, where: str, params: Sequence[Any]) -> int:
+        # The keyword arm's impact index counts a one-token word when it matches the
+        # snapshot (FTS5 took ~0.15 s per word at 100k passages: the join reads every
+        # holder's passage and record).
+        fast = impact.scoped_df(conn, ScopeSQL(where or "1", tuple(params)), word)
+        if fast is not None:
+            return fast
+        row = conn.execute(
+            "SELECT count(*) FROM passages_fts f JOIN passages p ON p.pk = f.rowid "
+            "JOIN records r ON r.id = p.record_id WHERE passages_fts MATCH ? AND " + (where or "1"),
+            (_quote(word), *params)).fetchone()
+        return int(row[0]) if row else 0
+
+    def term_holders(self, conn: Any, table: str, terms: Sequence[str],
+                     rows: Sequence[int]) -> list[tuple[str, int, list[int]]]:
+        # With the keyword arm's impact index current for the snapshot the counts and
+        # holders come from its postings (the rows FTS5's MATCH '"t"' returns, its own
+        # tokens and stems), a binary search per candidate and term; otherwise per term one
+        # count(*) (cached until the data changes) and one MATCH ... AND +rowid IN (rows):
+        # the + keeps the IN list out of FTS5's rowid lookup, so the posting list is read
+        # once and filtered.
+        found = impact.term_postings(conn, tuple(terms), table) if table == "passages_fts" else None
+        if found is not None:
+            return _holders_from_index(found, terms, rows)
+        return _holders_from_fts(conn, table, terms, rows)
+
+
+def _holders_from_fts(conn: Any, table: str, terms: Sequence[str],
+                      rows: Sequence[int]) -> list[tuple[str, int, list[int]]]:
+    counts = conn_cache(conn).setdefault(f"term_rows:{table}", {})
+    marks = ",".join("?" * len(rows))
+    out = []
+    for term in terms:
+        match = _quote(term)
+        n_hit = counts.get(term)
+        if n_hit is None:
+            if len(counts) > 100_000:
+                counts.clear()
+            n_hit = counts[term] = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)).fetchone()[0]
+        held = []
+        if n_hit and rows:
+            held = [int(r[0]) for r in conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})", (match, *rows))]
+        out.append((term, int(n_hit), held))
+    return out
+
+
+def _holders_from_index(found: Any, terms: Sequence[str], rows: Sequence[int]) -> list[tuple[str, int, list[int]]]:
+    """The same counts and holders from the impact index's postings (sorted row numbers)."""
+    import numpy as np
+
+    index, postings = found
+    cand = np.asarray(list(rows), dtype=np.int64)
+    at = np.searchsorted(index.pks, cand)
+    at_ok = at < len(index.pks)
+    present = np.zeros(len(cand), dtype=bool)
+    present[at_ok] = index.pks[at[at_ok]] == cand[at_ok]
+    out = []
+    for term, post in zip(terms, postings, strict=True):
+        if len(post) == 0 or len(cand) == 0:
+            out.append((term, len(post), []))
+            continue
+        j = np.searchsorted(post, at)
+        inside = j < len(post)
+        hit = present & inside
+        hit[inside] &= post[j[inside]] == at[inside]
+        out.append((term, len(post), cand[hit].tolist()))
+    return out
+
+
+def allowed_pks(ctx: Any, svc: Any) -> np.ndarray | None:
+    """Passage pks the scope filter allows (None = no filter at all; portable SQL: a
+    unit test's fake index gets them on either engine).  The index caches
+    the answer per (data generation, where, params), so a replay of many queries under
+    one scope runs the filter query once."""
+    scoped = getattr(svc.index, "scope_pks", None)
+    if scoped is not None:
+        return scoped(ctx.conn, ctx.scope_sql.where, ctx.scope_sql.params)
+    sql = ("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
+           + (ctx.scope_sql.where or "1"))
+    rows = ctx.conn.execute(sql, ctx.scope_sql.params).fetchall()
+    import numpy as np
+
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+
+
+SQLITE = SqliteSearch()
