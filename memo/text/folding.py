@@ -76,6 +76,10 @@ class _Tokenizer(threading.local):
     def get(self) -> sqlite3.Connection:
         if self.conn is None or self.pid != os.getpid():
             conn = sqlite3.connect(":memory:", isolation_level=None)
+            # FTS5 cuts a token longer than its 32,768-byte limit at a byte, which can split
+            # a character: such a term is not UTF-8.  Drop the broken tail (the index cuts
+            # the same token the same way) instead of failing the search.
+            conn.text_factory = lambda raw: raw.decode("utf-8", "ignore")
             conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
             conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
             self.conn, self.pid = conn, os.getpid()
