@@ -82,21 +82,20 @@ def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None
         # Facts are queued the same way: every fact without a vector for the model.
         facts, _ = backfill_facts(conn, embedder, mid, batch_size)
         return replace(report, facts_embedded=facts, facts_pending_after=pending_fact_count(conn, mid),
-                       ann_index_built=_ann_index(conn, mid, embedder))
+                       ann_index_built=_ann_index(conn, mid))
     finally:
         if own:
             conn.close()
 
 
-def _ann_index(conn: sqlite3.Connection, model_id: str, embedder: object) -> bool:
+def _ann_index(conn: sqlite3.Connection, model_id: str) -> bool:
     """PostgreSQL: build the model's HNSW index once it has ``vectors.ann_min`` vectors (the
     default profile's; docs/postgres.md).  SQLite keeps its in-process index."""
     if not is_postgres(conn):
         return False
-    ann_min = load_profile(None).vectors.ann_min
-    dims = getattr(embedder, "dimensions", None) or load_registry().get(model_id).dimensions
-    if vector_count(conn, model_id) < ann_min:
+    if vector_count(conn, model_id) < load_profile(None).vectors.ann_min:
         return False
+    dims = conn.execute("SELECT vector_dims(vec) FROM vectors WHERE model_id = ? LIMIT 1", (model_id,)).fetchone()[0]
     return build_ann_index(conn, model_id, int(dims))
 
 

@@ -116,13 +116,19 @@ def bm25_topk(conn: Any, index: str, words: Sequence[str], where: str, params: S
     n_rows, avgdl = index_stats(conn, index, cache)
     counts = term_counts(conn, index, lexes, cache.setdefault(f"pg_term_rows:{index}", {}))
     idfs = [idf(n_rows, n) for n in counts]
-    scope = (" WHERE " + native(where)) if where else ""
+    scope = (" AND " + native(where)) if where else ""
+    # Scores first (index-only reads of the posting lists), then, best first, each
+    # candidate's scope check by primary key until k pass: a live-only scope checks about
+    # k rows instead of joining every scored one; a narrow scope checks more, never fewer
+    # than it must (the filter still sits before the top-k).
     sql = (
         "WITH q(lex, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),"
-        " s AS (SELECT t.key, sum(q.idf * f.f * %s / (f.f + %s * (1 - %s + %s * t.dl / %s))) AS score"
+        " s AS MATERIALIZED (SELECT t.key, sum(q.idf * f.f * %s / (f.f + %s * (1 - %s + %s * t.dl / %s))) AS score"
         f"   FROM q JOIN {postings} t ON t.lex = q.lex"
         "   CROSS JOIN LATERAL (SELECT t.tf_a + %s * t.tf_b AS f) f GROUP BY t.key)"
-        f" SELECT s.key, s.score FROM s {joins}{scope} ORDER BY s.score DESC, s.key LIMIT %s")
+        " SELECT s.key, s.score FROM (SELECT key, score FROM s ORDER BY score DESC, key) s"
+        f" WHERE EXISTS (SELECT 1 FROM (SELECT s.key) s {joins} WHERE TRUE{scope})"
+        " ORDER BY s.score DESC, s.key LIMIT %s")
     rows = conn.execute_native(sql, (lexes, idfs, K1 + 1.0, K1, B, B, avgdl, float(section_weight),
                                      *params, int(k))).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]

@@ -133,13 +133,16 @@ CREATE TRIGGER exact_fts_tsv BEFORE INSERT OR UPDATE OF terms ON exact_fts
 -- section (tf_b) and the row's token count: bm25 reads a query lexeme's posting list
 -- instead of unnesting every matching row's tsvector (memo.store.postgres.fts).
 -- Written by AFTER triggers from the row's tsv; a row's postings go with it (foreign key).
+-- The primary key carries the scores' inputs (INCLUDE): a lexeme's posting list is read
+-- from the index alone, in order, not from rows scattered over the heap (at 100k passages
+-- one SciFact claim read 48,728 postings from 45,656 heap pages: 245 of its 380 ms).
 CREATE TABLE passage_terms (
     lex  TEXT NOT NULL,
     key  BIGINT NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
     tf_a INTEGER NOT NULL,
     tf_b INTEGER NOT NULL,
     dl   INTEGER NOT NULL,
-    PRIMARY KEY (lex, key)
+    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
 );
 CREATE INDEX passage_terms_key ON passage_terms(key);
 CREATE TABLE exact_terms (
@@ -148,7 +151,7 @@ CREATE TABLE exact_terms (
     tf_a INTEGER NOT NULL,
     tf_b INTEGER NOT NULL,
     dl   INTEGER NOT NULL,
-    PRIMARY KEY (lex, key)
+    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
 );
 CREATE INDEX exact_terms_key ON exact_terms(key);
 CREATE FUNCTION memo_write_postings(postings text, key_value bigint, dl integer, tsv tsvector, replace boolean)
@@ -223,7 +226,7 @@ CREATE TABLE fact_terms (
     tf_a INTEGER NOT NULL,
     tf_b INTEGER NOT NULL,
     dl   INTEGER NOT NULL,
-    PRIMARY KEY (lex, key)
+    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
 );
 CREATE INDEX fact_terms_key ON fact_terms(key);
 CREATE TRIGGER facts_postings AFTER INSERT OR UPDATE OF text ON facts
