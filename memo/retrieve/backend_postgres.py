@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.backend_sqlite import allowed_pks
 from memo.retrieve.conn_cache import conn_cache
-from memo.retrieve.scope import scope_stats
+from memo.retrieve.scope import ScopeSQL, scope_stats
 from memo.retrieve.types import ArmHit
 from memo.store.postgres import fts as pg_fts
 from memo.store.postgres import vectors as pg_vectors
@@ -68,6 +68,11 @@ class PostgresSearch:
                                      conn_cache(ctx.conn)))
 
     def word_df(self, conn: Any, word: str, where: str, params: Sequence[Any]) -> int:
+        # Few passages out of scope (the usual live filter): the posting list's length
+        # minus the excluded holders; else every holder joined to its record.
+        stats = scope_stats(conn, ScopeSQL(where or "TRUE", tuple(params)))
+        if stats.excluded is not None:
+            return pg_fts.count_holding(conn, "passages_fts", word.split(), sorted(stats.excluded), conn_cache(conn))
         return pg_fts.scoped_count(conn, "passages_fts", word.split(), where, params)
 
     def term_holders(self, conn: Any, table: str, terms: Sequence[str],
