@@ -3,11 +3,14 @@ exact plan on the same server, with and without a scope filter.
 
     .venv/bin/python bench/pg_ann_recall.py --db postgresql://... [--dataset scifact] [--queries 300]
     .venv/bin/python bench/pg_ann_recall.py --db postgresql://... --random 100000 [--queries 100]
+    .venv/bin/python bench/pg_ann_recall.py --db postgresql://.../s100k --random-queries [--queries 100]
 
 Default: the data set's index as ``memo eval run --db postgresql://...`` builds it (passages
 and vectors must be there), its test queries' vectors from the harness cache.
 ``--random N``: N seeded random unit vectors (384-d) in a database of their own, the worst
 case for an ANN index (no cluster structure); queries are random unit vectors too.
+``--random-queries``: the database's own vectors of the default model (bench/scale_build.py's
+seeded random ones) and random unit queries.
 
 For each filter (none; ``p.pk % 2 = 0``, half the passages; ``p.pk % 20 = 0``, one in twenty)
 and each query: the exact plan's top ``k`` (``vector_topk`` below ``ann_min``) and the
@@ -65,6 +68,8 @@ def main() -> int:
     ap.add_argument("--db", required=True, help="postgresql://... (the data set's index, or a random one)")
     ap.add_argument("--dataset", default="scifact")
     ap.add_argument("--random", type=int, default=0, help="N random vectors instead of a data set")
+    ap.add_argument("--random-queries", action="store_true",
+                    help="the database's default-model vectors, random unit queries")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--profile", default="rrf")
@@ -74,7 +79,14 @@ def main() -> int:
     cfg = load_profile(args.profile).vectors
     ann_cfg = dataclasses.replace(cfg, ann_min=0)
     conn = open_db(args.db)
-    if args.random:
+    if args.random_queries:
+        from memo.embed import DEFAULT_MODEL_ID
+
+        model_id, dims = DEFAULT_MODEL_ID, 384
+        rng = np.random.default_rng(11)
+        qv = rng.standard_normal((args.queries, dims)).astype(np.float32)
+        qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+    elif args.random:
         model_id, dims = "random-384", 384
         _random_db(conn, args.random, dims, model_id)
         rng = np.random.default_rng(11)
