@@ -28,10 +28,16 @@ from memo.retrieve.types import ArmRun
 
 
 def spread(raws: list[float]) -> float:
-    """Population standard deviation (two passes: the mean, then the squared deviations)."""
+    """Population standard deviation (two passes: the mean, then the squared deviations).
+    The deviations are squared in units of the largest one, so tiny raws (1e-161: their
+    squares would be subnormal and lose every digit) and huge ones keep their precision."""
     n = len(raws)
     mean = math.fsum(raws) / n
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in raws) / n)
+    devs = [x - mean for x in raws]
+    big = max(abs(d) for d in devs)
+    if big == 0.0:
+        return 0.0
+    return big * math.sqrt(math.fsum((d / big) ** 2 for d in devs) / n)
 
 
 def zscore_contributions(run: ArmRun, w: float, k: int = 0) -> list[float]:
