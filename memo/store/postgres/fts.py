@@ -84,9 +84,6 @@ def term_counts(conn: Any, index: str, lexes: Sequence[str], cache: dict[str, in
     return [cache[lx] for lx in lexes]
 
 
-def term_rows(conn: Any, index: str, lex: str, cache: dict[str, int]) -> int:
-    return term_counts(conn, index, [lex], cache)[0]
-
 
 def idf(n_rows: int, n_hit: int) -> float:
     n_rows = max(n_rows, n_hit)

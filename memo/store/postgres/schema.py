@@ -136,24 +136,8 @@ CREATE TRIGGER exact_fts_tsv BEFORE INSERT OR UPDATE OF terms ON exact_fts
 -- The primary key carries the scores' inputs (INCLUDE): a lexeme's posting list is read
 -- from the index alone, in order, not from rows scattered over the heap (at 100k passages
 -- one SciFact claim read 48,728 postings from 45,656 heap pages: 245 of its 380 ms).
-CREATE TABLE passage_terms (
-    lex  TEXT NOT NULL,
-    key  BIGINT NOT NULL REFERENCES passages(pk) ON DELETE CASCADE,
-    tf_a INTEGER NOT NULL,
-    tf_b INTEGER NOT NULL,
-    dl   INTEGER NOT NULL,
-    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
-);
-CREATE INDEX passage_terms_key ON passage_terms(key);
-CREATE TABLE exact_terms (
-    lex  TEXT NOT NULL,
-    key  BIGINT NOT NULL REFERENCES exact_fts(rowid) ON DELETE CASCADE,
-    tf_a INTEGER NOT NULL,
-    tf_b INTEGER NOT NULL,
-    dl   INTEGER NOT NULL,
-    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
-);
-CREATE INDEX exact_terms_key ON exact_terms(key);
+{postings_passage_terms}
+{postings_exact_terms}
 CREATE FUNCTION memo_write_postings(postings text, key_value bigint, dl integer, tsv tsvector, replace boolean)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -220,15 +204,7 @@ END $$;
 CREATE TRIGGER facts_pk BEFORE INSERT ON facts FOR EACH ROW EXECUTE FUNCTION memo_next_pk();
 CREATE TRIGGER facts_tsv BEFORE INSERT OR UPDATE OF text ON facts FOR EACH ROW EXECUTE FUNCTION memo_facts_tsv();
 
-CREATE TABLE fact_terms (
-    lex  TEXT NOT NULL,
-    key  BIGINT NOT NULL REFERENCES facts(pk) ON DELETE CASCADE,
-    tf_a INTEGER NOT NULL,
-    tf_b INTEGER NOT NULL,
-    dl   INTEGER NOT NULL,
-    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
-);
-CREATE INDEX fact_terms_key ON fact_terms(key);
+{postings_fact_terms}
 CREATE TRIGGER facts_postings AFTER INSERT OR UPDATE OF text ON facts
     FOR EACH ROW EXECUTE FUNCTION memo_postings('fact_terms');
 
@@ -271,6 +247,20 @@ CREATE UNIQUE INDEX mentions_key ON mentions(passage_pk, entity_pk, (coalesce(fa
 CREATE INDEX mentions_entity ON mentions(entity_pk, passage_pk);
 CREATE INDEX mentions_fact ON mentions(fact_pk) WHERE fact_pk IS NOT NULL;
 """
+
+# The three postings tables (keyword, exact, fact) share one shape.
+_POSTINGS = """CREATE TABLE {name} (
+    lex  TEXT NOT NULL,
+    key  BIGINT NOT NULL REFERENCES {parent} ON DELETE CASCADE,
+    tf_a INTEGER NOT NULL,
+    tf_b INTEGER NOT NULL,
+    dl   INTEGER NOT NULL,
+    PRIMARY KEY (lex, key) INCLUDE (tf_a, tf_b, dl)
+);
+CREATE INDEX {name}_key ON {name}(key);"""
+M001 = M001.replace("{postings_passage_terms}", _POSTINGS.format(name="passage_terms", parent="passages(pk)")) \
+           .replace("{postings_exact_terms}", _POSTINGS.format(name="exact_terms", parent="exact_fts(rowid)")) \
+           .replace("{postings_fact_terms}", _POSTINGS.format(name="fact_terms", parent="facts(pk)"))
 
 MIGRATIONS: tuple[str, ...] = (M001,)
 LATEST = len(MIGRATIONS)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memo.errors import MemoError, StoreBusy, StoreError
+from memo.errors import StoreBusy, StoreError
 
 WRITER_LOCK = 0x6D656D6F    # "memo": the advisory lock key writers share
 LOCK_TIMEOUT_MS = 15_000    # SQLite's busy wait is 3 x BUSY_TIMEOUT_MS; a server gets longer
@@ -53,8 +53,6 @@ def read_tx(conn: Any) -> Iterator[Any]:
     try:
         conn.execute_native("SELECT 1").fetchone()   # the snapshot is taken here
         yield conn
-    except MemoError:
-        raise
     finally:
         conn.rollback()
 

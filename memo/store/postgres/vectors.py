@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 EF_SEARCH_MAX = 1000      # pgvector's bound on hnsw.ef_search
-PLANS = ("exact", "hnsw", "hnsw_starved_exact")
 
 
 def literal(vec: np.ndarray) -> str:
