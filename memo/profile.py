@@ -159,6 +159,13 @@ class VectorCfg:
     ann_overfetch: float                  # PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth, then the scope
 
 
+@dataclass(frozen=True, slots=True)
+class SpeakerCfg:
+    """Passages said by someone the query names (memo.retrieve.speaker; docs/architecture.md section 5)."""
+
+    boost: float                          # their score x (1 + boost); 0 = off
+
+
 FACT_MERGES = ("minmax", "rrf")
 FACT_VOTES = ("best", "sum")
 
@@ -201,6 +208,7 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "fact.spread": ("float", 0.0, 1.0),
     "fact.meaning_weight": ("float", 0.0, 100.0),
     "fact.top": ("int", 0, 100_000),
+    "speaker.boost": ("float", 0.0, 100.0),
     "abstention.keyword_floor": ("float", 0.0, 1.0),
     "abstention.joint_floor": ("float", 0.0, 2.0),
     "vectors.quantised_min": ("int", 1, 1_000_000_000),
@@ -230,6 +238,7 @@ class Profile:
     graph: GraphCfg
     fact: FactCfg
     abstention: AbstentionCfg
+    speaker: SpeakerCfg
     vectors: VectorCfg
 
     def flat(self) -> dict[str, Any]:
@@ -421,6 +430,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],
                      values["fact.meaning_weight"], values["fact.top"]),
         abstention=AbstentionCfg(values["abstention.keyword_floor"], values["abstention.joint_floor"]),
+        speaker=SpeakerCfg(values["speaker.boost"]),
         vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
                           values["vectors.sidecar_min"], values["vectors.sidecar_tail"],
                           values["vectors.ann_min"], values["vectors.ann_overfetch"]),

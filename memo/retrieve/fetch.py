@@ -1,7 +1,7 @@
 """The pipeline's two reads after the arms: one query each, never one per candidate.
 
-* ``fetch_meta``: kind, namespace, source, tokens and date of every fused candidate
-  (recency, budget and narrow_hint need them);
+* ``fetch_meta``: kind, namespace, source, tokens, date and speaker of every fused
+  candidate (recency, speaker, budget and narrow_hint need them);
 * ``fetch_rows``: text and provenance of the final results only.
 
 Both are cached per connection until the data changes (``conn_cache``): eval replay
@@ -49,7 +49,7 @@ class PassageRow(NamedTuple):
 
 _META_SQL = (
     "SELECT p.pk, r.kind, r.namespace, r.source, p.tokens,"
-    " COALESCE(p.event_at, r.event_at, r.recorded_at)"
+    " COALESCE(p.event_at, r.event_at, r.recorded_at), p.speaker"
     " FROM passages p JOIN records r ON r.id = p.record_id"
     " WHERE p.pk IN (SELECT value FROM json_each(?))")
 

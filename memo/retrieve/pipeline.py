@@ -1,7 +1,10 @@
 """The search pipeline, listed once, in the seed's order:
 
-    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency ─▶ 5 abstention
+    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker) ─▶ 5 abstention
     ─▶ 6 cutoff ─▶ 7 limit ─▶ 8 token budget ─▶ 9 results + why + trace
+
+(4b, beside recency: a passage said by someone the query names scores x (1 + speaker.boost);
+memo/retrieve/speaker.py says why.)
 
 Every search (library, CLI, MCP server) calls ``search``.  Stages 3-8 are pure functions
 (one file each); the only I/O is the scope count, the arms' own queries, and two batched
@@ -35,6 +38,7 @@ from memo.retrieve.results import build_results
 from memo.retrieve.run_arms import run_arms
 from memo.retrieve.scope import build_scope_sql, scope_counts
 from memo.retrieve.services import ArmServices
+from memo.retrieve.speaker import apply_speaker
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
@@ -96,6 +100,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     rec = profile.recency
     ranked = apply_recency(fused, meta, floor=rec.floor, half_life_days=rec.half_life_days,
                            aging_kinds=rec.aging_kinds, now=checked.now)
+    # 4b speaker: re-sorts only when the query names a candidate's speaker
+    ranked, speakers = apply_speaker(ranked, meta, checked.query, profile.speaker.boost)
     clock.lap("recency")
 
     # 5 abstention
@@ -173,7 +179,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
-        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes)
+        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes,
+        speakers=speakers)
     metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
                            degraded=degraded_kinds, empty_cause=cause)
     return SearchResponse(query=checked.query, results=results, abstained=cause == "abstained", cause=cause,

@@ -1,6 +1,7 @@
 """Stage 9, results + why: turn the packed candidates into ``Result`` s, with ``why`` when
 explain is asked for.  ``why`` carries the numbers the score was computed from, in the
-order it was computed (arm contributions in arm order, summed, times the recency factor),
+order it was computed (arm contributions in arm order, summed, times the recency factor,
+times the speaker factor),
 so a reader can reproduce ``final`` exactly (tests/unit/retrieve/test_explain.py).
 
 Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
@@ -46,7 +47,8 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                 provenance={"source": row.source, "author": row.author, "import_path": row.import_path,
                             "recorded_at": row.recorded_at, "content_hash": row.content_hash},
                 freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
-                           "ages": m.kind in aging_kinds})
+                           "ages": m.kind in aging_kinds},
+                speaker_factor=c.speaker, speaker=m.speaker if c.speaker != 1.0 else None)
         out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
                           c.score, relevance, band, row.tokens, why))
     return tuple(out)

@@ -54,8 +54,9 @@ class Candidate(NamedTuple):
     arms: dict[str, Evidence]   # insertion order = arm order; fused = sum in that order
     fused: float
     factor: float = 1.0         # recency factor
-    score: float = 0.0          # fused * factor
+    score: float = 0.0          # fused * factor * speaker (left to right)
     tiebreak: float = 0.0       # orders equal scores (rrf: the min-max fused score); never scored
+    speaker: float = 1.0        # speaker factor: 1 + speaker.boost when the query names its speaker
 
 
 class Meta(NamedTuple):
@@ -66,6 +67,7 @@ class Meta(NamedTuple):
     source: str | None
     tokens: int
     when: str | None            # passage event_at, else record event_at, else recorded_at
+    speaker: str | None = None  # who said it (a conversation turn's speaker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +96,14 @@ class Why:
     arms: dict[str, ArmWhy]
     fused: float
     recency_factor: float
-    final: float
+    final: float                # fused * recency_factor * speaker_factor, in that order
     relevance: float | None
     band: str | None
     tiebreak: float
     provenance: dict[str, Any]
     freshness: dict[str, Any]
+    speaker_factor: float = 1.0     # 1 + speaker.boost when the query names this passage's speaker
+    speaker: str | None = None      # that speaker (None: not boosted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +157,7 @@ class Trace:
     limit: int = 0
     stage_ms: dict[str, float] = field(default_factory=dict)   # wall time per stage
     notes: tuple[str, ...] = ()     # what the pipeline changed in the request (query cut...)
+    speakers: tuple[str, ...] = ()  # candidates' speakers the query names (their passages boosted)
 
 
 @dataclass(frozen=True, slots=True)

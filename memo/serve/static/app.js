@@ -234,7 +234,13 @@
     if (votes && votes.length) box.append(factsBlock(votes));
     const line = el("div", "why-total");
     line.append(labelled("fused", num("fused", why.fused)), el("span", null, " × "),
-      labelled("recency", num("recency_factor", why.recency_factor)), el("span", null, " = "),
+      labelled("recency", num("recency_factor", why.recency_factor)));
+    // The speaker factor (memo/retrieve/speaker.py) shows only when it changed the score.
+    if (why.speaker_factor !== undefined && why.speaker_factor !== 1) {
+      line.append(el("span", null, " × "),
+        labelled("speaker " + why.speaker, num("speaker_factor", why.speaker_factor)));
+    }
+    line.append(el("span", null, " = "),
       labelled("final", num("final", why.final)), labelled("band", el("span", null, why.band || "none")));
     box.append(line);
     const prov = Object.entries(why.provenance).filter(([, v]) => v !== null && v !== "");
