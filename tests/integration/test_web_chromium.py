@@ -30,6 +30,8 @@ SEED = [
     RecordDraft(body="Lunch on Fridays is pizza from the corner shop.", namespace="team"),
     RecordDraft(body="The CI runners restart every night at 02:00 UTC.", namespace="ops"),
     RecordDraft(body="The release was signed off by Marta Kowalski and Ravi Iyer in Lisbon.", namespace="people"),
+    RecordDraft(body="Priya: the nightly backup job moved to 03:00\nTom: thanks, noted\n"
+                     "Tom: my backup job still runs at midnight", kind="conversation", namespace="chat"),
 ]
 PEOPLE = SEED[4].body
 CI = SEED[3].body
@@ -209,6 +211,25 @@ def test_a_voting_fact_is_shown_under_its_results_why(page: Page, server: tuple[
     for i, r in enumerate(doc["results"]):
         if "fact" not in r["why"]["arms"]:
             assert p.locator(".result").nth(i).locator(".why-facts").count() == 0
+
+
+def test_a_named_speakers_turn_shows_its_speaker_factor(page: Page) -> None:
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.check("#explain")
+    doc = page.search("when does Priya's backup job run")
+    assert doc["trace"]["speakers"] == ["Priya"]
+    p.wait_for_selector(".why")
+    boosted = [i for i, r in enumerate(doc["results"]) if r["why"]["speaker_factor"] != 1.0]
+    assert boosted and all(doc["results"][i]["why"]["speaker"] == "Priya" for i in boosted)
+    for i, r in enumerate(doc["results"]):
+        node = p.locator(".result").nth(i).locator(".why [data-field='speaker_factor']")
+        if i in boosted:
+            assert float(node.get_attribute("data-value")) == r["why"]["speaker_factor"]
+            assert float(p.locator(".result").nth(i).locator(".why [data-field='final']")
+                         .get_attribute("data-value")) == r["why"]["final"]
+        else:
+            assert node.count() == 0
 
 
 def test_entity_chips_show_the_query_entities_a_result_was_found_by(page: Page,
