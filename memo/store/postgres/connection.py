@@ -196,6 +196,7 @@ class PgConnection:
         self._pg.adapters.register_loader("numeric", FloatLoader)
         self.url = url
         self.total_changes = 0
+        self.snapshot_generation: int | None = None   # inside read_tx: the snapshot's generation (tx.py)
         self.memo_guarded = False
 
     # -- the sqlite3.Connection surface memo uses ------------------------------------
