@@ -166,6 +166,14 @@ class SpeakerCfg:
     boost: float                          # their score x (1 + boost); 0 = off
 
 
+@dataclass(frozen=True, slots=True)
+class DatesCfg:
+    """Passages dated in a period the query names (memo.retrieve.dated; docs/architecture.md section 4)."""
+
+    boost: float                          # their score x (1 + boost); 0 = off
+    window_days: int                      # a named day is widened by this many days on both sides
+
+
 FACT_MERGES = ("minmax", "rrf")
 FACT_VOTES = ("best", "sum")
 
@@ -209,6 +217,8 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "fact.meaning_weight": ("float", 0.0, 100.0),
     "fact.top": ("int", 0, 100_000),
     "speaker.boost": ("float", 0.0, 100.0),
+    "dates.boost": ("float", 0.0, 100.0),
+    "dates.window_days": ("int", 0, 366),
     "abstention.keyword_floor": ("float", 0.0, 1.0),
     "abstention.joint_floor": ("float", 0.0, 2.0),
     "vectors.quantised_min": ("int", 1, 1_000_000_000),
@@ -239,6 +249,7 @@ class Profile:
     fact: FactCfg
     abstention: AbstentionCfg
     speaker: SpeakerCfg
+    dates: DatesCfg
     vectors: VectorCfg
 
     def flat(self) -> dict[str, Any]:
@@ -431,6 +442,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
                      values["fact.meaning_weight"], values["fact.top"]),
         abstention=AbstentionCfg(values["abstention.keyword_floor"], values["abstention.joint_floor"]),
         speaker=SpeakerCfg(values["speaker.boost"]),
+        dates=DatesCfg(values["dates.boost"], values["dates.window_days"]),
         vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
                           values["vectors.sidecar_min"], values["vectors.sidecar_tail"],
                           values["vectors.ann_min"], values["vectors.ann_overfetch"]),

@@ -1,10 +1,11 @@
 """The search pipeline, listed once, in the seed's order:
 
-    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker) ─▶ 5 abstention
+    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker, 4c dates) ─▶ 5 abstention
     ─▶ 6 cutoff ─▶ 7 limit ─▶ 8 token budget ─▶ 9 results + why + trace
 
-(4b, beside recency: a passage said by someone the query names scores x (1 + speaker.boost);
-memo/retrieve/speaker.py says why.)
+(4b and 4c, factors beside recency: a passage said by someone the query names scores
+x (1 + speaker.boost), one dated in a period the query names x (1 + dates.boost);
+memo/retrieve/speaker.py and memo/retrieve/dated.py say why.)
 
 Every search (library, CLI, MCP server) calls ``search``.  Stages 3-8 are pure functions
 (one file each); the only I/O is the scope count, the arms' own queries, and two batched
@@ -27,6 +28,7 @@ from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.budget import pack
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
+from memo.retrieve.dated import apply_dated
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
 from memo.retrieve.evidence import facts_evidence, passages_evidence
 from memo.retrieve.fetch import fetch_meta, fetch_rows
@@ -102,6 +104,9 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
                            aging_kinds=rec.aging_kinds, now=checked.now)
     # 4b speaker: re-sorts only when the query names a candidate's speaker
     ranked, speakers = apply_speaker(ranked, meta, checked.query, profile.speaker.boost)
+    # 4c dates: re-sorts only when a candidate is dated in a period the query names
+    ranked, periods = apply_dated(ranked, meta, checked.query, boost=profile.dates.boost,
+                                  window_days=profile.dates.window_days, kinds=rec.aging_kinds)
     clock.lap("recency")
 
     # 5 abstention
@@ -144,7 +149,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
 
     # 9 results + why + trace
     results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands,
-                            explain=checked.explain, now=checked.now, aging_kinds=rec.aging_kinds)
+                            explain=checked.explain, now=checked.now, aging_kinds=rec.aging_kinds,
+                            periods=periods)
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
@@ -180,7 +186,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
         limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes,
-        speakers=speakers)
+        speakers=speakers, periods=tuple(p.label for p in periods))
     metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
                            degraded=degraded_kinds, empty_cause=cause)
     return SearchResponse(query=checked.query, results=results, abstained=cause == "abstained", cause=cause,

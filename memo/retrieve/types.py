@@ -54,9 +54,10 @@ class Candidate(NamedTuple):
     arms: dict[str, Evidence]   # insertion order = arm order; fused = sum in that order
     fused: float
     factor: float = 1.0         # recency factor
-    score: float = 0.0          # fused * factor * speaker (left to right)
+    score: float = 0.0          # fused * factor * speaker * dated (left to right)
     tiebreak: float = 0.0       # orders equal scores (rrf: the min-max fused score); never scored
     speaker: float = 1.0        # speaker factor: 1 + speaker.boost when the query names its speaker
+    dated: float = 1.0          # date factor: 1 + dates.boost when it is dated in a period the query names
 
 
 class Meta(NamedTuple):
@@ -96,7 +97,7 @@ class Why:
     arms: dict[str, ArmWhy]
     fused: float
     recency_factor: float
-    final: float                # fused * recency_factor * speaker_factor, in that order
+    final: float                # fused * recency_factor * speaker_factor * date_factor, in that order
     relevance: float | None
     band: str | None
     tiebreak: float
@@ -104,6 +105,8 @@ class Why:
     freshness: dict[str, Any]
     speaker_factor: float = 1.0     # 1 + speaker.boost when the query names this passage's speaker
     speaker: str | None = None      # that speaker (None: not boosted)
+    date_factor: float = 1.0        # 1 + dates.boost when the passage is dated in a period the query names
+    period: str | None = None       # that period's label ("2023-07", "2023-10-13", "*-06"; None: not boosted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,7 @@ class Trace:
     stage_ms: dict[str, float] = field(default_factory=dict)   # wall time per stage
     notes: tuple[str, ...] = ()     # what the pipeline changed in the request (query cut...)
     speakers: tuple[str, ...] = ()  # candidates' speakers the query names (their passages boosted)
+    periods: tuple[str, ...] = ()   # periods the query names (passages dated in them boosted)
 
 
 @dataclass(frozen=True, slots=True)

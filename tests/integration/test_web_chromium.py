@@ -32,6 +32,9 @@ SEED = [
     RecordDraft(body="The release was signed off by Marta Kowalski and Ravi Iyer in Lisbon.", namespace="people"),
     RecordDraft(body="Priya: the nightly backup job moved to 03:00\nTom: thanks, noted\n"
                      "Tom: my backup job still runs at midnight", kind="conversation", namespace="chat"),
+    RecordDraft(body="Retro: the canary rollout failed twice", namespace="retro", event_at="2024-03-14"),
+    RecordDraft(body="Retro: the canary rollout failed again, canary canary", namespace="retro",
+                event_at="2024-05-02"),
 ]
 PEOPLE = SEED[4].body
 CI = SEED[3].body
@@ -228,6 +231,23 @@ def test_a_named_speakers_turn_shows_its_speaker_factor(page: Page) -> None:
             assert float(node.get_attribute("data-value")) == r["why"]["speaker_factor"]
             assert float(p.locator(".result").nth(i).locator(".why [data-field='final']")
                          .get_attribute("data-value")) == r["why"]["final"]
+        else:
+            assert node.count() == 0
+
+
+def test_a_note_dated_in_the_named_month_shows_its_date_factor(page: Page) -> None:
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.check("#explain")
+    doc = page.search("canary rollout in March 2024")
+    assert doc["trace"]["periods"] == ["2024-03"]
+    p.wait_for_selector(".why")
+    boosted = [i for i, r in enumerate(doc["results"]) if r["why"]["date_factor"] != 1.0]
+    assert boosted and all(doc["results"][i]["why"]["period"] == "2024-03" for i in boosted)
+    for i, r in enumerate(doc["results"]):
+        node = p.locator(".result").nth(i).locator(".why [data-field='date_factor']")
+        if i in boosted:
+            assert float(node.get_attribute("data-value")) == r["why"]["date_factor"]
         else:
             assert node.count() == 0
 

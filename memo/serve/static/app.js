@@ -240,6 +240,9 @@
       line.append(el("span", null, " × "),
         labelled("speaker " + why.speaker, num("speaker_factor", why.speaker_factor)));
     }
+    if (why.date_factor !== undefined && why.date_factor !== 1) {
+      line.append(el("span", null, " × "), labelled("date " + why.period, num("date_factor", why.date_factor)));
+    }
     line.append(el("span", null, " = "),
       labelled("final", num("final", why.final)), labelled("band", el("span", null, why.band || "none")));
     box.append(line);

@@ -1,0 +1,72 @@
+"""Stage 4b (speaker) and 4c (dates) invariants over random candidate lists: the same
+candidates come out, each score is multiplied by exactly 1 or 1 + boost (the latter iff
+the query names its speaker / it is an ageing kind dated inside a period the query
+names), and the list is ordered by score, tiebreak, pk."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memo.retrieve.dated import apply_dated
+from memo.retrieve.speaker import apply_speaker, named_speakers
+from memo.retrieve.types import Candidate, Meta
+from memo.text.periods import in_period, query_periods
+
+NAMES = ["Caroline", "Melanie", "Jon Snow", "Jon Arryn", "Gina", "Ana María"]
+ITEMS = st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.floats(0, 1, allow_nan=False),
+                           st.none() | st.sampled_from(NAMES)), max_size=40)
+QUERY = st.lists(st.sampled_from([*NAMES, "jon", "snow", "caroline's", "what", "did", "say", "MELANIE"]),
+                 max_size=6).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ITEMS, QUERY, st.floats(0, 5, allow_nan=False))
+def test_speaker_stage_only_multiplies_the_named_and_reorders(items, query, boost):
+    cands = [Candidate(pk, {}, s, 1.0, s, t) for pk, (s, t, _) in enumerate(items)]
+    meta = {pk: Meta("conversation", "n", None, 1, None, who) for pk, (_, _, who) in enumerate(items)}
+    out, named = apply_speaker(cands, meta, query, boost)
+    assert sorted(c.pk for c in out) == [c.pk for c in cands]
+    expected = named_speakers(query, {who for _, _, who in items if who}) if boost > 0 else frozenset()
+    assert set(named) == expected
+    for c in out:
+        before = cands[c.pk]
+        if meta[c.pk].speaker in expected:
+            assert c.speaker == 1.0 + boost and c.score == before.score * (1.0 + boost)
+        else:
+            assert c.speaker == 1.0 and c.score == before.score
+    if named:
+        keys = [(-c.score, -c.tiebreak, c.pk) for c in out]
+        assert keys == sorted(keys)
+    else:
+        assert out == cands        # untouched when nothing is named
+
+
+DATES = st.none() | st.dates(min_value=date(2022, 1, 1), max_value=date(2024, 12, 31)).map(lambda d: d.isoformat())
+DATED_ITEMS = st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.sampled_from(["note", "doc", "conversation"]),
+                                 DATES), max_size=40)
+DATE_QUERY = st.sampled_from(["in July 2023", "on October 13, 2023", "in June", "in 2024", "nothing dated",
+                              "between May 2022 and in 2023", "on 2023-02-28"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(DATED_ITEMS, DATE_QUERY, st.floats(0, 5, allow_nan=False), st.integers(0, 10))
+def test_date_stage_only_multiplies_ageing_kinds_inside_a_named_period(items, query, boost, window):
+
+    kinds = ("note", "conversation")
+    cands = [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, (s, _, _) in enumerate(items)]
+    meta = {pk: Meta(kind, "n", None, 1, when) for pk, (_, kind, when) in enumerate(items)}
+    out, periods = apply_dated(cands, meta, query, boost=boost, window_days=window, kinds=kinds)
+    assert sorted(c.pk for c in out) == [c.pk for c in cands]
+    expected = query_periods(query, window) if boost > 0 else ()
+    assert periods == expected
+    for c in out:
+        m = meta[c.pk]
+        inside = (m.kind in kinds and m.when is not None
+                  and any(in_period(date.fromisoformat(m.when), p) for p in expected))
+        assert (c.dated, c.score) == ((1.0 + boost, cands[c.pk].score * (1.0 + boost)) if inside
+                                      else (1.0, cands[c.pk].score))
+    keys = [(-c.score, -c.tiebreak, c.pk) for c in out]
+    assert keys == sorted(keys) or out == cands

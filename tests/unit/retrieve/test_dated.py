@@ -1,0 +1,69 @@
+"""Stage 4c, dates: passages dated in a period the query names, the factor, kinds, explain."""
+
+from __future__ import annotations
+
+from retrieve_helpers import add, pk_of
+
+from memo.profile import load_profile
+from memo.retrieve import SearchRequest, search
+from memo.retrieve.dated import apply_dated
+from memo.retrieve.types import Candidate, Meta
+
+NOW = "2024-07-01T00:00:00Z"
+KINDS = ("note", "conversation")
+
+
+def _cands(scores):
+    return [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, s in scores]
+
+
+def test_apply_dated_boosts_passages_of_aging_kinds_inside_the_period():
+    meta = {1: Meta("note", "n", None, 5, "2023-08-02T10:00:00Z"),
+            2: Meta("note", "n", None, 5, "2023-07-20T10:00:00Z"),
+            3: Meta("doc", "n", None, 5, "2023-07-21T10:00:00Z"),      # documents never
+            4: Meta("conversation", "n", None, 5, None)}               # no date: never
+    out, periods = apply_dated(_cands([(1, 0.5), (3, 0.45), (4, 0.44), (2, 0.2)]), meta,
+                               "what did I note in July 2023", boost=3.0, window_days=0, kinds=KINDS)
+    assert [p.label for p in periods] == ["2023-07"]
+    assert [c.pk for c in out] == [2, 1, 3, 4]
+    assert out[0].score == 0.2 * 4.0 and out[0].dated == 4.0
+    assert all(c.dated == 1.0 for c in out[1:])
+
+
+def test_apply_dated_window_and_no_op():
+    meta = {1: Meta("note", "n", None, 5, "2023-10-15"), 2: Meta("note", "n", None, 5, "2023-10-20")}
+    cands = _cands([(2, 0.5), (1, 0.4)])
+    out, _ = apply_dated(cands, meta, "on October 13, 2023", boost=1.0, window_days=3, kinds=KINDS)
+    assert [c.pk for c in out] == [1, 2]                              # 15th within 13 +- 3, 20th not
+    assert apply_dated(cands, meta, "on October 13, 2023", boost=0.0, window_days=3, kinds=KINDS) == (cands, ())
+    assert apply_dated(cands, meta, "anything undated", boost=1.0, window_days=3, kinds=KINDS) == (cands, ())
+
+
+def test_pipeline_prefers_the_named_month_and_explains_it_exactly(conn):
+    july = add(conn, "Painted the fence green, one coat", kind="note", event_at="2023-07-14")
+    aug = add(conn, "Painted the fence green again, painted it twice, fence fence", kind="note",
+              event_at="2023-08-20")
+    doc = add(conn, "How to clean a fence", kind="doc", event_at="2023-07-10")
+    for i, text in enumerate(["Bought milk", "Called the plumber", "Read a book", "Walked the dog",
+                              "Fixed the bike", "Cooked soup"]):      # so bm25's idf means something
+        add(conn, text, kind="note", event_at=f"2023-0{i + 1}-01")
+    # recency off, so the notes' age does not hand the (never ageing) doc the top by itself
+    profile = load_profile("rrf").with_overrides({"cutoff.gap": 1.0, "recency.floor": 1.0})
+    q = "what did I paint in July 2023 on the fence"
+    plain = search(conn, SearchRequest(q, mode="keyword", response_format="explain", now=NOW),
+                   profile.with_overrides({"dates.boost": 0.0}))
+    dated = search(conn, SearchRequest(q, mode="keyword", response_format="explain", now=NOW), profile)
+    assert plain.results[0].pk == pk_of(conn, aug) and plain.trace.periods == ()
+    assert dated.results[0].pk == pk_of(conn, july) and dated.trace.periods == ("2023-07",)
+    for res in dated.results:
+        w = res.why
+        total = 0.0
+        for arm in w.arms.values():
+            total += arm.contribution
+        assert total == w.fused
+        assert w.fused * w.recency_factor * w.speaker_factor * w.date_factor == w.final == res.score
+        if res.pk == pk_of(conn, july):
+            assert (w.period, w.date_factor) == ("2023-07", 1.0 + profile.dates.boost)
+        else:
+            assert (w.period, w.date_factor) == (None, 1.0)       # August, and the July doc (docs never)
+    assert pk_of(conn, doc) in {r.pk for r in dated.results}
