@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memo.text.periods import in_period, query_periods
 
@@ -47,3 +49,12 @@ def test_month_and_year_ranges():
     assert in_period(date(2019, 6, 30), june) and not in_period(date(2019, 7, 1), june)
     (y,) = query_periods("throughout 2022")
     assert in_period(date(2022, 12, 31), y) and not in_period(date(2023, 1, 1), y)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789 -,.JanuaryFebMchOctoberinMay2023th")), max_size=60)
+       | st.text(max_size=60))
+def test_any_text_gives_valid_periods_and_never_raises(text):
+    for p in query_periods(text, window_days=3):
+        assert (p.first is None) == (p.month != 0)
+        assert p.first is None or p.first <= p.last
