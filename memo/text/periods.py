@@ -14,7 +14,7 @@ query text                                 period
 ``13th of October, 2023``, ``2023-10-13``
 ``October 2023``, ``Oct 2023``             that month
 ``in October``, ``October``                that month of any year
-``in 2023`` (after in / during / since /   that year
+``in 2023`` (after in / during /           that year
 throughout / of / for)
 =========================================  ===============================================
 
@@ -22,7 +22,10 @@ Guards against words that only look like dates: "may", "march" and "august" alon
 only after a preposition ("in May"; "May I", "August Rush" are not dates); abbreviated
 months ("Jan", "Dec": names too) only with a year; a bare year needs a preposition ("in
 2023": "the 2023 budget" is content, not a date); a day must exist (no February 30).
-Relative dates ("last week", "yesterday") are not read: they need the speaker's "now",
+A month or year that is a bound ("before June", "since 2023") is not read: boosting it
+would favour the wrong side; a day that is one stays ("the week before August 3, 2023":
+what was written around that day tells what happened just before it).  Relative dates ("last
+week", "yesterday") are not read either: they need the speaker's "now",
 which a turn does not carry.  Pure and small: ~10 us per query.
 """
 
@@ -39,7 +42,12 @@ _MONTH_NO = {m: i for i, m in enumerate(_MONTHS, 1)} | {m[:3]: i for i, m in enu
 _AMBIGUOUS = {"may", "march", "august"}   # words too: a date only capitalised or after a preposition
 _MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|" \
          r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
-_PREP = r"(?:in|during|since|throughout|of|for|until|before|after|by)"
+_PREP = r"(?:in|during|throughout|of|for)"
+# "before June", "since 2023": a bound, not the period itself; such a month or year is
+# not read (boosting it would favour the wrong side).  A day stays ("the week before
+# August 3, 2023"): what was written around that day tells what happened just before it.
+_BOUND = re.compile(r"\b(?:before|after|since|until|till|by|prior\s+to|earlier\s+than|later\s+than)\s+(?:the\s+)?$",
+                    re.IGNORECASE)
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 
@@ -73,7 +81,10 @@ def query_periods(query: str, window_days: int = 0) -> tuple[Period, ...]:
 
     def add(m: re.Match[str], period: Period | None) -> None:
         taken.append((m.start(), m.end()))
-        if period is not None and period not in out:
+        if period is None or period in out:
+            return
+        is_day = period.first is not None and period.label.count("-") == 2
+        if is_day or not _BOUND.search(query, 0, m.start()):
             out.append(period)
 
     for m in _MDY.finditer(query):

@@ -31,6 +31,12 @@ from memo.text.periods import in_period, query_periods
     ("deadline 2024-02-30", []),                     # no such day
     ("February 30, 2023", []),
     ("", []),
+    # a month or year that is a bound is not a period
+    ("what happened before June", []),
+    ("notes since 2023", []),
+    ("the week before August 3, 2023", ["2023-08-03"]),       # a day stays: see the module
+    ("until the 13th of October, 2023", ["2023-10-13"]),
+    ("in July 2023 and before August 2023", ["2023-07"]),
 ])
 def test_query_periods(query, labels):
     assert [p.label for p in query_periods(query)] == labels
