@@ -21,9 +21,8 @@ still reproduces ``final`` exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date
-from operator import itemgetter
 
+from memo.retrieve.recency import parse_ts, sort_best_first
 from memo.retrieve.types import Candidate, Meta
 from memo.text.periods import Period, in_period, query_periods
 
@@ -45,34 +44,21 @@ def apply_dated(cands: Sequence[Candidate], meta: Mapping[int, Meta], query: str
         if m is not None and m.kind in kinds:
             hit = inside.get(m.when)
             if hit is None:
-                hit = inside[m.when] = _inside(m.when, periods)
+                hit = inside[m.when] = passage_period(m.when, periods) is not None
             if hit:
                 c = c._replace(score=c.score * factor, dated=factor)
                 changed = True
         out.append(c)
     if changed:
-        # Same order rule as recency: score, then tiebreak (higher first), then pk.
-        out.sort(key=itemgetter(0))
-        out.sort(key=itemgetter(5), reverse=True)
-        out.sort(key=itemgetter(4), reverse=True)
+        sort_best_first(out)
     return out, periods
 
 
 def passage_period(when: str | None, periods: Sequence[Period]) -> str | None:
-    """The label of the first period ``when`` falls in (``why.period``), else None."""
-    d = _date(when)
-    return next((p.label for p in periods if in_period(d, p)), None) if d is not None else None
-
-
-def _inside(when: str | None, periods: Sequence[Period]) -> bool:
-    d = _date(when)
-    return d is not None and any(in_period(d, p) for p in periods)
-
-
-def _date(when: str | None) -> date | None:
-    if not when:
+    """The label of the first period ``when`` falls in (``why.period``), else None; the
+    date is read as recency reads it (``parse_ts``)."""
+    moment = parse_ts(when)
+    if moment is None:
         return None
-    try:
-        return date.fromisoformat(when.strip()[:10])
-    except ValueError:
-        return None
+    d = moment.date()
+    return next((p.label for p in periods if in_period(d, p)), None)

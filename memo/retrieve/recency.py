@@ -56,9 +56,14 @@ def apply_recency(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, floor
             # Fusion already set factor 1.0 and score = fused * 1.0: reuse the tuple.
             c = c if c.factor == 1.0 else Candidate(c.pk, c.arms, c.fused, 1.0, c.fused * 1.0, c.tiebreak)
         out.append(c)
-    # Best first; equal scores by tiebreak (higher first), then by pk: three C-level stable
-    # sorts instead of a key tuple per item.
-    out.sort(key=itemgetter(0))
-    out.sort(key=itemgetter(5), reverse=True)
-    out.sort(key=itemgetter(4), reverse=True)
+    sort_best_first(out)
     return out
+
+
+def sort_best_first(cands: list[Candidate]) -> None:
+    """The ranked list's order, in place (recency, speaker and dates all re-sort by it):
+    score desc; equal scores by tiebreak (higher first), then by pk.  Three C-level stable
+    sorts instead of a key tuple per item."""
+    cands.sort(key=itemgetter(0))
+    cands.sort(key=itemgetter(5), reverse=True)
+    cands.sort(key=itemgetter(4), reverse=True)

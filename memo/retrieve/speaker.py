@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 
+from memo.retrieve.recency import sort_best_first
 from memo.retrieve.types import Candidate, Meta
 
 _WORD = re.compile(r"\w+")
@@ -77,8 +77,5 @@ def apply_speaker(cands: Sequence[Candidate], meta: Mapping[int, Meta], query: s
         if m is not None and m.speaker in named:
             c = c._replace(score=c.score * factor, speaker=factor)
         out.append(c)
-    # Same order rule as recency: score, then tiebreak (higher first), then pk.
-    out.sort(key=itemgetter(0))
-    out.sort(key=itemgetter(5), reverse=True)
-    out.sort(key=itemgetter(4), reverse=True)
+    sort_best_first(out)
     return out, tuple(sorted(named))

@@ -216,40 +216,37 @@ def test_a_voting_fact_is_shown_under_its_results_why(page: Page, server: tuple[
             assert p.locator(".result").nth(i).locator(".why-facts").count() == 0
 
 
-def test_a_named_speakers_turn_shows_its_speaker_factor(page: Page) -> None:
+def _shown_factor(page: Page, query: str, factor: str, named_key: str, named: str) -> tuple[Any, Any, list[int]]:
+    """Search ``query`` (keyword mode, explain) and check that the results the API boosted
+    (``why[factor]`` != 1, each naming ``named`` in ``why[named_key]``) show that factor with
+    the API's number, and the others show none.  (page, API document, boosted indexes)."""
     p = page.open()
     p.select_option("#mode", "keyword")
     p.check("#explain")
-    doc = page.search("when does Priya's backup job run")
-    assert doc["trace"]["speakers"] == ["Priya"]
+    doc = page.search(query)
     p.wait_for_selector(".why")
-    boosted = [i for i, r in enumerate(doc["results"]) if r["why"]["speaker_factor"] != 1.0]
-    assert boosted and all(doc["results"][i]["why"]["speaker"] == "Priya" for i in boosted)
+    boosted = [i for i, r in enumerate(doc["results"]) if r["why"][factor] != 1.0]
+    assert boosted and all(doc["results"][i]["why"][named_key] == named for i in boosted)
     for i, r in enumerate(doc["results"]):
-        node = p.locator(".result").nth(i).locator(".why [data-field='speaker_factor']")
+        node = p.locator(".result").nth(i).locator(f".why [data-field='{factor}']")
         if i in boosted:
-            assert float(node.get_attribute("data-value")) == r["why"]["speaker_factor"]
-            assert float(p.locator(".result").nth(i).locator(".why [data-field='final']")
-                         .get_attribute("data-value")) == r["why"]["final"]
+            assert float(node.get_attribute("data-value")) == r["why"][factor]
         else:
             assert node.count() == 0
+    return p, doc, boosted
+
+
+def test_a_named_speakers_turn_shows_its_speaker_factor(page: Page) -> None:
+    p, doc, boosted = _shown_factor(page, "when does Priya's backup job run", "speaker_factor", "speaker", "Priya")
+    assert doc["trace"]["speakers"] == ["Priya"]
+    for i in boosted:
+        assert float(p.locator(".result").nth(i).locator(".why [data-field='final']")
+                     .get_attribute("data-value")) == doc["results"][i]["why"]["final"]
 
 
 def test_a_note_dated_in_the_named_month_shows_its_date_factor(page: Page) -> None:
-    p = page.open()
-    p.select_option("#mode", "keyword")
-    p.check("#explain")
-    doc = page.search("canary rollout in March 2024")
+    _, doc, _ = _shown_factor(page, "canary rollout in March 2024", "date_factor", "period", "2024-03")
     assert doc["trace"]["periods"] == ["2024-03"]
-    p.wait_for_selector(".why")
-    boosted = [i for i, r in enumerate(doc["results"]) if r["why"]["date_factor"] != 1.0]
-    assert boosted and all(doc["results"][i]["why"]["period"] == "2024-03" for i in boosted)
-    for i, r in enumerate(doc["results"]):
-        node = p.locator(".result").nth(i).locator(".why [data-field='date_factor']")
-        if i in boosted:
-            assert float(node.get_attribute("data-value")) == r["why"]["date_factor"]
-        else:
-            assert node.count() == 0
 
 
 def test_entity_chips_show_the_query_entities_a_result_was_found_by(page: Page,

@@ -64,7 +64,7 @@ def read_tx(conn: Any) -> Iterator[Any]:
 def generation(conn: Any) -> int:
     """The data generation (moves with every committed write): inside ``read_tx`` the
     snapshot's (it cannot move there), else read from the server."""
-    snap = getattr(conn, "snapshot_generation", None)
+    snap = conn.snapshot_generation
     return snap if snap is not None else _read_generation(conn)
 
 
