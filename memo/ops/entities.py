@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from memo.errors import NotFound, ValidationError
 from memo.ops.guard import store_errors
+from memo.ops.paging import check_page
 from memo.text.entities import entity_key
 
 LIVE = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
@@ -69,8 +70,7 @@ def _ns_where(namespaces: Sequence[str]) -> tuple[str, tuple[str, ...]]:
 @store_errors("entities list")
 def list_entities(conn: sqlite3.Connection, *, namespaces: Sequence[str] = (), contains: str | None = None,
                   limit: int = 50, offset: int = 0) -> tuple[EntitySummary, ...]:
-    if limit < 1 or offset < 0:
-        raise ValidationError("limit must be >= 1 and offset >= 0")
+    check_page(limit, offset)
     ns_sql, ns_params = _ns_where(namespaces)
     extra, extra_params = "", ()
     if contains:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from memo.errors import ConfirmationRequired, MemoError, NotFound, ValidationError
 from memo.ops.after_commit import EmbedQueue, queue_in
 from memo.ops.guard import store_errors
+from memo.ops.paging import check_page
 from memo.store.connect import write_tx
 from memo.store.facts import (
     fact_from_row,
@@ -118,8 +119,7 @@ def list_facts(conn: sqlite3.Connection, *, namespaces: Sequence[str] = (), evid
                limit: int = 50, offset: int = 0) -> tuple[Fact, ...]:
     """Newest first; live facts only unless asked.  ``evidence``: only facts citing this
     passage id or any passage of this record id."""
-    if limit < 1 or offset < 0:
-        raise ValidationError("limit must be >= 1 and offset >= 0")
+    check_page(limit, offset)
     where: list[str] = []
     params: list[object] = []
     if not include_forgotten:

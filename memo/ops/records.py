@@ -9,6 +9,7 @@ from memo.errors import ConfirmationRequired, NotFound, ValidationError
 from memo.ops.add import mark_superseded, prepare
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
+from memo.ops.paging import check_page
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
@@ -53,8 +54,7 @@ def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tup
     for k in flt.kinds:
         if k not in KINDS:
             raise ValidationError(f"kind {k!r} is not one of {', '.join(KINDS)}")
-    if flt.limit < 1 or flt.offset < 0:
-        raise ValidationError("limit must be >= 1 and offset >= 0")
+    check_page(flt.limit, flt.offset)
     where: list[str] = []
     params: list[object] = []
     if not flt.include_forgotten:
