@@ -85,6 +85,7 @@ QUERIES_SCHEMA = pa.schema([
     pa.field("fact_matched", pa.int32()),        # distinct facts that voted (fact arm; null: none)
     pa.field("speakers", pa.list_(pa.string())),  # candidates' speakers the query names (trace.speakers)
     pa.field("periods", pa.list_(pa.string())),   # periods the query names (trace.periods)
+    pa.field("identifiers", pa.list_(pa.string())),  # identifiers the query names (trace.identifiers)
     pa.field("stage_ms", STAGE_TYPE),            # {stage: ms} (STAGES)
     pa.field("n_relevant", pa.int32()),
     pa.field("first_relevant_rank", pa.int32()),  # in the de-duplicated unit ranking
@@ -110,6 +111,7 @@ RESULTS_SCHEMA = pa.schema([
     pa.field("recency", pa.float64()),           # recency factor
     pa.field("speaker", pa.float64()),           # speaker factor (memo.retrieve.speaker; 1.0: not boosted)
     pa.field("date", pa.float64()),              # date factor (memo.retrieve.dated; 1.0: not boosted)
+    pa.field("heading", pa.float64()),           # heading factor (memo.retrieve.heading; 1.0: not boosted)
     pa.field("final", pa.float64()),
     pa.field("tiebreak", pa.float64()),          # orders equal finals (docs/architecture.md section 5)
     pa.field("relevance", pa.float64()),         # best raw cosine (None: no semantic evidence)

@@ -174,6 +174,14 @@ class DatesCfg:
     window_days: int                      # a named day is widened by this many days on both sides
 
 
+@dataclass(frozen=True, slots=True)
+class HeadingCfg:
+    """Passages whose heading names an identifier the query names (memo.retrieve.heading)."""
+
+    boost: float                          # their score x (1 + boost); 0 = off
+    min_share: float                      # only when code-shaped words are at least this share of the query's words
+
+
 FACT_MERGES = ("minmax", "rrf")
 FACT_VOTES = ("best", "sum")
 
@@ -219,6 +227,8 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "speaker.boost": ("float", 0.0, 100.0),
     "dates.boost": ("float", 0.0, 100.0),
     "dates.window_days": ("int", 0, 366),
+    "heading.boost": ("float", 0.0, 100.0),
+    "heading.min_share": ("float", 0.0, 1.0),
     "abstention.keyword_floor": ("float", 0.0, 1.0),
     "abstention.joint_floor": ("float", 0.0, 2.0),
     "vectors.quantised_min": ("int", 1, 1_000_000_000),
@@ -250,6 +260,7 @@ class Profile:
     abstention: AbstentionCfg
     speaker: SpeakerCfg
     dates: DatesCfg
+    heading: HeadingCfg
     vectors: VectorCfg
 
     def flat(self) -> dict[str, Any]:
@@ -443,6 +454,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         abstention=AbstentionCfg(values["abstention.keyword_floor"], values["abstention.joint_floor"]),
         speaker=SpeakerCfg(values["speaker.boost"]),
         dates=DatesCfg(values["dates.boost"], values["dates.window_days"]),
+        heading=HeadingCfg(values["heading.boost"], values["heading.min_share"]),
         vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
                           values["vectors.sidecar_min"], values["vectors.sidecar_tail"],
                           values["vectors.ann_min"], values["vectors.ann_overfetch"]),

@@ -1,11 +1,12 @@
 """The search pipeline, listed once, in the seed's order:
 
-    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker, 4c dates) ─▶ 5 abstention
+    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker, 4c dates, 4d headings) ─▶ 5 abstention
     ─▶ 6 cutoff ─▶ 7 limit ─▶ 8 token budget ─▶ 9 results + why + trace
 
 (4b and 4c, factors beside recency: a passage said by someone the query names scores
-x (1 + speaker.boost), one dated in a period the query names x (1 + dates.boost);
-memo/retrieve/speaker.py and memo/retrieve/dated.py say why.)
+x (1 + speaker.boost), one dated in a period the query names x (1 + dates.boost), one
+whose heading names an identifier the query names x (1 + heading.boost);
+memo/retrieve/speaker.py, memo/retrieve/dated.py and memo/retrieve/heading.py say why.)
 
 Every search (library, CLI, MCP server) calls ``search``.  Stages 3-8 are pure functions
 (one file each); the only I/O is the scope count, the arms' own queries, and two batched
@@ -33,6 +34,7 @@ from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F
 from memo.retrieve.evidence import facts_evidence, passages_evidence
 from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
+from memo.retrieve.heading import apply_heading
 from memo.retrieve.limit import limit as limit_stage
 from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.recency import apply_recency
@@ -107,6 +109,9 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 4c dates: re-sorts only when a candidate is dated in a period the query names
     ranked, periods = apply_dated(ranked, meta, checked.query, boost=profile.dates.boost,
                                   window_days=profile.dates.window_days, kinds=rec.aging_kinds)
+    # 4d headings: re-sorts only when a candidate's heading names an identifier the query names
+    ranked, identifiers = apply_heading(ranked, meta, checked.query, profile.heading.boost,
+                                         profile.heading.min_share)
     clock.lap("recency")
 
     # 5 abstention
@@ -186,7 +191,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
         limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes,
-        speakers=speakers, periods=tuple(p.label for p in periods))
+        speakers=speakers, periods=tuple(p.label for p in periods), identifiers=identifiers)
     metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
                            degraded=degraded_kinds, empty_cause=cause)
     return SearchResponse(query=checked.query, results=results, abstained=cause == "abstained", cause=cause,

@@ -54,10 +54,11 @@ class Candidate(NamedTuple):
     arms: dict[str, Evidence]   # insertion order = arm order; fused = sum in that order
     fused: float
     factor: float = 1.0         # recency factor
-    score: float = 0.0          # fused * factor * speaker * dated (left to right)
+    score: float = 0.0          # fused * factor * speaker * dated * headed (left to right)
     tiebreak: float = 0.0       # orders equal scores (rrf: the min-max fused score); never scored
     speaker: float = 1.0        # speaker factor: 1 + speaker.boost when the query names its speaker
     dated: float = 1.0          # date factor: 1 + dates.boost when it is dated in a period the query names
+    headed: float = 1.0         # heading factor: 1 + heading.boost when its heading names a query identifier
 
 
 class Meta(NamedTuple):
@@ -69,6 +70,7 @@ class Meta(NamedTuple):
     tokens: int
     when: str | None            # passage event_at, else record event_at, else recorded_at
     speaker: str | None = None  # who said it (a conversation turn's speaker)
+    section: str = ""           # section path (headings joined by " > "; a code symbol's qualified name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,7 @@ class Why:
     arms: dict[str, ArmWhy]
     fused: float
     recency_factor: float
-    final: float                # fused * recency_factor * speaker_factor * date_factor, in that order
+    final: float                # fused * recency_factor * speaker_factor * date_factor * heading_factor, in order
     relevance: float | None
     band: str | None
     tiebreak: float
@@ -107,6 +109,8 @@ class Why:
     speaker: str | None = None      # that speaker (None: not boosted)
     date_factor: float = 1.0        # 1 + dates.boost when the passage is dated in a period the query names
     period: str | None = None       # that period's label ("2023-07", "2023-10-13", "*-06"; None: not boosted)
+    heading_factor: float = 1.0     # 1 + heading.boost when the passage's heading names an identifier of the query
+    heading: str | None = None      # that heading's name, case-folded ("fs.readfile"; None: not boosted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +166,7 @@ class Trace:
     notes: tuple[str, ...] = ()     # what the pipeline changed in the request (query cut...)
     speakers: tuple[str, ...] = ()  # candidates' speakers the query names (their passages boosted)
     periods: tuple[str, ...] = ()   # periods the query names (passages dated in them boosted)
+    identifiers: tuple[str, ...] = ()  # identifiers the query names, case-folded (passages headed by them boosted)
 
 
 @dataclass(frozen=True, slots=True)

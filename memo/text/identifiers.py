@@ -83,7 +83,8 @@ _CODE_SHAPE = re.compile(
     r"|^[A-Z0-9]+(?:_[A-Z0-9]+)+$")                               # ERR_CONN_RESET
 
 
-def _strip(word: str) -> str:
+def strip_word(word: str) -> str:
+    """A query word without the quotes, brackets and sentence punctuation around it."""
     word = word.strip("\"'`[]{}<>,;!?")
     if word.endswith(".") or word.endswith(":"):
         word = word.rstrip(".:")
@@ -94,7 +95,7 @@ def _strip(word: str) -> str:
 
 def code_shaped(word: str) -> bool:
     """One whitespace-separated word of a query has a code-like shape (``_CODE_SHAPE``)."""
-    return bool(_CODE_SHAPE.search(_strip(word)))
+    return bool(_CODE_SHAPE.search(strip_word(word)))
 
 
 def query_looks_like_identifier(query: str) -> bool:

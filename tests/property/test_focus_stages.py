@@ -1,7 +1,8 @@
-"""Stage 4b (speaker) and 4c (dates) invariants over random candidate lists: the same
-candidates come out, each score is multiplied by exactly 1 or 1 + boost (the latter iff
-the query names its speaker / it is an ageing kind dated inside a period the query
-names), and the list is ordered by score, tiebreak, pk."""
+"""Stage 4b (speaker), 4c (dates) and 4d (headings) invariants over random candidate
+lists: the same candidates come out, each score is multiplied by exactly 1 or 1 + boost
+(the latter iff the query names its speaker / it is an ageing kind dated inside a period
+the query names / its heading names an identifier of the query), and the list is ordered
+by score, tiebreak, pk."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memo.retrieve.dated import apply_dated
+from memo.retrieve.heading import apply_heading, heading_name, query_identifiers
 from memo.retrieve.speaker import apply_speaker, named_speakers
 from memo.retrieve.types import Candidate, Meta
 from memo.text.periods import in_period, query_periods
@@ -68,5 +70,35 @@ def test_date_stage_only_multiplies_ageing_kinds_inside_a_named_period(items, qu
                   and any(in_period(date.fromisoformat(m.when), p) for p in expected))
         assert (c.dated, c.score) == ((1.0 + boost, cands[c.pk].score * (1.0 + boost)) if inside
                                       else (1.0, cands[c.pk].score))
+    keys = [(-c.score, -c.tiebreak, c.pk) for c in out]
+    assert keys == sorted(keys) or out == cands
+
+
+SECTIONS = ["", "Events > emitter.emit(eventName[, ...args])", "Events > emitter.emit(x) > Example",
+            "HTTP > server.keepAliveTimeout", "HTTPS > server.keepAliveTimeout", "Modules > require(id)",
+            "Modules > module.require(id)", "shlex.split", "Errors > ERR_HTTP_HEADERS_SENT",
+            "Global objects > __dirname in scripts"]
+HEADED_ITEMS = st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.sampled_from(SECTIONS)), max_size=40)
+WORDS = ["emitter.emit", "keepAliveTimeout", "require(id)", "shlex.split", "ERR_HTTP_HEADERS_SENT", "__dirname",
+         "how", "do", "I", "split", "emit", "events"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(HEADED_ITEMS, st.lists(st.sampled_from(WORDS), max_size=5).map(" ".join), st.floats(0, 5, allow_nan=False),
+       st.sampled_from([0.0, 0.34, 0.5, 1.0]))
+def test_heading_stage_only_multiplies_sections_headed_by_a_query_identifier(items, query, boost, share):
+    cands = [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, (s, _) in enumerate(items)]
+    meta = {pk: Meta("doc", "n", None, 1, None, None, sec) for pk, (_, sec) in enumerate(items)}
+    out, names = apply_heading(cands, meta, query, boost, share)
+    assert sorted(c.pk for c in out) == [c.pk for c in cands]
+    expected = query_identifiers(query, share) if boost > 0 else frozenset()
+    assert set(names) == expected
+    heads = {heading_name(sec) for _, sec in items}
+    exact = heads & expected
+    for c in out:
+        h = heading_name(meta[c.pk].section)
+        hit = bool(h) and (h in expected or any(h.endswith("." + n) and n not in exact for n in expected))
+        assert (c.headed, c.score) == ((1.0 + boost, cands[c.pk].score * (1.0 + boost)) if hit
+                                       else (1.0, cands[c.pk].score))
     keys = [(-c.score, -c.tiebreak, c.pk) for c in out]
     assert keys == sorted(keys) or out == cands

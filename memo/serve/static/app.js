@@ -243,6 +243,10 @@
     if (why.date_factor !== undefined && why.date_factor !== 1) {
       line.append(el("span", null, " × "), labelled("date " + why.period, num("date_factor", why.date_factor)));
     }
+    if (why.heading_factor !== undefined && why.heading_factor !== 1) {
+      line.append(el("span", null, " × "),
+        labelled("heading " + why.heading, num("heading_factor", why.heading_factor)));
+    }
     line.append(el("span", null, " = "),
       labelled("final", num("final", why.final)), labelled("band", el("span", null, why.band || "none")));
     box.append(line);

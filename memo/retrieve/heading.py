@@ -1,0 +1,126 @@
+"""Stage 4d, headings: a passage whose own heading names an identifier the query names
+scores ``x (1 + boost)``.
+
+Why: a user who types ``fs.readFile``, ``keepAliveTimeout`` or ``ERR_HTTP_HEADERS_SENT``
+wants the section *about* it, yet in API docs the name is repeated in every section that
+uses it (examples, cross-references, "see also" lines), and the defining section is often
+short: bm25 and the embedding rank a neighbour that mentions the name three times above
+the section headed by it.  A section path already says what each passage is about (a
+markdown heading, a code symbol's qualified name), so a factor after fusion carries it,
+like the speaker of a conversation turn (stage 4b).
+
+Rules (all in this file, pure):
+
+* the query's identifiers are its code-shaped words (``memo.text.identifiers.code_shaped``:
+  dotted names, calls, camelCase, snake_case, SCREAMING_CASE, flags, errno codes), the
+  same shapes that route a question to the exact arm; plain words and gene names never
+  count, so natural-language questions and scientific claims are untouched;
+* a passage's heading is the last part of its section path (``a > b > c`` -> ``c``); its
+  *name* is the identifier it starts with, after a label such as ``Class:``,
+  ``Static method:``, ``Event:`` or ``new``, and before an argument list or ``=value``
+  (``fs.readFile(path[, options], callback)`` -> ``fs.readFile``,
+  ``UV_THREADPOOL_SIZE=size`` -> ``UV_THREADPOOL_SIZE``); case-folded;
+* a heading names a query identifier when its name equals it; when no candidate's heading
+  does, a heading whose name ends with ``.`` + it names it too (``server.keepAliveTimeout``
+  for ``keepAliveTimeout``, but not ``module.require`` beside ``require(id)``);
+* a heading that goes on in words after its name ("__dirname in the injected main
+  script") is prose and names nothing;
+* such a passage gets ``factor = 1 + boost``; others keep 1.0.  Only the heading's own
+  passages: a sub-section ("fs.readFile > File descriptors") is about something else.
+* ``boost`` 0, or a query naming no identifier, returns the list untouched.
+
+``score = (((fused * recency) * speaker) * date) * heading``; ``why`` carries every
+factor, so explain still reproduces ``final`` exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from memo.retrieve.recency import sort_best_first
+from memo.retrieve.types import Candidate, Meta
+from memo.text.identifiers import code_shaped, strip_word
+
+SECTION_SEPARATOR = " > "
+# A heading's label before its name ("Class: http.Server", "Static method: Buffer.from(x)",
+# "new URL(input)"): one or two words and a colon, or "new ".
+_LABEL = re.compile(r"^(?:[A-Za-z]+(?: [a-z]+)?: +|new +)")
+_WORDISH = re.compile(r"\w")
+_NAME = re.compile(r"-{0,2}[\w$][\w$.:/@#\-]*")
+# What may follow a heading's name: an argument list or a value, then a parenthesis.
+_TAIL = re.compile(r"\s*(?:\(.*\)|\[.*\]|=\S*)?\s*(?:\(.*\))?")
+
+
+def name_of(heading: str) -> str:
+    """The identifier a heading is, case-folded; "" when it is prose.
+
+    The name may be followed by an argument list or a value (``fs.readFile(path)``,
+    ``UV_THREADPOOL_SIZE=size``, ``--max-old-space-size=SIZE (in megabytes)``) and nothing
+    else: a heading that goes on in words ("require(id) in the injected main script is
+    not file based") is about something else."""
+    text = _LABEL.sub("", heading.replace("`", "").strip(), count=1).strip("'\"")
+    m = _NAME.match(text)
+    if not m or not _TAIL.fullmatch(text[m.end():]):
+        return ""
+    return m.group(0).rstrip(".:-/").casefold()
+
+
+def query_identifiers(query: str, min_share: float = 0.0) -> frozenset[str]:
+    """The names of the query's code-shaped words, case-folded (``require(id)`` ->
+    ``require``, ``[ERR_INVALID_ARG_TYPE]:`` -> ``err_invalid_arg_type``); none unless
+    they are at least ``min_share`` of the query's words (a lookup, not a sentence that
+    mentions a name in passing)."""
+    words = [w for w in query.split() if _WORDISH.search(w)]
+    shaped = [w for w in words if code_shaped(w)]
+    if not shaped or len(shaped) < min_share * len(words):
+        return frozenset()
+    out = set()
+    for w in shaped:
+        if m := _NAME.search(strip_word(w)):
+            out.add(m.group(0).rstrip(".:-/").casefold())
+    return frozenset(out)
+
+
+def heading_name(section: str) -> str:
+    """The name of a section path's own (last) heading; "" if it has none."""
+    return name_of(section.rsplit(SECTION_SEPARATOR, 1)[-1]) if section else ""
+
+
+def named_headings(headings: set[str], names: frozenset[str]) -> dict[str, str]:
+    """heading name -> the query identifier it names, for the headings that name one.
+
+    A heading that *is* an identifier of the query wins: when any candidate's heading is
+    exactly one, a heading that merely ends with ``.`` + it (``module.require`` for
+    ``require(id)``) is not boosted; when none is, the dotted suffixes are
+    (``server.keepAliveTimeout`` for ``keepAliveTimeout``)."""
+    exact = {h: h for h in headings if h in names}
+    suffix = {}
+    for h in headings:
+        n = next((n for n in sorted(names) if h.endswith("." + n) and n not in exact), None)
+        if n is not None:
+            suffix[h] = n
+    return {**exact, **suffix}
+
+
+def apply_heading(cands: Sequence[Candidate], meta: Mapping[int, Meta], query: str,
+                  boost: float, min_share: float = 0.0) -> tuple[list[Candidate], tuple[str, ...]]:
+    """(candidates best first, the query's identifiers sorted).  Input best first; the
+    output is re-sorted only when a factor changed."""
+    if boost <= 0.0:
+        return list(cands), ()
+    names = query_identifiers(query, min_share)
+    if not names:
+        return list(cands), ()
+    heads = {pk: heading_name(m.section) for c in cands if (m := meta.get(pk := c.pk)) is not None}
+    named = named_headings({h for h in heads.values() if h}, names)
+    factor = 1.0 + boost
+    out, changed = [], False
+    for c in cands:
+        if heads.get(c.pk) in named:
+            c = c._replace(score=c.score * factor, headed=factor)
+            changed = True
+        out.append(c)
+    if changed:
+        sort_best_first(out)
+    return out, tuple(sorted(names))
