@@ -13,8 +13,12 @@ Rules (all in this file, pure):
 
 * the query's identifiers are its code-shaped words (``memo.text.identifiers.code_shaped``:
   dotted names, calls, camelCase, snake_case, SCREAMING_CASE, flags, errno codes), the
-  same shapes that route a question to the exact arm; plain words and gene names never
-  count, so natural-language questions and scientific claims are untouched;
+  same shapes that route a question to the exact arm, and only when they are at least
+  ``heading.min_share`` of the query's words: a lookup ("fs.createReadStream options
+  highWaterMark"), not a sentence that names a function in passing ("Like unquote(), but
+  also replace plus signs", which asks for another function).  A one-word query is a
+  lookup whatever its shape ("punycode", "scrypt").  Plain words and gene names in a
+  sentence never count, so natural-language questions and scientific claims are untouched;
 * a passage's heading is the last part of its section path (``a > b > c`` -> ``c``); its
   *name* is the identifier it starts with, after a label such as ``Class:``,
   ``Static method:``, ``Event:`` or ``new``, and before an argument list or ``=value``
@@ -70,9 +74,9 @@ def query_identifiers(query: str, min_share: float = 0.0) -> frozenset[str]:
     """The names of the query's code-shaped words, case-folded (``require(id)`` ->
     ``require``, ``[ERR_INVALID_ARG_TYPE]:`` -> ``err_invalid_arg_type``); none unless
     they are at least ``min_share`` of the query's words (a lookup, not a sentence that
-    mentions a name in passing)."""
+    mentions a name in passing).  The word of a one-word query is a name whatever its shape."""
     words = [w for w in query.split() if _WORDISH.search(w)]
-    shaped = [w for w in words if code_shaped(w)]
+    shaped = words if len(words) == 1 else [w for w in words if code_shaped(w)]
     if not shaped or len(shaped) < min_share * len(words):
         return frozenset()
     out = set()

@@ -44,6 +44,8 @@ def test_heading_name_is_the_last_part_of_the_section_path():
     ("require(id)", 0.5, {"require"}),
     ("TypeError [ERR_INVALID_ARG_TYPE]:", 0.5, {"typeerror", "err_invalid_arg_type"}),
     ("fs.createReadStream options highWaterMark", 0.5, {"fs.createreadstream", "highwatermark"}),
+    ("punycode", 0.5, {"punycode"}),                           # a one-word query is a lookup
+    ("'scrypt'?", 0.5, {"scrypt"}),
     ("module.exports vs exports", 0.5, set()),                 # 1 of 3 words
     ("module.exports vs exports", 0.3, {"module.exports"}),
     ("Like unquote(), but also replace plus signs by spaces", 0.5, set()),   # a sentence
