@@ -79,6 +79,20 @@ def test_text_output_explain_and_not_found(db):
     assert "No results: no passage matched the query" in out and "hint: rephrase" in out
 
 
+def test_text_explain_shows_the_heading_factor(db):
+    conn = open_db(db)
+    with write_tx(conn):
+        for section, text in (("Pool API > pool.query(text)", "Runs one statement on an idle client."),
+                              ("Pool API > pool.end()", "After pool.end, pool.query throws; pool.query never retries")):
+            insert_record(conn, RecordDraft(body=text, kind="doc", namespace="api"),
+                          (PassageDraft(text=text, section=section),))
+    conn.close()
+    out = run("search", "pool.query", "--db", db, "--mode", "keyword", "--namespace", "api", "--explain").stdout
+    lines = out.splitlines()
+    headed = [i for i, line in enumerate(lines) if "x heading pool.query 1.5 =" in line]
+    assert len(headed) == 1 and "pool.query(text)" in "\n".join(lines[max(0, headed[0] - 3):headed[0]])
+
+
 @pytest.mark.parametrize("args", [["--limit", "101"], ["--limit", "0"], ["--mode", "fuzzy"],
                                   ["--profile", "nope"], ["--from", "yesterday"], ["--kind", "blog"]])
 def test_bad_options_exit_2_with_a_json_error(db, args):

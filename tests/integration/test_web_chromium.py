@@ -35,6 +35,9 @@ SEED = [
     RecordDraft(body="Retro: the canary rollout failed twice", namespace="retro", event_at="2024-03-14"),
     RecordDraft(body="Retro: the canary rollout failed again, canary canary", namespace="retro",
                 event_at="2024-05-02"),
+    RecordDraft(body="# Pool API\n\n## pool.query(text)\n\nRuns one statement on the next idle client.\n\n"
+                     "## pool.end()\n\nCloses every client. After pool.end, pool.query throws; pool.query never "
+                     "retries a failed pool.query call.", kind="doc", namespace="api"),
 ]
 PEOPLE = SEED[4].body
 CI = SEED[3].body
@@ -247,6 +250,12 @@ def test_a_named_speakers_turn_shows_its_speaker_factor(page: Page) -> None:
 def test_a_note_dated_in_the_named_month_shows_its_date_factor(page: Page) -> None:
     _, doc, _ = _shown_factor(page, "canary rollout in March 2024", "date_factor", "period", "2024-03")
     assert doc["trace"]["periods"] == ["2024-03"]
+
+
+def test_the_section_headed_by_the_named_identifier_shows_its_heading_factor(page: Page) -> None:
+    _, doc, boosted = _shown_factor(page, "pool.query", "heading_factor", "heading", "pool.query")
+    assert doc["trace"]["identifiers"] == ["pool.query"]
+    assert [doc["results"][i]["section"] for i in boosted] == ["Pool API > pool.query(text)"]
 
 
 def test_entity_chips_show_the_query_entities_a_result_was_found_by(page: Page,
