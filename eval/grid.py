@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memo.errors import ValidationError
-from memo.profile import load_profile
+from memo.profile import LIST_KEYS, load_profile
 from memo.types import default_profile
 
 
@@ -60,8 +60,8 @@ def parse_set(option: str) -> tuple[str, list[Any]]:
     key = key.strip()
     if not sep or not key or not values.strip():
         raise ValidationError(f"--set {option!r}: expected KEY=V1[,V2...]", hint="e.g. --set fusion.k=20,60,100")
-    # aging_kinds and relational_cues are themselves comma lists: take them whole.
-    vals = [values.strip()] if key in ("recency.aging_kinds", "entities.relational_cues") else [parse_value(v) for v in values.split(",") if v.strip()]
+    # List keys (aging_kinds, relational_cues, context.kinds) are themselves comma lists: take them whole.
+    vals = [values.strip()] if key in LIST_KEYS else [parse_value(v) for v in values.split(",") if v.strip()]
     return key, vals
 
 

@@ -165,7 +165,7 @@ _N = len(RESULT_FIELDS)
 # The columns a result fills, in schema order: each row is built as one list display
 # (the replay's hottest Python after search itself: 100 rows per query).
 _HEAD = ("run_id", "qid", "rank", "passage_id", "pk", "record_id", "doc_id", "namespace", "kind",
-         "score", "fused", "recency", "speaker", "date", "heading", "final", "tiebreak", "relevance", "band", "tokens")
+         "score", "fused", "recency", "speaker", "date", "heading", "context", "final", "tiebreak", "relevance", "band", "tokens")
 _TAIL = _N - len(_HEAD)                  # arm columns + relevant
 _ARM_COLS = {arm: RESULT_INDEX[f"{arm}_rank"] for arm in ARM_NAMES}   # then _raw, _contribution
 if RESULT_FIELDS[:len(_HEAD)] != _HEAD or any(
@@ -182,13 +182,13 @@ def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
         why = r.why
         if why is None:
             row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
-                   r.kind, float(r.score), None, None, None, None, None, None, None, r.relevance, r.band,
+                   r.kind, float(r.score), None, None, None, None, None, None, None, None, r.relevance, r.band,
                    int(r.tokens)]
             row.extend([None] * _TAIL)
         else:
             row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
                    r.kind, float(r.score), float(why.fused), float(why.recency_factor), float(why.speaker_factor),
-                   float(why.date_factor), float(why.heading_factor), float(why.final),
+                   float(why.date_factor), float(why.heading_factor), float(why.context_factor), float(why.final),
                    float(why.tiebreak), r.relevance, r.band, int(r.tokens)]
             row.extend([None] * _TAIL)
             for arm, ev in why.arms.items():

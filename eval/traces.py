@@ -112,6 +112,7 @@ RESULTS_SCHEMA = pa.schema([
     pa.field("speaker", pa.float64()),           # speaker factor (memo.retrieve.speaker; 1.0: not boosted)
     pa.field("date", pa.float64()),              # date factor (memo.retrieve.dated; 1.0: not boosted)
     pa.field("heading", pa.float64()),           # heading factor (memo.retrieve.heading; 1.0: not boosted)
+    pa.field("context", pa.float64()),           # context factor (memo.retrieve.context; 1.0: not lifted)
     pa.field("final", pa.float64()),
     pa.field("tiebreak", pa.float64()),          # orders equal finals (docs/architecture.md section 5)
     pa.field("relevance", pa.float64()),         # best raw cosine (None: no semantic evidence)

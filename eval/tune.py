@@ -28,7 +28,7 @@ from eval.anchors import against
 from eval.grid import RunSpec, expand, parse_set
 from eval.run import EvalOptions, code_version, run_eval
 from memo.errors import ExtraMissing, ValidationError
-from memo.profile import load_profile, user_profile_dir
+from memo.profile import LIST_KEYS, load_profile, user_profile_dir
 
 MAX_GRID = 200          # more points than this: Optuna TPE (or --samples) instead of the whole grid
 BATCH = 8               # Optuna points replayed per batch
@@ -195,8 +195,8 @@ def profile_toml(profile, header: Sequence[str]) -> str:
         section, field = key.split(".", 1)
         sections.setdefault(section, {})[field] = value
 
-    def lit(key: str, v: Any) -> str:
-        if key in ("aging_kinds", "relational_cues"):
+    def lit(section: str, key: str, v: Any) -> str:
+        if f"{section}.{key}" in LIST_KEYS:
             items = [s for s in str(v).split(",") if s]
             return "[" + ", ".join(f'"{s}"' for s in items) + "]"
         if isinstance(v, bool):
@@ -209,11 +209,11 @@ def profile_toml(profile, header: Sequence[str]) -> str:
     # Every table Profile.flat() has, in its order: a new profile table needs no edit here.
     for section, fields in sections.items():
         lines.append(f"[{section}]")
-        lines += [f"{k} = {lit(k, v)}" for k, v in fields.items()]
+        lines += [f"{k} = {lit(section, k, v)}" for k, v in fields.items()]
         lines.append("")
     for model_id, bands in models.items():
         lines.append(f'[models."{model_id}"]')
-        lines += [f"{k} = {lit(k, v)}" for k, v in bands.items()]
+        lines += [f"{k} = {lit('models', k, v)}" for k, v in bands.items()]
         lines.append("")
     return "\n".join(lines)
 

@@ -182,6 +182,15 @@ class HeadingCfg:
     min_share: float                      # only when code-shaped words are at least this share of the query's words
 
 
+@dataclass(frozen=True, slots=True)
+class ContextCfg:
+    """Passages whose record's other passages rank near the top (memo.retrieve.context)."""
+
+    boost: float                          # score x (1 + boost x sibling mass / largest record mass); 0 = off
+    top: int                              # the context: the best this many candidates
+    kinds: tuple[str, ...]                # kinds whose passages are lifted
+
+
 FACT_MERGES = ("minmax", "rrf")
 FACT_VOTES = ("best", "sum")
 
@@ -229,6 +238,9 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "dates.window_days": ("int", 0, 366),
     "heading.boost": ("float", 0.0, 100.0),
     "heading.min_share": ("float", 0.0, 1.0),
+    "context.boost": ("float", 0.0, 100.0),
+    "context.top": ("int", 2, 1000),
+    "context.kinds": ("kinds", None, None),
     "abstention.keyword_floor": ("float", 0.0, 1.0),
     "abstention.joint_floor": ("float", 0.0, 2.0),
     "vectors.quantised_min": ("int", 1, 1_000_000_000),
@@ -238,6 +250,8 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "vectors.ann_min": ("int", 0, 1_000_000_000),
     "vectors.ann_overfetch": ("float", 1.0, 100.0),
 }
+# The keys whose value is a list (a comma list on the command line and in Profile.flat).
+LIST_KEYS = frozenset(k for k, (kind, _, _) in _SCALARS.items() if kind in ("kinds", "words"))
 _WEIGHT_RANGE = (0.0, 100.0)
 _BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
 
@@ -261,6 +275,7 @@ class Profile:
     speaker: SpeakerCfg
     dates: DatesCfg
     heading: HeadingCfg
+    context: ContextCfg
     vectors: VectorCfg
 
     def flat(self) -> dict[str, Any]:
@@ -294,7 +309,7 @@ class Profile:
                 node = node[part]
             if parts[-1] not in node and parts[0] != "models":
                 raise ProfileError(f"override {dotted!r}: unknown key")
-            if dotted in ("recency.aging_kinds", "entities.relational_cues") and isinstance(value, str):
+            if dotted in LIST_KEYS and isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]
             node[parts[-1]] = value
         return _build(doc, name=name or self.name, source=f"{self.source} + overrides")
@@ -455,6 +470,7 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         speaker=SpeakerCfg(values["speaker.boost"]),
         dates=DatesCfg(values["dates.boost"], values["dates.window_days"]),
         heading=HeadingCfg(values["heading.boost"], values["heading.min_share"]),
+        context=ContextCfg(values["context.boost"], values["context.top"], values["context.kinds"]),
         vectors=VectorCfg(values["vectors.quantised_min"], values["vectors.shortlist"],
                           values["vectors.sidecar_min"], values["vectors.sidecar_tail"],
                           values["vectors.ann_min"], values["vectors.ann_overfetch"]),

@@ -87,6 +87,7 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
             said = f" x speaker {w.speaker} {w.speaker_factor:.4g}" if w.speaker_factor != 1.0 else ""
             said += f" x date {w.period} {w.date_factor:.4g}" if w.date_factor != 1.0 else ""
             said += f" x heading {w.heading} {w.heading_factor:.4g}" if w.heading_factor != 1.0 else ""
+            said += f" x context {w.context_factor:.4g}" if w.context_factor != 1.0 else ""
             typer.echo(f"    why: {'; '.join(parts)}; fused {w.fused:.4g} x recency {w.recency_factor:.4g}"
                        f"{said} = {w.final:.4g}")
             prov = ", ".join(f"{k} {v}" for k, v in w.provenance.items() if v)

@@ -49,7 +49,7 @@ class PassageRow(NamedTuple):
 
 _META_SQL = (
     "SELECT p.pk, r.kind, r.namespace, r.source, p.tokens,"
-    " COALESCE(p.event_at, r.event_at, r.recorded_at), p.speaker, p.section"
+    " COALESCE(p.event_at, r.event_at, r.recorded_at), p.speaker, p.section, p.record_id"
     " FROM passages p JOIN records r ON r.id = p.record_id"
     " WHERE p.pk IN (SELECT value FROM json_each(?))")
 

@@ -1,12 +1,13 @@
 """The search pipeline, listed once, in the seed's order:
 
-    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker, 4c dates, 4d headings) ─▶ 5 abstention
+    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker, 4c dates, 4d headings, 4e context) ─▶ 5 abstention
     ─▶ 6 cutoff ─▶ 7 limit ─▶ 8 token budget ─▶ 9 results + why + trace
 
 (4b and 4c, factors beside recency: a passage said by someone the query names scores
 x (1 + speaker.boost), one dated in a period the query names x (1 + dates.boost), one
-whose heading names an identifier the query names x (1 + heading.boost);
-memo/retrieve/speaker.py, memo/retrieve/dated.py and memo/retrieve/heading.py say why.)
+whose heading names an identifier the query names x (1 + heading.boost), a conversation
+turn whose session holds other top candidates x (1 + context.boost x that share);
+memo/retrieve/speaker.py, dated.py, heading.py and context.py say why.)
 
 Every search (library, CLI, MCP server) calls ``search``.  Stages 3-8 are pure functions
 (one file each); the only I/O is the scope count, the arms' own queries, and two batched
@@ -28,6 +29,7 @@ from memo.retrieve.arms import ARMS
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.budget import pack
 from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.context import apply_context
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.dated import apply_dated
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
@@ -112,6 +114,9 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 4d headings: re-sorts only when a candidate's heading names an identifier the query names
     ranked, identifiers = apply_heading(ranked, meta, checked.query, profile.heading.boost,
                                          profile.heading.min_share)
+    # 4e context: re-sorts only when two passages of one record are among the best
+    ctx_cfg = profile.context
+    ranked = apply_context(ranked, meta, boost=ctx_cfg.boost, top=ctx_cfg.top, kinds=ctx_cfg.kinds)
     clock.lap("recency")
 
     # 5 abstention

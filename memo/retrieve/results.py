@@ -1,7 +1,7 @@
 """Stage 9, results + why: turn the packed candidates into ``Result`` s, with ``why`` when
 explain is asked for.  ``why`` carries the numbers the score was computed from, in the
 order it was computed (arm contributions in arm order, summed, times the recency factor,
-times the speaker factor, times the date factor, times the heading factor),
+times the speaker, date, heading and context factors),
 so a reader can reproduce ``final`` exactly (tests/unit/retrieve/test_explain.py).
 
 Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
@@ -53,7 +53,8 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                            "ages": m.kind in aging_kinds},
                 speaker_factor=c.speaker, speaker=m.speaker if c.speaker != 1.0 else None,
                 date_factor=c.dated, period=passage_period(m.when, periods) if c.dated != 1.0 else None,
-                heading_factor=c.headed, heading=heading_name(m.section) if c.headed != 1.0 else None)
+                heading_factor=c.headed, heading=heading_name(m.section) if c.headed != 1.0 else None,
+                context_factor=c.context)
         out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
                           c.score, relevance, band, row.tokens, why))
     return tuple(out)

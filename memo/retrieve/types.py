@@ -54,11 +54,12 @@ class Candidate(NamedTuple):
     arms: dict[str, Evidence]   # insertion order = arm order; fused = sum in that order
     fused: float
     factor: float = 1.0         # recency factor
-    score: float = 0.0          # fused * factor * speaker * dated * headed (left to right)
+    score: float = 0.0          # fused * factor * speaker * dated * headed * context (left to right)
     tiebreak: float = 0.0       # orders equal scores (rrf: the min-max fused score); never scored
     speaker: float = 1.0        # speaker factor: 1 + speaker.boost when the query names its speaker
     dated: float = 1.0          # date factor: 1 + dates.boost when it is dated in a period the query names
     headed: float = 1.0         # heading factor: 1 + heading.boost when its heading names a query identifier
+    context: float = 1.0        # context factor: 1 + context.boost x its record's other top passages' share
 
 
 class Meta(NamedTuple):
@@ -71,6 +72,7 @@ class Meta(NamedTuple):
     when: str | None            # passage event_at, else record event_at, else recorded_at
     speaker: str | None = None  # who said it (a conversation turn's speaker)
     section: str = ""           # section path (headings joined by " > "; a code symbol's qualified name)
+    record: str = ""            # its record's id (stage 4e: passages of one record share a context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ class Why:
     arms: dict[str, ArmWhy]
     fused: float
     recency_factor: float
-    final: float                # fused * recency_factor * speaker_factor * date_factor * heading_factor, in order
+    final: float                # fused * recency * speaker * date * heading * context factors, in that order
     relevance: float | None
     band: str | None
     tiebreak: float
@@ -111,6 +113,7 @@ class Why:
     period: str | None = None       # that period's label ("2023-07", "2023-10-13", "*-06"; None: not boosted)
     heading_factor: float = 1.0     # 1 + heading.boost when the passage's heading names an identifier of the query
     heading: str | None = None      # that heading's name, case-folded ("fs.readfile"; None: not boosted)
+    context_factor: float = 1.0     # 1 + context.boost x its record's share of the best candidates (stage 4e)
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,8 +112,9 @@ def test_profiles_show_and_diff():
     assert shown["constants"]["fusion.k"] == 60 and shown["constants"]["weights.exact"] == 0.3
     assert "fusion.k = 60" in run("profiles", "show", "rrf").stdout
     diff = js("profiles", "diff", "rrf", "minmax")
-    # fact.top: rrf lets only the 10 best facts vote (docs/eval.md, chosen on held-out halves)
-    assert diff["differences"] == [{"key": "fact.top", "a": 10, "b": 0},
+    # fact.top: rrf lets only the 10 best facts vote; context.boost: each profile's best (docs/eval.md)
+    assert diff["differences"] == [{"key": "context.boost", "a": 0.5, "b": 1.0},
+                                   {"key": "fact.top", "a": 10, "b": 0},
                                    {"key": "fusion.method", "a": "rrf", "b": "minmax"}]
     assert "fusion.method: 'rrf' -> 'minmax'" in run("profiles", "diff", "rrf", "minmax").stdout
     assert js("profiles", "show", "nope", code=2)["error"] == "ProfileError"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memo.retrieve.context import apply_context
 from memo.retrieve.dated import apply_dated
 from memo.retrieve.heading import apply_heading, heading_name, query_identifiers
 from memo.retrieve.speaker import apply_speaker, named_speakers
@@ -102,3 +104,34 @@ def test_heading_stage_only_multiplies_sections_headed_by_a_query_identifier(ite
                                        else (1.0, cands[c.pk].score))
     keys = [(-c.score, -c.tiebreak, c.pk) for c in out]
     assert keys == sorted(keys) or out == cands
+
+
+CONTEXT_ITEMS = st.lists(st.tuples(st.floats(0.001, 1, allow_nan=False), st.sampled_from(["A", "B", "C", "D", "E"]),
+                                   st.sampled_from(["conversation", "doc"])), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CONTEXT_ITEMS, st.floats(0, 5, allow_nan=False), st.integers(2, 12))
+def test_context_stage_lifts_by_the_records_share_of_the_best(items, boost, top):
+    """4e: score x factor with 1 <= factor <= 1 + boost; factor 1 for other kinds and for
+    records with no passage among the best ``top``; untouched when no record has two there."""
+    ranked = sorted(enumerate(items), key=lambda x: (-x[1][0], x[0]))
+    cands = [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, (s, _, _) in ranked]
+    meta = {pk: Meta(kind, "n", None, 1, None, None, "", rec) for pk, (_, rec, kind) in enumerate(items)}
+    out = apply_context(cands, meta, boost=boost, top=top, kinds=("conversation",))
+    assert sorted(c.pk for c in out) == sorted(c.pk for c in cands)
+    head = cands[:top]
+    records = [meta[c.pk].record for c in head]
+    if boost <= 0 or len(cands) < 2 or all(records.count(r) < 2 for r in records):
+        assert out == cands
+        return
+    mass = {r: sum(c.score for c in head if meta[c.pk].record == r) for r in set(records)}
+    before = {c.pk: c for c in cands}
+    for c in out:
+        m = meta[c.pk]
+        expect = 1.0 + boost * mass[m.record] / max(mass.values()) if (
+            m.kind == "conversation" and m.record in mass) else 1.0
+        assert c.context == pytest.approx(expect, rel=1e-12) and 1.0 <= c.context <= 1.0 + boost
+        assert c.score == before[c.pk].score * c.context
+    keys = [(-c.score, -c.tiebreak, c.pk) for c in out]
+    assert keys == sorted(keys)

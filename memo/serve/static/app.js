@@ -247,6 +247,9 @@
       line.append(el("span", null, " × "),
         labelled("heading " + why.heading, num("heading_factor", why.heading_factor)));
     }
+    if (why.context_factor !== undefined && why.context_factor !== 1) {
+      line.append(el("span", null, " × "), labelled("context", num("context_factor", why.context_factor)));
+    }
     line.append(el("span", null, " = "),
       labelled("final", num("final", why.final)), labelled("band", el("span", null, why.band || "none")));
     box.append(line);

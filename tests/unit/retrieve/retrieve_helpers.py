@@ -56,10 +56,11 @@ class FakeSemantic:
 
 def assert_why_reproduces_final(res: Any) -> None:
     """``why`` rebuilds the score exactly: contributions summed in arm order = fused, and
-    fused x recency x speaker x date x heading, left to right = final = the result's score."""
+    fused x recency x speaker x date x heading x context, left to right = final = the result's score."""
     w = res.why
     total = 0.0
     for arm in w.arms.values():
         total += arm.contribution
     assert total == w.fused
-    assert w.fused * w.recency_factor * w.speaker_factor * w.date_factor * w.heading_factor == w.final == res.score
+    assert (w.fused * w.recency_factor * w.speaker_factor * w.date_factor * w.heading_factor * w.context_factor
+            == w.final == res.score)

@@ -1,0 +1,64 @@
+"""Stage 4e, context: a passage whose record's other passages rank near the top scores up
+to ``x (1 + boost)``.
+
+Why: a record is a unit of context - a conversation session, a document, a note.  When
+several of its passages are among the best candidates, the topic the query asks about is
+discussed there, and its other passages are likelier to hold the answer than a lone
+passage elsewhere with the same score (the passage + document evidence of classic passage
+retrieval).  LoCoMo's answers sit in the session where their topic comes up: a question
+about a recipe finds three turns of that session's talk about it, and the turn that names
+the dish shares no word with the question.
+
+Rules (all in this file, pure):
+
+* the context is the best ``context.top`` candidates after stages 4-4d;
+* a record's mass is the sum of its passages' scores in the context; ``M`` is the largest
+  mass of any record there;
+* a candidate's *sibling mass* is its record's mass without its own score (its own score
+  counts once, in its score);
+* ``factor = 1 + boost * sibling_mass / M`` for candidates of the ``context.kinds``, else
+  1.0: between 1 and 1 + boost, 1 for a passage alone in its record (so a corpus of
+  one-passage records is ranked exactly as before);
+* ``boost`` 0, or no record with two passages in the context, returns the list untouched.
+
+``score = ((((fused * recency) * speaker) * date) * heading) * context``; ``why`` carries
+every factor, so explain still reproduces ``final`` exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from memo.retrieve.recency import sort_best_first
+from memo.retrieve.types import Candidate, Meta
+
+
+def apply_context(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, boost: float, top: int,
+                  kinds: tuple[str, ...]) -> list[Candidate]:
+    """Candidates best first.  Input best first; re-sorted only when a factor changed."""
+    if boost <= 0.0 or top < 2 or len(cands) < 2:
+        return list(cands)
+    head = cands[:top]
+    mass: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for c in head:
+        m = meta.get(c.pk)
+        if m is not None and m.record:
+            mass[m.record] = mass.get(m.record, 0.0) + c.score
+            count[m.record] = count.get(m.record, 0) + 1
+    if not mass or max(count.values()) < 2:
+        return list(cands)
+    biggest = max(mass.values())
+    if biggest <= 0.0:
+        return list(cands)
+    out, changed = [], False
+    for c in cands:
+        m = meta.get(c.pk)
+        if m is not None and m.kind in kinds and m.record in mass:
+            factor = 1.0 + boost * (mass[m.record] / biggest)
+            c = c._replace(score=c.score * factor, context=factor)
+            changed = True
+        out.append(c)
+    if changed:
+        sort_best_first(out)
+    return out
