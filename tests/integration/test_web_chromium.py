@@ -258,6 +258,22 @@ def test_the_section_headed_by_the_named_identifier_shows_its_heading_factor(pag
     assert [doc["results"][i]["section"] for i in boosted] == ["Pool API > pool.query(text)"]
 
 
+def test_turns_of_a_session_with_several_top_turns_show_their_context_factor(page: Page) -> None:
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.check("#explain")
+    doc = page.search("backup job")             # two of Priya and Tom's turns match: one session
+    p.wait_for_selector(".why")
+    lifted = [i for i, r in enumerate(doc["results"]) if r["why"]["context_factor"] != 1.0]
+    assert len(lifted) >= 2 and all(doc["results"][i]["kind"] == "conversation" for i in lifted)
+    for i, r in enumerate(doc["results"]):
+        node = p.locator(".result").nth(i).locator(".why [data-field='context_factor']")
+        if i in lifted:
+            assert float(node.get_attribute("data-value")) == r["why"]["context_factor"]
+        else:
+            assert node.count() == 0
+
+
 def test_entity_chips_show_the_query_entities_a_result_was_found_by(page: Page,
                                                                      server: tuple[WebServer, dict[str, str]]) -> None:
     _, ids = server
