@@ -1,7 +1,8 @@
 """The pipeline's two reads after the arms: one query each, never one per candidate.
 
-* ``fetch_meta``: kind, namespace, source, tokens, date and speaker of every fused
-  candidate (recency, speaker, budget and narrow_hint need them);
+* ``fetch_meta``: kind, namespace, source, tokens, date, speaker, section and record of
+  every fused candidate (recency, speaker, dates, headings, context, budget and
+  narrow_hint need them);
 * ``fetch_rows``: text and provenance of the final results only.
 
 Both are cached per connection until the data changes (``conn_cache``): eval replay
