@@ -32,6 +32,10 @@ from collections.abc import Mapping, Sequence
 from memo.retrieve.recency import sort_best_first
 from memo.retrieve.types import Candidate, Meta
 
+_FIELDS = ("pk", "arms", "fused", "factor", "score", "tiebreak", "speaker", "dated", "headed", "context")
+if Candidate._fields != _FIELDS:    # apply_context builds candidates by position
+    raise ImportError("memo.retrieve.types.Candidate changed: update memo.retrieve.context.apply_context")
+
 
 def apply_context(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, boost: float, top: int,
                   kinds: tuple[str, ...]) -> list[Candidate]:
@@ -51,12 +55,16 @@ def apply_context(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, boost
     biggest = max(mass.values())
     if biggest <= 0.0:
         return list(cands)
+    # Most candidates of a LoCoMo search belong to a session with mass, so each is rebuilt:
+    # tuple.__new__ with the fields in order costs a third of NamedTuple._replace.
+    make = Candidate.__new__
     out, changed = [], False
     for c in cands:
         m = meta.get(c.pk)
         if m is not None and m.kind in kinds and m.record in mass:
             factor = 1.0 + boost * (mass[m.record] / biggest)
-            c = c._replace(score=c.score * factor, context=factor)
+            c = make(Candidate, c.pk, c.arms, c.fused, c.factor, c.score * factor, c.tiebreak, c.speaker,
+                     c.dated, c.headed, factor)
             changed = True
         out.append(c)
     if changed:

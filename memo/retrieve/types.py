@@ -59,7 +59,7 @@ class Candidate(NamedTuple):
     speaker: float = 1.0        # speaker factor: 1 + speaker.boost when the query names its speaker
     dated: float = 1.0          # date factor: 1 + dates.boost when it is dated in a period the query names
     headed: float = 1.0         # heading factor: 1 + heading.boost when its heading names a query identifier
-    context: float = 1.0        # context factor: 1 + context.boost x its record's other top passages' share
+    context: float = 1.0        # context factor: 1 + context.boost x its record's share of the best candidates
 
 
 class Meta(NamedTuple):
