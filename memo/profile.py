@@ -186,7 +186,7 @@ class HeadingCfg:
 class ContextCfg:
     """Passages whose record's other passages rank near the top (memo.retrieve.context)."""
 
-    boost: float                          # score x (1 + boost x sibling mass / largest record mass); 0 = off
+    boost: float                          # score x (1 + boost x record mass / largest record mass); 0 = off
     top: int                              # the context: the best this many candidates
     kinds: tuple[str, ...]                # kinds whose passages are lifted
 

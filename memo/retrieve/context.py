@@ -1,4 +1,4 @@
-"""Stage 4e, context: a passage whose record's other passages rank near the top scores up
+"""Stage 4e, context: a passage whose record holds several of the best candidates scores up
 to ``x (1 + boost)``.
 
 Why: a record is a unit of context - a conversation session, a document, a note.  When
@@ -14,12 +14,15 @@ Rules (all in this file, pure):
 * the context is the best ``context.top`` candidates after stages 4-4d;
 * a record's mass is the sum of its passages' scores in the context; ``M`` is the largest
   mass of any record there;
-* a candidate's *sibling mass* is its record's mass without its own score (its own score
-  counts once, in its score);
-* ``factor = 1 + boost * sibling_mass / M`` for candidates of the ``context.kinds``, else
-  1.0: between 1 and 1 + boost, 1 for a passage alone in its record (so a corpus of
-  one-passage records is ranked exactly as before);
-* ``boost`` 0, or no record with two passages in the context, returns the list untouched.
+* ``factor = 1 + boost * mass(record) / M`` for candidates of the ``context.kinds`` whose
+  record has mass, else 1.0: between 1 and 1 + boost.  A passage alone in its record is
+  lifted by its own score only, which keeps such passages in order;
+* ``boost`` 0, or no record with two passages in the context, returns the list untouched
+  (so a corpus of one-passage records is ranked exactly as before).
+
+A form that counted only a passage's siblings (its own score left out of its record's
+mass) was measured and not kept: it pulls the rest of one session in and pushes out the
+lone turns of other sessions a multi-hop answer needs (docs/eval.md "Context").
 
 ``score = ((((fused * recency) * speaker) * date) * heading) * context``; ``why`` carries
 every factor, so explain still reproduces ``final`` exactly.
@@ -44,13 +47,13 @@ def apply_context(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, boost
         return list(cands)
     head = cands[:top]
     mass: dict[str, float] = {}
-    count: dict[str, int] = {}
+    placed = 0                                  # head candidates with a record
     for c in head:
         m = meta.get(c.pk)
         if m is not None and m.record:
             mass[m.record] = mass.get(m.record, 0.0) + c.score
-            count[m.record] = count.get(m.record, 0) + 1
-    if not mass or max(count.values()) < 2:
+            placed += 1
+    if len(mass) == placed:                     # no record holds two of them
         return list(cands)
     biggest = max(mass.values())
     if biggest <= 0.0:

@@ -67,6 +67,11 @@ def name_of(heading: str) -> str:
     m = _NAME.match(text)
     if not m or not _TAIL.fullmatch(text[m.end():]):
         return ""
+    return _folded(m)
+
+
+def _folded(m: re.Match[str]) -> str:
+    """A matched name without trailing connectors, case-folded (headings and query words alike)."""
     return m.group(0).rstrip(".:-/").casefold()
 
 
@@ -79,11 +84,7 @@ def query_identifiers(query: str, min_share: float = 0.0) -> frozenset[str]:
     shaped = words if len(words) == 1 else [w for w in words if code_shaped(w)]
     if not shaped or len(shaped) < min_share * len(words):
         return frozenset()
-    out = set()
-    for w in shaped:
-        if m := _NAME.search(strip_word(w)):
-            out.add(m.group(0).rstrip(".:-/").casefold())
-    return frozenset(out)
+    return frozenset(_folded(m) for w in shaped if (m := _NAME.search(strip_word(w))))
 
 
 def heading_name(section: str) -> str:
