@@ -18,7 +18,8 @@ Cache layout (``$MEMO_CACHE/eval`` if set, else ``./.cache/memo-eval``)::
   goes into the index (every ``memo/ingest/*.py``, the import/add/facts ops, ``memo/store``,
   ``memo/text``, this module), so a code change rebuilds it.
 * A build writes ``<name>.tmp<pid>`` and renames it into place: a crash or a concurrent
-  build never leaves a half-built file under the final name.
+  build never leaves a half-built file under the final name (``memo eval cache --prune``
+  deletes a dead build's temp files, and the indexes other code built: ``eval.cache_files``).
 * Passage vectors are keyed by a hash of the exact texts the model embeds, so an index
   rebuild (schema bump) reuses them: only a change of text or model re-embeds.
 """
@@ -42,6 +43,7 @@ from memo.store.db import open_db
 from memo.store.dialect import is_postgres
 from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
 from memo.store.migrations import LATEST
+from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 
 INDEX_FORMAT = 2   # bump when this module changes what it writes into an index (2: built by import_path)
 
@@ -70,9 +72,16 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
+def index_suffix() -> str:
+    """How the name of an index this code builds ends: the schema version and the index code
+    hash.  A cached index whose name ends otherwise was built by other code and is never
+    read again by this one (``eval.cache_files`` prunes it)."""
+    return f"-v{LATEST}-{_code_hash()[:8]}.db"
+
+
 def index_path(es: EvalSet, root: Path | None = None) -> Path:
     root = root or cache_root()
-    return root / "index" / f"{_safe(es.name)}-{es.corpus_hash[:12]}-v{LATEST}-{_code_hash()[:8]}.db"
+    return root / "index" / f"{_safe(es.name)}-{es.corpus_hash[:12]}{index_suffix()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +132,12 @@ def _store_drafts(conn: sqlite3.Connection, es: EvalSet, progress: Progress | No
     return n_rec, dup
 
 
+def _build_files(tmp: Path) -> tuple[Path, ...]:
+    """A build's temporary database and the files beside it: SQLite's -wal and -shm, and
+    memo's writer lock (``open_db(write=True)`` creates it)."""
+    return (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}{WRITER_LOCK_SUFFIX}"))
+
+
 def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
                 progress: Progress | None = None) -> BuiltIndex:
     """The cached index of ``es``'s corpus, built if missing (or ``rebuild``)."""
@@ -143,7 +158,7 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
     start = time.perf_counter()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    for stale in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+    for stale in _build_files(tmp):
         stale.unlink(missing_ok=True)
     conn = open_db(tmp, write=True)
     rejected = n_fact = 0
@@ -163,11 +178,13 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
     finally:
         conn.close()
     if rejected:
-        tmp.unlink(missing_ok=True)
+        for dead in _build_files(tmp):
+            dead.unlink(missing_ok=True)
         raise DatasetError(f"{es.corpus_path}: the import rejected {rejected} corpus entries",
                            hint=f"memo import --format {es.corpus_format} shows them")
     os.replace(tmp, path)
-    for side in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+    # Nothing opens the temporary name again: its files left behind would only pile up.
+    for side in _build_files(tmp)[1:]:
         side.unlink(missing_ok=True)
     return BuiltIndex(path, True, n_rec, n_pas, dup, round(time.perf_counter() - start, 2), rejected, n_fact)
 

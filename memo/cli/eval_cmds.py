@@ -1,4 +1,4 @@
-"""``memo eval``: run, compare, report, tune, regress, fetch (the evaluation harness).
+"""``memo eval``: run, compare, report, tune, regress, fetch, cache (the evaluation harness).
 
 The commands parse options, call ``eval.*`` and print; progress goes to stderr.  The
 ``eval`` package needs the ``eval`` extra (duckdb, polars, pyarrow, scipy, matplotlib,
@@ -356,6 +356,42 @@ def fetch(name: Annotated[str, typer.Argument(help="Data set name (scifact, loco
                    f"({len(res.files)} files; verified: {', '.join(res.verified) or 'nothing'})")
 
 
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+@handle_errors
+def cache(prune: Annotated[bool, typer.Option("--prune", help="Delete the stale and orphan entries (indexes "
+                                                              "built by other code, dead builds' temp files).")] = False,
+          verbose: Annotated[bool, typer.Option("--verbose", "-v", help="One line per entry.")] = False,
+          as_json: JsonOption = False) -> None:
+    """What the harness's cache holds (indexes, vectors, data sets); --prune frees what this code
+    will never read again."""
+    from eval.cache import cache_root
+    from eval.cache_files import prune as do_prune
+    from eval.cache_files import scan, summary
+
+    root = cache_root()
+    entries = scan(root)
+    gone = do_prune(root) if prune else []
+    doc = {"root": str(root), "summary": summary(entries), "pruned": prune,
+           "freed_bytes": sum(e.bytes for e in gone),
+           "entries": [{"kind": e.kind, "name": e.name, "status": e.status, "bytes": e.bytes,
+                        "deleted": e in gone} for e in entries]}
+    if as_json:
+        print_json(doc)
+        return
+    if verbose:
+        for e in entries:
+            typer.echo(f"{e.status:9s} {_mb(e.bytes):>12s}  {e.name}{'  (deleted)' if e in gone else ''}")
+    parts = [f"{s} {v['entries']} ({_mb(v['bytes'])})" for s, v in doc["summary"].items() if v["entries"]]
+    typer.echo(f"{root}: {', '.join(parts) or 'empty'}")
+    if prune:
+        typer.echo(f"pruned {len(gone)} entries, freed {_mb(doc['freed_bytes'])}")
+    elif any(e.status in ("stale", "orphan") for e in entries):
+        typer.echo("memo eval cache --prune deletes the stale and orphan entries")
+
+
 def register(app: typer.Typer) -> None:
     eval_app.command("run")(run)
     eval_app.command("compare")(compare)
@@ -364,4 +400,5 @@ def register(app: typer.Typer) -> None:
     eval_app.command("tune")(tune)
     eval_app.command("regress")(regress)
     eval_app.command("fetch")(fetch)
+    eval_app.command("cache")(cache)
     app.add_typer(eval_app, name="eval")

@@ -185,6 +185,8 @@ def _no_long_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(eval.regress, "regress", stub)
     monkeypatch.setattr(eval.datasets.fetch, "fetch", stub)
     monkeypatch.setenv("MEMO_EVAL_RUNS", str(Path(os.environ["XDG_CACHE_HOME"]) / "runs"))
+    # `memo eval cache --prune` deletes files: never in a cache set by the caller's $MEMO_CACHE.
+    monkeypatch.setenv("MEMO_CACHE", str(Path(os.environ["XDG_CACHE_HOME"]) / "memo-cache"))
 
 
 def check_result(argv: list[str], result: Any) -> None:

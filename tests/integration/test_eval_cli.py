@@ -205,3 +205,21 @@ def test_list_compare_batches_and_80_columns(tiny, tmp_path):
         assert max(len(line) for line in out.stdout.splitlines()) <= 80, args
         assert any(line.strip() == batch or line.strip().startswith(batch) for line in out.stdout.splitlines()) \
             or args[1] == "run"
+
+
+def test_cache_lists_and_prunes(tiny, tmp_path):
+    _json(runner.invoke(app, ["eval", "run", "-d", str(tiny), "-p", "rrf", "--mode", "keyword", "--quiet", "--json"]))
+    index = tmp_path / "cache" / "eval" / "index"
+    (index / "tiny-0123456789ab-v1-deadbeef.db").write_bytes(b"x" * 100)
+    doc = _json(runner.invoke(app, ["eval", "cache", "--json"]))
+    assert doc["summary"]["stale"] == {"entries": 1, "bytes": 100} and doc["summary"]["current"]["entries"] >= 1
+    assert not doc["pruned"] and (index / "tiny-0123456789ab-v1-deadbeef.db").exists()
+    human = runner.invoke(app, ["eval", "cache"])
+    assert human.exit_code == 0 and "stale 1" in human.stdout and "--prune" in human.stdout
+    res = runner.invoke(app, ["eval", "cache", "--prune", "-v"])
+    assert res.exit_code == 0 and "(deleted)" in res.stdout and "freed 0.0 MB" in res.stdout
+    assert not (index / "tiny-0123456789ab-v1-deadbeef.db").exists()
+    # the current index survives: a second run reuses it
+    again = _json(runner.invoke(app, ["eval", "run", "-d", str(tiny), "-p", "rrf", "--mode", "keyword",
+                                      "--quiet", "--json"]))
+    assert again["index"]["built"] is False
