@@ -9,6 +9,9 @@ from typing import Literal
 
 Kind = Literal["note", "conversation", "doc", "code"]
 KINDS: tuple[str, ...] = ("note", "conversation", "doc", "code")
+# Kinds split into one passage per turn (memo.ingest.split): each passage is an utterance.
+# Every other kind's passages are pieces of sections (a long section is cut by length).
+TURN_KINDS: tuple[str, ...] = ("conversation",)
 
 # Search vocabulary: the lowest layer owns it, so profiles (memo.profile), the pipeline
 # (memo.retrieve) and the skins all read the same names without importing each other.

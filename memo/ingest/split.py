@@ -17,7 +17,7 @@ from memo.ingest.split_code import split_code
 from memo.ingest.split_markdown import looks_like_markdown, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
 from memo.ingest.windows import windowed
-from memo.types import PassageDraft, RecordDraft
+from memo.types import TURN_KINDS, PassageDraft, RecordDraft
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx"}
 
@@ -28,7 +28,7 @@ def split_record(draft: RecordDraft) -> tuple[PassageDraft, ...]:
     elif draft.kind == "code":
         out = split_code(draft.body, draft.import_path, draft.title,
                          language=str(draft.meta["language"]) if "language" in draft.meta else None)
-    elif draft.kind == "conversation":
+    elif draft.kind in TURN_KINDS:
         out = split_conversation(draft.body, default_date=draft.event_at)
     else:
         suffix = PurePosixPath(draft.import_path or "").suffix.lower()

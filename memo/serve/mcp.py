@@ -523,7 +523,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         conversation ("what did Alice say about...") favours that speaker's turns, and naming
         a day, month or year ("in March 2024") favours notes and turns dated then; looking up an
         identifier ("fs.readFile", "ERR_HTTP_HEADERS_SENT") favours the section headed by it; a
-        conversation session with several strong turns lifts its other turns."""
+        conversation session, or a document or code file, with several strong turns or
+        sections lifts its other ones."""
         given = {k: v for k, v in fields.items() if v is not None}
         return run_tool("memory_search", lambda: tools.search(
             query, mode=mode, profile=profile, limit=limit, max_tokens=max_tokens,

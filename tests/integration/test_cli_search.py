@@ -112,8 +112,8 @@ def test_profiles_show_and_diff():
     assert shown["constants"]["fusion.k"] == 60 and shown["constants"]["weights.exact"] == 0.3
     assert "fusion.k = 60" in run("profiles", "show", "rrf").stdout
     diff = js("profiles", "diff", "rrf", "minmax")
-    # fact.top: rrf lets only the 10 best facts vote; context.boost: each profile's best (docs/eval.md)
-    assert diff["differences"] == [{"key": "context.boost", "a": 0.0, "b": 1.0},
+    # fact.top: rrf lets only the 10 best facts vote; context.kinds: rrf lifts no turn (docs/eval.md)
+    assert diff["differences"] == [{"key": "context.kinds", "a": "doc,code", "b": "conversation,doc,code"},
                                    {"key": "fact.top", "a": 10, "b": 0},
                                    {"key": "fusion.method", "a": "rrf", "b": "minmax"}]
     assert "fusion.method: 'rrf' -> 'minmax'" in run("profiles", "diff", "rrf", "minmax").stdout

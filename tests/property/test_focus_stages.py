@@ -107,25 +107,33 @@ def test_heading_stage_only_multiplies_sections_headed_by_a_query_identifier(ite
 
 
 CONTEXT_ITEMS = st.lists(st.tuples(st.floats(0.001, 1, allow_nan=False), st.sampled_from(["A", "B", "C", "D", "E"]),
-                                   st.sampled_from(["conversation", "doc"])), max_size=40)
+                                   st.sampled_from(["conversation", "doc"]), st.sampled_from(["s1", "s2", "s3"])),
+                         max_size=40)
 
 
 @settings(max_examples=300, deadline=None)
 @given(CONTEXT_ITEMS, st.floats(0, 5, allow_nan=False), st.integers(2, 12))
 def test_context_stage_lifts_by_the_records_share_of_the_best(items, boost, top):
     """4e: score x factor with 1 <= factor <= 1 + boost; factor 1 for other kinds and for
-    records with no passage among the best ``top``; untouched when no record has two there."""
+    records with no passage among the best ``top``; a record's mass sums its units' best
+    scores there (a turn is a unit, a doc's section is one); untouched when no record has
+    two units there."""
     ranked = sorted(enumerate(items), key=lambda x: (-x[1][0], x[0]))
-    cands = [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, (s, _, _) in ranked]
-    meta = {pk: Meta(kind, "n", None, 1, None, None, "", rec) for pk, (_, rec, kind) in enumerate(items)}
+    cands = [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, (s, _, _, _) in ranked]
+    meta = {pk: Meta(kind, "n", None, 1, None, None, sec, rec) for pk, (_, rec, kind, sec) in enumerate(items)}
     out = apply_context(cands, meta, boost=boost, top=top, kinds=("conversation",))
     assert sorted(c.pk for c in out) == sorted(c.pk for c in cands)
     head = cands[:top]
-    records = [meta[c.pk].record for c in head]
+    units: dict[tuple, float] = {}
+    for c in head:
+        m = meta[c.pk]
+        key = (m.record, c.pk if m.kind == "conversation" else m.section)
+        units[key] = max(units.get(key, 0.0), c.score)
+    records = [r for r, _ in units]
     if boost <= 0 or len(cands) < 2 or all(records.count(r) < 2 for r in records):
         assert out == cands
         return
-    mass = {r: sum(c.score for c in head if meta[c.pk].record == r) for r in set(records)}
+    mass = {r: sum(s for (rr, _), s in units.items() if rr == r) for r in set(records)}
     before = {c.pk: c for c in cands}
     for c in out:
         m = meta[c.pk]

@@ -115,7 +115,8 @@ def test_flat_and_diff():
     assert all(isinstance(v, str | int | float) for v in flat.values())
     assert diff_profiles(a, b) == {"name": ("rrf", "minmax"), "fusion.method": ("rrf", "minmax"),
                                    "fact.top": (10, 0),     # docs/eval.md: rrf lets the 10 best facts vote
-                                   "context.boost": (0.0, 1.0)}  # docs/eval.md "Context": each profile's best
+                                   # docs/eval.md "Context": rrf lifts no conversation turn
+                                   "context.kinds": ("doc,code", "conversation,doc,code")}
     # flat() round-trips through with_overrides
     again = a.with_overrides({k: v for k, v in flat.items() if k != "name"})
     assert again.flat() == flat

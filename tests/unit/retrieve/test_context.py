@@ -20,8 +20,8 @@ def _cands(scores):
     return [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, s in scores]
 
 
-def _meta(record, kind="conversation"):
-    return Meta(kind, "n", None, 5, None, None, "", record)
+def _meta(record, kind="conversation", section=""):
+    return Meta(kind, "n", None, 5, None, None, section, record)
 
 
 def test_a_record_with_several_top_passages_lifts_its_passages_by_its_share():
@@ -45,12 +45,29 @@ def test_records_of_one_passage_each_are_left_as_they_are():
 
 
 def test_only_the_given_kinds_are_lifted_and_boost_zero_is_off():
-    meta = {1: _meta("D", "doc"), 2: _meta("D", "doc"), 3: _meta("S"), 4: _meta("S")}
+    meta = {1: _meta("D", "doc", "fs > fs.rm"), 2: _meta("D", "doc", "fs > fs.rmdir"), 3: _meta("S"), 4: _meta("S")}
     cands = _cands([(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)])
     out = apply_context(cands, meta, boost=1.0, top=4, kinds=KINDS)
     assert {c.pk: c.context for c in out} == {1: 1.0, 2: 1.0, 3: 1.0 + 1.3 / 1.7, 4: 1.0 + 1.3 / 1.7}
     assert apply_context(cands, meta, boost=0.0, top=4, kinds=KINDS) == cands
     assert apply_context(cands, meta, boost=1.0, top=4, kinds=()) == cands
+
+
+def test_pieces_of_one_section_count_once_and_turns_each():
+    # A doc section cut in two by length (pks 1, 2: same record and section) is one unit of
+    # score 0.9, not a record discussed at length: alone in its record, it is left as it is.
+    one_section = {1: _meta("A", "doc", "Abstract"), 2: _meta("A", "doc", "Abstract"), 3: _meta("B", "doc", "B")}
+    cands = _cands([(1, 0.9), (2, 0.8), (3, 0.7)])
+    assert apply_context(cands, one_section, boost=1.0, top=10, kinds=("doc",)) == cands
+    # Two sections of one file are two units: mass 0.9 + 0.7; the cut section counts its best piece.
+    two = {1: _meta("F", "doc", "fs > fs.rm"), 2: _meta("F", "doc", "fs > fs.rm"), 3: _meta("F", "doc", "fs > fs.stat"),
+           4: _meta("G", "doc", "path > path.join")}
+    out = apply_context(_cands([(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)]), two, boost=1.0, top=10, kinds=("doc",))
+    assert {c.pk: c.context for c in out} == {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0 + 0.6 / 1.6}
+    # Conversation turns that share a section (LoCoMo's "session 3") are one unit each.
+    turns = {1: _meta("S", section="session 3"), 2: _meta("S", section="session 3"), 3: _meta("T", section="session 4")}
+    out = apply_context(_cands([(1, 0.9), (2, 0.8), (3, 0.7)]), turns, boost=1.0, top=10, kinds=KINDS)
+    assert {c.pk: c.context for c in out} == {1: 2.0, 2: 2.0, 3: 1.0 + 0.7 / 1.7}
 
 
 def test_pipeline_lifts_the_turns_of_the_session_that_talks_about_it_and_explains_exactly(conn):
@@ -79,6 +96,36 @@ def test_pipeline_lifts_the_turns_of_the_session_that_talks_about_it_and_explain
     for res in lifted.results:
         assert_why_reproduces_final(res)
         assert 1.0 <= res.why.context_factor <= 2.0
+
+
+def test_pipeline_lifts_the_sections_of_the_file_a_question_is_about_and_counts_a_cut_section_once(conn):
+    def doc(sections):
+        draft = RecordDraft(body="\n".join(t for _, t in sections), kind="doc", namespace="docs")
+        with write_tx(conn):
+            rid = insert_record(conn, draft, tuple(PassageDraft(text=t, section=h) for h, t in sections))
+        return {o: pk for pk, o in conn.execute("SELECT pk, ord FROM passages WHERE record_id = ?", (rid,))}
+
+    # fs.md: two sections about reading a file, and the answer (readFile) that says "contents".
+    fs = doc([("fs > fs.open", "open a file to read it"), ("fs > fs.read", "read bytes of a file"),
+              ("fs > fs.readFile", "get the whole contents of a file")])
+    # stream.md: one section cut in two by length: one unit, which alone lifts nothing.
+    stream = doc([("stream > readable.read", "read data from a file stream"),
+                  ("stream > readable.read", "read more of the file stream")])
+    profile = load_profile("rrf").with_overrides({"cutoff.gap": 1.0})
+    request = SearchRequest("read a file", mode="keyword", response_format="explain")
+    lifted = search(conn, request, profile)
+    plain = search(conn, request, profile.with_overrides({"context.boost": 0.0}))
+    by_pk = {r.pk: r for r in lifted.results}
+    assert by_pk[fs[0]].why.context_factor == by_pk[fs[1]].why.context_factor == 2.0   # the largest mass
+    before = {pk: r.why.final / r.why.context_factor for pk, r in by_pk.items()}   # score entering 4e
+    fs_mass = sum(before[pk] for pk in fs.values())
+    for pk in stream.values():   # the cut section's mass is its best piece, not the two pieces' sum
+        assert by_pk[pk].why.context_factor == pytest.approx(1.0 + max(before[q] for q in stream.values()) / fs_mass)
+    for res in lifted.results:
+        assert_why_reproduces_final(res)
+    assert all(r.why.context_factor == 1.0 for r in plain.results)
+    # conversations are not lifted in rrf
+    assert "conversation" not in profile.context.kinds
 
 
 def test_profile_rejects_a_context_of_one():
