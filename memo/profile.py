@@ -111,6 +111,7 @@ class EntitiesCfg:
     identifier_share: float               # an identifier counts for routing if in at most this share of the passages
     min_shared: int                       # entity arm: passages naming at least min(this, counted entities) of them
     min_query_share: float                # route only when counted entities cover at least this share of the query's words
+    strip_common: bool                    # the semantic arm embeds the query without the common entities it names
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +223,7 @@ _SCALARS: dict[str, tuple[str, float | None, float | None]] = {
     "entities.identifier_share": ("float_pos", 0.0, 1.0),
     "entities.min_shared": ("int", 1, 10),
     "entities.min_query_share": ("float", 0.0, 1.0),
+    "entities.strip_common": ("bool", None, None),
     "graph.damping": ("float_open", 0.0, 1.0),
     "graph.iterations": ("int", 1, 1000),
     "graph.tolerance": ("float_pos", 0.0, 1.0),
@@ -384,6 +386,10 @@ def _scalar(where: str, key: str, value: Any) -> Any:
         if not 0.0 < v < 1.0:
             raise ProfileError(f"{where}: key '{key}' must be in (0, 1) (exclusive), got {value!r}")
         return v
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ProfileError(f"{where}: key '{key}' must be true or false, got {value!r}")
+        return value
     if kind == "words":
         if not isinstance(value, list | tuple) or any(not isinstance(w, str) or not w.strip() for w in value):
             raise ProfileError(f"{where}: key '{key}' must be a list of non-empty strings, got {value!r}")
@@ -461,7 +467,8 @@ def _build(doc: Mapping[str, Any], *, name: str, source: str) -> Profile:
         entities=EntitiesCfg(values["entities.max_words"], values["entities.common_share"],
                              values["entities.common_min_passages"], values["entities.relational_cues"],
                              values["entities.name_share"], values["entities.identifier_share"],
-                             values["entities.min_shared"], values["entities.min_query_share"]),
+                             values["entities.min_shared"], values["entities.min_query_share"],
+                             values["entities.strip_common"]),
         graph=GraphCfg(values["graph.damping"], values["graph.iterations"], values["graph.tolerance"],
                        values["graph.report_floor"], values["graph.epsilon"]),
         fact=FactCfg(values["fact.merge"], values["fact.vote"], values["fact.decay"], values["fact.spread"],

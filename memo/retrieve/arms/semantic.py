@@ -13,9 +13,11 @@ corrupt, failed to load or no passage has a vector yet, ``plan`` says so with
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.arms.entity import routed  # the search's routing, computed once per search
 from memo.retrieve.backend import backend_of
 
 if TYPE_CHECKING:
@@ -40,14 +42,67 @@ class SemanticArm:
             return ArmPlan(runs=False, reason=f"embedding model error: {exc}", degraded=True)
         if not available:
             return ArmPlan(runs=False, reason=why, degraded=True)
+        _text, left_out = embedded_text(ctx)
+        if left_out:
+            return ArmPlan(runs=True, reason=f"model {svc.model_id}; embeds the query without "
+                                             f"{', '.join(left_out)} (common in scope)")
         return ArmPlan(runs=True, reason=f"model {svc.model_id}")
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
         svc = ctx.services.semantic
-        qvec = query_vector(ctx, svc)
+        text, _left_out = embedded_text(ctx)
+        qvec = query_vector(ctx, svc) if text == ctx.query else _own_vector(ctx, svc, text)
         # The backend scans (SQLite: the in-process index per the profile's [vectors];
         # PostgreSQL: pgvector, exact or HNSW), the scope applied before the top-k.
         return backend_of(ctx.conn).vector_topk(ctx, svc, qvec)
+
+
+def embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:
+    """(the text this arm embeds, the names left out of it).
+
+    With ``entities.strip_common`` the query is embedded without the words of the *common*
+    entities it names (``memo.retrieve.route``: mentioned in more than
+    ``entities.common_share`` of the in-scope passages; a conversation's speakers).  Why:
+    such a name is in most passages, so it tells the embedding nothing about which one
+    answers, yet it pulls the query vector toward every turn that names that person
+    ("What are Nate's favorite desserts?" lands on the turns where Joanna says "Nate").
+    The speaker stage (4b) carries the speaker; the keyword arm keeps the name (bm25 gives
+    it idf ~0 anyway).  A query of nothing but such names is embedded as typed."""
+    if ctx.profile is None or not ctx.profile.entities.strip_common:
+        return ctx.query, ()
+    common = [e for e in routed(ctx).entities if e.common]
+    if not common:
+        return ctx.query, ()
+    text = strip_spans(ctx.query, [e.span for e in common])
+    if text == ctx.query or not _WORD.search(text):
+        return ctx.query, ()
+    return text, tuple(e.name for e in common)
+
+
+_WORD = re.compile(r"\w")
+
+
+def strip_spans(query: str, spans: list[str]) -> str:
+    """``query`` without the word sequences ``spans`` (case-folded query words, as
+    ``route.query_words`` gives them), whole words only, a possessive 's with them; spaces
+    squeezed (pure)."""
+    out = query
+    for span in spans:
+        words = span.split()
+        if not words:
+            continue
+        pattern = r"(?<!\w)" + r"\W+".join(re.escape(w) for w in words) + r"(?:['\u2019]s)?(?!\w)"
+        out = re.sub(pattern, " ", out, flags=re.IGNORECASE)
+    return re.sub(r"\s+", " ", out).strip()
+
+
+def _own_vector(ctx: ArmContext, svc: Any, text: str) -> np.ndarray:
+    """The vector of the text this arm embeds when it is not the query as typed (the fact
+    arm keeps the typed query's vector: facts name their subject)."""
+    vec = ctx.memo.get("semantic_vector")
+    if vec is None:
+        vec = ctx.memo["semantic_vector"] = svc.embed_query(text)
+    return vec
 
 
 def query_vector(ctx: ArmContext, svc: Any) -> np.ndarray:
