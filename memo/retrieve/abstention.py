@@ -71,10 +71,17 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None) -> tuple[
     return kept, dropped
 
 
+def semantic_cosine(ev) -> float:
+    """A semantic vote's similarity as evidence: its cosine, or the query-as-typed cosine it
+    carries when that is larger (the arm embedded the query without common names:
+    ``memo.retrieve.arms.semantic.TypedVote``)."""
+    return max([ev.raw, *(v.cosine for v in ev.votes)]) if ev.votes else ev.raw
+
+
 def _weak_semantic(arm: str, ev, floor: float) -> bool:
     """Is this arm's vote only a semantic similarity below the floor?"""
     if arm == "semantic":
-        return ev.raw < floor
+        return semantic_cosine(ev) < floor
     if arm == "fact":
         return bool(ev.votes) and all(v.keyword_rank is None and v.semantic_raw is not None
                                       and v.semantic_raw < floor for v in ev.votes)
@@ -122,9 +129,10 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
                     if v.keyword_rank is not None:
                         fact_ids.append(v.fact_id)
             elif arm == "semantic":
-                if semantic_floor is None or ev.raw >= semantic_floor:
+                cosine = semantic_cosine(ev)
+                if semantic_floor is None or cosine >= semantic_floor:
                     return WeakQuery([], None, None)
-                cosines.append(ev.raw)
+                cosines.append(cosine)
             else:                       # entity, graph: named things of the corpus were found
                 return WeakQuery([], None, None)
     passages, facts = evidence_of(pks, fact_ids)

@@ -227,7 +227,7 @@ class _Clock:
 def _matched(run: Any) -> int | None:
     """Distinct voters behind an arm's candidates (fact arm: facts; entity and graph arms:
     entities); None for arms without votes."""
-    voters = {v.voter for hit in run.hits for v in hit.votes}
+    voters = {v.voter for hit in run.hits for v in hit.votes} - {None}
     return len(voters) if voters else None
 
 

@@ -14,6 +14,7 @@ corrupt, failed to load or no passage has a vector yet, ``plan`` says so with
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
@@ -51,10 +52,31 @@ class SemanticArm:
     def run(self, ctx: ArmContext) -> list[ArmHit]:
         svc = ctx.services.semantic
         text, _left_out = embedded_text(ctx)
-        qvec = query_vector(ctx, svc) if text == ctx.query else _own_vector(ctx, svc, text)
+        backend = backend_of(ctx.conn)
         # The backend scans (SQLite: the in-process index per the profile's [vectors];
         # PostgreSQL: pgvector, exact or HNSW), the scope applied before the top-k.
-        return backend_of(ctx.conn).vector_topk(ctx, svc, qvec)
+        if text == ctx.query:
+            return backend.vector_topk(ctx, svc, query_vector(ctx, svc))
+        hits = backend.vector_topk(ctx, svc, _own_vector(ctx, svc, text))
+        # Ranked by the text embedded, but abstention judges similarity on the query as typed:
+        # the model's bands (semantic_floor) are measured on whole queries, and a question
+        # that names its conversation's speaker is in that conversation.  Each hit the typed
+        # query also finds carries that cosine as its vote (memo.retrieve.abstention reads
+        # the larger of the two).
+        typed = {h.pk: h.raw for h in backend.vector_topk(ctx, svc, query_vector(ctx, svc))}
+        return [ArmHit(h.pk, h.rank, h.raw, (TypedVote(typed[h.pk]),)) if h.pk in typed else h for h in hits]
+
+
+@dataclass(frozen=True, slots=True)
+class TypedVote:
+    """The cosine of the query as typed, on a hit of a semantic arm that embedded another
+    text (``why.arms.semantic.votes``; ``embedded_text``)."""
+
+    cosine: float
+
+    @property
+    def voter(self) -> None:
+        return None     # not a voter: trace.arms[].matched stays None for the semantic arm
 
 
 def embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:

@@ -59,7 +59,8 @@ def _semantic(conn, query, profile):
 def test_common_names_are_left_out_of_the_embedded_query_and_the_trace_says_so(chat):
     profile = load_profile("zscore")
     texts, reason = _semantic(chat, "What are Nate's favorite desserts?", profile)
-    assert texts == ["What are favorite desserts?"]
+    # the text ranked by, then the query as typed (abstention's similarity evidence)
+    assert texts == ["What are favorite desserts?", "What are Nate's favorite desserts?"]
     assert reason.endswith("embeds the query without Nate (common in scope)")
     # off: embedded as typed
     texts, reason = _semantic(chat, "What are Nate's favorite desserts?",
@@ -77,7 +78,21 @@ def test_a_name_that_is_not_common_stays(conn):
     with write_tx(conn):
         insert_record(conn, draft, tuple(PassageDraft(text=t, speaker=s) for s, t in turns))
     texts, reason = _semantic(conn, "What did Ana and Ben plant?", load_profile("zscore"))
-    assert texts == ["What did Ana and plant?"] and reason.endswith("without Ben (common in scope)")
+    assert texts == ["What did Ana and plant?", "What did Ana and Ben plant?"] and reason.endswith("without Ben (common in scope)")
+
+
+def test_abstention_judges_similarity_on_the_query_as_typed():
+    from memo.retrieve.abstention import abstain, semantic_cosine
+    from memo.retrieve.arms.semantic import TypedVote
+    from memo.retrieve.types import Candidate, Evidence
+
+    stripped_only = Evidence(1, 0.30, 1.0)                      # below the floor 0.39
+    with_typed = Evidence(1, 0.30, 1.0, (TypedVote(0.45),))      # the typed query's cosine is above it
+    assert semantic_cosine(stripped_only) == 0.30 and semantic_cosine(with_typed) == 0.45
+    assert semantic_cosine(Evidence(1, 0.50, 1.0, (TypedVote(0.45),))) == 0.50
+    cands = [Candidate(1, {"semantic": stripped_only}, 1.0), Candidate(2, {"semantic": with_typed}, 1.0)]
+    kept, dropped = abstain(cands, 0.39)
+    assert [c.pk for c in kept] == [2] and dropped == [1]
 
 
 def test_profile_rejects_a_non_boolean():
