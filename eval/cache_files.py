@@ -28,10 +28,8 @@ from pathlib import Path
 
 from eval.cache import cache_root
 from eval.index import index_suffix
-from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
+from memo.ops.maintenance import DB_FILES  # the files SQLite and memo keep beside a database
 
-# The files SQLite and memo keep beside a database (counted and pruned with it).
-_SIDE = ("-wal", "-shm", "-journal", WRITER_LOCK_SUFFIX)
 _TMP = re.compile(r"\.tmp(\d+)")
 STATUSES = ("current", "stale", "orphan", "building")
 
@@ -67,7 +65,7 @@ def _alive(pid: int) -> bool:
 
 def _main_name(name: str) -> str:
     """A database's name without its sidecar suffix (``x.db-wal`` -> ``x.db``)."""
-    for side in _SIDE:
+    for side in DB_FILES:
         if name.endswith(side):
             return name[: -len(side)]
     return name
@@ -96,9 +94,10 @@ def scan(root: Path | None = None) -> list[CacheEntry]:
     return out
 
 
-def prune(root: Path | None = None) -> list[CacheEntry]:
-    """Delete the stale and orphan entries; the entries deleted."""
-    gone = [e for e in scan(root) if e.status in ("stale", "orphan")]
+def prune(root: Path | None = None, entries: list[CacheEntry] | None = None) -> list[CacheEntry]:
+    """Delete the stale and orphan entries (of ``entries`` when a caller has just scanned,
+    else of a fresh ``scan``); the entries deleted."""
+    gone = [e for e in (scan(root) if entries is None else entries) if e.status in ("stale", "orphan")]
     for e in gone:
         for f in e.files:
             if f.is_file() or f.is_symlink():

@@ -373,17 +373,17 @@ def cache(prune: Annotated[bool, typer.Option("--prune", help="Delete the stale 
 
     root = cache_root()
     entries = scan(root)
-    gone = do_prune(root) if prune else []
+    gone = {e.name for e in do_prune(root, entries)} if prune else set()
     doc = {"root": str(root), "summary": summary(entries), "pruned": prune,
-           "freed_bytes": sum(e.bytes for e in gone),
+           "freed_bytes": sum(e.bytes for e in entries if e.name in gone),
            "entries": [{"kind": e.kind, "name": e.name, "status": e.status, "bytes": e.bytes,
-                        "deleted": e in gone} for e in entries]}
+                        "deleted": e.name in gone} for e in entries]}
     if as_json:
         print_json(doc)
         return
     if verbose:
         for e in entries:
-            typer.echo(f"{e.status:9s} {_mb(e.bytes):>12s}  {e.name}{'  (deleted)' if e in gone else ''}")
+            typer.echo(f"{e.status:9s} {_mb(e.bytes):>12s}  {e.name}{'  (deleted)' if e.name in gone else ''}")
     parts = [f"{s} {v['entries']} ({_mb(v['bytes'])})" for s, v in doc["summary"].items() if v["entries"]]
     typer.echo(f"{root}: {', '.join(parts) or 'empty'}")
     if prune:

@@ -89,7 +89,15 @@ def embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:
     answers, yet it pulls the query vector toward every turn that names that person
     ("What are Nate's favorite desserts?" lands on the turns where Joanna says "Nate").
     The speaker stage (4b) carries the speaker; the keyword arm keeps the name (bm25 gives
-    it idf ~0 anyway).  A query of nothing but such names is embedded as typed."""
+    it idf ~0 anyway).  A query of nothing but such names is embedded as typed.  Computed
+    once per search (plan and run both ask)."""
+    hit = ctx.memo.get("embedded_text")
+    if hit is None:
+        hit = ctx.memo["embedded_text"] = _embedded_text(ctx)
+    return hit
+
+
+def _embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:
     if ctx.profile is None or not ctx.profile.entities.strip_common:
         return ctx.query, ()
     common = [e for e in routed(ctx).entities if e.common]
