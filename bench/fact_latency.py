@@ -22,14 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.datasets import load_eval_set  # noqa: E402
-from eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors  # noqa: E402
 from memo.embed.service import semantic_services  # noqa: E402
 from memo.retrieve.arms.base import ArmContext  # noqa: E402
 from memo.retrieve.arms.fact import FactArm  # noqa: E402
 from memo.retrieve.scope import build_scope_sql  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
 from memo.types import Scope  # noqa: E402
+from memo_eval.datasets import load_eval_set  # noqa: E402
+from memo_eval.index import build_index, ensure_fact_vectors, ensure_passage_vectors, query_vectors  # noqa: E402
 
 
 def measure(name: str, repeat: int) -> dict[str, object]:

@@ -76,7 +76,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    cfg = load_profile(args.profile).vectors
+    cfg = load_profile(args.profile).index
     ann_cfg = dataclasses.replace(cfg, ann_min=0)
     conn = open_db(args.db)
     if args.random_queries:
@@ -93,8 +93,8 @@ def main() -> int:
         qv = rng.standard_normal((args.queries, dims)).astype(np.float32)
         qv /= np.linalg.norm(qv, axis=1, keepdims=True)
     else:
-        from eval.datasets import load_eval_set
-        from eval.index import query_vectors
+        from memo_eval.datasets import load_eval_set
+        from memo_eval.index import query_vectors
 
         model_id, qv = query_vectors(load_eval_set(args.dataset))
         qv = np.asarray(qv, dtype=np.float32)[: args.queries]

@@ -54,7 +54,7 @@ def _ms(f) -> float:  # noqa: ANN001
 
 
 def _profile_with(vectors_ann_min: int):  # noqa: ANN202
-    return load_profile("rrf").with_overrides({"vectors.ann_min": vectors_ann_min})
+    return load_profile("rrf").with_overrides({"index.ann_min": vectors_ann_min})
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ noise spreads evenly over the variants:
     floor fts_or     bare FTS5: MATCH '"a" OR "b" ...' ORDER BY bm25 LIMIT 100 (memo's own MATCH text)
     floor matvec     numpy: all vectors (float32, in memory) @ q, argpartition top-100, sorted
     floor vocab scan (the impact index build's) count(*) over fts5vocab 'instance': every posting
-    keyword fts5     memo.retrieve.search, mode keyword, retrieve.keyword_index = "fts5"
+    keyword fts5     memo.retrieve.search, mode keyword, index.keyword = "fts5"
     keyword impact   the same with the derived impact index (memo/retrieve/impact.py)
     hybrid no-embed  mode auto, precomputed query vector (ArmServices.query_vector), impact index
     hybrid embed     mode auto, the query embedded by the ONNX model inside the search
@@ -72,8 +72,8 @@ def load_matrix(conn) -> np.ndarray:  # noqa: ANN001
 
 def in_process(path: Path, queries: list[str]) -> dict[str, object]:
     conn = open_db(path, write=False)
-    fts5 = load_profile("rrf").with_overrides({"retrieve.keyword_index": "fts5"})
-    fast = load_profile("rrf").with_overrides({"retrieve.keyword_index": "impact", "retrieve.impact_min_passages": 0})
+    fts5 = load_profile("rrf").with_overrides({"index.keyword": "fts5"})
+    fast = load_profile("rrf").with_overrides({"index.keyword": "impact", "index.impact_min_passages": 0})
     rss0 = rss_mb()
     # Build floor: one pass over every posting through fts5vocab (what any index derived
     # from FTS5's own tokens must read), counted in SQLite without Python objects.

@@ -50,7 +50,7 @@ from memo.embed.index import VectorIndex  # noqa: E402
 from memo.embed.quantise import kernel_name  # noqa: E402
 from memo.embed.sidecar import build as build_sidecar  # noqa: E402
 from memo.embed.sidecar import sidecar_path  # noqa: E402
-from memo.profile import VectorCfg, load_profile  # noqa: E402
+from memo.profile import load_profile  # noqa: E402
 from memo.store.connect import read_tx, write_tx  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
 
@@ -115,9 +115,10 @@ def vector_db(n: int, seed: int = SEED) -> Path:
     return path
 
 
-def _cfg(quantised_min: int, shortlist: float = 4, sidecar_min: int = 1) -> VectorCfg:
-    return VectorCfg(quantised_min=quantised_min, shortlist=shortlist, sidecar_min=sidecar_min, sidecar_tail=0.05,
-                     ann_min=100_000, ann_overfetch=4)
+def _cfg(quantised_min: int, shortlist: float = 4, sidecar_min: int = 1):
+    """The profile's [index] section with these settings."""
+    return load_profile("base").with_overrides({"index.quantised_min": quantised_min, "index.shortlist": shortlist,
+                                                 "index.sidecar_min": sidecar_min, "index.sidecar_tail": 0.05}).index
 
 
 def index_bench(n: int, n_queries: int, shortlists: list[float]) -> dict:
@@ -226,8 +227,8 @@ def hybrid_bench(n: int, n_queries: int, db: str | None = None) -> dict:
     svc = SemanticService(conn, spec)
     base = load_profile("rrf")
     profiles = {"default": base,
-                "int8": base.with_overrides({"vectors.quantised_min": 1}, name="int8"),
-                "exact": base.with_overrides({"vectors.quantised_min": 10**9}, name="exact")}
+                "int8": base.with_overrides({"index.quantised_min": 1}, name="int8"),
+                "exact": base.with_overrides({"index.quantised_min": 10**9}, name="exact")}
     # Warm: first search loads the matrix (and writes the sidecar if it is missing).
     t0 = time.perf_counter()
     search(conn, SearchRequest(claims[0]), base, ArmServices(semantic=svc, query_vector=qvecs[0]))

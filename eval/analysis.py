@@ -1,11 +1,11 @@
 """Analysis over run folders: SQL with DuckDB over the Parquet traces, frames with Polars.
 
-Every function takes a DuckDB connection from ``eval.traces.duck(folders)`` (views
+Every function takes a DuckDB connection from ``memo_eval.traces.duck(folders)`` (views
 ``runs``, ``queries``, ``results``) and returns a Polars DataFrame, so ``memo eval report``,
 the notebook (notebooks/eval_report.ipynb) and a user's own session share the same code::
 
-    from eval.traces import duck, resolve_runs
-    from eval import analysis as A
+    from memo_eval.traces import duck, resolve_runs
+    from memo_eval import analysis as A
     con = duck(resolve_runs(["20261201T0506"]))       # a batch id, run ids or folders
     A.bootstrap_ci(A.per_query(con, "ndcg_10"), "ndcg_10")
     A.recall_at_k(con).filter(pl.col("k") == 10)

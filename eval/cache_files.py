@@ -1,7 +1,7 @@
 """What the harness's cache holds, and pruning what this code will never read again
 (``memo eval cache [--prune]``).
 
-The index cache is keyed by the code that builds an index (``eval.index.index_suffix``):
+The index cache is keyed by the code that builds an index (``memo_eval.index.index_suffix``):
 every change to a splitter, the store or the importer builds a new one beside the old,
 and a nightly job or a developer moving between commits piles them up (tens to hundreds
 of MB each for SciFact or LoCoMo).  Each file of the cache root is one of:
@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.cache import cache_root
-from eval.index import index_suffix
 from memo.ops.maintenance import DB_FILES  # the files SQLite and memo keep beside a database
+from memo_eval.cache import cache_root
+from memo_eval.index import index_suffix
 
 _TMP = re.compile(r"\.tmp(\d+)")
 STATUSES = ("current", "stale", "orphan", "building")

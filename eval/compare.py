@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.traces import METRIC_COLUMNS, duck
 from memo.errors import DatasetError
+from memo_eval.traces import METRIC_COLUMNS, duck
 
 TIE_EPS = 1e-9
 
@@ -96,7 +96,7 @@ def pair_runs(a: Sequence[Path], b: Sequence[Path], baseline: str | None = None)
       against every other run of the batch;
     * two batches: runs paired by label (the same profile and overrides in both).
     """
-    from eval.traces import duck
+    from memo_eval.traces import duck
 
     def labels(paths: Sequence[Path]) -> dict[str, Path]:
         con = duck(list(paths))

@@ -19,7 +19,7 @@ Cache layout (``$MEMO_CACHE/eval`` if set, else ``./.cache/memo-eval``)::
   ``memo/text``, this module), so a code change rebuilds it.
 * A build writes ``<name>.tmp<pid>`` and renames it into place: a crash or a concurrent
   build never leaves a half-built file under the final name (``memo eval cache --prune``
-  deletes a dead build's temp files, and the indexes other code built: ``eval.cache_files``).
+  deletes a dead build's temp files, and the indexes other code built: ``memo_eval.cache_files``).
 * Passage vectors are keyed by a hash of the exact texts the model embeds, so an index
   rebuild (schema bump) reuses them: only a change of text or model re-embeds.
 """
@@ -31,12 +31,11 @@ import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.resources import files as package_files
 from pathlib import Path
 
 import numpy as np
 
-from eval.cache import cache_root
-from eval.datasets import EvalSet
 from memo.errors import DatasetError
 from memo.store.connect import write_tx
 from memo.store.db import open_db
@@ -44,12 +43,15 @@ from memo.store.dialect import is_postgres
 from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
 from memo.store.migrations import LATEST
 from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
+from memo_eval.cache import cache_root
+from memo_eval.datasets import EvalSet
 
 INDEX_FORMAT = 2   # bump when this module changes what it writes into an index (2: built by import_path)
 
 Progress = Callable[[str, int, int], None]   # (stage, done, total)
 
-_MEMO = Path(__file__).resolve().parents[1] / "memo"
+# memo's own package folder, wherever memo-kb is installed (not necessarily beside this one).
+_MEMO = Path(str(package_files("memo")))
 # The code that decides what an index holds: hashed by file content (a change rebuilds).
 INDEX_CODE_GLOBS = ("ingest/*.py", "store/*.py", "text/*.py", "ops/importer.py", "ops/add.py", "ops/facts.py",
                     "ops/reports.py", "types.py")
@@ -75,7 +77,7 @@ def _safe(name: str) -> str:
 def index_suffix() -> str:
     """How the name of an index this code builds ends: the schema version and the index code
     hash.  A cached index whose name ends otherwise was built by other code and is never
-    read again by this one (``eval.cache_files`` prunes it)."""
+    read again by this one (``memo_eval.cache_files`` prunes it)."""
     return f"-v{LATEST}-{_code_hash()[:8]}.db"
 
 
@@ -364,7 +366,7 @@ def query_vectors(es: EvalSet, model_id: str | None = None, *, root: Path | None
 
 # --- mapping results to qrels keys ------------------------------------------------------------
 def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
-    """passage pk -> the key the qrels use for it (see ``eval.datasets`` ``unit``)."""
+    """passage pk -> the key the qrels use for it (see ``memo_eval.datasets`` ``unit``)."""
     if es.unit == "record":
         sql = "SELECT p.pk, COALESCE(r.ext_id, r.id) FROM passages p JOIN records r ON r.id = p.record_id"
         return {int(pk): str(k) for pk, k in conn.execute(sql)}

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eval.traces import runs_root
+from memo_eval.traces import runs_root
 
 KEY_METRICS = ("ndcg_10", "recall_10", "recall_100", "rr_10")
 _COLS = ("run_id", "batch_id", "dataset", "split", "profile", "label", "mode", "overrides", "started_at",

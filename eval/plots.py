@@ -1,6 +1,6 @@
 """Figures for the eval report (matplotlib, Agg backend: files only, no display).
 
-Each function takes plain data (computed by ``eval.report`` with DuckDB) and writes one
+Each function takes plain data (computed by ``memo_eval.report`` with DuckDB) and writes one
 PNG, returning its path, so the notebook and the CLI draw the same pictures.
 """
 

@@ -17,7 +17,7 @@ passes but is flagged ``improved`` (update the file so the gain is locked in).  
 that share (data set, split, query limit) replay in one batch.
 
 Metric paths: ``ndcg_10`` ... (run aggregates), ``by_category.<cat>.<metric>`` and
-``by_arm.<arm>.{ran,top10,share}`` (``eval.run.arm_coverage``: how often an arm ran, how
+``by_arm.<arm>.{ran,top10,share}`` (``memo_eval.run.arm_coverage``: how often an arm ran, how
 often it voted for a top-10 result, its share of the top-10 fused score).
 
 The loader refuses a check that cannot fail (``CheckError``):
@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.grid import RunSpec
-from eval.run import EvalOptions, run_eval
 from memo.errors import DatasetError
+from memo_eval.grid import RunSpec
+from memo_eval.run import EvalOptions, run_eval
 
 EXPECTED_DIR = Path(__file__).resolve().parent / "expected"
 MAX_DETERMINISTIC_TOL = 0.002     # replays are deterministic: the same code gives the same figures

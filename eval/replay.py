@@ -3,7 +3,7 @@
 Work is split over worker processes (both cores): each worker opens its own read
 connection to the cached index and its own semantic service (the in-memory vector matrix
 loads once per worker), then answers chunks of (run, queries).  Query vectors are
-precomputed (``eval.index.query_vectors``) and handed to the pipeline as
+precomputed (``memo_eval.index.query_vectors``) and handed to the pipeline as
 ``ArmServices.query_vector``, so a replay costs only the searches.  Every search asks
 for ``limit=100`` and an unbounded token budget with ``response_format="explain"``, so the
 traces hold the why columns for every result.
@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from eval.datasets import EvalQuery, EvalSet
-from eval.grid import RunSpec
-from eval.traces import RESULT_FIELDS, RESULT_INDEX
 from memo.errors import DatasetError
 from memo.retrieve.services import ArmServices
 from memo.types import ARM_NAMES
+from memo_eval.datasets import EvalQuery, EvalSet
+from memo_eval.grid import RunSpec
+from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
@@ -59,9 +59,9 @@ _W: dict[str, Any] = {}
 
 def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
     os.environ.setdefault("MEMO_ONNX_THREADS", "1")
-    from eval.index import unit_keys
     from memo.store.db import open_db
     from memo.store.dialect import is_postgres
+    from memo_eval.index import unit_keys
 
     conn = open_db(cfg.db_path, write=False)
     services = ArmServices()
@@ -130,7 +130,7 @@ def _arm_cache(conn: Any) -> dict:
 
 def _query_row(q: EvalQuery, resp: Any, wall_ms: float, fresh: set[str] | None = None) -> dict[str, Any]:
     """``fresh``: the arms this search really ran (None: no arm cache, every arm ran)."""
-    from eval.traces import stage_struct
+    from memo_eval.traces import stage_struct
 
     tr = resp.trace
     row: dict[str, Any] = {
@@ -155,9 +155,7 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float, fresh: set[str] | None =
         if arm.name == "fact":
             row["fact_matched"] = arm.matched
     row["arm_cached"] = any_cached
-    row["speakers"] = list(getattr(tr, "speakers", ()))
-    row["periods"] = list(getattr(tr, "periods", ()))
-    row["identifiers"] = list(getattr(tr, "identifiers", ()))
+    row["rescore"] = [{"name": k, "named": list(v)} for k, v in getattr(tr, "rescore", {}).items()]
     return row
 
 
@@ -165,12 +163,12 @@ _N = len(RESULT_FIELDS)
 # The columns a result fills, in schema order: each row is built as one list display
 # (the replay's hottest Python after search itself: 100 rows per query).
 _HEAD = ("run_id", "qid", "rank", "passage_id", "pk", "record_id", "doc_id", "namespace", "kind",
-         "score", "fused", "recency", "speaker", "date", "heading", "context", "final", "tiebreak", "relevance", "band", "tokens")
+         "score", "fused", "factors", "final", "tiebreak", "relevance", "band", "tokens")
 _TAIL = _N - len(_HEAD)                  # arm columns + relevant
 _ARM_COLS = {arm: RESULT_INDEX[f"{arm}_rank"] for arm in ARM_NAMES}   # then _raw, _contribution
 if RESULT_FIELDS[:len(_HEAD)] != _HEAD or any(
         RESULT_FIELDS[i:i + 3] != (f"{a}_rank", f"{a}_raw", f"{a}_contribution") for a, i in _ARM_COLS.items()):
-    raise ImportError("eval.traces.RESULTS_SCHEMA changed: update eval.replay._HEAD/_ARM_COLS")
+    raise ImportError("memo_eval.traces.RESULTS_SCHEMA changed: update memo_eval.replay._HEAD/_ARM_COLS")
 
 
 def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
@@ -182,14 +180,13 @@ def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
         why = r.why
         if why is None:
             row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
-                   r.kind, float(r.score), None, None, None, None, None, None, None, None, r.relevance, r.band,
-                   int(r.tokens)]
+                   r.kind, float(r.score), None, None, None, None, r.relevance, r.band, int(r.tokens)]
             row.extend([None] * _TAIL)
         else:
             row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
-                   r.kind, float(r.score), float(why.fused), float(why.recency_factor), float(why.speaker_factor),
-                   float(why.date_factor), float(why.heading_factor), float(why.context_factor), float(why.final),
-                   float(why.tiebreak), r.relevance, r.band, int(r.tokens)]
+                   r.kind, float(r.score), float(why.fused),
+                   [{"name": f.name, "value": float(f.value), "label": f.label} for f in why.factors],
+                   float(why.final), float(why.tiebreak), r.relevance, r.band, int(r.tokens)]
             row.extend([None] * _TAIL)
             for arm, ev in why.arms.items():
                 i = _ARM_COLS.get(arm)
@@ -212,7 +209,7 @@ def _task(task: tuple[int, RunSpec, list[int]]) -> tuple[int, list[tuple[dict, l
 class RunOutput:
     spec: RunSpec
     queries: list[dict[str, Any]]
-    results: list[list[Any]]       # rows in eval.traces.RESULT_FIELDS order
+    results: list[list[Any]]       # rows in memo_eval.traces.RESULT_FIELDS order
     busy_s: float = 0.0
 
 

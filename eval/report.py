@@ -1,7 +1,7 @@
 """``memo eval report RUN...``: a Markdown report plus PNG figures from the Parquet traces.
 
-Everything is computed with DuckDB over the three tables (``eval.traces.duck``) and
-Polars frames (``eval.analysis``), so the notebook (notebooks/eval_report.ipynb) calls the
+Everything is computed with DuckDB over the three tables (``memo_eval.traces.duck``) and
+Polars frames (``memo_eval.analysis``), so the notebook (notebooks/eval_report.ipynb) calls the
 same functions and gets the same numbers.
 
 Sections: runs and their metrics; metric bars with 95% bootstrap confidence intervals;
@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eval import analysis as A
-from eval import plots
-from eval.anchors import anchors_for
-from eval.traces import METRIC_COLUMNS, duck
 from memo.types import ARM_NAMES
+from memo_eval import analysis as A
+from memo_eval import plots
+from memo_eval.anchors import anchors_for
+from memo_eval.traces import METRIC_COLUMNS, duck
 
 SUMMARY_METRICS = (*METRIC_COLUMNS, "abstain_precision", "abstain_recall")
 
@@ -93,7 +93,7 @@ def arm_shares(con, top: int = 10) -> dict[str, dict[str, float]]:
 
 
 def latencies(con) -> dict[str, list[float]]:
-    """Per run, the latency of its uncached searches (``eval.analysis.uncached_latency``)."""
+    """Per run, the latency of its uncached searches (``memo_eval.analysis.uncached_latency``)."""
     out: dict[str, list[float]] = {}
     frame = A.uncached_latency(con)
     for rid, lat in zip(frame["run_id"].to_list(), frame["latency_ms"].to_list(), strict=True):

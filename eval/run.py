@@ -1,7 +1,7 @@
 """``memo eval run``: data set -> cached index (+ vectors) -> replay -> metrics -> Parquet.
 
 One call replays every run spec (profiles x grid) over one split and writes one folder per
-run (``eval.traces``).  It returns a JSON-ready summary: aggregate metrics per run, the
+run (``memo_eval.traces``).  It returns a JSON-ready summary: aggregate metrics per run, the
 replay speed (queries/s with cached vectors) and where everything was written.
 """
 
@@ -16,21 +16,21 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from eval import metrics as M
-from eval.datasets import OBS_SUFFIX, EvalSet, load_eval_set
-from eval.grid import RunSpec
-from eval.index import (
+from memo.store.dialect import is_db_url
+from memo.store.postgres.connection import redact
+from memo.types import default_profile
+from memo_eval import metrics as M
+from memo_eval.datasets import OBS_SUFFIX, EvalSet, load_eval_set
+from memo_eval.grid import RunSpec
+from memo_eval.index import (
     build_index,
     build_index_on_server,
     ensure_fact_vectors,
     ensure_passage_vectors,
     query_vectors,
 )
-from eval.replay import ReplayConfig, RunOutput, replay
-from eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
-from memo.store.dialect import is_db_url
-from memo.store.postgres.connection import redact
-from memo.types import default_profile
+from memo_eval.replay import ReplayConfig, RunOutput, replay
+from memo_eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
 
 Status = Callable[[str], None]
 
@@ -47,7 +47,7 @@ def code_version() -> dict[str, str | None]:
             sha += "-dirty"
     except (OSError, subprocess.SubprocessError):
         pass
-    ver = version("memo")
+    ver = version("memo-kb")      # the distribution memo installs as
     return {"git_sha": sha, "memo_version": ver, "code_version": f"{ver}+{sha}" if sha else ver}
 
 
@@ -75,7 +75,7 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
     on_server = is_db_url(opts.db)
     if on_server:
         # A PostgreSQL database given to the harness is its index: built there from the
-        # data set's corpus when it does not hold it yet (eval.index.build_index_on_server).
+        # data set's corpus when it does not hold it yet (memo_eval.index.build_index_on_server).
         status("index")
         built = build_index_on_server(es, str(opts.db), rebuild=opts.rebuild)
         db_path = str(opts.db)

@@ -36,7 +36,7 @@ _ARM_QUERY_FIELDS = [f for arm in ARM_NAMES for f in (
 
 # trace.stage_ms as a typed struct (one float per pipeline stage; stages the pipeline may
 # add later are summed into "other").
-STAGES: tuple[str, ...] = ("scope", "arms", "fusion", "recency", "abstention", "cutoff_limit_budget", "results",
+STAGES: tuple[str, ...] = ("scope", "arms", "fusion", "rescore", "abstention", "cutoff_limit_budget", "results",
                            "model_load", "matrix_load", "other")
 STAGE_TYPE = pa.struct([pa.field(s, pa.float64()) for s in STAGES])
 
@@ -59,6 +59,8 @@ def stage_struct(stage_ms: Mapping[str, float] | None) -> dict[str, float | None
     out["other"] = other if other else None
     return out
 
+
+FACTORS_TYPE = pa.list_(pa.struct([("name", pa.string()), ("value", pa.float64()), ("label", pa.string())]))
 
 QUERIES_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
@@ -83,9 +85,8 @@ QUERIES_SCHEMA = pa.schema([
                                                  # latency_ms / wall_ms are not a real search's
     *_ARM_QUERY_FIELDS,
     pa.field("fact_matched", pa.int32()),        # distinct facts that voted (fact arm; null: none)
-    pa.field("speakers", pa.list_(pa.string())),  # candidates' speakers the query names (trace.speakers)
-    pa.field("periods", pa.list_(pa.string())),   # periods the query names (trace.periods)
-    pa.field("identifiers", pa.list_(pa.string())),  # identifiers the query names (trace.identifiers)
+    # stage 4's rescorers: what the query named that earned each one's factors (trace.rescore)
+    pa.field("rescore", pa.list_(pa.struct([("name", pa.string()), ("named", pa.list_(pa.string()))]))),
     pa.field("stage_ms", STAGE_TYPE),            # {stage: ms} (STAGES)
     pa.field("n_relevant", pa.int32()),
     pa.field("first_relevant_rank", pa.int32()),  # in the de-duplicated unit ranking
@@ -108,11 +109,8 @@ RESULTS_SCHEMA = pa.schema([
     pa.field("kind", pa.string()),
     pa.field("score", pa.float64()),
     pa.field("fused", pa.float64()),
-    pa.field("recency", pa.float64()),           # recency factor
-    pa.field("speaker", pa.float64()),           # speaker factor (memo.retrieve.speaker; 1.0: not boosted)
-    pa.field("date", pa.float64()),              # date factor (memo.retrieve.dated; 1.0: not boosted)
-    pa.field("heading", pa.float64()),           # heading factor (memo.retrieve.heading; 1.0: not boosted)
-    pa.field("context", pa.float64()),           # context factor (memo.retrieve.context; 1.0: not lifted)
+    # stage 4's factors in the order applied (why.factors: recency, then each extra that gave one)
+    pa.field("factors", FACTORS_TYPE),
     pa.field("final", pa.float64()),
     pa.field("tiebreak", pa.float64()),          # orders equal finals (docs/architecture.md section 5)
     pa.field("relevance", pa.float64()),         # best raw cosine (None: no semantic evidence)

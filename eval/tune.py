@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eval.anchors import against
-from eval.grid import RunSpec, expand, parse_set
-from eval.run import EvalOptions, code_version, run_eval
 from memo.errors import ExtraMissing, ValidationError
 from memo.profile import LIST_KEYS, load_profile, user_profile_dir
+from memo_eval.anchors import against
+from memo_eval.grid import RunSpec, expand, parse_set
+from memo_eval.run import EvalOptions, code_version, run_eval
 
 MAX_GRID = 200          # more points than this: Optuna TPE (or --samples) instead of the whole grid
 BATCH = 8               # Optuna points replayed per batch
@@ -139,7 +139,7 @@ def optuna_search(opts: TuneOptions, space: dict[str, list[tuple[str, list[Any]]
     try:
         import optuna
     except ImportError:
-        raise ExtraMissing('memo eval tune over a large space needs optuna: pip install "memo[eval]"') from None
+        raise ExtraMissing('memo eval tune over a large space needs optuna: pip install "memo-kb[eval]"') from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=opts.seed, n_startup_trials=min(16, max(4, opts.trials // 3)))
     study = optuna.create_study(direction="maximize", sampler=sampler)

@@ -110,4 +110,4 @@ class ExtraMissing(MemoError):
 
     exit_code = 11
     http_status = 501
-    hint = 'pip install "memo[eval]"'
+    hint = 'pip install "memo-kb[eval]"'

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.datasets.codesearch import LABELS, MANIFEST, build, write_labels  # noqa: E402
+from memo_eval.datasets.codesearch import LABELS, MANIFEST, build, write_labels  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "datasets" / "codesearch"
 

@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.datasets.locomo import load_locomo  # noqa: E402
 from memo.embed.model import OnnxEmbedder  # noqa: E402
 from memo.embed.registry import load_registry  # noqa: E402
 from memo.ingest.locomo import load_samples, sessions, turn_text  # noqa: E402
+from memo_eval.datasets.locomo import load_locomo  # noqa: E402
 
 VARIANTS = ("loader", "prev", "neighbours", "no_header", "no_speaker", "speaker", "speaker_date", "bare")
 

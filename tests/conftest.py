@@ -1,5 +1,10 @@
 """Shared fixtures.  Every test runs with its own MEMO_DB and XDG dirs (autouse), so no
-test can touch the user's real database."""
+test can touch the user's real database.
+
+The fast path (./scripts/test.sh --fast, issue 27.6) selects ``-m "not slow and not
+postgresql"`` and loads the hypothesis profile ``fast`` registered here (fewer examples
+for the counts written as ``tests.fast_examples.examples(n)``; no deadline, the machine
+may be loaded)."""
 
 from __future__ import annotations
 
@@ -11,8 +16,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memo.store.db import open_db
+
+# --hypothesis-profile=fast (scripts/test.sh --fast); the full suite keeps the default.
+settings.register_profile("fast", max_examples=10, deadline=None)
 
 
 @pytest.fixture(autouse=True)
@@ -41,14 +50,20 @@ def fresh_db(db_path: Path) -> Iterator[sqlite3.Connection]:
 BACKENDS = ("sqlite", "postgresql")
 
 
+@pytest.hookimpl(tryfirst=True)   # before -m reads the markers added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``@pytest.mark.sqlite_only`` tests (SQLite's own machinery: the impact index, FTS5
+    """The PostgreSQL variant of a backend-parametrised test gets the ``postgresql`` marker
+    (as the modules that use the session's server directly carry it), so ``-m "not
+    postgresql"`` deselects every test that needs the server (the fast path).
+    ``@pytest.mark.sqlite_only`` tests (SQLite's own machinery: the impact index, FTS5
     internals, the file on disk) run on SQLite only: their PostgreSQL variants are
     deselected, not skipped (they do not exist)."""
     keep, drop = [], []
     for item in items:
         spec = getattr(item, "callspec", None)
         pg = spec is not None and spec.params.get("backend_db") == "postgresql"
+        if pg:
+            item.add_marker(pytest.mark.postgresql)
         (drop if pg and item.get_closest_marker("sqlite_only") else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -6,6 +6,11 @@ runs per test session in a temporary directory and every test gets a fresh datab
 checkout) the PostgreSQL half of the parametrised tests is skipped with the reason, unless
 ``MEMO_REQUIRE_POSTGRES=1`` (scripts/test.sh, CI): then it fails, so CI can never pass
 with PostgreSQL silently unexercised.
+
+Every test that needs the server carries the ``postgresql`` marker (tests/conftest.py sets
+it on the PostgreSQL variant of the backend-parametrised tests), so ``-m "not postgresql"``
+deselects them.  ``MEMO_NO_POSTGRES=1`` (scripts/test.sh --fast) promises the run starts no
+server: a test that asks for one anyway fails, naming the marker it lacks.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ def _missing(why: str) -> None:
 
 def server_url() -> str:
     """The session server's admin URL (started on first use)."""
+    if os.environ.get("MEMO_NO_POSTGRES") == "1":
+        pytest.fail("this run starts no PostgreSQL (MEMO_NO_POSTGRES=1, scripts/test.sh --fast): a test that "
+                    "needs the server must carry the postgresql marker (or take backend_db), so that "
+                    "-m 'not postgresql' deselects it")
     with _lock:
         if "url" not in _server:
             # pgserver asks platformdirs for a runtime dir; give it one (no warning).

@@ -12,8 +12,8 @@ packaged with memo), ``scifact``, ``locomo``, any BEIR folder,
 a LoCoMo JSON file, or a user's JSONL query file (docs/eval.md); ``locomo-obs`` is LoCoMo
 with the observations indexed as facts (same queries and qrels, another index);
 ``codesearch`` is a folder of labels over the running Python's standard library (corpus
-read from the machine: ``eval.datasets.codesearch``); ``offdomain:<queries>-on-<corpus>``
-adds another set's queries as unanswerable ones (``eval.datasets.offdomain``).
+read from the machine: ``memo_eval.datasets.codesearch``); ``offdomain:<queries>-on-<corpus>``
+adds another set's queries as unanswerable ones (``memo_eval.datasets.offdomain``).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
-from eval.cache import cache_root
-from eval.datasets import beir, codesearch, custom, locomo, offdomain
-from eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, Unit, file_sha256
 from memo.errors import DatasetError
+from memo_eval.cache import cache_root
+from memo_eval.datasets import beir, codesearch, custom, locomo, offdomain
+from memo_eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, Unit, file_sha256
 
 __all__ = ["DATASETS_DIR", "OBS_SUFFIX", "SAMPLE", "EvalQuery", "EvalSet", "Unit", "dataset_dir", "fetched_dir",
            "file_sha256", "load_eval_set", "sample_dir"]

@@ -1,5 +1,5 @@
 """The values a data set loader returns (``EvalQuery``, ``EvalSet``) and the helpers the
-loaders share.  ``eval.datasets`` resolves a name or path to a loader; the loaders
+loaders share.  ``memo_eval.datasets`` resolves a name or path to a loader; the loaders
 (``beir``, ``custom``, ``locomo``) import this module, never the package, so the package can
 import them at the top without a cycle."""
 

@@ -12,9 +12,9 @@ import json
 from functools import partial
 from pathlib import Path
 
-from eval.datasets.base import EvalQuery, EvalSet, file_sha256
 from memo.errors import DatasetError
 from memo.ingest.beir import iter_corpus, open_text
+from memo_eval.datasets.base import EvalQuery, EvalSet, file_sha256
 
 
 def corpus_file(folder: Path) -> Path:

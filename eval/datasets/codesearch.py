@@ -58,9 +58,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from eval.datasets.base import EvalSet
 from memo.errors import DatasetError
 from memo.types import PassageDraft, RecordDraft
+from memo_eval.datasets.base import EvalSet
 
 RULES_VERSION = 1
 MIN_WORDS = 5
@@ -315,7 +315,7 @@ def write_labels(built: Built, out: Path, root: Path | None = None) -> dict[str,
 
 def load_codesearch(folder: Path, split: str = "test", *, root: Path | None = None) -> EvalSet:
     """The labels of ``folder`` over the corpus read from this machine's stdlib."""
-    from eval.datasets.custom import parse_line
+    from memo_eval.datasets.custom import parse_line
 
     man = json.loads((folder / MANIFEST).read_text())
     built = build(root)

@@ -20,8 +20,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from eval.datasets.base import EvalQuery, EvalSet
 from memo.errors import DatasetError
+from memo_eval.datasets.base import EvalQuery, EvalSet
 
 _KNOWN = {"id", "query", "relevant", "namespace", "unanswerable", "category", "split", "now"}
 

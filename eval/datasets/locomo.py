@@ -30,10 +30,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, file_sha256
 from memo.errors import DatasetError
 from memo.ingest.locomo import iter_conversations, load_samples, sessions
 from memo.ingest.locomo_facts import iter_observations, normalise_evidence
+from memo_eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, file_sha256
 
 NAMESPACE_PREFIX = "locomo"
 UNANSWERABLE_CATEGORY = 5

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from eval.datasets.base import EvalQuery, EvalSet
 from memo.errors import DatasetError
+from memo_eval.datasets.base import EvalQuery, EvalSet
 
 PREFIX = "offdomain:"
 SEP = "-on-"

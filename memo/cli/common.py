@@ -12,7 +12,8 @@ Nothing else may come out (issue 9):
   (exit 1) with the exception's type in the message; ``MEMO_DEBUG=1`` adds the traceback
   on stderr.  No traceback is ever printed otherwise.
 * ``MemoGroup`` (the root command) prints usage errors (missing argument, bad option
-  value, unknown option) as a ``ValidationError`` document under ``--json``.
+  value, unknown option) as a ``ValidationError`` document under ``--json``, and resolves
+  the command groups other distributions add (``memo eval``: memo/cli/plugins.py).
 * Under ``--json`` fd 1 points at stderr while the command runs and the document is
   written to a private duplicate of the real stdout, so output that native libraries
   (onnxruntime, tokenizers) or careless Python code write to stdout lands on stderr and
@@ -34,6 +35,7 @@ import typer
 from typer._click.exceptions import ClickException, UsageError
 from typer.core import TyperGroup
 
+from memo.cli import plugins
 from memo.errors import MemoError, ValidationError
 from memo.serialize import to_jsonable
 
@@ -263,6 +265,20 @@ class MemoGroup(TyperGroup):
             err = unexpected_error(exc)
             report_error(err, as_json)
             return err.exit_code
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Registration order, the plugin slots last (where typer lists command groups)."""
+        names = super().list_commands(ctx)
+        return [n for n in names if n not in plugins.SLOTS] + [n for n in names if n in plugins.SLOTS]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        """As typer resolves it, except a plugin slot (``memo eval``): the installed plugin's
+        group when there is one, else the placeholder that says how to install it.  The entry
+        points are read only here, when the command line names the slot (memo/cli/plugins.py)."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if name in plugins.SLOTS:
+            cmd = plugins.load(name) or cmd
+        return name, cmd, rest
 
     def _show_usage_error(self, exc: ClickException) -> None:
         """As typer shows it (rich panel on stderr when rich is installed)."""

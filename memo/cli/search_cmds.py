@@ -84,12 +84,8 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
         if explain and res.why is not None:
             w = res.why
             parts = [f"{arm} #{a.rank} raw {a.raw:.4g} -> +{a.contribution:.4g}" for arm, a in w.arms.items()]
-            said = f" x speaker {w.speaker} {w.speaker_factor:.4g}" if w.speaker_factor != 1.0 else ""
-            said += f" x date {w.period} {w.date_factor:.4g}" if w.date_factor != 1.0 else ""
-            said += f" x heading {w.heading} {w.heading_factor:.4g}" if w.heading_factor != 1.0 else ""
-            said += f" x context {w.context_factor:.4g}" if w.context_factor != 1.0 else ""
-            typer.echo(f"    why: {'; '.join(parts)}; fused {w.fused:.4g} x recency {w.recency_factor:.4g}"
-                       f"{said} = {w.final:.4g}")
+            said = "".join(f" x {f.name}{f' ({f.label})' if f.label else ''} {f.value:.4g}" for f in w.factors)
+            typer.echo(f"    why: {'; '.join(parts)}; fused {w.fused:.4g}{said} = {w.final:.4g}")
             prov = ", ".join(f"{k} {v}" for k, v in w.provenance.items() if v)
             fresh = w.freshness
             typer.echo(f"    from: {prov}; event {fresh.get('event_at') or '-'}, age {fresh.get('age_days')} days")

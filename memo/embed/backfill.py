@@ -93,7 +93,7 @@ def _ann_index(conn: sqlite3.Connection, model_id: str) -> bool:
     default profile's; docs/postgres.md).  SQLite keeps its in-process index."""
     if not is_postgres(conn):
         return False
-    if vector_count(conn, model_id) < load_profile(None).vectors.ann_min:
+    if vector_count(conn, model_id) < load_profile(None).index.ann_min:
         return False
     dims = conn.execute("SELECT vector_dims(vec) FROM vectors WHERE model_id = ? LIMIT 1", (model_id,)).fetchone()[0]
     return build_ann_index(conn, model_id, int(dims))

@@ -67,7 +67,7 @@ class VectorIndex:
         self.model_id = model_id
         self.dimensions = dimensions
         self.db_path = db_path if db_path and not db_path.startswith("memory:") else None
-        self.cfg: Any = None       # memo.profile.VectorCfg of the last search (None: exact, no sidecar)
+        self.cfg: Any = None       # the profile's ``index`` section of the last search (None: exact, no sidecar)
         self._lock = threading.RLock()
         self._base: sidecar.Sidecar | None = None
         self._mat = np.zeros((0, dimensions), dtype=np.float32)   # tail: capacity rows; first _n used
@@ -292,7 +292,7 @@ class VectorIndex:
     def search(self, conn: sqlite3.Connection, query_vec: np.ndarray, allowed_pks: np.ndarray | None,
                k: int, cfg: Any = None, excluded: frozenset[int] | None = None) -> list[tuple[int, float]]:
         """Top ``k`` (pk, cosine) among the allowed passages, best first.  ``cfg``: the
-        search profile's ``vectors`` section (``memo.profile.VectorCfg``); None keeps the
+        search profile's ``index`` section; None keeps the
         last one (or exact, without sidecar).  ``excluded`` (with ``allowed_pks`` None):
         the scope is everything but these pks, which spares reading every allowed pk."""
         _, snap_seq = self.refresh(conn, cfg)

@@ -142,7 +142,7 @@ class SemanticService:
             return False, why
         if len(self.index) == 0:
             # One indexed look-up, not a load: the first search loads the matrix with its
-            # profile's [vectors] settings (sidecar or table).
+            # profile's [index] settings (sidecar or table).
             if self.conn.execute("SELECT 1 FROM vectors WHERE model_id = ? LIMIT 1",
                                  (self.model_id,)).fetchone() is None:
                 return False, f"no vectors yet for model {self.model_id} (run `memo backfill`)"

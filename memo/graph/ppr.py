@@ -75,7 +75,14 @@ def steps_for(damping: float, iterations: int, tolerance: float) -> int:
     return max(1, min(iterations, math.ceil(math.log(tolerance / 2.0) / (2.0 * math.log(damping)))))
 
 
-def walk(t: Transitions, seeds: Sequence[int], *, damping: float, iterations: int, tolerance: float) -> Walks:
+# The exact power iteration (graph.epsilon = 0): at most WALK_ITERATIONS steps, stopping once
+# every walk's L1 change is below WALK_TOLERANCE (no profile ever changed either).
+WALK_ITERATIONS = 30
+WALK_TOLERANCE = 1e-5
+
+
+def walk(t: Transitions, seeds: Sequence[int], *, damping: float, iterations: int = WALK_ITERATIONS,
+         tolerance: float = WALK_TOLERANCE) -> Walks:
     n_p, n_e = t.to_passages.shape
     seeds = [s for s in seeds if t.entity_mask[s]]
     n_s = len(seeds)

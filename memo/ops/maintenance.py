@@ -126,7 +126,7 @@ def _rebuild_vector_sidecars(conn: sqlite3.Connection) -> str:
     from memo.profile import load_profile
 
     try:
-        done = rebuild_all(conn, path, load_profile("rrf").vectors.sidecar_min)
+        done = rebuild_all(conn, path, load_profile(None).index.sidecar_min)
     except OSError as exc:
         return f"; vector sidecar not written: {exc}"
     return "".join(f"; vector sidecar of {model}: {rows} rows" for model, rows in done.items())

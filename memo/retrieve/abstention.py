@@ -16,7 +16,7 @@ Two rules, in this order:
    (``memo.retrieve.evidence``: the idf share of the query's terms it holds) is below
    ``keyword_floor``; an exact identifier match is judged by its passage's coverage.  An
    entity or graph vote, a cosine at or above the floor, or a keyword match covering at
-   least the floor is strong.  Why: an
+   least the floor is strong (each arm says what its vote shows: ``Arm.weigh``).  Why: an
    off-domain question shares a few common words with any large corpus ("group",
    "support"), and rule 1 alone let any such match through.  The whole query abstains or
    none of it does: a weak match is not dropped from a query that has a strong one (its
@@ -48,44 +48,52 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from memo.retrieve.arms import weigh as registered_weigh
+from memo.retrieve.arms.base import VoteEvidence
 from memo.retrieve.evidence import KeywordEvidence
 from memo.retrieve.types import Candidate
 
 # (passage pks with a keyword vote, fact ids with a keyword vote) -> (passage evidence,
 # fact evidence); called at most once per search, only when rule 2 needs it.
 EvidenceOf = Callable[[Sequence[int], Sequence[str]], tuple[KeywordEvidence | None, KeywordEvidence | None]]
+# (arm name, that arm's vote) -> what the vote shows: the arm's own ``weigh`` (its declarations)
+Weigh = Callable[[str, Any], VoteEvidence]
 
 
-def abstain(ranked: Sequence[Candidate], semantic_floor: float | None) -> tuple[list[Candidate], list[int]]:
+def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
+            weigh: Weigh = registered_weigh) -> tuple[list[Candidate], list[int]]:
     """Rule 1: (kept in order, dropped pks).  ``semantic_floor`` None = no bands for the model."""
     if semantic_floor is None:
         return list(ranked), []
     floor = semantic_floor
     kept, dropped = [], []
     for c in ranked:
-        if all(_weak_semantic(name, ev, floor) for name, ev in c.arms.items()):
+        if all(_weak_semantic(weigh(name, ev), floor) for name, ev in c.arms.items()):
             dropped.append(c.pk)
         else:
             kept.append(c)
     return kept, dropped
 
 
-def semantic_cosine(ev) -> float:
-    """A semantic vote's similarity as evidence: its cosine, or the query-as-typed cosine it
-    carries when that is larger (the arm embedded the query without common names:
-    ``memo.retrieve.arms.semantic.TypedVote``)."""
-    return max([ev.raw, *(v.cosine for v in ev.votes)]) if ev.votes else ev.raw
+def _weak_semantic(v: VoteEvidence, floor: float) -> bool:
+    """Is this vote only a similarity (of the passage or of its facts) below the floor?"""
+    if v.lexical or v.structural or v.fact_ids:
+        return False
+    cosines = (*v.cosines, *v.fact_cosines)
+    return bool(cosines) and max(cosines) < floor
 
 
-def _weak_semantic(arm: str, ev, floor: float) -> bool:
-    """Is this arm's vote only a semantic similarity below the floor?"""
-    if arm == "semantic":
-        return semantic_cosine(ev) < floor
-    if arm == "fact":
-        return bool(ev.votes) and all(v.keyword_rank is None and v.semantic_raw is not None
-                                      and v.semantic_raw < floor for v in ev.votes)
-    return False
+def relevance(c: Candidate, weigh: Weigh = registered_weigh) -> float | None:
+    """The best raw cosine of the passage itself, over every arm's vote (the semantic arm's
+    cosine for the query as embedded and as typed); None when no arm measured one."""
+    best = None
+    for name, ev in c.arms.items():
+        for cos in weigh(name, ev).cosines:
+            if best is None or cos > best:
+                best = cos
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +112,7 @@ def joint_measure(coverage: float, cosine: float | None, keyword_floor: float, s
 
 
 def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, keyword_floor: float,
-                       evidence_of: EvidenceOf, *, similarity_measured: bool = True,
+                       evidence_of: EvidenceOf, weigh: Weigh = registered_weigh, *, similarity_measured: bool = True,
                        joint_floor: float = 0.0) -> WeakQuery:
     """Rule 2 over rule 1's survivors.  ``keyword_floor`` 0 = off.  ``evidence_of`` is
     called only when no candidate has strong evidence of another kind.
@@ -116,25 +124,18 @@ def abstain_weak_query(kept: Sequence[Candidate], semantic_floor: float | None, 
     cosines: list[float] = []             # all below semantic_floor here (else answered at once)
     for c in kept:
         for arm, ev in c.arms.items():
-            if arm in ("keyword", "exact"):
-                # An identifier match is judged by the passage's keyword coverage too:
-                # "self-care" is identifier-shaped and common in any corpus of people.
-                pks.append(c.pk)
-            elif arm == "fact":
-                for v in ev.votes:
-                    if v.semantic_raw is not None and (semantic_floor is None or v.semantic_raw >= semantic_floor):
-                        return WeakQuery([], None, None)
-                    if v.semantic_raw is not None:
-                        cosines.append(v.semantic_raw)
-                    if v.keyword_rank is not None:
-                        fact_ids.append(v.fact_id)
-            elif arm == "semantic":
-                cosine = semantic_cosine(ev)
+            v = weigh(arm, ev)
+            if v.structural:                # named things of the corpus were found
+                return WeakQuery([], None, None)
+            for cosine in (*v.cosines, *v.fact_cosines):
                 if semantic_floor is None or cosine >= semantic_floor:
                     return WeakQuery([], None, None)
                 cosines.append(cosine)
-            else:                       # entity, graph: named things of the corpus were found
-                return WeakQuery([], None, None)
+            if v.lexical:
+                # An identifier match is judged by the passage's keyword coverage too:
+                # "self-care" is identifier-shaped and common in any corpus of people.
+                pks.append(c.pk)
+            fact_ids.extend(v.fact_ids)
     passages, facts = evidence_of(pks, fact_ids)
     best = max(passages.best if passages is not None else 0.0, facts.best if facts is not None else 0.0)
     if best >= keyword_floor:

@@ -43,7 +43,7 @@ class PostgresSearch:
         if getattr(svc.index, "cfg", _NO_CFG) is _NO_CFG:    # a unit test's fake index: its own answer
             hits = svc.index.search(ctx.conn, qvec, allowed_pks(ctx, svc), ctx.fetch_depth)
         else:
-            cfg = ctx.profile.vectors if ctx.profile is not None else None
+            cfg = ctx.profile.index if ctx.profile is not None else None
             hits = pg_vectors.vector_topk(ctx.conn, svc.model_id, qvec, ctx.scope_sql.where, ctx.scope_sql.params,
                                           ctx.fetch_depth, in_scope=scope_stats(ctx.conn, ctx.scope_sql).in_scope,
                                           cfg=cfg, cache=conn_cache(ctx.conn))

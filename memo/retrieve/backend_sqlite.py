@@ -8,8 +8,8 @@ Text top-k (keyword and exact arms): two exact plans over an FTS5 table (see
 * many out of scope: join passages/records and put the scope WHERE in the query.
 
 ``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.  For the
-keyword arm, when the profile allows it (``retrieve.keyword_index = "impact"``, at least
-``retrieve.impact_min_passages`` passages) and an impact index matches this snapshot,
+keyword arm, when the profile allows it (``index.keyword = "impact"``, at least
+``index.impact_min_passages`` passages) and an impact index matches this snapshot,
 ``memo.retrieve.impact`` answers with the same ranking without scoring every matching row
 in SQLite; otherwise FTS5 does.
 
@@ -19,7 +19,7 @@ not 1, per occurrence to a phrase's frequency), and the impact index applies the
 ``exact_fts`` has one column and no weights.
 
 Vector top-k: the in-process index (``memo.embed.index``: exact float32, or int8 +
-rescoring from the sidecar per the profile's ``[vectors]``), given the excluded pks when
+rescoring from the sidecar per the profile's ``[index]``), given the excluded pks when
 few passages are out of scope, else the allowed ones.
 """
 
@@ -54,9 +54,10 @@ class SqliteSearch:
             raise ValueError(f"not an FTS table: {index}")
         table = index
         cfg = ctx.profile.retrieve if ctx.profile is not None else None
+        idx = ctx.profile.index if ctx.profile is not None else None
         stats = scope_stats(ctx.conn, ctx.scope_sql)
         section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
-        if words and cfg is not None and cfg.keyword_index == "impact" and stats.total >= cfg.impact_min_passages:
+        if words and idx is not None and idx.keyword == "impact" and stats.total >= idx.impact_min_passages:
             hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
                                       section_weight=section_weight)
             if hits is not None:
@@ -79,11 +80,11 @@ class SqliteSearch:
         return [ArmHit(pk=row[0], rank=i, raw=-row[1]) for i, row in enumerate(rows, 1)]
 
     def vector_topk(self, ctx: Any, svc: Any, qvec: np.ndarray) -> list[ArmHit]:
-        # memo's own index takes the profile's [vectors] section (exact or int8 +
+        # memo's own index takes the profile's [index] section (exact or int8 +
         # rescoring, the sidecar) and, when few passages are out of scope (the usual case:
         # a few superseded records), those pks instead of every allowed one (reading 1M
         # allowed pks costs more than the scan).  Fakes keep the plain call.
-        cfg = ctx.profile.vectors if ctx.profile is not None else None
+        cfg = ctx.profile.index if ctx.profile is not None else None
         if getattr(svc.index, "cfg", _NO_CFG) is not _NO_CFG:
             stats = scope_stats(ctx.conn, ctx.scope_sql)
             if stats.excluded is not None:

@@ -34,54 +34,47 @@ A form that counted only a passage's siblings (its own score left out of its rec
 mass) was measured and not kept: it pulls the rest of one session in and pushes out the
 lone turns of other sessions a multi-hop answer needs (docs/eval.md "Context").
 
-``score = ((((fused * recency) * speaker) * date) * heading) * context``; ``why`` carries
-every factor, so explain still reproduces ``final`` exactly.
+``why.factors`` carries the factor, labelled with the record's share of the largest mass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from memo.retrieve.recency import sort_best_first
-from memo.retrieve.types import Candidate, Meta
+from memo.retrieve.rescore import NOTHING, Rescored, RescoreInput
+from memo.retrieve.types import Candidate, Factor
 from memo.types import TURN_KINDS
 
-_FIELDS = ("pk", "arms", "fused", "factor", "score", "tiebreak", "speaker", "dated", "headed", "context")
-if Candidate._fields != _FIELDS:    # apply_context builds candidates by position
-    raise ImportError("memo.retrieve.types.Candidate changed: update memo.retrieve.context.apply_context")
+
+class Context:
+    """Stage 4e: ``context.boost``, ``context.top``, ``context.kinds``."""
+
+    name = "context"
+
+    def rescore(self, cands: Sequence[Candidate], inp: RescoreInput) -> Rescored:
+        cfg = inp.profile.context
+        boost, top, kinds, meta = cfg.boost, cfg.top, cfg.kinds, inp.meta
+        if boost <= 0.0 or top < 2 or len(cands) < 2:
+            return NOTHING
+        best: dict[tuple[str, int | str], float] = {}   # (record, unit) -> the unit's best score
+        for c in cands[:top]:
+            m = meta.get(c.pk)
+            if m is not None and m.record:
+                # the input is best first: a unit's first passage is its best
+                best.setdefault((m.record, c.pk if m.kind in TURN_KINDS else m.section), c.score)
+        mass: dict[str, float] = {}
+        for (record, _unit), score in best.items():
+            mass[record] = mass.get(record, 0.0) + score
+        if len(mass) == len(best):                  # no record holds two units
+            return NOTHING
+        biggest = max(mass.values())
+        if biggest <= 0.0:
+            return NOTHING
+        factors = {r: Factor(self.name, 1.0 + boost * (m / biggest), f"record {m / biggest:.2f} of the best")
+                   for r, m in mass.items()}
+        given = {c.pk: factors[m.record] for c in cands
+                 if (m := meta.get(c.pk)) is not None and m.kind in kinds and m.record in factors}
+        return Rescored(given)
 
 
-def apply_context(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, boost: float, top: int,
-                  kinds: tuple[str, ...]) -> list[Candidate]:
-    """Candidates best first.  Input best first; re-sorted only when a factor changed."""
-    if boost <= 0.0 or top < 2 or len(cands) < 2:
-        return list(cands)
-    best: dict[tuple[str, int | str], float] = {}   # (record, unit) -> the unit's best score
-    for c in cands[:top]:
-        m = meta.get(c.pk)
-        if m is not None and m.record:
-            # the input is best first: a unit's first passage is its best
-            best.setdefault((m.record, c.pk if m.kind in TURN_KINDS else m.section), c.score)
-    mass: dict[str, float] = {}
-    for (record, _unit), score in best.items():
-        mass[record] = mass.get(record, 0.0) + score
-    if len(mass) == len(best):                  # no record holds two units
-        return list(cands)
-    biggest = max(mass.values())
-    if biggest <= 0.0:
-        return list(cands)
-    # Most candidates of a LoCoMo search belong to a session with mass, so each is rebuilt:
-    # tuple.__new__ with the fields in order costs a third of NamedTuple._replace.
-    make = Candidate.__new__
-    out, changed = [], False
-    for c in cands:
-        m = meta.get(c.pk)
-        if m is not None and m.kind in kinds and m.record in mass:
-            factor = 1.0 + boost * (mass[m.record] / biggest)
-            c = make(Candidate, c.pk, c.arms, c.fused, c.factor, c.score * factor, c.tiebreak, c.speaker,
-                     c.dated, c.headed, factor)
-            changed = True
-        out.append(c)
-    if changed:
-        sort_best_first(out)
-    return out
+RESCORER = Context()

@@ -14,48 +14,54 @@ Rules (pure; the periods come from ``memo.text.periods.query_periods``):
 * a passage inside any named period gets ``factor = 1 + dates.boost``, others 1.0;
 * ``boost`` 0, or a query naming no date, returns the list untouched.
 
-``score = ((fused * recency) * speaker) * date``; ``why`` carries every factor, so explain
-still reproduces ``final`` exactly.
+``why.factors`` carries the factor with the period's label ("2023-07", "2023-10-13", "*-06").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from memo.retrieve.recency import parse_ts, sort_best_first
-from memo.retrieve.types import Candidate, Meta
+from memo.retrieve.recency import parse_ts
+from memo.retrieve.rescore import NOTHING, Rescored, RescoreInput
+from memo.retrieve.types import Candidate, Factor
 from memo.text.periods import Period, in_period, query_periods
 
 
-def apply_dated(cands: Sequence[Candidate], meta: Mapping[int, Meta], query: str, *, boost: float,
-                window_days: int, kinds: tuple[str, ...]) -> tuple[list[Candidate], tuple[Period, ...]]:
-    """(candidates best first, the named periods).  Input best first; the output is
-    re-sorted only when a factor changed."""
-    if boost <= 0.0:
-        return list(cands), ()
-    periods = query_periods(query, window_days)
-    if not periods:
-        return list(cands), ()
-    factor = 1.0 + boost
-    inside: dict[str | None, bool] = {}          # many passages share a date (one record)
-    out, changed = [], False
-    for c in cands:
-        m = meta.get(c.pk)
-        if m is not None and m.kind in kinds:
-            hit = inside.get(m.when)
-            if hit is None:
-                hit = inside[m.when] = passage_period(m.when, periods) is not None
-            if hit:
-                c = c._replace(score=c.score * factor, dated=factor)
-                changed = True
-        out.append(c)
-    if changed:
-        sort_best_first(out)
-    return out, periods
+class Dates:
+    """Stage 4c: ``dates.boost``, ``dates.window_days``; the kinds are ``recency.aging_kinds``."""
+
+    name = "dates"
+
+    def rescore(self, cands: Sequence[Candidate], inp: RescoreInput) -> Rescored:
+        cfg = inp.profile.dates
+        if cfg.boost <= 0.0:
+            return NOTHING
+        periods = query_periods(inp.query, cfg.window_days)
+        if not periods:
+            return NOTHING
+        kinds = inp.profile.recency.aging_kinds
+        value = 1.0 + cfg.boost
+        label_of: dict[str | None, Factor | None] = {}     # many passages share a date (one record)
+        given: dict[int, Factor] = {}
+        for c in cands:
+            m = inp.meta.get(c.pk)
+            if m is None or m.kind not in kinds:
+                continue
+            if m.when in label_of:
+                f = label_of[m.when]
+            else:
+                label = passage_period(m.when, periods)
+                f = label_of[m.when] = None if label is None else Factor(self.name, value, label)
+            if f is not None:
+                given[c.pk] = f
+        return Rescored(given, tuple(p.label for p in periods))
+
+
+RESCORER = Dates()
 
 
 def passage_period(when: str | None, periods: Sequence[Period]) -> str | None:
-    """The label of the first period ``when`` falls in (``why.period``), else None; the
+    """The label of the first period ``when`` falls in (the factor's label), else None; the
     date is read as recency reads it (``parse_ts``)."""
     moment = parse_ts(when)
     if moment is None:

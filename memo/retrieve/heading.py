@@ -33,17 +33,16 @@ Rules (all in this file, pure):
   passages: a sub-section ("fs.readFile > File descriptors") is about something else.
 * ``boost`` 0, or a query naming no identifier, returns the list untouched.
 
-``score = (((fused * recency) * speaker) * date) * heading``; ``why`` carries every
-factor, so explain still reproduces ``final`` exactly.
+``why.factors`` carries the factor with the heading's name as its label.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from memo.retrieve.recency import sort_best_first
-from memo.retrieve.types import Candidate, Meta
+from memo.retrieve.rescore import NOTHING, Rescored, RescoreInput
+from memo.retrieve.types import Candidate, Factor
 from memo.text.identifiers import code_shaped, strip_word
 
 SECTION_SEPARATOR = " > "
@@ -108,24 +107,26 @@ def named_headings(headings: set[str], names: frozenset[str]) -> dict[str, str]:
     return {**exact, **suffix}
 
 
-def apply_heading(cands: Sequence[Candidate], meta: Mapping[int, Meta], query: str,
-                  boost: float, min_share: float = 0.0) -> tuple[list[Candidate], tuple[str, ...]]:
-    """(candidates best first, the query's identifiers sorted).  Input best first; the
-    output is re-sorted only when a factor changed."""
-    if boost <= 0.0:
-        return list(cands), ()
-    names = query_identifiers(query, min_share)
-    if not names:
-        return list(cands), ()
-    heads = {pk: heading_name(m.section) for c in cands if (m := meta.get(pk := c.pk)) is not None}
-    named = named_headings({h for h in heads.values() if h}, names)
-    factor = 1.0 + boost
-    out, changed = [], False
-    for c in cands:
-        if heads.get(c.pk) in named:
-            c = c._replace(score=c.score * factor, headed=factor)
-            changed = True
-        out.append(c)
-    if changed:
-        sort_best_first(out)
-    return out, tuple(sorted(names))
+class Heading:
+    """Stage 4d: ``heading.boost``, ``heading.min_share``."""
+
+    name = "heading"
+
+    def rescore(self, cands: Sequence[Candidate], inp: RescoreInput) -> Rescored:
+        cfg = inp.profile.heading
+        if cfg.boost <= 0.0:
+            return NOTHING
+        names = query_identifiers(inp.query, cfg.min_share)
+        if not names:
+            return NOTHING
+        heads = {pk: heading_name(m.section) for c in cands if (m := inp.meta.get(pk := c.pk)) is not None}
+        named = named_headings({h for h in heads.values() if h}, names)
+        if not named:
+            return Rescored({}, tuple(sorted(names)))
+        value = 1.0 + cfg.boost
+        factors = {h: Factor(self.name, value, h) for h in named}
+        given = {pk: factors[h] for pk, h in heads.items() if h in named}
+        return Rescored(given, tuple(sorted(names)))
+
+
+RESCORER = Heading()

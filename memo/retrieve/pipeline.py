@@ -1,13 +1,13 @@
 """The search pipeline, listed once, in the seed's order:
 
-    1 scope filter ─▶ 2 arms ─▶ 3 fusion ─▶ 4 recency (4b speaker, 4c dates, 4d headings, 4e context) ─▶ 5 abstention
-    ─▶ 6 cutoff ─▶ 7 limit ─▶ 8 token budget ─▶ 9 results + why + trace
+    1 scope filter ─▶ 2 arms (ARMS) ─▶ 3 fusion ─▶ 4 rescorers (RESCORERS: recency, then the
+    extras speaker, dates, heading, context) ─▶ 5 abstention ─▶ 6 cutoff ─▶ 7 limit
+    ─▶ 8 token budget ─▶ 9 results + why + trace
 
-(4b and 4c, factors beside recency: a passage said by someone the query names scores
-x (1 + speaker.boost), one dated in a period the query names x (1 + dates.boost), one
-whose heading names an identifier the query names x (1 + heading.boost), a conversation
-turn whose session holds other top candidates x (1 + context.boost x that share);
-memo/retrieve/speaker.py, dated.py, heading.py and context.py say why.)
+Stage 4 is one interface (``memo.retrieve.rescore``): each rescorer multiplies some
+candidates' scores by a factor that ``why.factors`` lists in order.  With a rescorer's boost
+at 0 (base.toml, so the ``rrf`` and ``minmax`` profiles) it gives no factor: the seed's
+pipeline is recency alone.
 
 Every search (library, CLI, MCP server) calls ``search``.  Stages 3-8 are pure functions
 (one file each); the only I/O is the scope count, the arms' own queries, and two batched
@@ -24,32 +24,32 @@ from typing import Any
 from memo import metrics
 from memo.embed import DEFAULT_MODEL_ID  # noqa: F401  (re-exported: the one definition)
 from memo.profile import Profile, load_profile
+from memo.retrieve import context, dated, heading, recency, speaker
 from memo.retrieve.abstention import abstain, abstain_weak_query
-from memo.retrieve.arms import ARMS
+from memo.retrieve.arms import ARMS, weigh
+from memo.retrieve.arms import BY_NAME as _BY_NAME
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.budget import pack
 from memo.retrieve.conn_cache import conn_cache
-from memo.retrieve.context import apply_context
 from memo.retrieve.cutoff import cutoff
-from memo.retrieve.dated import apply_dated
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
 from memo.retrieve.evidence import facts_evidence, passages_evidence
 from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
-from memo.retrieve.heading import apply_heading
 from memo.retrieve.limit import limit as limit_stage
 from memo.retrieve.narrow import narrow_hint
-from memo.retrieve.recency import apply_recency
+from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
 from memo.retrieve.results import build_results
 from memo.retrieve.run_arms import run_arms
 from memo.retrieve.scope import build_scope_sql, scope_counts
 from memo.retrieve.services import ArmServices
-from memo.retrieve.speaker import apply_speaker
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
 
-
+# Stage 4, in order: the seed's recency, then each extra factor (off at boost 0).
+RESCORERS: tuple[Rescorer, ...] = (recency.RESCORER, speaker.RESCORER, dated.RESCORER, heading.RESCORER,
+                                   context.RESCORER)
 def search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile | str | None = None,
            services: ArmServices | Mapping[str, Any] | None = None) -> SearchResponse:
     """Run the pipeline inside one read snapshot (``read_tx``): the scope filter, every
@@ -102,33 +102,27 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         fused = [c for c in fused if c.pk in meta]
     clock.lap("fusion")
 
-    # 4 recency (also orders the list: best first)
-    rec = profile.recency
-    ranked = apply_recency(fused, meta, floor=rec.floor, half_life_days=rec.half_life_days,
-                           aging_kinds=rec.aging_kinds, now=checked.now)
-    # 4b speaker: re-sorts only when the query names a candidate's speaker
-    ranked, speakers = apply_speaker(ranked, meta, checked.query, profile.speaker.boost)
-    # 4c dates: re-sorts only when a candidate is dated in a period the query names
-    ranked, periods = apply_dated(ranked, meta, checked.query, boost=profile.dates.boost,
-                                  window_days=profile.dates.window_days, kinds=rec.aging_kinds)
-    # 4d headings: re-sorts only when a candidate's heading names an identifier the query names
-    ranked, identifiers = apply_heading(ranked, meta, checked.query, profile.heading.boost,
-                                         profile.heading.min_share)
-    # 4e context: re-sorts only when two passages of one record are among the best
-    ctx_cfg = profile.context
-    ranked = apply_context(ranked, meta, boost=ctx_cfg.boost, top=ctx_cfg.top, kinds=ctx_cfg.kinds)
-    clock.lap("recency")
+    # 4 rescorers: recency, then the extras; each re-sorts only when it gives a factor
+    ranked = list(fused)
+    sort_best_first(ranked)
+    inp = RescoreInput(checked.query, meta, checked.now, profile)
+    named: dict[str, tuple[str, ...]] = {}
+    for rescorer in RESCORERS:
+        ranked, what = apply(rescorer, ranked, inp)
+        if what:
+            named[rescorer.name] = what
+    clock.lap("rescore")
 
     # 5 abstention
     n_before_abstention = len(ranked)
     semantic_floor = bands.semantic_floor if bands is not None else None
-    ranked, abstained_pks = abstain(ranked, semantic_floor)
+    ranked, abstained_pks = abstain(ranked, semantic_floor, weigh)
     if abstained_pks:
         drops.append(Drop("abstention", "only evidence a semantic similarity below semantic_floor "
                           f"{bands.semantic_floor if bands else ''}", len(abstained_pks), tuple(abstained_pks)))
     weak = abstain_weak_query(ranked, semantic_floor, profile.abstention.keyword_floor,
                               lambda pks, fact_ids: _keyword_evidence(conn, checked.query, scope_sql, pks, fact_ids),
-                              similarity_measured=any(r.name == "semantic" and r.ran for r in runs),
+                              weigh, similarity_measured=_measured_similarity(runs),
                               joint_floor=profile.abstention.joint_floor)
     if weak.dropped:
         drops.append(Drop("abstention", weak.reason or "", len(weak.dropped), tuple(weak.dropped)))
@@ -158,9 +152,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     clock.lap("cutoff_limit_budget")
 
     # 9 results + why + trace
-    results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands,
-                            explain=checked.explain, now=checked.now, aging_kinds=rec.aging_kinds,
-                            periods=periods)
+    results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
+                            explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds)
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
@@ -195,8 +188,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
-        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes,
-        speakers=speakers, periods=tuple(p.label for p in periods), identifiers=identifiers)
+        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes, rescore=named)
     metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
                            degraded=degraded_kinds, empty_cause=cause)
     return SearchResponse(query=checked.query, results=results, abstained=cause == "abstained", cause=cause,
@@ -222,6 +214,12 @@ class _Clock:
         """Take ``parts`` (reported on their own) out of ``stage``'s time."""
         if parts:
             self.laps[stage] = round(max(0.0, self.laps[stage] - sum(parts.values())), 3)
+
+
+def _measured_similarity(runs: list) -> bool:
+    """Did an arm whose votes are similarities run (abstention rule 2 needs one)?"""
+    return any(r.ran and "semantic" in _BY_NAME[r.name].evidence and "lexical" not in _BY_NAME[r.name].evidence
+               for r in runs)
 
 
 def _matched(run: Any) -> int | None:

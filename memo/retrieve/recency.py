@@ -1,4 +1,5 @@
-"""Stage 4, recency: for kinds that age (note, conversation by default),
+"""Stage 4, recency (a rescorer, ``memo.retrieve.rescore``): for kinds that age (note,
+conversation by default),
 
     factor = floor + (1 - floor) * 0.5 ** (age_days / half_life_days)
     score  = fused * factor
@@ -6,16 +7,16 @@
 with age from the passage's event_at, else the record's event_at, else recorded_at,
 relative to the request's ``now``.  Other kinds (doc, code) get factor 1.0: versioned
 documents and code do not age (seed section 4).  A date in the future counts as age 0;
-an unparseable date leaves the factor at 1.0.  Returns candidates best first (ties: pk).
+an unparseable date gives no factor (1.0).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from operator import itemgetter
 
-from memo.retrieve.types import Candidate, Meta
+from memo.retrieve.rescore import Rescored, RescoreInput
+from memo.retrieve.types import Candidate, Factor
 
 
 def parse_ts(text: str | None) -> datetime | None:
@@ -41,29 +42,31 @@ def recency_factor(age: float | None, floor: float, half_life_days: float) -> fl
     return floor + (1.0 - floor) * 0.5 ** (age / half_life_days)
 
 
-def apply_recency(cands: Sequence[Candidate], meta: Mapping[int, Meta], *, floor: float,
-                  half_life_days: float, aging_kinds: tuple[str, ...], now: datetime) -> list[Candidate]:
-    out = []
-    factors: dict[str | None, float] = {}   # many passages share a date (one record)
-    for c in cands:
-        m = meta.get(c.pk)
-        if m is not None and m.kind in aging_kinds:
-            factor = factors.get(m.when)
-            if factor is None:
-                factor = factors[m.when] = recency_factor(age_days(m.when, now), floor, half_life_days)
-            c = Candidate(c.pk, c.arms, c.fused, factor, c.fused * factor, c.tiebreak)
-        else:
-            # Fusion already set factor 1.0 and score = fused * 1.0: reuse the tuple.
-            c = c if c.factor == 1.0 else Candidate(c.pk, c.arms, c.fused, 1.0, c.fused * 1.0, c.tiebreak)
-        out.append(c)
-    sort_best_first(out)
-    return out
+class Recency:
+    """Stage 4's seed rescorer: ``recency.floor``, ``recency.half_life_days``,
+    ``recency.aging_kinds``.  A passage of a kind that ages, with a date, gets its factor
+    (1.0 when dated now or later); other passages get none (1.0)."""
+
+    name = "recency"
+
+    def rescore(self, cands: Sequence[Candidate], inp: RescoreInput) -> Rescored:
+        cfg = inp.profile.recency
+        meta, kinds = inp.meta, cfg.aging_kinds
+        given: dict[int, Factor] = {}
+        by_date: dict[str | None, Factor | None] = {}   # many passages share a date (one record)
+        for c in cands:
+            m = meta.get(c.pk)
+            if m is None or m.kind not in kinds:
+                continue
+            if m.when in by_date:
+                f = by_date[m.when]
+            else:
+                age = age_days(m.when, inp.now)
+                f = by_date[m.when] = None if age is None else Factor(
+                    self.name, recency_factor(age, cfg.floor, cfg.half_life_days), f"{age:.1f} days old")
+            if f is not None:
+                given[c.pk] = f
+        return Rescored(given)
 
 
-def sort_best_first(cands: list[Candidate]) -> None:
-    """The ranked list's order, in place (recency, speaker and dates all re-sort by it):
-    score desc; equal scores by tiebreak (higher first), then by pk.  Three C-level stable
-    sorts instead of a key tuple per item."""
-    cands.sort(key=itemgetter(0))
-    cands.sort(key=itemgetter(5), reverse=True)
-    cands.sort(key=itemgetter(4), reverse=True)
+RESCORER = Recency()

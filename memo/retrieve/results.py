@@ -1,8 +1,12 @@
 """Stage 9, results + why: turn the packed candidates into ``Result`` s, with ``why`` when
 explain is asked for.  ``why`` carries the numbers the score was computed from, in the
-order it was computed (arm contributions in arm order, summed, times the recency factor,
-times the speaker, date, heading and context factors),
-so a reader can reproduce ``final`` exactly (tests/unit/retrieve/test_explain.py).
+order it was computed (arm contributions in arm order, summed, then each of stage 4's
+factors in the order applied), so a reader can reproduce ``final`` exactly
+(tests/unit/retrieve/test_explain.py).
+
+``relevance`` is the best raw cosine of the passage over every arm's vote (the semantic
+arm's, for the query as embedded and as typed: ``memo.retrieve.abstention.relevance``),
+read against the model's bands.
 
 Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
 date is computed once per distinct date (a record's passages share one).
@@ -14,17 +18,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memo.profile import ModelBands
-from memo.retrieve.dated import passage_period
+from memo.retrieve.abstention import Weigh, relevance
 from memo.retrieve.fetch import PassageRow
-from memo.retrieve.heading import heading_name
 from memo.retrieve.recency import age_days
 from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
-from memo.text.periods import Period
 
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
-                  bands: ModelBands | None, *, explain: bool, now: datetime,
-                  aging_kinds: tuple[str, ...] = (), periods: Sequence[Period] = ()) -> tuple[Result, ...]:
+                  bands: ModelBands | None, weigh: Weigh, *, explain: bool, now: datetime,
+                  aging_kinds: tuple[str, ...] = ()) -> tuple[Result, ...]:
     out = []
     band_of = bands.band if bands is not None else None
     ages: dict[str | None, float | None] = {}
@@ -32,9 +34,8 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
         row = rows.get(c.pk)
         if row is None:  # purged by another process since the candidates were read
             continue
-        sem = c.arms.get("semantic")
-        relevance = sem.raw if sem is not None else None
-        band = band_of(relevance) if band_of is not None else None
+        rel = relevance(c, weigh)
+        band = band_of(rel) if band_of is not None else None
         why = None
         if explain:
             m = meta[c.pk]
@@ -46,17 +47,13 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
             why = Why(
                 arms={name: ArmWhy(ev.rank, ev.raw, ev.contribution, ev.votes or None)
                       for name, ev in c.arms.items()},
-                fused=c.fused, recency_factor=c.factor, final=c.score, relevance=relevance, band=band, tiebreak=c.tiebreak,
+                fused=c.fused, factors=c.factors, final=c.score, relevance=rel, band=band, tiebreak=c.tiebreak,
                 provenance={"source": row.source, "author": row.author, "import_path": row.import_path,
                             "recorded_at": row.recorded_at, "content_hash": row.content_hash},
                 freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
-                           "ages": m.kind in aging_kinds},
-                speaker_factor=c.speaker, speaker=m.speaker if c.speaker != 1.0 else None,
-                date_factor=c.dated, period=passage_period(m.when, periods) if c.dated != 1.0 else None,
-                heading_factor=c.headed, heading=heading_name(m.section) if c.headed != 1.0 else None,
-                context_factor=c.context)
+                           "ages": m.kind in aging_kinds})
         out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
-                          c.score, relevance, band, row.tokens, why))
+                          c.score, rel, band, row.tokens, why))
     return tuple(out)
 
 

@@ -11,10 +11,9 @@ fails mid-query (``ModelUnavailable``) marks the arm degraded.  SQLite errors ar
 errors, never swallowed.
 
 Arm-hit cache (opt-in: ``ArmServices.arm_cache``): an arm's hits depend only on
-the query, mode, scope, fetch_depth, query vector, model, data, the fact arm's [fact]
-constants, the routed arms' [entities] and [graph] constants and the keyword arm's
-``retrieve.keyword_section_weight`` (in the key), never on the
-profile's fusion/recency/cutoff constants.  Eval replay runs the same queries under a grid of those
+the query, mode, scope, query vector, model, data and the profile keys the arm declares it
+reads (``Arm.reads``: keys or whole sections), so each arm's entry is keyed by those values
+and never by the profile's fusion/recency/cutoff constants or another arm's keys.  Eval replay runs the same queries under a grid of those
 constants (18 runs x 300 SciFact queries), so it asks for the cache and each arm runs
 once per query per worker: the keyword arm's bm25 top-k is ~2.7 ms of a ~6 ms search and
 cannot be made cheaper (FTS5 scores every match: ~2600 per SciFact query).  Entries live
@@ -49,7 +48,8 @@ def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
             runs.append(ArmRun(arm.name, False, plan.reason, plan.degraded, (), 0.0))
             continue
         if cache is not None:
-            hit = cache.get((arm.name, request_key))
+            key = (arm.name, request_key, reads_key(arm, ctx.profile))
+            hit = cache.get(key)
             if hit is not None:
                 runs.append(ArmRun(arm.name, True, plan.reason, False, hit[0], hit[1]))
                 continue
@@ -73,7 +73,7 @@ def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
         if cache is not None:
             if len(cache) >= ARM_CACHE_MAX:
                 cache.clear()
-            cache[(arm.name, request_key)] = (run.hits, run.latency_ms)
+            cache[key] = (run.hits, run.latency_ms)
         runs.append(run)
     if syntax_error is not None and not any(r.ran for r in runs):
         raise syntax_error
@@ -81,20 +81,26 @@ def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
 
 
 def _request_key(ctx: ArmContext) -> tuple[Any, ...]:
-    """Everything an arm's hits depend on besides the data (``conn_cache`` covers that)."""
+    """What every arm's hits depend on besides the data (``conn_cache`` covers that) and
+    the profile keys it reads (``reads_key``)."""
     svc = ctx.services.semantic
     vec = ctx.services.query_vector
-    fact = getattr(ctx.profile, "fact", None)     # the fact arm's [fact] constants (and fusion.k for merge rrf)
-    fact_key = None if fact is None else (fact, ctx.profile.fusion.k if fact.merge == "rrf" else None)
-    # The routed arms also depend on the profile's [entities] and [graph] constants (an
-    # eval grid over them must not reuse another point's hits).
-    routed = (ctx.profile.entities, ctx.profile.graph) if ctx.profile is not None else None
-    # The keyword arm's bm25 column weight (an eval grid over it must not reuse another weight's hits).
-    section_weight = ctx.profile.retrieve.keyword_section_weight if ctx.profile is not None else None
-    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth, fact_key, routed,
-            section_weight,
+    return (ctx.query, ctx.mode, ctx.scope_sql.where, ctx.scope_sql.params, ctx.fetch_depth,
             getattr(svc, "model_id", None),
             None if vec is None else vec.tobytes() if hasattr(vec, "tobytes") else tuple(vec))
+
+
+def reads_key(arm: Arm, profile: Any) -> tuple[Any, ...]:
+    """The values of the profile keys and sections an arm declares it reads (``Arm.reads``)."""
+    if profile is None:
+        return ()
+    out = []
+    for name in arm.reads:
+        if "." in name:
+            out.append(profile.value(name))
+        else:
+            out.append(getattr(profile, name))
+    return tuple(out)
 
 
 def _ms(t0: float) -> float:

@@ -18,17 +18,16 @@ Rules (all in this file, pure):
   naming every speaker lifts all turns alike (their order is unchanged);
 * ``boost`` 0 (or no speaker named) returns the list untouched.
 
-``score = (fused * recency) * speaker``: ``why`` carries both factors, so explain still
-reproduces ``final`` exactly.
+``why.factors`` carries the factor with the speaker as its label.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from memo.retrieve.recency import sort_best_first
-from memo.retrieve.types import Candidate, Meta
+from memo.retrieve.rescore import NOTHING, Rescored, RescoreInput
+from memo.retrieve.types import Candidate, Factor
 
 _WORD = re.compile(r"\w+")
 
@@ -60,22 +59,24 @@ def named_speakers(query: str, speakers: set[str]) -> frozenset[str]:
     return frozenset(named)
 
 
-def apply_speaker(cands: Sequence[Candidate], meta: Mapping[int, Meta], query: str,
-                  boost: float) -> tuple[list[Candidate], tuple[str, ...]]:
-    """(candidates best first, the named speakers sorted).  Input best first (recency's
-    order); the output is re-sorted only when a factor changed."""
-    if boost <= 0.0:
-        return list(cands), ()
-    present = {m.speaker for c in cands if (m := meta.get(c.pk)) is not None and m.speaker}
-    named = named_speakers(query, present)
-    if not named:
-        return list(cands), ()
-    factor = 1.0 + boost
-    out = []
-    for c in cands:
-        m = meta.get(c.pk)
-        if m is not None and m.speaker in named:
-            c = c._replace(score=c.score * factor, speaker=factor)
-        out.append(c)
-    sort_best_first(out)
-    return out, tuple(sorted(named))
+class Speaker:
+    """Stage 4b: ``speaker.boost``."""
+
+    name = "speaker"
+
+    def rescore(self, cands: Sequence[Candidate], inp: RescoreInput) -> Rescored:
+        boost = inp.profile.speaker.boost
+        if boost <= 0.0:
+            return NOTHING
+        meta = inp.meta
+        present = {m.speaker for c in cands if (m := meta.get(c.pk)) is not None and m.speaker}
+        named = named_speakers(inp.query, present)
+        if not named:
+            return NOTHING
+        factors = {s: Factor(self.name, 1.0 + boost, s) for s in named}
+        given = {c.pk: factors[m.speaker] for c in cands
+                 if (m := meta.get(c.pk)) is not None and m.speaker in named}
+        return Rescored(given, tuple(sorted(named)))
+
+
+RESCORER = Speaker()

@@ -49,17 +49,42 @@ class Evidence(NamedTuple):
     votes: tuple[Any, ...] = ()     # fact arm: the facts that voted (memo.retrieve.arms.fact.FactVote)
 
 
+@dataclass(frozen=True, slots=True)
+class Factor:
+    """One rescorer's factor on a candidate (stage 4, ``memo.retrieve.rescore``): the score
+    is multiplied by ``value``; ``label`` says what earned it ("31.2 days old", "Caroline",
+    "2023-07", "fs.readfile", "record 0.62 of the best")."""
+
+    name: str
+    value: float
+    label: str | None = None
+
+
 class Candidate(NamedTuple):
     pk: int
     arms: dict[str, Evidence]   # insertion order = arm order; fused = sum in that order
     fused: float
-    factor: float = 1.0         # recency factor
-    score: float = 0.0          # fused * factor * speaker * dated * headed * context (left to right)
+    score: float = 0.0          # fused x every factor, left to right
     tiebreak: float = 0.0       # orders equal scores (rrf: the min-max fused score); never scored
-    speaker: float = 1.0        # speaker factor: 1 + speaker.boost when the query names its speaker
-    dated: float = 1.0          # date factor: 1 + dates.boost when it is dated in a period the query names
-    headed: float = 1.0         # heading factor: 1 + heading.boost when its heading names a query identifier
-    context: float = 1.0        # context factor: 1 + context.boost x its record's share of the best candidates
+    factors: tuple[Factor, ...] = ()   # stage 4's factors, in the order they were applied
+
+    def factor(self, name: str) -> float:
+        """The value of the factor ``name`` (1.0 when it gave none)."""
+        return _factor(self.factors, name)
+
+
+def _factor(factors: tuple[Factor, ...], name: str) -> float:
+    for f in factors:
+        if f.name == name:
+            return f.value
+    return 1.0
+
+
+def _label(factors: tuple[Factor, ...], name: str) -> str | None:
+    for f in factors:
+        if f.name == name:
+            return f.label
+    return None
 
 
 class Meta(NamedTuple):
@@ -100,20 +125,21 @@ class ArmWhy:
 class Why:
     arms: dict[str, ArmWhy]
     fused: float
-    recency_factor: float
-    final: float                # fused * recency * speaker * date * heading * context factors, in that order
+    factors: tuple[Factor, ...]     # recency and the other rescorers' factors, in the order applied
+    final: float                    # fused x each factor's value, left to right
     relevance: float | None
     band: str | None
     tiebreak: float
     provenance: dict[str, Any]
     freshness: dict[str, Any]
-    speaker_factor: float = 1.0     # 1 + speaker.boost when the query names this passage's speaker
-    speaker: str | None = None      # that speaker (None: not boosted)
-    date_factor: float = 1.0        # 1 + dates.boost when the passage is dated in a period the query names
-    period: str | None = None       # that period's label ("2023-07", "2023-10-13", "*-06"; None: not boosted)
-    heading_factor: float = 1.0     # 1 + heading.boost when the passage's heading names an identifier of the query
-    heading: str | None = None      # that heading's name, case-folded ("fs.readfile"; None: not boosted)
-    context_factor: float = 1.0     # 1 + context.boost x its record's share of the best candidates (stage 4e)
+
+    def factor(self, name: str) -> float:
+        """The value of the factor ``name`` ("recency", "speaker", ...; 1.0 when none)."""
+        return _factor(self.factors, name)
+
+    def label(self, name: str) -> str | None:
+        """What earned the factor ``name`` (None when none)."""
+        return _label(self.factors, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +193,9 @@ class Trace:
     limit: int = 0
     stage_ms: dict[str, float] = field(default_factory=dict)   # wall time per stage
     notes: tuple[str, ...] = ()     # what the pipeline changed in the request (query cut...)
-    speakers: tuple[str, ...] = ()  # candidates' speakers the query names (their passages boosted)
-    periods: tuple[str, ...] = ()   # periods the query names (passages dated in them boosted)
-    identifiers: tuple[str, ...] = ()  # identifiers the query names, case-folded (passages headed by them boosted)
+    # rescorer name -> what the query named that earned its factors (speaker: the speakers,
+    # dates: the periods, heading: the identifiers); only rescorers that gave a factor
+    rescore: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,12 +98,13 @@ def code_shaped(word: str) -> bool:
     return bool(_CODE_SHAPE.search(strip_word(word)))
 
 
-def query_looks_like_identifier(query: str) -> bool:
+def query_looks_like_identifier(query: str, min_share: float = 1 / 3) -> bool:
     """Routing for the exact arm in auto mode: a question that names an identifier
     anywhere ("event loop blocking setImmediate vs process.nextTick", "why do I get
     ERR_HTTP_HEADERS_SENT") runs it.  Either one word has a code-like shape
     (``code_shaped``), or identifier-shaped words (``looks_like_identifier``: digits mixed
-    with letters, inner hyphens...) make up at least a third of the words ("ADAR1 IL-6").
+    with letters, inner hyphens...) make up at least ``min_share`` of the words ("ADAR1 IL-6";
+    the profile's ``exact.min_share``, a third in base.toml).
     Why not every identifier-shaped word: a 15-word scientific claim that mentions "ADAR1"
     or "IL-6" is natural language; routing it to the exact arm double-counts the keyword
     arm's evidence and cost rrf 0.014 nDCG@10 on SciFact test (173 of 300 claims routed).
@@ -112,4 +113,4 @@ def query_looks_like_identifier(query: str) -> bool:
     if any(code_shaped(w) for w in words):
         return True
     shaped = [w for w in words if looks_like_identifier(w)]
-    return bool(shaped) and len(shaped) * 3 >= len(words)
+    return bool(shaped) and len(shaped) >= min_share * len(words) - 1e-9

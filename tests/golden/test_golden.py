@@ -99,7 +99,7 @@ def summarise(resp) -> dict:
                                              "keyword_raw": None if v.keyword_raw is None else round(v.keyword_raw, 6)}
                                             for v in w.votes]} if w.votes else {})}
                           for a, w in r.why.arms.items()},
-                 "fused": round(r.why.fused, 12), "recency_factor": round(r.why.recency_factor, 12),
+                 "fused": round(r.why.fused, 12), "recency_factor": round(r.why.factor("recency"), 12),
                  "final": round(r.why.final, 12), "band": r.why.band,
                  "age_days": r.why.freshness["age_days"]} for r in resp.results],
         "arms_ran": [a.name for a in resp.trace.arms if a.ran],
@@ -132,14 +132,14 @@ def test_golden(conn, case):
                 assert a.contribution == prof.weights[arm] / (prof.fusion.k + a.rank)
         age = w.freshness["age_days"]
         if res.kind in prof.recency.aging_kinds:
-            assert w.recency_factor == pytest.approx(
+            assert w.factor("recency") == pytest.approx(
                 prof.recency.floor + (1 - prof.recency.floor) * 0.5 ** (age / prof.recency.half_life_days), rel=1e-12)
         else:
-            assert w.recency_factor == 1.0
+            assert w.factor("recency") == 1.0
         total = 0.0
         for a in w.arms.values():
             total += a.contribution
-        assert total * w.recency_factor == w.final == res.score
+        assert total * w.factor("recency") == w.final == res.score
 
 
 if __name__ == "__main__" and "--regen" in sys.argv:

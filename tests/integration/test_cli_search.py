@@ -87,9 +87,10 @@ def test_text_explain_shows_the_heading_factor(db):
             insert_record(conn, RecordDraft(body=text, kind="doc", namespace="api"),
                           (PassageDraft(text=text, section=section),))
     conn.close()
-    out = run("search", "pool.query", "--db", db, "--mode", "keyword", "--namespace", "api", "--explain").stdout
+    out = run("search", "pool.query", "--db", db, "--mode", "keyword", "--namespace", "api", "--explain",
+              "--profile", "zscore").stdout
     lines = out.splitlines()
-    headed = [i for i, line in enumerate(lines) if "x heading pool.query 1.5 =" in line]
+    headed = [i for i, line in enumerate(lines) if "x heading (pool.query) 1.5 =" in line]
     assert len(headed) == 1 and "pool.query(text)" in "\n".join(lines[max(0, headed[0] - 3):headed[0]])
 
 
@@ -112,9 +113,7 @@ def test_profiles_show_and_diff():
     assert shown["constants"]["fusion.k"] == 60 and shown["constants"]["weights.exact"] == 0.3
     assert "fusion.k = 60" in run("profiles", "show", "rrf").stdout
     diff = js("profiles", "diff", "rrf", "minmax")
-    # fact.top: rrf lets only the 10 best facts vote; context.kinds: rrf lifts no turn (docs/eval.md)
-    assert diff["differences"] == [{"key": "context.kinds", "a": "doc,code", "b": "conversation,doc,code"},
-                                   {"key": "fact.top", "a": 10, "b": 0},
-                                   {"key": "fusion.method", "a": "rrf", "b": "minmax"}]
+    # the seed's two profiles differ in their fusion only (both are base.toml + a method)
+    assert diff["differences"] == [{"key": "fusion.method", "a": "rrf", "b": "minmax"}]
     assert "fusion.method: 'rrf' -> 'minmax'" in run("profiles", "diff", "rrf", "minmax").stdout
     assert js("profiles", "show", "nope", code=2)["error"] == "ProfileError"

@@ -10,8 +10,8 @@ import zipfile
 import pytest
 from typer.testing import CliRunner
 
-from eval.synthetic import write_beir, write_user_queries
 from memo.cli import app
+from memo_eval.synthetic import write_beir, write_user_queries
 
 runner = CliRunner()
 
@@ -141,7 +141,7 @@ def test_fetch_scifact_beir_zip_verified_by_content(tmp_path):
     corpus and queries must match the hashes in datasets/scifact/SOURCE.md."""
     import gzip
 
-    from eval.datasets import DATASETS_DIR
+    from memo_eval.datasets import DATASETS_DIR
 
     src = DATASETS_DIR / "scifact"
     archive = tmp_path / "scifact.zip"
@@ -153,7 +153,7 @@ def test_fetch_scifact_beir_zip_verified_by_content(tmp_path):
     doc = _json(runner.invoke(app, ["eval", "fetch", "scifact", "--url", archive.as_uri(),
                                     "--dest", str(tmp_path / "sf"), "--json"]))
     assert set(doc["verified"]) == {"corpus.jsonl", "queries.jsonl"}
-    from eval.datasets import load_eval_set
+    from memo_eval.datasets import load_eval_set
 
     es = load_eval_set(str(tmp_path / "sf"), "test")
     assert len(es.queries) == 300 and es.corpus_hash != ""

@@ -11,8 +11,8 @@ import pytest
 
 import memo.retrieve.arms.keyword as keyword_arm
 import memo.retrieve.fusion as fusion
-from eval.grid import RunSpec
-from eval.regress import regress
+from memo_eval.grid import RunSpec
+from memo_eval.regress import regress
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from eval.grid import expand
-from eval.run import EvalOptions, run_eval
-from eval.synthetic import write_beir
+from memo_eval.grid import expand
+from memo_eval.run import EvalOptions, run_eval
+from memo_eval.synthetic import write_beir
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "eval_report.ipynb"
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from eval.grid import RunSpec
-from eval.regress import regress
-from eval.run import EvalOptions, run_eval
+from memo_eval.grid import RunSpec
+from memo_eval.regress import regress
+from memo_eval.run import EvalOptions, run_eval
 
 pytestmark = pytest.mark.slow
 

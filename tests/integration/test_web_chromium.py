@@ -167,8 +167,10 @@ def test_explain_renders_why_and_trace_with_the_api_numbers(page: Page) -> None:
     for i, res in enumerate(doc["results"]):
         item, why = results.nth(i), res["why"]
         assert value(item.locator("[data-field='score']")) == res["score"]
-        for field in ("fused", "recency_factor", "final"):
+        for field in ("fused", "final"):
             assert value(item.locator(f".why [data-field='{field}']")) == why[field], field
+        for f in why["factors"]:       # every factor, in order, with the API's number
+            assert value(item.locator(f".why [data-field='factor:{f['name']}']")) == f["value"], f["name"]
         rows = item.locator(".why-arm")
         assert [rows.nth(j).get_attribute("data-arm") for j in range(rows.count())] == list(why["arms"])
         for arm, a in why["arms"].items():
@@ -219,59 +221,53 @@ def test_a_voting_fact_is_shown_under_its_results_why(page: Page, server: tuple[
             assert p.locator(".result").nth(i).locator(".why-facts").count() == 0
 
 
-def _shown_factor(page: Page, query: str, factor: str, named_key: str, named: str) -> tuple[Any, Any, list[int]]:
-    """Search ``query`` (keyword mode, explain) and check that the results the API boosted
-    (``why[factor]`` != 1, each naming ``named`` in ``why[named_key]``) show that factor with
-    the API's number, and the others show none.  (page, API document, boosted indexes)."""
+def _factor(why: dict, name: str) -> dict | None:
+    return next((f for f in why["factors"] if f["name"] == name), None)
+
+
+def _shown_factor(page: Page, query: str, name: str, label: str | None) -> tuple[Any, Any, list[int]]:
+    """Search ``query`` (keyword mode, explain) and check that the results the API gave the
+    factor ``name`` (labelled ``label`` when given) show it with the API's number, and the
+    others show none.  (page, API document, boosted indexes)."""
     p = page.open()
     p.select_option("#mode", "keyword")
     p.check("#explain")
     doc = page.search(query)
     p.wait_for_selector(".why")
-    boosted = [i for i, r in enumerate(doc["results"]) if r["why"][factor] != 1.0]
-    assert boosted and all(doc["results"][i]["why"][named_key] == named for i in boosted)
+    boosted = [i for i, r in enumerate(doc["results"]) if (_factor(r["why"], name) or {}).get("value", 1.0) != 1.0]
+    assert boosted and (label is None or all(_factor(doc["results"][i]["why"], name)["label"] == label
+                                             for i in boosted))
     for i, r in enumerate(doc["results"]):
-        node = p.locator(".result").nth(i).locator(f".why [data-field='{factor}']")
+        node = p.locator(".result").nth(i).locator(f".why [data-field='factor:{name}']")
         if i in boosted:
-            assert float(node.get_attribute("data-value")) == r["why"][factor]
+            assert float(node.get_attribute("data-value")) == _factor(r["why"], name)["value"]
         else:
             assert node.count() == 0
     return p, doc, boosted
 
 
 def test_a_named_speakers_turn_shows_its_speaker_factor(page: Page) -> None:
-    p, doc, boosted = _shown_factor(page, "when does Priya's backup job run", "speaker_factor", "speaker", "Priya")
-    assert doc["trace"]["speakers"] == ["Priya"]
+    p, doc, boosted = _shown_factor(page, "when does Priya's backup job run", "speaker", "Priya")
+    assert doc["trace"]["rescore"]["speaker"] == ["Priya"]
     for i in boosted:
         assert float(p.locator(".result").nth(i).locator(".why [data-field='final']")
                      .get_attribute("data-value")) == doc["results"][i]["why"]["final"]
 
 
 def test_a_note_dated_in_the_named_month_shows_its_date_factor(page: Page) -> None:
-    _, doc, _ = _shown_factor(page, "canary rollout in March 2024", "date_factor", "period", "2024-03")
-    assert doc["trace"]["periods"] == ["2024-03"]
+    _, doc, _ = _shown_factor(page, "canary rollout in March 2024", "dates", "2024-03")
+    assert doc["trace"]["rescore"]["dates"] == ["2024-03"]
 
 
 def test_the_section_headed_by_the_named_identifier_shows_its_heading_factor(page: Page) -> None:
-    _, doc, boosted = _shown_factor(page, "pool.query", "heading_factor", "heading", "pool.query")
-    assert doc["trace"]["identifiers"] == ["pool.query"]
+    _, doc, boosted = _shown_factor(page, "pool.query", "heading", "pool.query")
+    assert doc["trace"]["rescore"]["heading"] == ["pool.query"]
     assert [doc["results"][i]["section"] for i in boosted] == ["Pool API > pool.query(text)"]
 
 
 def test_turns_of_a_session_with_several_top_turns_show_their_context_factor(page: Page) -> None:
-    p = page.open()
-    p.select_option("#mode", "keyword")
-    p.check("#explain")
-    doc = page.search("backup job")             # two of Priya and Tom's turns match: one session
-    p.wait_for_selector(".why")
-    lifted = [i for i, r in enumerate(doc["results"]) if r["why"]["context_factor"] != 1.0]
+    _, doc, lifted = _shown_factor(page, "backup job", "context", None)   # two of Priya and Tom's turns: one session
     assert len(lifted) >= 2 and all(doc["results"][i]["kind"] == "conversation" for i in lifted)
-    for i, r in enumerate(doc["results"]):
-        node = p.locator(".result").nth(i).locator(".why [data-field='context_factor']")
-        if i in lifted:
-            assert float(node.get_attribute("data-value")) == r["why"]["context_factor"]
-        else:
-            assert node.count() == 0
 
 
 def test_entity_chips_show_the_query_entities_a_result_was_found_by(page: Page,

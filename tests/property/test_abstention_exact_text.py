@@ -16,6 +16,7 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
 from memo.types import PassageDraft, RecordDraft
+from tests.fast_examples import examples
 
 # Common words (in many passages: idf clamped to ~0), stop words, rare and odd tokens.
 WORDS = ("the", "and", "of", "report", "weather", "pool", "filter", "zebra", "quasar", "caroline",
@@ -24,7 +25,7 @@ WORDS = ("the", "and", "of", "report", "weather", "pool", "filter", "zebra", "qu
 text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=st.lists(text_st, min_size=1, max_size=15, unique=True), pick=st.integers(0, 14),
        floor=st.sampled_from((0.3, 0.8, 1.0)))
 def test_a_passage_text_as_the_query_never_abstains(texts, pick, floor):

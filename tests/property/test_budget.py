@@ -9,6 +9,7 @@ from memo.retrieve.budget import pack
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.limit import limit
 from memo.retrieve.types import Candidate, Evidence, Meta
+from tests.fast_examples import examples
 
 ITEMS = st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.integers(0, 500)), max_size=60)
 
@@ -20,7 +21,7 @@ def ranked_of(items):
     return cands, meta
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ITEMS, st.integers(1, 3000))
 def test_budget_is_never_exceeded_and_order_kept(items, max_tokens):
     cands, meta = ranked_of(items)
@@ -39,7 +40,7 @@ def test_budget_is_never_exceeded_and_order_kept(items, max_tokens):
             assert running + meta[c.pk].tokens > max_tokens
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ITEMS, st.integers(0, 10), st.floats(0.01, 1.0), st.integers(1, 100))
 def test_cutoff_and_limit_keep_a_prefix(items, min_results, gap, n):
     cands, _ = ranked_of(items)

@@ -16,6 +16,7 @@ from memo.store.db import open_db
 from memo.store.records import insert_record
 from memo.text.identifiers import encode_token, identifier_tokens
 from memo.types import PassageDraft, RecordDraft
+from tests.fast_examples import examples
 
 # Identifier-shaped tokens (net/http, ERR_CONN_RESET, 2026.4.10, multi-agent, path/to/file.py, ...)
 IDENT = st.from_regex(r"\A[A-Za-z0-9_]{1,8}(?:[\-./:@#+][A-Za-z0-9_]{1,8}){0,3}\Z")
@@ -38,7 +39,7 @@ def _find(conn: sqlite3.Connection, token: str) -> set[int]:
     return {r[0] for r in rows}
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(section=st.one_of(st.just(""), IDENT, ANY_TEXT), pieces=PIECES, sep=st.sampled_from([" ", "\n", ", ", ". "]))
 def test_every_token_is_found_by_its_literal_text(conn, section, pieces, sep):
     text = sep.join(pieces)

@@ -21,6 +21,7 @@ from memo.store.db import open_db
 from memo.store.facts import insert_fact
 from memo.store.records import insert_record
 from memo.types import FactDraft, PassageDraft, RecordDraft, Scope
+from tests.fast_examples import examples
 
 NS = ("a", "b", "c")
 KINDS = ("note", "doc")
@@ -79,7 +80,7 @@ def _build(conn: sqlite3.Connection, records, facts) -> dict[int, float]:
     return sims
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(record_st, min_size=1, max_size=12), facts=st.lists(fact_st, min_size=1, max_size=8),
        scope=scope_st, query=st.sampled_from(("token", "fact token", "nothing here")))
 def test_a_fact_never_lets_an_out_of_scope_passage_through(records, facts, scope, query):

@@ -27,6 +27,7 @@ from memo.store.records import insert_record
 from memo.text.folding import scrub_surrogates, unicode61_tokens
 from memo.text.fts_query import STOP_WORDS, keyword_match, query_words
 from memo.types import PassageDraft, RecordDraft
+from tests.fast_examples import examples
 
 FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 # Characters on which Python's folding and unicode61's disagree, or the normal forms do.
@@ -35,7 +36,7 @@ TRICKY = list("ßẞﬁﬂﬀﬃﬆĳŉǅǄǈΣσςΐίΆᾳİıＡｆ²①ⅫÅ
 WORD_CHARS = st.one_of(st.sampled_from(TRICKY),
                        st.characters(categories=("L", "M", "N", "Co"), exclude_characters="\x00"))
 WORDS = st.lists(WORD_CHARS, min_size=1, max_size=12).map("".join)
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=examples(300), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 _ids = count()
 

@@ -26,6 +26,7 @@ from memo.text.fts_query import (
     query_words,
 )
 from memo.types import PassageDraft, RecordDraft
+from tests.fast_examples import examples
 
 OPERATORS = ['"', "'", "AND", "OR", "NOT", "NEAR", "NEAR(", "*", ":", "^", "-", "(", ")", "{", "}", "+",
              "text:", "section:", "\x00", "\\", "''", '""', "col:x*", "NEAR(a b, 3)", "^start", "a-b", "net/http"]
@@ -55,7 +56,7 @@ def _compile(fn, query):
         return None
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(QUERIES)
 def test_any_text_compiles_and_runs_in_fts5(conn, query):
     kw = _compile(keyword_match, query)
@@ -66,7 +67,7 @@ def test_any_text_compiles_and_runs_in_fts5(conn, query):
         conn.execute("SELECT rowid FROM exact_fts WHERE exact_fts MATCH ? LIMIT 5", (ex,)).fetchall()
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(QUERIES, st.sampled_from(["auto", "keyword", "exact"]))
 def test_any_text_through_the_whole_pipeline(conn, query, mode):
     try:
@@ -75,7 +76,7 @@ def test_any_text_through_the_whole_pipeline(conn, query, mode):
         pass
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(QUERIES.map(lambda s: (s or "x") * (12_000 // max(1, len(s or "x")) + 1)))
 def test_ten_kilobyte_queries(conn, query):
     try:

@@ -13,6 +13,7 @@ from memo.retrieve.arms.base import ArmHit
 from memo.retrieve.fusion import fuse
 from memo.retrieve.fusion.zscore import spread
 from memo.retrieve.types import ArmRun
+from tests.fast_examples import examples
 
 ARMS = ("semantic", "keyword", "exact")
 
@@ -32,7 +33,7 @@ def runs(draw):
 WEIGHTS = load_profile("rrf").weights
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(runs(), st.sampled_from(["rrf", "minmax", "zscore"]), st.integers(1, 100))
 def test_fusion_invariants(rs, method, k):
     cands = fuse(rs, method, WEIGHTS, k)
@@ -50,7 +51,7 @@ def test_fusion_invariants(rs, method, k):
             assert all(ev.contribution == WEIGHTS[a] / (k + ev.rank) for a, ev in c.arms.items())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(runs())
 def test_rrf_rank_one_everywhere_wins(rs):
     cands = fuse(rs, "rrf", WEIGHTS, 60)
@@ -62,7 +63,7 @@ def test_rrf_rank_one_everywhere_wins(rs):
         assert best.pk == tops[0]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(runs())
 def test_zscore_is_minmax_times_range_over_sigma(rs):
     """norm = (raw - min) / sigma: never negative, never above sqrt(2n) (the largest range of

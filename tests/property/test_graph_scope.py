@@ -18,6 +18,7 @@ from memo.retrieve import SearchRequest, search
 from memo.retrieve.scope import build_scope_sql
 from memo.store.db import open_db
 from memo.types import RecordDraft, Scope
+from tests.fast_examples import examples
 
 NAMES = ("Alice", "Bob", "Carol", "Dave", "Paris", "Berlin", "Initech", "Globex")
 NS = ("a", "b", "c")
@@ -28,7 +29,7 @@ scope_st = st.builds(Scope, namespaces=st.lists(st.sampled_from(NS), max_size=2,
                      kinds=st.lists(st.sampled_from(("note", "doc")), max_size=1).map(tuple))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(record_st, min_size=4, max_size=25), scope=scope_st,
        query=st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES)))
 def test_entity_and_graph_arms_stay_in_scope(records, scope, query):

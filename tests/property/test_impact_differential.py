@@ -26,6 +26,7 @@ from memo.store.db import open_db
 from memo.store.derived import unindex_passages
 from memo.store.records import insert_record
 from memo.types import PassageDraft, RecordDraft, Scope
+from tests.fast_examples import examples
 
 # Stems that collide (cell / cells, run / running / runs), capitals, diacritics, numbers,
 # a stop word: the cases where query words and index tokens could part ways.
@@ -49,8 +50,8 @@ weight_st = st.sampled_from((1.0, 1.0, 2.0, 0.1, 1.3, 3.7))
 
 
 def _profile(keyword_index: str, weight: float):
-    return load_profile("rrf").with_overrides({"retrieve.keyword_index": keyword_index,
-                                               "retrieve.impact_min_passages": 0,
+    return load_profile("rrf").with_overrides({"index.keyword": keyword_index,
+                                               "index.impact_min_passages": 0,
                                                "retrieve.keyword_section_weight": weight})
 
 
@@ -110,7 +111,7 @@ def _check(conn, query_words, scope_bits, depth, weight) -> None:
         assert s1 > s2 or (s1 == s2 and p1 < p2)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(doc_st, min_size=1, max_size=40), more=st.lists(doc_st, min_size=1, max_size=8),
        queries=st.lists(st.tuples(query_st, scope_st), min_size=1, max_size=4), depth=st.integers(1, 12),
        drop=st.integers(0, 3), listed=st.booleans(), weight=weight_st)

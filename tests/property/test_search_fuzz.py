@@ -32,6 +32,7 @@ from memo.store.db import open_db
 from memo.store.records import insert_record
 from memo.text.limits import MAX_QUERY_CHARS
 from memo.types import KINDS, PassageDraft, RecordDraft, Scope
+from tests.fast_examples import examples
 
 SURROGATES = [chr(c) for c in (0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xD83D, 0xDE00)]
 SPECIAL = ["\x00", "\ufeff", "\u200d", "\u0301", "ß", "ﬁ", "😀", "🏽", '"', "*", "NEAR(", "-", ":",
@@ -81,7 +82,7 @@ CORPUS = [("the quick brown fox jumps over the lazy dog", "note", "0001-01-01"),
           ("naïve Straße café ﬁnance 日本語", "doc", "2024-05-01"),
           ("we chose SQLite in WAL mode", "note", "9999-12-31T23:59:59-05:00"),
           ("yesterday's standup: deploy on friday", "conversation", "0001-01-01T00:00:00+05:00")]
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=examples(300), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large])
 
@@ -187,7 +188,7 @@ def test_retrieve_search_fuzz_five_thousand(conn, services, args):
     _retrieve(conn, services, *args)
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(QUERY, VALUES, KIND_VALUES, VALUES, OPTIONAL_TEXT, OPTIONAL_TEXT, VALUES, DATE, DATE, TRUST, DATE,

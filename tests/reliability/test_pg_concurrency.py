@@ -32,6 +32,8 @@ import pytest
 from memo.store.db import open_db
 from memo.text.identifiers import exact_terms
 
+pytestmark = pytest.mark.postgresql   # the session's server (tests/pg_server.py)
+
 WORKER = Path(__file__).with_name("_pg_worker.py")
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = float(os.environ.get("MEMO_PG_CONCURRENCY_S", "60"))

@@ -1,22 +1,28 @@
-"""The import graph of memo/ and eval/ has no cycle and every arrow points down.
+"""The import graph of memo/ and eval/ (the package ``memo_eval``) has no cycle and every
+arrow points down.
 
 Every ``import`` counts, at module level or inside a function: an import deferred into a
 function body still ties the two modules together, so deferring one to dodge a cycle does
 not pass this test.  Importing ``a.b.c`` also runs ``a/b/__init__.py``, so a module
 depends on the packages above its target too (except the two root packages, ``memo`` and
-``eval``, whose ``__init__`` is the public facade / a docstring).
+``memo_eval``, whose ``__init__`` is the public facade / a docstring).
 
 Layers, lowest first (a module may import its own layer or a lower one):
 
-    0  memo.types, memo.errors, memo.text, memo.profile, memo.serialize, memo.metrics,
+    0  memo.types, memo.errors, memo.text, memo.profile (+ _keys, _docs), memo.serialize, memo.metrics,
        memo.download                             values, vocabulary, pure functions
     1  memo.store, memo.ingest, memo.embed       storage, splitters, vectors
     2  memo.graph                                graphs over the store
     3  memo.retrieve                             the search pipeline
     4  memo.ops                                  library operations
     5  memo.search_api                           ``memo.search``
-    6  eval                                      the harness (above ops: builds indexes, replays)
+    6  memo_eval                                 the harness (above ops: builds indexes, replays)
     7  memo.serve, memo.cli, memo, memo.__main__ skins and the facade
+    8  memo_eval.cli                             ``memo eval``: the harness's command group,
+                                                 mounted by memo's CLI through an entry point
+
+memo never imports the harness (layer 6 and 8, the memo-kb-eval distribution): memo's CLI
+finds ``memo eval`` through ``importlib.metadata`` entry points (memo/cli/plugins.py).
 """
 
 from __future__ import annotations
@@ -26,19 +32,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("memo", "eval")
-ROOTS = {"memo", "eval"}
+# import package -> its folder (the harness's folder is eval/, its package memo_eval)
+PACKAGES = {"memo": "memo", "memo_eval": "eval"}
+ROOTS = set(PACKAGES)
 
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (0, ("memo.types", "memo.errors", "memo.text", "memo.profile", "memo.serialize", "memo.metrics",
+    (0, ("memo.types", "memo.errors", "memo.text", "memo.profile", "memo.profile_keys", "memo.profile_docs",
+         "memo.serialize", "memo.metrics",
          "memo.download")),
     (1, ("memo.store", "memo.ingest", "memo.embed", "memo.models")),
     (2, ("memo.graph",)),
     (3, ("memo.retrieve",)),
     (4, ("memo.ops",)),
     (5, ("memo.search_api",)),
-    (6, ("eval",)),
+    (6, ("memo_eval",)),
     (7, ("memo.serve", "memo.cli", "memo.__main__", "memo")),
+    (8, ("memo_eval.cli",)),
 )
 
 
@@ -56,9 +65,11 @@ def layer_of(module: str) -> int:
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
     out: dict[str, Path] = {}
-    for pkg in PACKAGES:
-        for path in (root / pkg).rglob("*.py"):
-            parts = list(path.relative_to(root).with_suffix("").parts)
+    for pkg, folder in PACKAGES.items():
+        for path in (root / folder).rglob("*.py"):
+            if "build" in path.relative_to(root / folder).parts[:1]:
+                continue        # eval/build/: setuptools' copy when the harness's wheel is built in place
+            parts = [pkg, *path.relative_to(root / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             out[".".join(parts)] = path

@@ -12,13 +12,69 @@ from memo.profile import Profile, diff_profiles, load_profile, profile_names
 REPO_PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
 
-def test_zscore_profile_is_minmax_with_zscore_fusion():
-    """The default profile changes the fusion and nothing that ranks: its measured gains are
-    the fusion's (docs/eval.md "Every domain").  [vectors] is how vectors are stored and
-    scanned (exact either way), not ranking."""
-    diff = {k: v for k, v in diff_profiles(load_profile("zscore"), load_profile("minmax")).items()
-            if not k.startswith("vectors.")}
-    assert diff == {"name": ("zscore", "minmax"), "fusion.method": ("zscore", "minmax")}
+def test_seed_profiles_are_base_and_the_default_is_an_overlay_of_extras():
+    """rrf is base.toml unchanged, minmax changes only the fusion (the seed as written, every
+    extra off); the default (zscore) changes the fusion and turns extras on, nothing else."""
+    from memo.profile_keys import EXTRAS, KEYS
+
+    base, rrf, minmax, zscore = (load_profile(n) for n in ("base", "rrf", "minmax", "zscore"))
+    assert diff_profiles(base, rrf) == {"name": ("base", "rrf")}
+    assert diff_profiles(rrf, minmax) == {"name": ("rrf", "minmax"), "fusion.method": ("rrf", "minmax")}
+    assert rrf.extras_on() == minmax.extras_on() == ()
+    extra_keys = {k.name for k in KEYS if k.extra}
+    changed = set(diff_profiles(minmax, zscore)) - {"name", "fusion.method"}
+    assert changed and changed <= extra_keys
+    assert set(zscore.extras_on()) <= set(EXTRAS)
+    # each extra switched off alone leaves the others on
+    for extra in zscore.extras_on():
+        off = zscore.without_extra(extra)
+        assert set(off.extras_on()) == set(zscore.extras_on()) - {extra}
+
+
+def test_an_overlay_lists_only_what_it_changes_and_older_files_still_load(tmp_path):
+    overlay = _write(tmp_path, 'extends = "minmax"\n[fusion]\nk = 20\n')
+    p = load_profile(str(overlay))
+    assert (p.fusion.method, p.fusion.k, p.extends) == ("minmax", 20, ("minmax", "base"))
+    # a file without 'extends' overlays base: an older profile that lacks newer keys loads
+    old = _write(tmp_path, "[fusion]\nmethod = \"minmax\"\nk = 60\n[weights]\nsemantic = 0.7\n", "old.toml")
+    q = load_profile(str(old))
+    assert q.weights["semantic"] == 0.7 and q.weights["keyword"] == 0.5 and q.context.boost == 0.0
+    # older key names are read as their new names; retired keys at their neutral value are accepted
+    legacy = _write(tmp_path, "[retrieve]\nkeyword_index = \"fts5\"\n[vectors]\nsidecar_min = 7\n"
+                              "[fact]\nvote = \"best\"\nspread = 0.0\n", "legacy.toml")
+    r = load_profile(str(legacy))
+    assert (r.index.keyword, r.index.sidecar_min) == ("fts5", 7)
+    with pytest.raises(ProfileError, match="fact.spread.*removed"):
+        load_profile(str(_write(tmp_path, "[fact]\nspread = 0.5\n", "spread.toml")))
+    # a cycle and a missing parent are named
+    (tmp_path / "a.toml").write_text('extends = "./b.toml"\n', encoding="utf-8")
+    (tmp_path / "b.toml").write_text('extends = "./a.toml"\n', encoding="utf-8")
+    with pytest.raises(ProfileError, match="cycle"):
+        load_profile(str(tmp_path / "a.toml"))
+    with pytest.raises(ProfileError, match="no profile named"):
+        load_profile(str(_write(tmp_path, 'extends = "nosuch"\n', "orphan.toml")))
+
+
+def test_every_key_is_in_base_and_in_the_table_once():
+    from memo.profile_keys import KEYS, RENAMED, RETIRED
+
+    names = [k.name for k in KEYS]
+    assert len(names) == len(set(names))
+    assert not set(RENAMED) & set(names) and not set(RETIRED) & set(names)
+    import tomllib
+    base = tomllib.loads((REPO_PROFILES / "base.toml").read_text(encoding="utf-8"))
+    in_file = {f"{s}.{f}" for s, table in base.items() if s not in ("weights", "models") for f in table}
+    assert in_file == set(names)
+    for shipped in REPO_PROFILES.glob("*.toml"):      # overlays name only keys of the table
+        if shipped.stem != "base":
+            load_profile(str(shipped))
+
+
+def test_docs_profiles_md_is_generated_from_the_table():
+    from memo.profile_docs import render_keys
+
+    text = (REPO_PROFILES.parent / "docs" / "profiles.md").read_text(encoding="utf-8")
+    assert render_keys() in text, "docs/profiles.md is stale: run python -m memo.profile_docs --write"
 
 
 def test_shipped_profiles_load_with_the_seed_constants():
@@ -46,17 +102,18 @@ def test_bands():
         ["strong", "strong", "moderate", "weak", "below", None]
 
 
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "custom.toml"
+def _write(tmp_path: Path, text: str, name: str = "custom.toml") -> Path:
+    path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
 
 
-BASE = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8")
+BASE = (REPO_PROFILES / "base.toml").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("edit, key", [
     (lambda s: s.replace("k = 60", "k = 60\nkk = 1"), "fusion.kk"),
+    (lambda s: 'extends = 3\n' + s, "extends"),
     (lambda s: s + "\n[extra]\nx = 1\n", "extra"),
     (lambda s: s.replace("k = 60", "k = 0"), "fusion.k"),
     (lambda s: s.replace("k = 60", 'k = "sixty"'), "fusion.k"),
@@ -65,8 +122,6 @@ BASE = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8")
     (lambda s: s.replace("floor = 0.8", "floor = 1.5"), "recency.floor"),
     (lambda s: s.replace('aging_kinds = ["note", "conversation"]', 'aging_kinds = ["blog"]'), "recency.aging_kinds"),
     (lambda s: s.replace("graph = 0.5", "graph = 0.5\nrerank = 1.0"), "weights.rerank"),
-    (lambda s: s.replace("graph = 0.5", ""), "weights.graph"),
-    (lambda s: s.replace("max_tokens = 4000", ""), "budget.max_tokens"),
     (lambda s: s.replace("strong = 0.88", "strong = 0.70"), "models.granite-embedding-small-english-r2"),
     (lambda s: s.replace("strong = 0.88", "strong = 0.88\nstrongest = 0.9"), "models.granite-embedding-small-english-r2.strongest"),
     (lambda s: s.replace("default = 10", "default = 500"), "limit.default"),
@@ -74,7 +129,6 @@ BASE = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8")
      "retrieve.keyword_section_weight"),
     (lambda s: s.replace("keyword_section_weight = 1.0", "keyword_section_weight = 101.0"),
      "retrieve.keyword_section_weight"),
-    (lambda s: s.replace("keyword_section_weight = 1.0", ""), "retrieve.keyword_section_weight"),
 ])
 def test_bad_files_name_the_file_and_the_key(tmp_path, edit, key):
     path = _write(tmp_path, edit(BASE))
@@ -113,10 +167,7 @@ def test_flat_and_diff():
     assert flat["recency.aging_kinds"] == "note,conversation"
     assert flat["models.granite-embedding-small-english-r2.strong"] == 0.88
     assert all(isinstance(v, str | int | float) for v in flat.values())
-    assert diff_profiles(a, b) == {"name": ("rrf", "minmax"), "fusion.method": ("rrf", "minmax"),
-                                   "fact.top": (10, 0),     # docs/eval.md: rrf lets the 10 best facts vote
-                                   # docs/eval.md "Context": rrf lifts no conversation turn
-                                   "context.kinds": ("doc,code", "conversation,doc,code")}
+    assert diff_profiles(a, b) == {"name": ("rrf", "minmax"), "fusion.method": ("rrf", "minmax")}
     # flat() round-trips through with_overrides
     again = a.with_overrides({k: v for k, v in flat.items() if k != "name"})
     assert again.flat() == flat
@@ -135,7 +186,7 @@ def test_user_profile_folder_adds_and_shadows_names(tmp_path, monkeypatch):
     mine.mkdir()
     monkeypatch.setenv("MEMO_PROFILES_DIR", str(mine))
     assert profile_dirs()[0] == mine
-    text = (REPO_PROFILES / "rrf.toml").read_text(encoding="utf-8").replace("k = 60", "k = 7")
+    text = 'extends = "base"\n[fusion]\nk = 7\n'
     (mine / "fast.toml").write_text(text, encoding="utf-8")
     assert "fast" in profile_names() and load_profile("fast").fusion.k == 7
     (mine / "rrf.toml").write_text(text, encoding="utf-8")          # a user's rrf wins over the shipped one

@@ -3,7 +3,9 @@ one's ``plan`` whether it runs; adding an arm = adding it here (and a weight in 
 
 from __future__ import annotations
 
-from memo.retrieve.arms.base import Arm, ArmContext, ArmHit, ArmPlan, ScopeSQL
+from typing import Any
+
+from memo.retrieve.arms.base import Arm, ArmContext, ArmHit, ArmPlan, ScopeSQL, VoteEvidence
 from memo.retrieve.arms.entity import EntityArm
 from memo.retrieve.arms.exact import ExactArm
 from memo.retrieve.arms.fact import FactArm
@@ -12,5 +14,12 @@ from memo.retrieve.arms.keyword import KeywordArm
 from memo.retrieve.arms.semantic import SemanticArm
 
 ARMS: tuple[Arm, ...] = (SemanticArm(), KeywordArm(), ExactArm(), FactArm(), EntityArm(), GraphArm())
+BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 
-__all__ = ["ARMS", "Arm", "ArmContext", "ArmHit", "ArmPlan", "ScopeSQL"]
+
+def weigh(arm: str, ev: Any) -> VoteEvidence:
+    """What one arm's vote shows (the arm's own ``weigh``): abstention and relevance read this."""
+    return BY_NAME[arm].weigh(ev)
+
+
+__all__ = ["ARMS", "BY_NAME", "Arm", "ArmContext", "ArmHit", "ArmPlan", "ScopeSQL", "weigh"]

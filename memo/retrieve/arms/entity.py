@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from memo.errors import QuerySyntaxError
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
+from memo.retrieve.arms.shared import plan_routed, routed
 from memo.retrieve.backend import backend_of
-from memo.retrieve.route import Route, route
 from memo.retrieve.scope import scope_counts
 from memo.store.mentions import scoped_mentions
 from memo.text.fts_query import keyword_match
-
-AUTO_ONLY = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,35 +50,17 @@ class EntityVote:
         return self.entity
 
 
-def routed(ctx: ArmContext) -> Route:
-    """The search's routing decision (computed once, kept in ``ctx.memo``)."""
-    hit = ctx.memo.get("route")
-    if hit is None:
-        if ctx.profile is None:
-            raise ValueError("the entity and graph arms need ArmContext.profile ([entities], [graph])")
-        cfg = ctx.profile.entities
-        in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
-        hit = ctx.memo["route"] = route(ctx.conn, ctx.query, ctx.scope_sql.where, ctx.scope_sql.params, in_scope,
-                                        max_words=cfg.max_words, common_share=cfg.common_share,
-                                        common_min_passages=cfg.common_min_passages, cues=cfg.relational_cues,
-                                        name_share=cfg.name_share, identifier_share=cfg.identifier_share,
-                                        min_query_share=cfg.min_query_share)
-    return hit
-
-
-def plan_routed(ctx: ArmContext) -> ArmPlan:
-    if ctx.mode != AUTO_ONLY:
-        return ArmPlan(runs=False, reason=f"mode {ctx.mode}: routed arms run in mode auto only")
-    decision = routed(ctx)
-    return ArmPlan(runs=decision.fired, reason=decision.reason)
-
-
 def idf(n_scope: int, df: int) -> float:
     return math.log(1.0 + max(n_scope, 1) / max(df, 1))
 
 
 class EntityArm:
     name = "entity"
+    evidence = frozenset({"structural"})
+    reads = ("retrieve.fetch_depth", "entities")
+
+    def weigh(self, ev: Any) -> VoteEvidence:
+        return default_weigh(self.evidence, ev)
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
         return plan_routed(ctx)

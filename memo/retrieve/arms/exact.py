@@ -6,7 +6,9 @@ Runs for mode ``exact``, and in ``auto`` when the query looks like an identifier
 
 from __future__ import annotations
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from typing import Any
+
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
 from memo.retrieve.backend import backend_of
 from memo.text.fts_query import exact_match
 from memo.text.identifiers import query_looks_like_identifier
@@ -14,13 +16,19 @@ from memo.text.identifiers import query_looks_like_identifier
 
 class ExactArm:
     name = "exact"
+    evidence = frozenset({"lexical"})
+    reads = ("retrieve.fetch_depth", "exact.min_share")
+
+    def weigh(self, ev: Any) -> VoteEvidence:
+        return default_weigh(self.evidence, ev)
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
         if ctx.mode == "exact":
             return ArmPlan(runs=True, reason="mode exact")
         if ctx.mode != "auto":
             return ArmPlan(runs=False, reason=f"mode {ctx.mode}")
-        if query_looks_like_identifier(ctx.query[:10_000]):
+        share = ctx.profile.exact.min_share if ctx.profile is not None else 1 / 3
+        if query_looks_like_identifier(ctx.query[:10_000], share):
             return ArmPlan(runs=True, reason="query looks like an identifier")
         return ArmPlan(runs=False, reason="query names no identifier")
 

@@ -20,12 +20,9 @@ passage" | runs always).
    of voting facts (more first), then pk.  ``votes`` lists the voting facts (``why``).
 
 The profile's ``[fact]`` keys vary steps 3-4 (docs/profiles.md): ``merge`` ("rrf": Σ
-weight / (fusion.k + rank) instead of min-max), ``meaning_weight`` (the meaning list's
-weight; keyword 1.0), ``top`` (only the best N facts vote; 0 = all), ``vote`` ("sum": Σ_i
-decay**i x the i-th best vote instead of the best) and ``spread`` (a fact also votes for
-the turns next to its evidence, same record and ord +- 1, at this share of its score).
-The shipped profiles keep the arm as described above; every variant measured on LoCoMo
-is in docs/eval.md.
+1 / (fusion.k + rank) instead of min-max) and ``top`` (only the best N facts vote; 0 = all).
+(A decayed sum of votes, a meaning-list weight and votes spread to neighbouring turns were
+measured on LoCoMo and never shipped; docs/eval.md keeps the figures.)
 
 A database without facts costs one cached EXISTS: the arm runs, returns nothing and its
 reason says so.  Abstention (``memo.retrieve.abstention``) drops a candidate whose only
@@ -39,8 +36,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memo.errors import ModelUnavailable, QuerySyntaxError
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.arms.semantic import _OFF_MODES, query_vector
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence
+from memo.retrieve.arms.shared import SEMANTIC_OFF_MODES, query_vector
 from memo.retrieve.backend import backend_of
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.fusion.minmax import minmax_contributions
@@ -65,7 +62,7 @@ class FactVote:
     keyword_raw: float | None     # -bm25 over facts_fts
     semantic_rank: int | None     # in the meaning fact list
     semantic_raw: float | None    # cosine
-    weight: float = 1.0           # 1.0: the passage is its evidence; fact.spread: a turn next to its evidence
+    weight: float = 1.0           # 1.0: the passage is its evidence
 
     @property
     def voter(self) -> str:
@@ -101,7 +98,7 @@ def _has_facts(conn: sqlite3.Connection) -> bool:
 
 
 def _semantic_service(ctx: ArmContext) -> tuple[Any | None, str]:
-    if ctx.mode in _OFF_MODES:
+    if ctx.mode in SEMANTIC_OFF_MODES:
         return None, f"meaning off in mode {ctx.mode}"
     svc = ctx.services.semantic
     if svc is None or getattr(svc, "fact_index", None) is None:
@@ -115,6 +112,14 @@ def _semantic_service(ctx: ArmContext) -> tuple[Any | None, str]:
 
 class FactArm:
     name = "fact"
+    evidence = frozenset({"lexical", "semantic"})
+    reads = ("retrieve.fetch_depth", "fact", "fusion.k", "index")
+
+    def weigh(self, ev: Any) -> VoteEvidence:
+        """Facts matched by words are judged by their text's coverage; facts matched by
+        meaning by their cosine (a fact's similarity, not the passage's)."""
+        return VoteEvidence(fact_ids=tuple(v.fact_id for v in ev.votes if v.keyword_rank is not None),
+                            fact_cosines=tuple(v.semantic_raw for v in ev.votes if v.semantic_raw is not None))
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
         if not _has_facts(ctx.conn):
@@ -190,29 +195,19 @@ def fact_scores(lists: tuple[dict[int, tuple[int, float]], ...], merge: str = "m
     return score
 
 
-def _fact_cfg(ctx: ArmContext) -> tuple[str, str, float, float, int, float, int]:
-    """(merge, vote, decay, spread, k, meaning_weight, top) from the profile's [fact] (the
-    shipped defaults without a profile: minmax, best, 0.5, 0.0, 60, 1.0, 0 = all)."""
+def _fact_cfg(ctx: ArmContext) -> tuple[str, int, int]:
+    """(merge, k, top) from the profile's [fact] and fusion.k (without a profile: minmax, 60, 0 = all)."""
     p = ctx.profile
     cfg = getattr(p, "fact", None)
     if cfg is None:
-        return "minmax", "best", 0.5, 0.0, 60, 1.0, 0
-    return cfg.merge, cfg.vote, cfg.decay, cfg.spread, p.fusion.k, cfg.meaning_weight, cfg.top
-
-
-def passage_fact_score(values: list[float], vote: str, decay: float) -> float:
-    """A passage's fact-arm raw score from its votes' values (fact_score x vote weight):
-    the best (``vote`` "best") or Σ_i decay**i * v_i over the values sorted desc ("sum")."""
-    vs = sorted(values, reverse=True)
-    if vote == "best":
-        return vs[0]
-    return sum(v * decay ** i for i, v in enumerate(vs))
+        return "minmax", 60, 0
+    return cfg.merge, p.fusion.k, cfg.top
 
 
 def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, float]],
            sem: dict[int, tuple[int, float]]) -> list[ArmHit]:
-    merge, vote, decay, spread, k, meaning_weight, top = _fact_cfg(ctx)
-    score = fact_scores((kw, sem), merge, k, (1.0, meaning_weight))
+    merge, k, top = _fact_cfg(ctx)
+    score = fact_scores((kw, sem), merge, k, (1.0, 1.0))
     if not score:
         return []
     order = sorted(score, key=lambda f: (-score[f], f))[:top or None]
@@ -232,18 +227,8 @@ def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, f
     by_passage: dict[int, dict[int, float]] = {}      # passage -> {fact: vote weight}
     for fpk, ppk in ev:
         by_passage.setdefault(int(ppk), {})[int(fpk)] = 1.0
-    if spread > 0.0:
-        # The turns next to each evidence turn (same record, ord +- 1), inside the scope:
-        # the neighbour is aliased p so the scope WHERE applies to it.
-        near = conn.execute(
-            f"SELECT e.fact_pk, p.pk FROM fact_evidence e CROSS JOIN passages q ON q.pk = e.passage_pk"
-            f" CROSS JOIN passages p ON p.record_id = q.record_id AND p.ord IN (q.ord - 1, q.ord + 1)"
-            f" CROSS JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "
-            + (ctx.scope_sql.where or "1"), (*fpks, *ctx.scope_sql.params)).fetchall()
-        for fpk, ppk in near:
-            by_passage.setdefault(int(ppk), {}).setdefault(int(fpk), spread)
-    raw = {ppk: passage_fact_score([score[f] * w for f, w in voters.items()], vote, decay)
-           for ppk, voters in by_passage.items()}
+    # A passage's raw score: its best voting fact's score.
+    raw = {ppk: max(score[f] * w for f, w in voters.items()) for ppk, voters in by_passage.items()}
     ranked = sorted(by_passage.items(), key=lambda item: (-raw[item[0]], -len(item[1]), item[0]))
     out = []
     for i, (ppk, voters) in enumerate(ranked[:ctx.fetch_depth], 1):

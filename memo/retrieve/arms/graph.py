@@ -11,7 +11,7 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    in-scope passages) carry no walk.  The walks never enter a masked node.
 5. One walk per seed (``memo.graph.ppr``): local push (``push_walk``, ``graph.epsilon``:
    touches only the seed's neighbourhood), or with ``graph.epsilon = 0`` the exact power
-   iteration over the whole graph (``walk``, ``graph.iterations`` / ``tolerance``);
+   iteration over the whole graph (``walk``, its own iteration cap and tolerance);
    ``graph.damping`` either way.  A passage's raw score is the sum of the walks' mass on
    it, in seed
    order (by linearity, the one walk HippoRAG runs from all seeds at once, times the
@@ -25,10 +25,10 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
-from memo.retrieve.arms.entity import plan_routed, routed
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
+from memo.retrieve.arms.shared import plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
 from memo.retrieve.scope import scope_counts
@@ -72,6 +72,11 @@ def in_scope_pks(ctx: ArmContext) -> np.ndarray:
 
 class GraphArm:
     name = "graph"
+    evidence = frozenset({"structural"})
+    reads = ("retrieve.fetch_depth", "entities", "graph")
+
+    def weigh(self, ev: Any) -> VoteEvidence:
+        return default_weigh(self.evidence, ev)
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
         return plan_routed(ctx)
@@ -107,8 +112,7 @@ class GraphArm:
         if cfg.epsilon > 0:
             walks = push_walk(masks, [i for i, _ in seeds], damping=cfg.damping, epsilon=cfg.epsilon)
         else:
-            walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping, iterations=cfg.iterations,
-                         tolerance=cfg.tolerance)
+            walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping)
         mass = walks.passages
         total = mass.sum(axis=1)
         # Passages every seed mentions directly are not reported.

@@ -2,20 +2,27 @@
 
 ``raw`` = -bm25 so that higher is better (FTS5's bm25() is negative, best = most negative).
 The scope filter sits in the same query, before ``LIMIT fetch_depth`` (seed section 1).
-From ``retrieve.impact_min_passages`` passages on, a derived impact index may answer
+From ``index.impact_min_passages`` passages on, a derived impact index may answer
 instead with the same ranking (``memo.retrieve.impact``; ``memo.retrieve.backend_sqlite``
 decides).  On PostgreSQL the same bm25 over postings tables (``memo.retrieve.backend``).
 """
 
 from __future__ import annotations
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan
+from typing import Any
+
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
 from memo.retrieve.backend import backend_of
 from memo.text.fts_query import keyword_match, query_words
 
 
 class KeywordArm:
     name = "keyword"
+    evidence = frozenset({"lexical"})
+    reads = ("retrieve.fetch_depth", "retrieve.keyword_section_weight")
+
+    def weigh(self, ev: Any) -> VoteEvidence:
+        return default_weigh(self.evidence, ev)
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
         if ctx.mode == "semantic":

@@ -31,6 +31,6 @@ def fusion_switch(name: str) -> tuple[Contributions, Contributions]:
 
 
 def fuse(runs: Sequence[ArmRun], method: str, weights: Mapping[str, float], k: int) -> list[Candidate]:
-    """Fused candidates, unordered (recency re-orders them anyway)."""
+    """Fused candidates, unordered (the pipeline sorts them best first)."""
     score, tiebreak = fusion_switch(method)
     return tally(runs, weights, k, score, tiebreak)

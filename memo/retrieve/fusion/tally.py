@@ -14,8 +14,8 @@ Contributions = Callable[[ArmRun, float, int], list[float]]
 
 def tally(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int,
           score: Contributions, tiebreak: Contributions) -> list[Candidate]:
-    """Unordered candidates with recency factor 1.0 (the recency stage may lower it):
-    ``fused`` sums ``score``'s contributions, ``tiebreak`` sums ``tiebreak``'s."""
+    """Unordered candidates, score = fused (stage 4's factors multiply it): ``fused`` sums
+    ``score``'s contributions, ``tiebreak`` sums ``tiebreak``'s."""
     by_pk: dict[int, dict[str, Evidence]] = {}
     ties: dict[int, float] = {}
     for run in runs:
@@ -35,5 +35,5 @@ def tally(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int,
         fused = 0.0
         for ev in arms.values():
             fused += ev.contribution
-        out.append(Candidate(pk, arms, fused, 1.0, fused * 1.0, ties[pk]))
+        out.append(Candidate(pk, arms, fused, fused, ties[pk]))
     return out

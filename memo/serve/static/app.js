@@ -233,22 +233,12 @@
     const votes = why.arms.fact && why.arms.fact.votes;
     if (votes && votes.length) box.append(factsBlock(votes));
     const line = el("div", "why-total");
-    line.append(labelled("fused", num("fused", why.fused)), el("span", null, " × "),
-      labelled("recency", num("recency_factor", why.recency_factor)));
-    // The speaker factor (memo/retrieve/speaker.py) shows only when it changed the score.
-    if (why.speaker_factor !== undefined && why.speaker_factor !== 1) {
-      line.append(el("span", null, " × "),
-        labelled("speaker " + why.speaker, num("speaker_factor", why.speaker_factor)));
-    }
-    if (why.date_factor !== undefined && why.date_factor !== 1) {
-      line.append(el("span", null, " × "), labelled("date " + why.period, num("date_factor", why.date_factor)));
-    }
-    if (why.heading_factor !== undefined && why.heading_factor !== 1) {
-      line.append(el("span", null, " × "),
-        labelled("heading " + why.heading, num("heading_factor", why.heading_factor)));
-    }
-    if (why.context_factor !== undefined && why.context_factor !== 1) {
-      line.append(el("span", null, " × "), labelled("context", num("context_factor", why.context_factor)));
+    line.append(labelled("fused", num("fused", why.fused)));
+    // Stage 4's factors, in the order applied (memo/retrieve/rescore.py): recency and each
+    // extra that changed this score.  data-field "factor:<name>" carries the API's number.
+    for (const f of why.factors || []) {
+      const name = f.label ? f.name + " " + f.label : f.name;
+      line.append(el("span", null, " × "), labelled(name, num("factor:" + f.name, f.value)));
     }
     line.append(el("span", null, " = "),
       labelled("final", num("final", why.final)), labelled("band", el("span", null, why.band || "none")));

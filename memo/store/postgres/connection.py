@@ -37,7 +37,7 @@ def _driver() -> Any:
         import psycopg
     except ImportError:  # pragma: no cover - depends on the install
         raise StoreError("PostgreSQL needs the psycopg driver, which is not installed",
-                         hint='pip install "memo[postgres]"') from None
+                         hint='pip install "memo-kb[postgres]"') from None
     return psycopg
 
 

@@ -4,7 +4,7 @@
 cosine the SQLite index reports as ``raw``: ``-(vec <#> q)`` (pgvector's ``<#>`` is the
 negative inner product).  The scope filter sits in the statement, before ``LIMIT``.
 
-Two plans (profile ``[vectors]``):
+Two plans (profile ``[index]``):
 
 * **exact** (a scope with fewer than ``ann_min`` vectors of the model, or no HNSW index):
   every in-scope vector is scored; the answer is exact.

@@ -97,7 +97,7 @@ def test_backfill_builds_the_hnsw_index_on_postgresql_from_ann_min(conn, monkeyp
     from memo.profile import load_profile
     from memo.store.postgres.vectors import ann_index_exists, vector_topk
 
-    small = load_profile(None).with_overrides({"vectors.ann_min": 30})
+    small = load_profile(None).with_overrides({"index.ann_min": 30})
     monkeypatch.setattr(bf, "load_profile", lambda _name: small)
     for i in range(20):
         add(conn, f"first batch {i}")
@@ -112,6 +112,6 @@ def test_backfill_builds_the_hnsw_index_on_postgresql_from_ann_min(conn, monkeyp
     q = fake_vec("second batch 7")
     plan: list[str] = []
     live = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
-    ann = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10, in_scope=40, cfg=small.vectors, plan_out=plan)
+    ann = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10, in_scope=40, cfg=small.index, plan_out=plan)
     exact = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10)
     assert plan == ["hnsw"] and [pk for pk, _ in ann] == [pk for pk, _ in exact]

@@ -18,20 +18,25 @@ from memo.embed.index import VectorIndex
 from memo.embed.vectors import write_vectors
 from memo.ops.maintenance import reindex
 from memo.ops.records import forget, purge
-from memo.profile import VectorCfg, load_profile
+from memo.profile import load_profile
 from memo.retrieve.scope import build_scope_sql
 from memo.store.connect import connect, read_tx, write_tx
 from memo.store.db import open_db
 from memo.store.derived import index_passages
 from memo.types import Scope
+from tests.fast_examples import examples
 
 D = 32
-QUANT = VectorCfg(quantised_min=1, shortlist=4, sidecar_min=1, sidecar_tail=0.05,
-                  ann_min=100_000, ann_overfetch=4)
-EXACT = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=1, sidecar_tail=0.05,
-                  ann_min=100_000, ann_overfetch=4)
-NO_SIDECAR = VectorCfg(quantised_min=10**9, shortlist=4, sidecar_min=0, sidecar_tail=0.05,
-                       ann_min=100_000, ann_overfetch=4)
+
+
+def _index_cfg(**values):
+    """The profile's [index] section with these keys changed."""
+    return load_profile("base").with_overrides({f"index.{k}": v for k, v in values.items()}).index
+
+
+QUANT = _index_cfg(quantised_min=1, shortlist=4, sidecar_min=1, sidecar_tail=0.05)
+EXACT = _index_cfg(quantised_min=10**9, shortlist=4, sidecar_min=1, sidecar_tail=0.05)
+NO_SIDECAR = _index_cfg(quantised_min=10**9, shortlist=4, sidecar_min=0, sidecar_tail=0.05)
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -77,7 +82,7 @@ def _live(conn) -> np.ndarray:
 
 
 def test_profiles_ship_the_vectors_section():
-    cfg = load_profile("rrf").vectors
+    cfg = load_profile("rrf").index
     assert cfg.quantised_min > 1 and cfg.shortlist >= 1 and cfg.sidecar_min >= 0
 
 
@@ -214,7 +219,7 @@ def test_vectors_newer_than_the_snapshot_are_not_returned(db):
             conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch'")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keep=st.sets(st.integers(0, 2999), max_size=3000), qseed=st.integers(0, 10**6))
 def test_scope_mask_applies_before_topk(db, keep, qseed):
     """Whatever subset the scope allows, the int8 path returns only allowed pks, as many as

@@ -176,7 +176,8 @@ def test_graph_never_reports_a_passage_every_seed_mentions(fresh_db):
 
 def test_entity_arm_needs_co_mention_and_ranks_by_idf(fresh_db):
     ids = [add_record(fresh_db, RecordDraft(body=b)).record_id for b in BODIES]
-    got, r = arm_pks(fresh_db, "Alice and Paris", "entity")
+    two = load_profile("rrf").with_overrides({"entities.min_shared": 2})    # the extra min_shared
+    got, r = arm_pks(fresh_db, "Alice and Paris", "entity", profile=two)
     assert got == {ids[4]}                     # min_shared 2: only the passage naming both
     one = load_profile("rrf").with_overrides({"entities.min_shared": 1})
     got, r = arm_pks(fresh_db, "Alice and Paris", "entity", profile=one)

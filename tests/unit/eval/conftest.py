@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval.synthetic import write_beir
+from memo_eval.synthetic import write_beir
 
 
 @pytest.fixture(autouse=True)

@@ -7,14 +7,14 @@ import tomllib
 
 import pytest
 
-from eval.compare import compare_runs, paired_tests
-from eval.grid import RunSpec, expand
-from eval.regress import load_checks, regress
-from eval.report import build_report
-from eval.run import EvalOptions, run_eval
-from eval.traces import resolve_runs
-from eval.tune import TuneOptions, profile_toml, tune
 from memo.profile import load_profile
+from memo_eval.compare import compare_runs, paired_tests
+from memo_eval.grid import RunSpec, expand
+from memo_eval.regress import load_checks, regress
+from memo_eval.report import build_report
+from memo_eval.run import EvalOptions, run_eval
+from memo_eval.traces import resolve_runs
+from memo_eval.tune import TuneOptions, profile_toml, tune
 
 
 def test_paired_tests_by_hand():
@@ -118,7 +118,7 @@ ndcg_10 = {{ expected = 0.1, tolerance = 0.002 }}
     ('"ranking.agreement" = { expected = 1.0, tolerance = 0.002 }', "needs rankings"),
 ])
 def test_loader_refuses_checks_that_cannot_fail(tmp_path, entry, why):
-    from eval.regress import CheckError
+    from memo_eval.regress import CheckError
     f = tmp_path / "x.toml"
     f.write_text(f'[[check]]\nname = "x"\ndataset = "sample"\n[check.metrics]\n{entry}\n')
     with pytest.raises(CheckError, match=why):
@@ -144,7 +144,7 @@ def test_committed_expected_files_parse():
 
 
 def test_anchors_file_has_the_issue_references():
-    from eval.anchors import against, anchors_for
+    from memo_eval.anchors import against, anchors_for
     sf = {a.name: a.value for a in anchors_for("scifact", "test", "ndcg_10")}
     assert sf["BM25 flat (Pyserini)"] == 0.679 and sf["bge-small-en-v1.5 alone (MTEB)"] == 0.713
     assert {0.717, 0.731, 0.744} <= set(sf.values())
@@ -157,8 +157,8 @@ def test_anchors_file_has_the_issue_references():
 
 
 def test_report_compares_runs_with_anchors(two_runs, tmp_path, monkeypatch):
-    from eval import report
-    from eval.anchors import Anchor
+    from memo_eval import report
+    from memo_eval.anchors import Anchor
     monkeypatch.setattr(report, "anchors_for", lambda d, s, m=None: [
         a for a in [Anchor(d, s, "recall_100", "a made-up baseline", 0.25, 4)] if m in (None, a.metric)])
     build_report(two_runs, tmp_path / "rep")
@@ -178,7 +178,7 @@ def test_tune_refuses_a_test_split(tiny, tmp_path):
 
 
 def test_default_space_covers_the_pipeline_constants():
-    from eval.tune import MAX_GRID, axes, choose_method, grid_size
+    from memo_eval.tune import MAX_GRID, axes, choose_method, grid_size
     space = axes(TuneOptions(profiles=("rrf", "minmax")))
     for prof in ("rrf", "minmax"):
         keys = {k for k, _ in space[prof]}

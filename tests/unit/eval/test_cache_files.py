@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 
-from eval.cache import cache_root
-from eval.cache_files import prune, scan, summary
-from eval.datasets import load_eval_set
-from eval.index import build_index, index_suffix
 from memo.store.db import open_db
+from memo_eval.cache import cache_root
+from memo_eval.cache_files import prune, scan, summary
+from memo_eval.datasets import load_eval_set
+from memo_eval.index import build_index, index_suffix
 
 
 def _dead_pid() -> int:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from eval.datasets import codesearch as cs
-from eval.datasets import load_eval_set
-from eval.datasets.base import EvalQuery, EvalSet
-from eval.datasets.offdomain import mix, parse
 from memo.errors import DatasetError
+from memo_eval.datasets import codesearch as cs
+from memo_eval.datasets import load_eval_set
+from memo_eval.datasets.base import EvalQuery, EvalSet
+from memo_eval.datasets.offdomain import mix, parse
 
 MOD = '''
 import os

@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 
-from eval.datasets import load_eval_set
-from eval.datasets.beir import read_qrels
-from eval.datasets.custom import load_custom
-from eval.datasets.locomo import load_locomo, normalise_evidence
-from eval.synthetic import write_user_queries
 from memo.errors import DatasetError
+from memo_eval.datasets import load_eval_set
+from memo_eval.datasets.beir import read_qrels
+from memo_eval.datasets.custom import load_custom
+from memo_eval.datasets.locomo import load_locomo, normalise_evidence
+from memo_eval.synthetic import write_user_queries
 
 
 def test_beir_splits(tiny):

@@ -7,10 +7,10 @@ import zipfile
 
 import pytest
 
-from eval.datasets import load_eval_set
-from eval.datasets.fetch import fetch
-from eval.synthetic import write_beir
 from memo.errors import DatasetError
+from memo_eval.datasets import load_eval_set
+from memo_eval.datasets.fetch import fetch
+from memo_eval.synthetic import write_beir
 
 
 def _zip(tmp_path):
@@ -52,7 +52,7 @@ def test_fetch_known_content_checked(tmp_path):
     fake.write_text("[]")
     with pytest.raises(DatasetError, match="does not match the known locomo file"):
         fetch("locomo", url=fake.as_uri(), dest=tmp_path / "loc")
-    from eval.datasets import DATASETS_DIR
+    from memo_eval.datasets import DATASETS_DIR
 
     real = DATASETS_DIR / "locomo" / "locomo10.json"
     got = fetch("locomo", url=real.as_uri(), dest=tmp_path / "loc")

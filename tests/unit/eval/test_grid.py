@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from eval.grid import expand, parse_set, parse_value
 from memo.errors import ProfileError, ValidationError
+from memo_eval.grid import expand, parse_set, parse_value
 
 
 def test_values():

@@ -9,7 +9,7 @@ import ir_measures
 import pytest
 from ir_measures import RR, R, nDCG
 
-from eval.metrics import MEASURES, abstention, aggregate, per_query
+from memo_eval.metrics import MEASURES, abstention, aggregate, per_query
 
 QRELS = {
     "q1": {"d1": 1, "d3": 2, "d9": 1},        # graded

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from eval.grid import RunSpec, expand
-from eval.index import build_index
-from eval.metrics import per_query
-from eval.run import EvalOptions, run_eval
-from eval.traces import QUERIES_SCHEMA, RESULTS_SCHEMA, duck, read_table, resolve_runs
+from memo_eval.grid import RunSpec, expand
+from memo_eval.index import build_index
+from memo_eval.metrics import per_query
+from memo_eval.run import EvalOptions, run_eval
+from memo_eval.traces import QUERIES_SCHEMA, RESULTS_SCHEMA, duck, read_table, resolve_runs
 
 
 def _run(tiny, specs, workers=1, **kw):
@@ -45,14 +45,14 @@ def test_run_writes_three_tables(tiny, tmp_path):
     ranked: dict[str, list[str]] = {}
     for x in sorted(rows, key=lambda x: (x["qid"], x["rank"])):
         ranked.setdefault(x["qid"], []).append(x["doc_id"])
-    from eval.datasets import load_eval_set
+    from memo_eval.datasets import load_eval_set
     again = per_query(load_eval_set(str(tiny), "test").qrels, ranked)
     for row in q.to_pylist():
         assert row["ndcg_10"] == pytest.approx(again[row["qid"]]["ndcg_10"])
 
 
 def test_index_built_once(tiny):
-    from eval.datasets import load_eval_set
+    from memo_eval.datasets import load_eval_set
 
     es = load_eval_set(str(tiny), "test")
     first = build_index(es)
@@ -105,5 +105,5 @@ def test_cached_arms_are_flagged_and_typed_columns(tiny):
     assert arms["keyword"]["ran"] == 1.0 and arms["semantic"]["ran"] == 0.0
     con = duck([first, second])
     assert con.execute("SELECT count(*) FROM queries WHERE NOT arm_cached").fetchone()[0] == 4
-    from eval import analysis as A
+    from memo_eval import analysis as A
     assert A.uncached_latency(con).height == 4

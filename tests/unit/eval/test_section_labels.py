@@ -1,6 +1,6 @@
 """Labels that name a file's section (``<path suffix>#<heading>``, docs/eval.md)."""
 
-from eval.index import _section_label, _section_labels, section_matches
+from memo_eval.index import _section_label, _section_labels, section_matches
 
 
 def test_heading_match_ignores_backticks_case_and_signature():

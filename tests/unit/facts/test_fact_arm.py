@@ -92,7 +92,7 @@ def test_identifier_fact_found_by_exact_wording_votes_for_its_evidence(conn):
     total = 0.0
     for a in why.arms.values():
         total += a.contribution
-    assert total * why.recency_factor == why.final == resp.results[0].score
+    assert total * why.factor("recency") == why.final == resp.results[0].score
     arm = next(a for a in resp.trace.arms if a.name == "fact")
     assert arm.matched == 1 and arm.candidates == 1 and arm.latency_ms >= 0
 

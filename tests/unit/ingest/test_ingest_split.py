@@ -2,6 +2,7 @@ import re
 
 from memo.ingest.split import split_record
 from memo.ingest.split_code import module_name
+from memo.ingest.budget import WINDOW, passage_pieces
 from memo.ingest.split_markdown import MAX_TOKENS, MIN_TOKENS, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
 from memo.ingest.windows import MAX_WORDS, split_words
@@ -176,17 +177,15 @@ def _options(n: int) -> str:
     return "\n".join(f"* `opt{i}` {{string}} What option {i} does, in a few more words here." for i in range(n))
 
 
-def test_long_list_is_cut_between_items_with_its_lead_in():
-    """A list longer than a passage is cut between its items, lines kept; the lead-in line
-    before it stays with its first items instead of being a passage of its own."""
+def test_long_list_gives_one_passage_per_item_with_its_lead_in():
+    """Each list item is a passage of its own (issue 28.5: packed items blur into one
+    vector); the lead-in line before the list opens the first item's passage."""
     md = "# Api\n\n## `f(options)`\n\nThe following options are accepted:\n\n" + _options(60) + "\n"
     parts = split_markdown(md)
-    assert len(parts) > 1 and all(p.section == "Api > f(options)" for p in parts)
-    assert parts[0].text.startswith("The following options are accepted:\n\n- opt0 {string}")
-    for p in parts:
-        assert all(line.startswith(("- opt", "The following")) for line in p.text.split("\n") if line)
-        assert len(p.text.split()) >= 40
-    assert sum(p.text.count("- opt") for p in parts) == 60
+    assert len(parts) == 60 and all(p.section == "Api > f(options)" for p in parts)
+    assert parts[0].text == "The following options are accepted:\n\n- opt0 {string} What option 0 does, in a few more words here."
+    assert [p.text.split("\n")[-1] for p in parts] == [f"- opt{i} {{string}} What option {i} does, in a few more words here."
+                                                       for i in range(60)]
 
 
 def test_long_code_fence_is_cut_between_lines_and_reopened():
@@ -207,7 +206,7 @@ def test_overload_heading_stays_with_the_long_body():
     md = "# Util\n\n## `f(a)`\n## `f(a, b)`\n\n" + _options(60) + "\n"
     parts = split_markdown(md)
     assert parts[0].text.startswith("f(a)\n\n- opt0")
-    assert all(len(p.text.split()) >= 40 for p in parts)
+    assert len(parts) == 60 and all(p.text.count("- opt") == 1 for p in parts)
 
 
 def test_short_tail_of_a_long_section_joins_the_passage_before():
@@ -239,12 +238,88 @@ def test_long_section_keeps_every_word_in_order_across_kinds():
     assert all(p.text.count("```") % 2 == 0 for p in parts)
 
 
-def test_short_tail_of_a_cut_list_takes_items_from_the_passage_before():
-    """A list cut into passages can leave a last piece of one item: it takes items from
-    the passage before instead of joining it, so no passage outgrows the model's window."""
-    for n in range(20, 80):
+def test_list_items_are_never_packed_and_every_passage_fits_the_window():
+    for n in (1, 2, 20, 79):
         md = "# Api\n\n## f\n\n" + "\n".join(f"* opt{i} {{string}} What option {i} does here." for i in range(n)) + "\n"
         parts = split_markdown(md)
-        assert all(count_tokens(f"{p.section}\n{p.text}") <= MAX_TOKENS for p in parts), n
-        assert all(count_tokens(p.text) > MIN_TOKENS // 2 for p in parts), n   # no stub
-        assert sum(p.text.count("- opt") for p in parts) == n
+        assert [p.text for p in parts] == [f"- opt{i} {{string}} What option {i} does here." for i in range(n)]
+        assert all(passage_pieces(p.section, p.text) <= WINDOW for p in parts)
+
+
+RELNOTES = """Git v2.39 Release Notes
+=======================
+
+UI, Workflows & Features
+------------------------
+
+ * "git grep" learned to expand the sparse-index more lazily and on
+   demand in a sparse checkout.
+
+ * By default, use of fsmonitor on a repository on networked
+   filesystem is disabled. Add knobs to make it workable on macOS.
+
+ * "git shortlog" learned to group by the "format" string.
+
+Fixes since v2.38
+-----------------
+
+ * The approxidate parser learns to parse "yesterday noon".
+   (merge 1234abcd jc/approxidate later to maint).
+
+ * "git merge-tree" crashed when given a nonexistent commit:
+   - it now reports the bad object name;
+   - and exits with status 128.
+
+ * Other code cleanup, docfix, build fix, etc.
+"""
+
+
+def test_release_notes_give_one_passage_per_entry_under_its_heading():
+    parts = split_markdown(RELNOTES, title="2.39.0.txt")
+    feats = "Git v2.39 Release Notes > UI, Workflows & Features"
+    fixes = "Git v2.39 Release Notes > Fixes since v2.38"
+    assert [p.section for p in parts] == [feats] * 3 + [fixes] * 3
+    assert [p.text.split("\n")[0] for p in parts] == [
+        '- "git grep" learned to expand the sparse-index more lazily and on',
+        "- By default, use of fsmonitor on a repository on networked",
+        '- "git shortlog" learned to group by the "format" string.',
+        '- The approxidate parser learns to parse "yesterday noon".',
+        '- "git merge-tree" crashed when given a nonexistent commit:',
+        "- Other code cleanup, docfix, build fix, etc."]
+    assert parts[4].text.endswith("- and exits with status 128.")     # sub-items stay with their entry
+
+
+def test_plain_text_changelog_gives_one_passage_per_entry():
+    text = ("gzip (1.12-1) unstable; urgency=high\n\n"
+            "  * new upstream release\n"
+            "    - zgrep: fix arbitrary-file-write vulnerability\n"
+            "    - report correct length of 4 GiB and larger files\n"
+            "  * update Standards-Version\n"
+            "  * drop patch applied upstream\n\n"
+            " -- Milan Kupcevic <milan@debian.org>  Sat, 09 Apr 2022 20:43:31 -0400\n\n"
+            "Changes in 1.11:\n"
+            "- faster\n"
+            "- smaller\n")
+    parts = split_paragraphs(text, section="changelog.Debian")
+    assert [p.text for p in parts] == [
+        "gzip (1.12-1) unstable; urgency=high",
+        "* new upstream release\n    - zgrep: fix arbitrary-file-write vulnerability\n"
+        "    - report correct length of 4 GiB and larger files",
+        "* update Standards-Version",
+        "* drop patch applied upstream",
+        "-- Milan Kupcevic <milan@debian.org>  Sat, 09 Apr 2022 20:43:31 -0400",
+        "Changes in 1.11:\n\n- faster",
+        "- smaller"]
+    assert {p.section for p in parts} == {"changelog.Debian"}
+
+
+def test_a_long_item_and_a_long_plain_paragraph_are_cut_to_the_window():
+    long_item = "* " + " ".join(f"approxidate{i}" for i in range(400))
+    md = "# Notes\n\n" + long_item + "\n* short item\n"
+    parts = split_markdown(md)
+    assert len(parts) > 2 and parts[-1].text == "- short item"
+    assert all(passage_pieces(p.section, p.text) <= WINDOW for p in parts)
+    prose = " ".join(f"Sentence {i} names approxidate and commit-graph." for i in range(200))
+    plain = split_paragraphs(prose + "\n\n" + "!" * 3000, section="NEWS")
+    assert all(passage_pieces(p.section, p.text) <= WINDOW for p in plain)
+    assert "".join("".join(p.text.split()) for p in plain) == "".join(prose.split()) + "!" * 3000

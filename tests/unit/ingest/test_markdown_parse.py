@@ -58,8 +58,8 @@ def test_fenced_code_keeps_language_and_is_not_structure():
 def test_setext_lists_tables_and_quotes():
     md = "Title\n=====\n\n> Stability: 2\n\n- one\n- two\n  1. sub\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nPart\n----\ntext\n"
     parts = split_markdown(md)
-    assert [p.section for p in parts] == ["Title", "Title > Part"]
-    assert parts[0].text == "> Stability: 2\n\n- one\n- two\n  1. sub\n\na | b\n1 | 2"
+    assert [p.section for p in parts] == ["Title"] * 4 + ["Title > Part"]
+    assert [p.text for p in parts[:4]] == ["> Stability: 2", "- one", "- two\n  1. sub", "a | b\n1 | 2"]
 
 
 def test_heading_only_note_is_content():

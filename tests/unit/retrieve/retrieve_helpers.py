@@ -56,11 +56,53 @@ class FakeSemantic:
 
 def assert_why_reproduces_final(res: Any) -> None:
     """``why`` rebuilds the score exactly: contributions summed in arm order = fused, and
-    fused x recency x speaker x date x heading x context, left to right = final = the result's score."""
+    fused x each factor of ``why.factors``, left to right = final = the result's score."""
     w = res.why
     total = 0.0
     for arm in w.arms.values():
         total += arm.contribution
     assert total == w.fused
-    assert (w.fused * w.recency_factor * w.speaker_factor * w.date_factor * w.heading_factor * w.context_factor
-            == w.final == res.score)
+    score = w.fused
+    for f in w.factors:
+        score *= f.value
+    assert score == w.final == res.score
+
+
+def factor_of(x: Any, name: str) -> float:
+    """The value of the factor ``name`` on a candidate or a why (1.0 when it has none)."""
+    return next((f.value for f in x.factors if f.name == name), 1.0)
+
+
+def label_of(x: Any, name: str) -> str | None:
+    """The label of the factor ``name`` on a candidate or a why (None when it has none)."""
+    return next((f.label for f in x.factors if f.name == name), None)
+
+
+def rescore(rescorer: Any, cands: Any, meta: Any, query: str = "", *, profile: str = "base", now: Any = None,
+            **overrides: Any) -> list:
+    """Run one rescorer over candidates as the pipeline does (``memo.retrieve.rescore.apply``),
+    with a profile's keys overridden (``context__boost=1.0`` for ``context.boost``)."""
+    from datetime import UTC, datetime
+
+    from memo.profile import load_profile
+    from memo.retrieve.rescore import RescoreInput, apply
+
+    p = load_profile(profile)
+    if overrides:
+        p = p.with_overrides({k.replace("__", "."): list(v) if isinstance(v, tuple) else v
+                              for k, v in overrides.items()})
+    inp = RescoreInput(query, meta, now or datetime(2026, 1, 1, tzinfo=UTC), p)
+    return apply(rescorer, cands, inp)[0]
+
+
+def rescore_named(rescorer: Any, cands: Any, meta: Any, query: str = "", **kw: Any) -> tuple[list, tuple]:
+    """``rescore``, and what the query named (the trace's ``rescore[name]``)."""
+    from datetime import UTC, datetime
+
+    from memo.profile import load_profile
+    from memo.retrieve.rescore import RescoreInput, apply
+
+    p = load_profile(kw.pop("profile", "base"))
+    if kw:
+        p = p.with_overrides({k.replace("__", "."): list(v) if isinstance(v, tuple) else v for k, v in kw.items()})
+    return apply(rescorer, cands, RescoreInput(query, meta, datetime(2026, 1, 1, tzinfo=UTC), p))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from retrieve_helpers import add, assert_why_reproduces_final, pk_of
+from retrieve_helpers import add, assert_why_reproduces_final, pk_of, rescore_named
 
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.retrieve.dated import apply_dated
+from memo.retrieve.dated import RESCORER
 from memo.retrieve.types import Candidate, Meta
 
 NOW = "2024-07-01T00:00:00Z"
@@ -14,7 +14,7 @@ KINDS = ("note", "conversation")
 
 
 def _cands(scores):
-    return [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, s in scores]
+    return [Candidate(pk, {}, s, s, 0.0) for pk, s in scores]
 
 
 def test_apply_dated_boosts_passages_of_aging_kinds_inside_the_period():
@@ -22,21 +22,22 @@ def test_apply_dated_boosts_passages_of_aging_kinds_inside_the_period():
             2: Meta("note", "n", None, 5, "2023-07-20T10:00:00Z"),
             3: Meta("doc", "n", None, 5, "2023-07-21T10:00:00Z"),      # documents never
             4: Meta("conversation", "n", None, 5, None)}               # no date: never
-    out, periods = apply_dated(_cands([(1, 0.5), (3, 0.45), (4, 0.44), (2, 0.2)]), meta,
-                               "what did I note in July 2023", boost=3.0, window_days=0, kinds=KINDS)
-    assert [p.label for p in periods] == ["2023-07"]
+    out, periods = rescore_named(RESCORER, _cands([(1, 0.5), (3, 0.45), (4, 0.44), (2, 0.2)]), meta,
+                                 "what did I note in July 2023", dates__boost=3.0, dates__window_days=0,
+                                 recency__aging_kinds=KINDS)
+    assert periods == ("2023-07",)
     assert [c.pk for c in out] == [2, 1, 3, 4]
-    assert out[0].score == 0.2 * 4.0 and out[0].dated == 4.0
-    assert all(c.dated == 1.0 for c in out[1:])
+    assert out[0].score == 0.2 * 4.0 and out[0].factor("dates") == 4.0
+    assert all(c.factor("dates") == 1.0 for c in out[1:])
 
 
 def test_apply_dated_window_and_no_op():
     meta = {1: Meta("note", "n", None, 5, "2023-10-15"), 2: Meta("note", "n", None, 5, "2023-10-20")}
     cands = _cands([(2, 0.5), (1, 0.4)])
-    out, _ = apply_dated(cands, meta, "on October 13, 2023", boost=1.0, window_days=3, kinds=KINDS)
+    out, _ = rescore_named(RESCORER, cands, meta, "on October 13, 2023", dates__boost=1.0, dates__window_days=3)
     assert [c.pk for c in out] == [1, 2]                              # 15th within 13 +- 3, 20th not
-    assert apply_dated(cands, meta, "on October 13, 2023", boost=0.0, window_days=3, kinds=KINDS) == (cands, ())
-    assert apply_dated(cands, meta, "anything undated", boost=1.0, window_days=3, kinds=KINDS) == (cands, ())
+    assert rescore_named(RESCORER, cands, meta, "on October 13, 2023", dates__boost=0.0) == (cands, ())
+    assert rescore_named(RESCORER, cands, meta, "anything undated", dates__boost=1.0) == (cands, ())
 
 
 def test_pipeline_prefers_the_named_month_and_explains_it_exactly(conn):
@@ -48,18 +49,18 @@ def test_pipeline_prefers_the_named_month_and_explains_it_exactly(conn):
                               "Fixed the bike", "Cooked soup"]):      # so bm25's idf means something
         add(conn, text, kind="note", event_at=f"2023-0{i + 1}-01")
     # recency off, so the notes' age does not hand the (never ageing) doc the top by itself
-    profile = load_profile("rrf").with_overrides({"cutoff.gap": 1.0, "recency.floor": 1.0})
+    profile = load_profile("rrf").with_overrides({"cutoff.gap": 1.0, "recency.floor": 1.0, "dates.boost": 3.0})
     q = "what did I paint in July 2023 on the fence"
     plain = search(conn, SearchRequest(q, mode="keyword", response_format="explain", now=NOW),
                    profile.with_overrides({"dates.boost": 0.0}))
     dated = search(conn, SearchRequest(q, mode="keyword", response_format="explain", now=NOW), profile)
-    assert plain.results[0].pk == pk_of(conn, aug) and plain.trace.periods == ()
-    assert dated.results[0].pk == pk_of(conn, july) and dated.trace.periods == ("2023-07",)
+    assert plain.results[0].pk == pk_of(conn, aug) and "dates" not in plain.trace.rescore
+    assert dated.results[0].pk == pk_of(conn, july) and dated.trace.rescore["dates"] == ("2023-07",)
     for res in dated.results:
         assert_why_reproduces_final(res)
         w = res.why
         if res.pk == pk_of(conn, july):
-            assert (w.period, w.date_factor) == ("2023-07", 1.0 + profile.dates.boost)
+            assert (w.label("dates"), w.factor("dates")) == ("2023-07", 1.0 + profile.dates.boost)
         else:
-            assert (w.period, w.date_factor) == (None, 1.0)       # August, and the July doc (docs never)
+            assert (w.label("dates"), w.factor("dates")) == (None, 1.0)       # August, and the July doc (docs never)
     assert pk_of(conn, doc) in {r.pk for r in dated.results}

@@ -4,11 +4,11 @@ them, the factor, the order, explain."""
 from __future__ import annotations
 
 import pytest
-from retrieve_helpers import add, assert_why_reproduces_final, pk_of
+from retrieve_helpers import add, assert_why_reproduces_final, pk_of, rescore_named
 
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.retrieve.heading import apply_heading, heading_name, name_of, named_headings, query_identifiers
+from memo.retrieve.heading import RESCORER, heading_name, name_of, named_headings, query_identifiers
 from memo.retrieve.types import Candidate, Meta
 
 
@@ -67,7 +67,7 @@ def test_an_exact_heading_wins_over_dotted_suffixes():
 
 
 def _cands(scores):
-    return [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, s in scores]
+    return [Candidate(pk, {}, s, s, 0.0) for pk, s in scores]
 
 
 def _meta(section):
@@ -79,19 +79,19 @@ def test_apply_heading_boosts_the_named_sections_passages_and_resorts():
             2: _meta("Events > emitter.emit(eventName[, ...args])"),
             3: _meta("Events > emitter.emit(eventName[, ...args]) > Example"),
             4: _meta("")}
-    out, names = apply_heading(_cands([(1, 0.5), (3, 0.45), (4, 0.42), (2, 0.4)]), meta, "emitter.emit", 0.5, 0.5)
+    out, names = rescore_named(RESCORER, _cands([(1, 0.5), (3, 0.45), (4, 0.42), (2, 0.4)]), meta, "emitter.emit", heading__boost=0.5, heading__min_share=0.5)
     assert names == ("emitter.emit",)
     assert [c.pk for c in out] == [2, 1, 3, 4]
-    assert out[0].score == 0.4 * 1.5 and out[0].headed == 1.5
-    assert all(c.headed == 1.0 for c in out[1:])
+    assert out[0].score == 0.4 * 1.5 and out[0].factor("heading") == 1.5
+    assert all(c.factor("heading") == 1.0 for c in out[1:])
 
 
 def test_apply_heading_is_a_no_op_without_boost_identifier_or_match():
     meta = {1: _meta("Events > emitter.on(eventName, listener)"), 2: _meta("Path > path.join([...paths])")}
     cands = _cands([(1, 0.5), (2, 0.4)])
-    assert apply_heading(cands, meta, "emitter.emit", 0.0, 0.5) == (cands, ())
-    assert apply_heading(cands, meta, "how do I join paths", 0.5, 0.5) == (cands, ())
-    out, names = apply_heading(cands, meta, "fs.readFile", 0.5, 0.5)
+    assert rescore_named(RESCORER, cands, meta, "emitter.emit", heading__boost=0.0, heading__min_share=0.5) == (cands, ())
+    assert rescore_named(RESCORER, cands, meta, "how do I join paths", heading__boost=0.5, heading__min_share=0.5) == (cands, ())
+    out, names = rescore_named(RESCORER, cands, meta, "fs.readFile", heading__boost=0.5, heading__min_share=0.5)
     assert out == cands and names == ("fs.readfile",)
 
 
@@ -107,7 +107,7 @@ def test_pipeline_ranks_the_section_headed_by_the_name_first_and_explains_it_exa
     request = SearchRequest("emitter.emit", mode="keyword", response_format="explain")
     plain = search(conn, request, profile.with_overrides({"heading.boost": 0.0}))
     boosted = search(conn, request, profile)
-    assert plain.trace.identifiers == () and boosted.trace.identifiers == ("emitter.emit",)
+    assert "heading" not in plain.trace.rescore and boosted.trace.rescore["heading"] == ("emitter.emit",)
     assert plain.results[0].pk == pk_of(conn, example)
     assert boosted.results[0].pk == pk_of(conn, defining)
     assert {r.pk for r in boosted.results} == {r.pk for r in plain.results}
@@ -115,9 +115,9 @@ def test_pipeline_ranks_the_section_headed_by_the_name_first_and_explains_it_exa
         assert_why_reproduces_final(res)
         w = res.why
         if res.pk == pk_of(conn, defining):
-            assert (w.heading, w.heading_factor) == ("emitter.emit", 1.5)
+            assert (w.label("heading"), w.factor("heading")) == ("emitter.emit", 1.5)
         else:
-            assert (w.heading, w.heading_factor) == (None, 1.0)
+            assert (w.label("heading"), w.factor("heading")) == (None, 1.0)
 
 
 def test_profile_rejects_a_share_above_one():

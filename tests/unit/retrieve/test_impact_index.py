@@ -21,8 +21,8 @@ def _fresh_indexes():
 
 
 def _profile(keyword_index: str = "impact", minimum: int = 0):
-    return load_profile("rrf").with_overrides({"retrieve.keyword_index": keyword_index,
-                                               "retrieve.impact_min_passages": minimum})
+    return load_profile("rrf").with_overrides({"index.keyword": keyword_index,
+                                               "index.impact_min_passages": minimum})
 
 
 def _keyword(conn, query: str, prof):

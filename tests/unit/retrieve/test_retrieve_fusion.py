@@ -60,7 +60,9 @@ def test_rrf_ties_are_ordered_by_minmax_evidence_then_pk():
     # keyword's list has more spread below the top, so the order comes from the scores.
     from datetime import UTC, datetime
 
-    from memo.retrieve.recency import apply_recency
+    from memo.profile import load_profile
+    from memo.retrieve.recency import RESCORER
+    from memo.retrieve.rescore import RescoreInput, apply, sort_best_first
 
     runs = [run("semantic", (3, 0.50), (5, 0.49), (9, 0.10)), run("keyword", (7, 9.0), (8, 1.0), (6, 0.5))]
     cands = fuse(runs, "rrf", W, 60)
@@ -69,8 +71,9 @@ def test_rrf_ties_are_ordered_by_minmax_evidence_then_pk():
     assert got[7].tiebreak == 0.5 * 1.0 and got[3].tiebreak == 0.5 * 1.0
     assert got[5].fused == got[8].fused
     assert got[5].tiebreak == 0.5 * ((0.49 - 0.10) / 0.40) > got[8].tiebreak == 0.5 * (0.5 / 8.5)
-    order = [c.pk for c in apply_recency(cands, {}, floor=0.8, half_life_days=90, aging_kinds=(),
-                                         now=datetime(2024, 1, 1, tzinfo=UTC))]
+    sort_best_first(cands)
+    out, _ = apply(RESCORER, cands, RescoreInput("", {}, datetime(2024, 1, 1, tzinfo=UTC), load_profile("base")))
+    order = [c.pk for c in out]
     assert order[:4] == [3, 7, 5, 8]        # 3 and 7 tie on both keys: lower pk first
 
 

@@ -39,8 +39,8 @@ def test_explain_contributions_reproduce_the_final_score_exactly(conn, corpus):
         for arm in w.arms.values():
             total += arm.contribution
         assert total == w.fused
-        assert w.fused * w.recency_factor == w.final == res.score
-        assert sum(a.contribution for a in w.arms.values()) * w.recency_factor == res.score
+        assert w.fused * w.factor("recency") == w.final == res.score
+        assert sum(a.contribution for a in w.arms.values()) * w.factor("recency") == res.score
     top = resp.results[0]
     assert top.pk == corpus["pool"]
     assert list(top.why.arms) == ["semantic", "keyword"]
@@ -53,7 +53,7 @@ def test_explain_contributions_reproduce_the_final_score_exactly(conn, corpus):
     chat = next(r for r in resp.results if r.pk == corpus["chat"])
     assert chat.band == "moderate"
     assert chat.why.freshness["age_days"] == 30.0 and chat.why.freshness["event_at"] == "2024-06-01"
-    assert chat.why.recency_factor == 0.8 + (1 - 0.8) * 0.5 ** (30 / 90)
+    assert chat.why.factor("recency") == 0.8 + (1 - 0.8) * 0.5 ** (30 / 90)
 
 
 def test_zscore_explain_reproduces_final_and_each_contribution_from_the_arms_raws(conn, corpus):
@@ -79,7 +79,7 @@ def test_zscore_explain_reproduces_final_and_each_contribution_from_the_arms_raw
         total = 0.0
         for arm in w.arms.values():
             total += arm.contribution
-        assert total == w.fused and w.fused * w.recency_factor == w.final == res.score
+        assert total == w.fused and w.fused * w.factor("recency") == w.final == res.score
         for name, arm in w.arms.items():
             lo, sigma = min(raws[name]), statistics.pstdev(raws[name])
             want = prof.weights[name] * ((arm.raw - lo) / sigma if sigma > 0 else 1.0)

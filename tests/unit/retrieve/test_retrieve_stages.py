@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from memo.profile import load_profile
 from memo.retrieve.abstention import abstain
 from memo.retrieve.budget import pack
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.limit import limit
 from memo.retrieve.narrow import narrow_hint
-from memo.retrieve.recency import age_days, apply_recency, recency_factor
+from memo.retrieve.recency import RESCORER, age_days, recency_factor
+from memo.retrieve.rescore import RescoreInput, apply
 from memo.retrieve.types import Candidate, Evidence, Meta
 from memo.types import Scope
 
@@ -17,7 +19,7 @@ NOW = datetime(2024, 7, 1, tzinfo=UTC)
 
 
 def cand(pk, score, arms=None):
-    return Candidate(pk, arms or {"keyword": Evidence(1, 1.0, score)}, score, 1.0, score)
+    return Candidate(pk, arms or {"keyword": Evidence(1, 1.0, score)}, score, score)
 
 
 def test_recency_formula():
@@ -32,11 +34,10 @@ def test_recency_formula():
 def test_recency_applies_to_aging_kinds_only_and_reorders():
     meta = {1: Meta("note", "d", None, 5, "2024-04-02T00:00:00Z"),    # 90 days old
             2: Meta("doc", "d", None, 5, "2020-01-01T00:00:00Z")}     # docs never age
-    out = apply_recency([cand(1, 1.0), cand(2, 0.95)], meta, floor=0.8, half_life_days=90,
-                        aging_kinds=("note", "conversation"), now=NOW)
+    out, _ = apply(RESCORER, [cand(1, 1.0), cand(2, 0.95)], RescoreInput("", meta, NOW, load_profile("base")))
     assert [c.pk for c in out] == [2, 1]
-    assert out[1].factor == 0.9 and out[1].score == 1.0 * 0.9
-    assert out[0].factor == 1.0 and out[0].score == 0.95
+    assert out[1].factor("recency") == 0.9 and out[1].score == 1.0 * 0.9
+    assert out[0].factors == () and out[0].score == 0.95
 
 
 def test_abstention_drops_only_lonely_weak_semantic_votes():

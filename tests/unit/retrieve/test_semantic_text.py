@@ -9,7 +9,7 @@ from retrieve_helpers import FakeSemantic
 
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.retrieve.arms.semantic import strip_spans
+from memo.retrieve.arms.shared import strip_spans
 from memo.store.connect import write_tx
 from memo.store.records import insert_record
 from memo.types import PassageDraft, RecordDraft
@@ -82,15 +82,17 @@ def test_a_name_that_is_not_common_stays(conn):
 
 
 def test_abstention_judges_similarity_on_the_query_as_typed():
-    from memo.retrieve.abstention import abstain, semantic_cosine
+    from memo.retrieve.abstention import abstain, relevance
     from memo.retrieve.arms.semantic import TypedVote
     from memo.retrieve.types import Candidate, Evidence
 
     stripped_only = Evidence(1, 0.30, 1.0)                      # below the floor 0.39
     with_typed = Evidence(1, 0.30, 1.0, (TypedVote(0.45),))      # the typed query's cosine is above it
-    assert semantic_cosine(stripped_only) == 0.30 and semantic_cosine(with_typed) == 0.45
-    assert semantic_cosine(Evidence(1, 0.50, 1.0, (TypedVote(0.45),))) == 0.50
     cands = [Candidate(1, {"semantic": stripped_only}, 1.0), Candidate(2, {"semantic": with_typed}, 1.0)]
+    # relevance is the best raw cosine the passage has, typed or stripped (issue 27.5)
+    assert relevance(cands[0]) == 0.30 and relevance(cands[1]) == 0.45
+    assert relevance(Candidate(3, {"semantic": Evidence(1, 0.50, 1.0, (TypedVote(0.45),))}, 1.0)) == 0.50
+    assert relevance(Candidate(4, {"keyword": Evidence(1, 7.0, 1.0)}, 1.0)) is None
     kept, dropped = abstain(cands, 0.39)
     assert [c.pk for c in kept] == [2] and dropped == [1]
 

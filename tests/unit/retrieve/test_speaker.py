@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from retrieve_helpers import assert_why_reproduces_final
+from retrieve_helpers import assert_why_reproduces_final, rescore_named
 
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.retrieve.speaker import apply_speaker, named_speakers
+from memo.retrieve.speaker import RESCORER, named_speakers
 from memo.retrieve.types import Candidate, Meta
 from memo.store.connect import write_tx
 from memo.store.records import insert_record
@@ -33,26 +33,26 @@ def test_named_speakers(query, speakers, named):
 
 
 def _cands(scores):
-    return [Candidate(pk, {}, s, 1.0, s, 0.0) for pk, s in scores]
+    return [Candidate(pk, {}, s, s, 0.0) for pk, s in scores]
 
 
 def test_apply_speaker_boosts_the_named_speakers_passages_and_resorts():
     meta = {1: Meta("conversation", "n", None, 5, None, "Melanie"),
             2: Meta("conversation", "n", None, 5, None, "Caroline"),
             3: Meta("doc", "n", None, 5, None, None)}
-    out, named = apply_speaker(_cands([(1, 0.5), (3, 0.45), (2, 0.4)]), meta, "what did Caroline paint?", 0.3)
+    out, named = rescore_named(RESCORER, _cands([(1, 0.5), (3, 0.45), (2, 0.4)]), meta, "what did Caroline paint?", speaker__boost=0.3)
     assert named == ("Caroline",)
     assert [c.pk for c in out] == [2, 1, 3]
-    assert out[0].score == 0.4 * 1.3 and out[0].speaker == 1.3
-    assert out[1].speaker == 1.0 and out[1].score == 0.5
+    assert out[0].score == 0.4 * 1.3 and out[0].factor("speaker") == 1.3
+    assert out[1].factor("speaker") == 1.0 and out[1].score == 0.5
 
 
 def test_apply_speaker_is_a_no_op_without_boost_or_name():
     meta = {1: Meta("conversation", "n", None, 5, None, "Melanie"),
             2: Meta("conversation", "n", None, 5, None, "Caroline")}
     cands = _cands([(1, 0.5), (2, 0.4)])
-    assert apply_speaker(cands, meta, "what did Caroline paint?", 0.0) == (cands, ())
-    assert apply_speaker(cands, meta, "what did anyone paint?", 0.3) == (cands, ())
+    assert rescore_named(RESCORER, cands, meta, "what did Caroline paint?", speaker__boost=0.0) == (cands, ())
+    assert rescore_named(RESCORER, cands, meta, "what did anyone paint?", speaker__boost=0.3) == (cands, ())
 
 
 def _turns(conn, turns):
@@ -74,16 +74,16 @@ def test_pipeline_ranks_the_named_speakers_turn_first_and_explains_it_exactly(co
                    profile.with_overrides({"speaker.boost": 0.0}))
     boosted = search(conn, SearchRequest("what did Caroline paint at the lake", response_format="explain", now=NOW),
                      profile)
-    assert plain.trace.speakers == () and boosted.trace.speakers == ("Caroline",)
+    assert "speaker" not in plain.trace.rescore and boosted.trace.rescore["speaker"] == ("Caroline",)
     assert {r.pk for r in boosted.results} == {r.pk for r in plain.results}
     caroline = next(r for r in boosted.results if r.pk == pks[1])
-    assert caroline.why.speaker == "Caroline" and caroline.why.speaker_factor == 1.0 + profile.speaker.boost
+    assert caroline.why.label("speaker") == "Caroline" and caroline.why.factor("speaker") == 1.0 + profile.speaker.boost
     assert plain.results[0].pk != pks[1] and boosted.results[0].pk == pks[1]
     for res in boosted.results:
         assert_why_reproduces_final(res)
         w = res.why
         said = res.text.split(":")[0]
-        assert (w.speaker, w.speaker_factor) == (("Caroline", 1.3) if said == "Caroline" else (None, 1.0))
+        assert (w.label("speaker"), w.factor("speaker")) == (("Caroline", 1.3) if said == "Caroline" else (None, 1.0))
 
 
 def test_profile_rejects_a_negative_boost():

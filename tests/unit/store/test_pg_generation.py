@@ -14,6 +14,8 @@ from memo.store.postgres import tx
 from memo.types import RecordDraft
 from tests.pg_server import drop_database, new_database
 
+pytestmark = pytest.mark.postgresql   # the session's server (tests/pg_server.py)
+
 
 @pytest.fixture
 def two():

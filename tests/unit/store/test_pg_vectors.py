@@ -14,6 +14,8 @@ from memo.store.db import open_db
 from memo.store.postgres import vectors as pgv
 from tests.pg_server import drop_database, new_database
 
+pytestmark = pytest.mark.postgresql   # the session's server (tests/pg_server.py)
+
 MODEL, DIM, N = "test-model", 16, 200
 LIVE = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
 
@@ -54,7 +56,7 @@ def _query(seed: int) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
-CFG = load_profile("rrf").with_overrides({"vectors.ann_min": 0}).vectors
+CFG = load_profile("rrf").with_overrides({"index.ann_min": 0}).index
 
 
 @pytest.mark.parametrize("where", [LIVE, LIVE + " AND p.pk % 2 = 0"])

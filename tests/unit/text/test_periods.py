@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memo.text.periods import in_period, query_periods
+from tests.fast_examples import examples
 
 
 @pytest.mark.parametrize(("query", "labels"), [
@@ -57,7 +58,7 @@ def test_month_and_year_ranges():
     assert in_period(date(2022, 12, 31), y) and not in_period(date(2023, 1, 1), y)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("0123456789 -,.JanuaryFebMchOctoberinMay2023th")), max_size=60)
        | st.text(max_size=60))
 def test_any_text_gives_valid_periods_and_never_raises(text):

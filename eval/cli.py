@@ -1,10 +1,15 @@
 """``memo eval``: run, compare, report, tune, regress, fetch, cache (the evaluation harness).
 
-The commands parse options, call ``eval.*`` and print; progress goes to stderr.  The
-``eval`` package needs the ``eval`` extra (duckdb, polars, pyarrow, scipy, matplotlib,
-pytrec_eval): it is imported only when an eval command runs, and without the extra the
-command says one line, ``pip install "memo[eval]"`` (exit 11, ``ExtraMissing``), instead
-of a traceback.  ``memo eval fetch`` needs no extra.  docs/eval.md describes every command.
+``app`` is the ``eval`` group of memo's command line: this distribution (memo-kb-eval)
+declares it under the entry-point group ``memo.cli_plugins`` and ``memo`` mounts it when
+``memo eval ...`` runs (memo/cli/plugins.py); memo itself never imports the harness.  The
+commands parse options (memo's CLI plumbing: ``--json``, error mapping), call
+``memo_eval.*`` and print; progress goes to stderr.  The harness's modules are imported
+when a command runs, not when memo builds its command line.  Should the harness's own
+dependencies be missing (duckdb, polars, pyarrow, scipy, matplotlib, pytrec_eval: installed
+without its dependencies), the command says one line, ``pip install "memo-kb[eval]"``
+(exit 11, ``ExtraMissing``), instead of a traceback.  ``memo eval fetch`` needs none of
+them.  docs/eval.md describes every command.
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from memo.cli.common import JsonOption, handle_errors, print_json
 from memo.errors import ExtraMissing
 from memo.types import default_profile
 
-eval_app = typer.Typer(name="eval", help="Evaluate search quality: replay labelled queries, compare, tune, regress.",
-                       no_args_is_help=True)
+# Mounted under `memo` (memo/cli/plugins.py): no completion options of its own, as memo's root.
+app = typer.Typer(name="eval", help="Evaluate search quality: replay labelled queries, compare, tune, regress.",
+                  no_args_is_help=True, add_completion=False)
 _err = Console(stderr=True)
 
 DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="sample (bundled), scifact, locomo, a BEIR folder, a "
@@ -45,7 +51,7 @@ RunsDirOpt = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs 
                                                                      "else ./runs).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
-# What the harness imports from the `eval` extra (pyproject.toml [project.optional-dependencies]).
+# What the harness imports from its dependencies (eval/pyproject.toml, memo's `eval` extra).
 EVAL_EXTRA_MODULES = ("duckdb", "polars", "pyarrow", "scipy", "matplotlib", "pytrec_eval")
 
 
@@ -120,7 +126,7 @@ def _print_runs(res: dict[str, Any]) -> None:
         typer.echo(f"note: {note}")
     notes = res.get("notes", {}).get("evidence")
     if notes:
-        from eval.datasets.locomo import describe_fixes
+        from memo_eval.datasets.locomo import describe_fixes
         typer.echo(f"evidence ids repaired/dropped: {describe_fixes(res['notes'])}")
 
 
@@ -139,8 +145,8 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
         quiet: QuietOpt = False, as_json: JsonOption = False) -> None:
     """Replay a labelled query set across profiles and a grid of constants; write Parquet traces."""
     need_eval_extra()
-    from eval.grid import expand
-    from eval.run import EvalOptions, run_eval
+    from memo_eval.grid import expand
+    from memo_eval.run import EvalOptions, run_eval
 
     notes: list[str] = []
     # No -p: the profile searches use (memo.types.default_profile), so a run measures what users get.
@@ -171,8 +177,8 @@ def compare(run_a: Annotated[str, typer.Argument(help="Baseline run, or a batch 
     runs or batches (a run vs every run of a batch; two batches paired by label; one batch
     with --baseline LABEL: that run vs the others)."""
     need_eval_extra()
-    from eval.compare import compare_runs, pair_runs
-    from eval.traces import resolve_runs
+    from memo_eval.compare import compare_runs, pair_runs
+    from memo_eval.traces import resolve_runs
 
     a = resolve_runs([run_a], runs_dir)
     b = resolve_runs([run_b], runs_dir) if run_b else []
@@ -222,7 +228,7 @@ def list_(runs_dir: RunsDirOpt = None,
           as_json: JsonOption = False) -> None:
     """Runs and batches under the runs dir: id, data set, split, profile, overrides, key metrics, date."""
     need_eval_extra()
-    from eval.listing import format_list, list_runs
+    from memo_eval.listing import format_list, list_runs
 
     doc = list_runs(runs_dir, dataset=dataset, limit=limit)
     if as_json:
@@ -244,8 +250,8 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
     """Markdown report + PNG figures: metric bars with bootstrap CIs, per-query deltas against a
     baseline, recall@k, per category, metric vs constants, per-arm contribution, latency."""
     need_eval_extra()
-    from eval.report import build_report
-    from eval.traces import resolve_runs, runs_root
+    from memo_eval.report import build_report
+    from memo_eval.traces import resolve_runs, runs_root
 
     folders = resolve_runs(runs, runs_dir)
     target = out or runs_root(runs_dir) / f"report-{folders[0].name}"
@@ -274,8 +280,8 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
          as_json: JsonOption = False) -> None:
     """Search constants on the train split, evaluate the winner on test, write a tuned profile."""
     need_eval_extra()
-    from eval.tune import TuneOptions
-    from eval.tune import tune as run_tune
+    from memo_eval.tune import TuneOptions
+    from memo_eval.tune import tune as run_tune
 
     opts = TuneOptions(dataset=dataset, profiles=tuple(profile or ("rrf", "minmax")), sets=tuple(set_ or ()),
                        mode=mode, metric=metric, tune_split=tune_split, test_split=test_split, samples=samples, seed=seed,
@@ -312,7 +318,7 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
             as_json: JsonOption = False) -> None:
     """Replay the committed checks; exit 1 when a metric falls below expected - tolerance."""
     need_eval_extra()
-    from eval.regress import regress as run_regress
+    from memo_eval.regress import regress as run_regress
 
     with _progress(not quiet) as (status, ticks):
         res = run_regress(fast=fast, files=expected, only=check or (), workers=workers, out=out,
@@ -345,8 +351,8 @@ def fetch(name: Annotated[str, typer.Argument(help="Data set name (scifact, loco
                                                                       "verified.")] = False,
           as_json: JsonOption = False) -> None:
     """Download a public data set (sha256-checked) so `memo eval run --dataset NAME` finds it."""
-    from eval.datasets import fetched_dir
-    from eval.datasets.fetch import fetch as do_fetch
+    from memo_eval.datasets import fetched_dir
+    from memo_eval.datasets.fetch import fetch as do_fetch
 
     res = do_fetch(name, url=url, sha256=sha256, dest=dest or fetched_dir() / name, verify=not no_verify)
     if as_json:
@@ -367,9 +373,9 @@ def cache(prune: Annotated[bool, typer.Option("--prune", help="Delete the stale 
           as_json: JsonOption = False) -> None:
     """What the harness's cache holds (indexes, vectors, data sets); --prune frees what this code
     will never read again."""
-    from eval.cache import cache_root
-    from eval.cache_files import prune as do_prune
-    from eval.cache_files import scan, summary
+    from memo_eval.cache import cache_root
+    from memo_eval.cache_files import prune as do_prune
+    from memo_eval.cache_files import scan, summary
 
     root = cache_root()
     entries = scan(root)
@@ -392,13 +398,11 @@ def cache(prune: Annotated[bool, typer.Option("--prune", help="Delete the stale 
         typer.echo("memo eval cache --prune deletes the stale and orphan entries")
 
 
-def register(app: typer.Typer) -> None:
-    eval_app.command("run")(run)
-    eval_app.command("compare")(compare)
-    eval_app.command("list")(list_)
-    eval_app.command("report")(report)
-    eval_app.command("tune")(tune)
-    eval_app.command("regress")(regress)
-    eval_app.command("fetch")(fetch)
-    eval_app.command("cache")(cache)
-    app.add_typer(eval_app, name="eval")
+app.command("run")(run)
+app.command("compare")(compare)
+app.command("list")(list_)
+app.command("report")(report)
+app.command("tune")(tune)
+app.command("regress")(regress)
+app.command("fetch")(fetch)
+app.command("cache")(cache)
