@@ -398,7 +398,38 @@ def cache(prune: Annotated[bool, typer.Option("--prune", help="Delete the stale 
         typer.echo("memo eval cache --prune deletes the stale and orphan entries")
 
 
+@handle_errors
+def suite(split: Annotated[str, typer.Option("--split", help="report: each domain's held-out split (the table "
+                                                             "of docs/eval.md); choose: the split choices are "
+                                                             "made on.")] = "report",
+          domain: Annotated[list[str] | None, typer.Option("--domain", "-d", help="Only this domain (repeat).")] = None,
+          profile: Annotated[str | None, typer.Option("--profile", "-p", help="The profile whose extras are "
+                                                                              "ablated (default: the default "
+                                                                              "profile).")] = None,
+          write_docs: Annotated[bool, typer.Option("--write-docs", help="Write the table into docs/eval.md.")] = False,
+          workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
+          as_json: JsonOption = False) -> None:
+    """Replay every domain with the seed's profiles, the default, its arms alone and each extra off: one table."""
+    need_eval_extra()
+    from memo_eval import suite as S
+
+    with _progress(not quiet) as (status, ticks):
+        res = S.run_suite(split=split, only=domain or (), profile=profile, workers=workers, out=out,
+                          status=status, tick_factory=ticks)
+    res["verdicts"] = S.verdicts(res)
+    table = S.render(res)
+    if write_docs:
+        res["written"] = str(S.write_docs(table))
+    if as_json:
+        print_json(res)
+    else:
+        typer.echo(table)
+        if write_docs:
+            typer.echo(f"table written to {res['written']}")
+
+
 app.command("run")(run)
+app.command("suite")(suite)
 app.command("compare")(compare)
 app.command("list")(list_)
 app.command("report")(report)

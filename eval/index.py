@@ -44,7 +44,7 @@ from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evi
 from memo.store.migrations import LATEST
 from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 from memo_eval.cache import cache_root
-from memo_eval.datasets import EvalSet
+from memo_eval.datasets import EvalSet, fileset
 
 INDEX_FORMAT = 2   # bump when this module changes what it writes into an index (2: built by import_path)
 
@@ -107,9 +107,31 @@ def _import_corpus(conn: sqlite3.Connection, es: EvalSet, progress: Progress | N
         if progress and p.done % 250 == 0:
             progress("index", p.done, p.total or 0)
 
+    if es.corpus_format == fileset.FORMAT:
+        return _import_files(conn, es, progress)
     opts = ImportOptions(format=str(es.corpus_format), facts=es.facts is not None)
     rep = import_path(conn, Path(str(es.corpus_path)), opts, progress=tick)
     return rep.added + rep.updated, rep.skipped, len(rep.rejected), rep.facts_added
+
+
+def _import_files(conn: sqlite3.Connection, es: EvalSet, progress: Progress | None) -> tuple[int, int, int, int]:
+    """A files set (``memo_eval.datasets.fileset``): each manifest entry staged at
+    ``<tmp>/<label>`` and imported by ``memo import``'s code, one file at a time, in order."""
+    import tempfile
+
+    from memo.ops.importer import ImportOptions, import_path
+
+    folder = Path(str(es.corpus_path)).parent
+    doc = fileset.load_manifest(folder)
+    opts = ImportOptions(namespace=str(doc.get("namespace") or "default"))
+    added = skipped = rejected = 0
+    with tempfile.TemporaryDirectory(prefix="memo-eval-files-") as tmp:
+        for i, path in enumerate(fileset.stage(doc["entries"], Path(tmp), folder), 1):
+            rep = import_path(conn, path, opts)
+            added, skipped, rejected = added + rep.added + rep.updated, skipped + rep.skipped, rejected + len(rep.rejected)
+            if progress:
+                progress("index", i, len(doc["entries"]))
+    return added, skipped, rejected, 0
 
 
 def _store_drafts(conn: sqlite3.Connection, es: EvalSet, progress: Progress | None) -> tuple[int, int]:
@@ -145,7 +167,7 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
     """The cached index of ``es``'s corpus, built if missing (or ``rebuild``)."""
     import time
 
-    if es.corpus is None:
+    if es.corpus is None and es.corpus_format is None:
         raise DatasetError(f"data set {es.name!r} has no corpus file: pass the memo database with --db")
     path = index_path(es, root)
     if path.exists() and not rebuild:
@@ -200,7 +222,7 @@ def build_index_on_server(es: EvalSet, url: str, *, rebuild: bool = False,
     other index code: rebuilt); a database of someone's own records is refused."""
     import time
 
-    if es.corpus is None:
+    if es.corpus is None and es.corpus_format is None:
         raise DatasetError(f"data set {es.name!r} has no corpus file to build an index from")
     marker = f"{es.name}:{es.corpus_hash[:12]}:{_code_hash()[:8]}"
     conn = open_db(url, write=True)

@@ -139,7 +139,8 @@ def load_checks(paths: Sequence[Path] | None = None) -> list[Check]:
 
 def metric_value(run: dict[str, Any], path: str) -> float | None:
     """``ndcg_10``, ``by_category.<cat>.<metric>`` or ``by_arm.<arm>.<figure>`` from a run summary."""
-    node: Any = {**run["metrics"], "by_category": run.get("by_category") or {}, "by_arm": run.get("by_arm") or {}}
+    node: Any = {**run["metrics"], "by_category": run.get("by_category") or {}, "by_arm": run.get("by_arm") or {},
+                 "by_factor": run.get("by_factor") or {}}
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
             return None

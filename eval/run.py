@@ -132,6 +132,7 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
         r[rel_i] = int(es.qrels.get(r[qi], {}).get(r[di], 0))
     agg["degraded_queries"] = sum(1 for q in out.queries if q["degraded"])
     agg["by_arm"] = arm_coverage(out)
+    agg["by_factor"] = factor_coverage(out)
     return perq, agg
 
 
@@ -158,6 +159,25 @@ def arm_coverage(out: RunOutput, top: int = 10) -> dict[str, dict[str, float]]:
     total = sum(sums.values()) or 1.0
     return {a: {"ran": sum(1 for q in out.queries if q.get(f"{a}_ran")) / n,
                 "top10": len(voted[a]) / n, "share": sums[a] / total} for a in ARM_NAMES}
+
+
+def factor_coverage(out: RunOutput, top: int = 10) -> dict[str, dict[str, float]]:
+    """Per stage-4 factor seen in the run (recency, speaker, dates, heading, context, ...):
+    ``top10`` = share of queries whose top 10 holds a result it changed (value != 1), ``mean``
+    = its mean value over those results.  What the fast gate pins so every shipped rescorer
+    is seen to fire (issue 28.3)."""
+    n = len(out.queries) or 1
+    rank_i, qid_i, fac_i = RESULT_INDEX["rank"], RESULT_INDEX["qid"], RESULT_INDEX["factors"]
+    hit: dict[str, set[str]] = {}
+    vals: dict[str, list[float]] = {}
+    for r in out.results:
+        if r[rank_i] > top or not r[fac_i]:
+            continue
+        for f in r[fac_i]:
+            if f["value"] != 1.0:
+                hit.setdefault(f["name"], set()).add(r[qid_i])
+                vals.setdefault(f["name"], []).append(f["value"])
+    return {name: {"top10": len(q) / n, "mean": sum(vals[name]) / len(vals[name])} for name, q in sorted(hit.items())}
 
 
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
@@ -189,10 +209,11 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         for k, v in profile.flat().items():
             if k != "name":
                 row[k] = v
-        row.update({k: v for k, v in agg.items() if k not in ("by_category", "by_arm")})
+        row.update({k: v for k, v in agg.items() if k not in ("by_category", "by_arm", "by_factor")})
         if "by_category" in agg:
             row["by_category"] = agg["by_category"]
         row["by_arm"] = agg["by_arm"]
+        row["by_factor"] = agg["by_factor"]
         if opts.write:
             for q in out.queries:
                 q["run_id"], q["label"], q["profile"] = run_id, out.spec.label, profile.name
@@ -214,7 +235,7 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
                                        "abstain_recall", "n_unanswerable", "n_abstained", "degraded_queries")}
         runs.append({"run_id": row["run_id"], "profile": row["profile"], "label": spec.label, "mode": spec.mode,
                      "overrides": row["overrides"], "metrics": metrics, "by_category": row.get("by_category"),
-                     "by_arm": row.get("by_arm"),
+                     "by_arm": row.get("by_arm"), "by_factor": row.get("by_factor"),
                      "path": str(folder) if folder else None})
     return {
         "batch_id": batch_id, "dataset": es.name, "split": es.split, "source": es.source,

@@ -15,6 +15,10 @@ passages are embedded (``embed_pending``).  Usage::
 
 The database must not exist yet (a second run would supersede records and mix splitter
 versions); ``--force`` deletes it first.
+
+``--write-manifest`` writes ``datasets/nodedocs/manifest.json`` instead (the ``files`` set
+format, ``memo_eval.datasets.fileset``): the harness then builds and caches the index itself
+(``memo eval run -d datasets/nodedocs``, and the suite).
 """
 
 from __future__ import annotations
@@ -50,13 +54,35 @@ def corpus_sha256(files: list[Path]) -> str:
     return h.hexdigest()
 
 
+def write_manifest(files: list[Path]) -> None:
+    """datasets/nodedocs/manifest.json: each file's label (the path the labels name it by),
+    its source on this machine ({stdlib} for the interpreter's standard library) and sha256."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    entries = []
+    for f in files:
+        if f.parent == stdlib:
+            label, source = f"python{sys.version_info[0]}.{sys.version_info[1]}/{f.name}", "{stdlib}/" + f.name
+        else:
+            label, source = f"api/{f.name}", str(f)
+        entries.append({"label": label, "source": source, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()})
+    out = Path(__file__).resolve().parents[1] / "datasets" / "nodedocs" / "manifest.json"
+    doc = {"format": "files", "namespace": "default", "corpus_sha256": corpus_sha256(files), "entries": entries}
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out} ({len(entries)} files)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, required=True)
     ap.add_argument("--node-api", type=Path, default=NODE_API)
     ap.add_argument("--force", action="store_true", help="delete --db first")
     ap.add_argument("--no-embed", action="store_true")
+    ap.add_argument("--write-manifest", action="store_true",
+                    help="write datasets/nodedocs/manifest.json (the harness's files set) and exit")
     args = ap.parse_args()
+    if args.write_manifest:
+        write_manifest(corpus_files(args.node_api))
+        return
 
     from memo.ops import import_path
     from memo.ops.after_commit import embed_pending

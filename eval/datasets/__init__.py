@@ -12,7 +12,9 @@ packaged with memo), ``scifact``, ``locomo``, any BEIR folder,
 a LoCoMo JSON file, or a user's JSONL query file (docs/eval.md); ``locomo-obs`` is LoCoMo
 with the observations indexed as facts (same queries and qrels, another index);
 ``codesearch`` is a folder of labels over the running Python's standard library (corpus
-read from the machine: ``memo_eval.datasets.codesearch``); ``offdomain:<queries>-on-<corpus>``
+read from the machine: ``memo_eval.datasets.codesearch``); a folder with a ``files``
+manifest (``nodedocs``, ``relnotes``) is a labels file over files read from the machine
+(``memo_eval.datasets.fileset``); ``offdomain:<queries>-on-<corpus>``
 adds another set's queries as unanswerable ones (``memo_eval.datasets.offdomain``).
 """
 
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from memo.errors import DatasetError
 from memo_eval.cache import cache_root
-from memo_eval.datasets import beir, codesearch, custom, locomo, offdomain
+from memo_eval.datasets import beir, codesearch, custom, fileset, locomo, offdomain
 from memo_eval.datasets.base import OBS_SUFFIX, EvalQuery, EvalSet, Unit, file_sha256
 
 __all__ = ["DATASETS_DIR", "OBS_SUFFIX", "SAMPLE", "EvalQuery", "EvalSet", "Unit", "dataset_dir", "fetched_dir",
@@ -37,6 +39,10 @@ DATASETS_DIR = REPO_ROOT / "datasets"
 # The bundled sample (300 SciFact abstracts + their test claims, two markdown notes) ships
 # inside the memo package: ``memo eval run -d sample`` works from any install.
 SAMPLE = "sample"
+# The sample's gate sets (datasets/sample/gate): one dated conversation whose questions name
+# speakers and dates, and headed API docs with identifier lookups, so the fast gate sees
+# every stage of the default profile fire (issue 28.3).
+GATE_SETS = {"sample-chat": ("gate", "gate-chat.json"), "sample-docs": ("gate",)}
 
 
 def sample_dir() -> Path:
@@ -70,15 +76,20 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         name_or_path, observations = name_or_path[:-len(OBS_SUFFIX)], True
     path = Path(name_or_path).expanduser()
     sample = name_or_path == SAMPLE and not path.exists()
+    gate = name_or_path in GATE_SETS and not path.exists()
     if sample:
         path = sample_dir() / "scifact"
+    elif gate:
+        path = sample_dir().joinpath(*GATE_SETS[name_or_path])
     elif not path.exists():
         path = dataset_dir(name_or_path)
     if not path.exists():
         raise DatasetError(f"unknown data set {name_or_path!r}",
                            hint="use sample, scifact, locomo, a BEIR folder, a LoCoMo .json or a queries .jsonl "
                                 "(`memo eval fetch` downloads the public ones)")
-    if path.is_dir() and (path / codesearch.MANIFEST).exists() and (path / codesearch.LABELS).exists():
+    if fileset.is_files_set(path):
+        es = fileset.load_files_set(path, split)
+    elif path.is_dir() and (path / codesearch.MANIFEST).exists() and (path / codesearch.LABELS).exists():
         es = codesearch.load_codesearch(path, split)
     elif path.is_dir() and (path / "queries.jsonl").exists():
         es = beir.load_beir(path, split)
@@ -92,6 +103,8 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         raise DatasetError(f"{path}: not a BEIR folder, LoCoMo JSON or queries JSONL")
     if sample:
         es = replace(es, name=SAMPLE)
+    elif gate:
+        es = replace(es, name=name_or_path)
     if observations:
         if es.name != "locomo":
             raise DatasetError(f"{name_or_path}{OBS_SUFFIX}: only LoCoMo has observations to index as facts")

@@ -72,7 +72,8 @@ def load_locomo(path: Path, split: str = "test") -> EvalSet:
                 counts["no_evidence"] += 1
     notes = {"evidence": dict(sorted(counts.items())), "categories": dict(sorted(per_category.items())),
              "samples": [str(s["sample_id"]) for s in chosen]}
-    return EvalSet(name="locomo", split=split, corpus_hash=file_sha256(path), unit="passage",
+    # LoCoMo itself is "locomo"; another set in its shape (datasets/chats) is named by its file
+    return EvalSet(name="locomo" if path.stem.startswith("locomo") else path.stem, split=split, corpus_hash=file_sha256(path), unit="passage",
                    queries=tuple(queries), qrels=qrels,
                    corpus=partial(iter_conversations, path, NAMESPACE_PREFIX), source=str(path),
                    notes=notes, corpus_path=str(path), corpus_format="locomo")

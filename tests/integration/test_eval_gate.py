@@ -64,3 +64,47 @@ def test_halving_a_weight_fails_the_gate(tmp_path, monkeypatch):
     failed = _failed(res)
     assert ("sample-rrf-all-arms", "by_arm.keyword.share") in failed
     assert ("sample-rrf-all-arms", "ranking.agreement") in failed
+
+
+# Every stage the default profile turns on is seen by the fast gate (issue 28.3): switch
+# each off in the code (not in the profile) and the gate's own fixture (sample-chat,
+# sample-docs) fails.
+@pytest.mark.parametrize("name,check", [("speaker", "sample-chat-default"), ("dates", "sample-chat-default"),
+                                        ("heading", "sample-docs-default"), ("context", "sample-docs-default"),
+                                        ("recency", "sample-chat-default")])
+def test_breaking_a_rescorer_fails_the_gate(tmp_path, monkeypatch, name, check):
+    import memo.retrieve.pipeline as pipeline
+    from memo.retrieve.rescore import NOTHING
+
+    class Broken:
+        def __init__(self, name):
+            self.name = name
+
+        def rescore(self, cands, inp):
+            return NOTHING
+
+    monkeypatch.setattr(pipeline, "RESCORERS", tuple(Broken(r.name) if r.name == name else r
+                                                     for r in pipeline.RESCORERS))
+    res = _fast(tmp_path)
+    assert not res["passed"]
+    assert (check, f"by_factor.{name}.top10") in _failed(res)
+
+
+def test_embedding_the_names_again_fails_the_gate(tmp_path, monkeypatch):
+    # strip_common broken: the semantic arm embeds the query as typed, speakers' names included
+    import memo.retrieve.arms.shared as shared
+
+    monkeypatch.setattr(shared, "_embedded_text", lambda ctx: (ctx.query, ()))
+    res = _fast(tmp_path)
+    assert not res["passed"]
+    assert ("sample-chat-default", "ranking.agreement") in _failed(res)
+
+
+def test_never_abstaining_on_a_weak_query_fails_the_gate(tmp_path, monkeypatch):
+    import memo.retrieve.pipeline as pipeline
+    from memo.retrieve.abstention import WeakQuery
+
+    monkeypatch.setattr(pipeline, "abstain_weak_query", lambda *a, **k: WeakQuery([], None, None))
+    res = _fast(tmp_path)
+    assert not res["passed"]
+    assert ("sample-chat-default", "abstain_recall") in _failed(res)

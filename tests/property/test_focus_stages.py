@@ -6,13 +6,11 @@ by score, tiebreak, pk."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from datetime import UTC, datetime
 
 from memo.profile import load_profile
 from memo.retrieve import context, dated, heading, speaker

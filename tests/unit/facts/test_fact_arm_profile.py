@@ -8,10 +8,7 @@ import pytest
 
 from memo.errors import ProfileError
 from memo.profile import load_profile
-from memo.store.connect import write_tx
 from memo.store.db import open_db
-from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
 from tests.unit.facts.test_fact_arm import Semantic, fact, fpk, rec, run
 
 
