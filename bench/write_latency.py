@@ -12,7 +12,7 @@ database and times them separately:
   transaction for its vector); skipped with ``--no-embed``.
 
 Prints p50 / p95 / p99 / max in ms per writer count, over every op of every writer.
-docs/architecture.md (storage) quotes the figures.
+docs/results-log.md "Writes under contention" logs the figures.
 """
 
 from __future__ import annotations

@@ -310,6 +310,9 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
             expected: Annotated[list[Path] | None, typer.Option("--expected", help="Expected-figures TOML "
                                                                                    "(default eval/expected/*.toml).")] = None,
             check: Annotated[list[str] | None, typer.Option("--check", help="Only this check (repeat).")] = None,
+            nightly: Annotated[bool, typer.Option("--nightly", help="The nightly gate: every suite domain under "
+                                                                    "the default profile "
+                                                                    "(eval/expected/nightly.toml).")] = False,
             update_rankings: Annotated[bool, typer.Option("--update-rankings", help="Rewrite the checks' pinned "
                                                                                     "reference rankings from this "
                                                                                     "run (after a deliberate "
@@ -322,7 +325,7 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
 
     with _progress(not quiet) as (status, ticks):
         res = run_regress(fast=fast, files=expected, only=check or (), workers=workers, out=out,
-                          status=status, tick_factory=ticks, update_rankings=update_rankings)
+                          status=status, tick_factory=ticks, update_rankings=update_rankings, nightly=nightly)
     if as_json:
         print_json(res)
     else:

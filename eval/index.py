@@ -125,8 +125,10 @@ def _import_files(conn: sqlite3.Connection, es: EvalSet, progress: Progress | No
     doc = fileset.load_manifest(folder)
     opts = ImportOptions(namespace=str(doc.get("namespace") or "default"))
     added = skipped = rejected = 0
-    with tempfile.TemporaryDirectory(prefix="memo-eval-files-") as tmp:
-        for i, path in enumerate(fileset.stage(doc["entries"], Path(tmp), folder), 1):
+    with tempfile.TemporaryDirectory(prefix="memo-eval-") as tmp:
+        # <tmp>/<STAGED>/<label>: the stored import path ends with the label, and what follows
+        # STAGED is the same on every machine (unit_keys' key for an unlabelled file)
+        for i, path in enumerate(fileset.stage(doc["entries"], Path(tmp) / STAGED, folder), 1):
             rep = import_path(conn, path, opts)
             added, skipped, rejected = added + rep.added + rep.updated, skipped + rep.skipped, rejected + len(rep.rejected)
             if progress:
@@ -387,6 +389,15 @@ def query_vectors(es: EvalSet, model_id: str | None = None, *, root: Path | None
 
 
 # --- mapping results to qrels keys ------------------------------------------------------------
+STAGED = "staged-files"   # the folder a files set is imported from (_import_files)
+
+
+def _stable_path(import_path: str) -> str:
+    """An import path without the machine's part of a staged files set (``<tmp>/staged-files/``)."""
+    marker = f"/{STAGED}/"
+    return import_path.split(marker, 1)[1] if marker in import_path else import_path
+
+
 def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
     """passage pk -> the key the qrels use for it (see ``memo_eval.datasets`` ``unit``)."""
     if es.unit == "record":
@@ -396,7 +407,9 @@ def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
         sql = ("SELECT p.pk, r.namespace || '#' || COALESCE(p.ext_id, p.id) "
                "FROM passages p JOIN records r ON r.id = p.record_id")
         return {int(pk): str(k) for pk, k in conn.execute(sql)}
-    # auto (a user's own labels): whichever identifier the labels use, else the record id.
+    # auto (a user's own labels): whichever identifier the labels use, else the record's
+    # import path (the same in every build; staged files without the machine's part), else
+    # its id.  Either way an unlabelled record's passages are one unit, as before.
     labels = {k for rel in es.qrels.values() for k in rel}
     by_path = _section_labels(labels)
     out: dict[int, str] = {}
@@ -408,7 +421,7 @@ def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
             key = _section_label(imp, section or "", by_path)
         if key is None and imp is not None:
             key = _path_label(imp, labels)
-        out[int(pk)] = key or rid
+        out[int(pk)] = key or (_stable_path(imp) if imp else rid)
     return out
 
 

@@ -8,6 +8,7 @@ command and its scores)::
     dataset = "scifact"          # split defaults to "test"
     profile = "rrf"              # mode defaults to "auto"; overrides = {"fusion.k" = 20}
     fast = false                 # true: part of the --fast set (CI on every push)
+    nightly = false              # true: only with --nightly (every suite domain; eval/expected/nightly.toml)
     [check.metrics]
     ndcg_10 = { expected = 0.7312, tolerance = 0.005 }
     "by_category.5.abstain_recall" = { expected = 0.12, tolerance = 0.02 }
@@ -89,6 +90,7 @@ class Check:
     spec: RunSpec
     metrics: dict[str, tuple[float, float]]      # metric path -> (expected, tolerance)
     fast: bool = False
+    nightly: bool = False                        # replayed only by --nightly (every suite domain)
     limit_queries: int | None = None
     source: str = ""
     rankings: Path | None = None                 # reference ranking (pinned), see the module doc
@@ -131,6 +133,7 @@ def load_checks(paths: Sequence[Path] | None = None) -> list[Check]:
                     raise CheckError(f"{where}: {RANKING_METRIC} needs rankings = <file>")
                 checks.append(Check(name=str(c["name"]), dataset=str(c["dataset"]), split=str(c.get("split", "test")),
                                     spec=spec, metrics=metrics, fast=bool(c.get("fast", False)),
+                                    nightly=bool(c.get("nightly", False)),
                                     limit_queries=c.get("limit_queries"), source=str(f), rankings=rankings))
             except (KeyError, TypeError, ValueError) as exc:
                 raise DatasetError(f"{where}: bad check ({exc})") from exc
@@ -182,8 +185,11 @@ def ranking_agreement(run: dict[str, list[str]], ref: dict[str, list[str]]) -> f
 
 def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Sequence[str] = (),
             workers: int | None = None, out: Path | None = None, status: Callable[[str], None] | None = None,
-            tick_factory=None, update_rankings: bool = False) -> dict[str, Any]:
-    checks = [c for c in load_checks(files) if (c.fast or not fast) and (not only or c.name in only)]
+            tick_factory=None, update_rankings: bool = False, nightly: bool = False) -> dict[str, Any]:
+    """``fast``: the per-push checks; ``nightly``: the nightly gate's checks (every suite
+    domain, default profile), never in the other two sets; neither: every other check."""
+    checks = [c for c in load_checks(files)
+              if (c.nightly if nightly else not c.nightly and (c.fast or not fast)) and (not only or c.name in only)]
     if not checks:
         raise DatasetError("no regression checks selected", hint="see eval/expected/*.toml")
     groups: dict[tuple, list[Check]] = {}
@@ -194,7 +200,9 @@ def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Se
     for (dataset, split, limit), group in groups.items():
         specs = list(dict.fromkeys(c.spec for c in group))
         semantic = any(s.mode in ("auto", "semantic") for s in specs)
-        res = run_eval(EvalOptions(dataset=dataset, split=split, specs=specs, limit_queries=limit,
+        from memo_eval.suite import resolve_dataset
+
+        res = run_eval(EvalOptions(dataset=resolve_dataset(dataset), split=split, specs=specs, limit_queries=limit,
                                    workers=workers, out=out, semantic=semantic),
                        status=status, tick_factory=tick_factory)
         batches.append({"batch_id": res["batch_id"], "dataset": dataset, "split": split,
@@ -224,5 +232,5 @@ def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Se
                     st = "ok"
                 outcomes.append(Outcome(c.name, metric, exp, tol, got, st, run["run_id"]))
     failed = [o for o in outcomes if o.status == "FAIL"]
-    return {"mode": "fast" if fast else "full", "passed": not failed, "failures": len(failed),
+    return {"mode": "nightly" if nightly else "fast" if fast else "full", "passed": not failed, "failures": len(failed),
             "checks": [o.__dict__ for o in outcomes], "batches": batches}

@@ -146,8 +146,9 @@ def runs_root(path: str | Path | None = None) -> Path:
 
 
 def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
-    # from_pylist takes the schema's columns (missing keys -> null) and is about 3x faster
-    # than building per-column lists: this runs in the replay's parent process, next to
+    # from_pylist takes the schema's columns (missing keys -> null) and is faster than
+    # building per-column lists (docs/results-log.md "Parquet traces"): this runs in the
+    # replay's parent process, next to
     # the workers, so its cost comes straight off the queries/s.
     return pa.Table.from_pylist(list(rows), schema=schema)
 

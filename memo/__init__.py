@@ -7,7 +7,7 @@ import os as _os
 
 # One BLAS thread per process: the semantic arm does one small (N x 384) mat-vec per
 # query, where OpenBLAS's thread pool costs more than it saves (measured on 2 cores:
-# 14 ms -> 2 ms per query on SciFact).  Eval replay uses processes for parallelism.
+# docs/results-log.md "Search speed on SciFact").  Eval replay uses processes for parallelism.
 # setdefault: a user who sets it explicitly wins.  Must run before numpy is imported.
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")

@@ -1,8 +1,9 @@
 """The background embedder of a long-running server (``memo-mcp``, ``memo web``).
 
 A write is done once it commits (issue 9.6); embedding its passages is ONNX work that
-takes 25 ms for a note and minutes for a 2 MB text, and on a busy 2-core machine several
-hundred ms for anything.  A server therefore acknowledges an add, a supersede or a fact
+grows with the text (minutes for a text of megabytes) and, on a busy 2-core machine, is
+slow for anything (docs/results-log.md "Background embedder").  A server therefore
+acknowledges an add, a supersede or a fact
 add right after the commit and hands the new rows to this embedder: one daemon thread per
 process, with its own connection, that
 
@@ -47,8 +48,8 @@ log = logging.getLogger(__name__)
 # Vectors per write transaction (and per ONNX batch) in the server's thread: each vector
 # transaction holds the writers' queue, and a foreground add waits behind it.  Under the
 # 4+8 soak on the loaded 2-core VM (docs/reliability.md section 9), 64-row transactions
-# took p50 784 ms (the holder is descheduled mid-transaction) and the adds' queue wait
-# p99 2.9 s; 16-row ones p50 28 ms and 1.7 s.
+# were held far longer than 16-row ones (the holder is descheduled mid-transaction) and the
+# adds waited longer behind them (docs/results-log.md "Background embedder").
 BACKGROUND_BATCH = 16
 BACKGROUND_NICE = 10      # the embedder thread's nice value above the process's (_lower_priority)
 
@@ -78,10 +79,9 @@ def _lower_priority() -> None:
     id is a valid target of setpriority; elsewhere nothing changes).  The embedder is
     background work: under load it should take the CPU nobody else wants, not stretch the
     write transactions and searches it shares the cores with.  Raising one's own nice value
-    needs no privilege.  Measured with bench/soak.py (4 writers, 8 readers, 2 cores, two 60 s
-    runs; docs/reliability.md section 9): ack p99 247 / 155 ms and search p99 394 / 392 ms at
-    nice +10, against 200-267 ms and 561-640 ms without; the embedding lag rises (p50 48 s
-    against 15-19 s: the vectors arrive when the load lets them)."""
+    needs no privilege.  Measured with bench/soak.py (docs/reliability.md section 9,
+    docs/results-log.md "Background embedder"): searches' p99 falls at nice +10 and the
+    embedding lag rises (the vectors arrive when the load lets them)."""
     if not sys.platform.startswith("linux") or BACKGROUND_NICE <= 0:
         return
     try:

@@ -354,9 +354,9 @@ class VectorIndex:
 
     def _packed_for(self, base: sidecar.Sidecar) -> object | None:
         """The packed copy of ``base``'s int8 rows, made on its PACK_AFTER-th full scan:
-        a one-shot CLI search never pays the packing (238 ms at 1M), a server or an eval
-        replay pays it once and scans in about half the time after.  Once packed, the
-        mapped int8 rows are dropped from the process's resident set (the packed copy
+        a one-shot CLI search never pays the packing (docs/results-log.md "Vectors at
+        scale"), a server or an eval replay pays it once and scans in about half the time
+        after.  Once packed, the mapped int8 rows are dropped from the process's resident set (the packed copy
         replaces them for full scans; narrow scopes read the few rows they need again)."""
         with self._lock:
             if self._packed_base is not base:

@@ -3,8 +3,8 @@
 A corrupt or swapped ONNX file can crash a native loader instead of raising
 (chroma-core/chroma #7238), so every process hashes the file before its first load.  The
 result is cached in-process per (path, size, mtime_ns): a second load of an unchanged file
-does not rehash it, and a file replaced on disk is rehashed.  Hashing the 23 MB default
-model costs about 50 ms, once per process.
+does not rehash it, and a file replaced on disk is rehashed.  Hashing the default model is
+cheap, once per process (docs/results-log.md "Embedding model: batch size, threads, hash").
 """
 
 from __future__ import annotations

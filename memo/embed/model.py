@@ -26,10 +26,10 @@ from memo.text.folding import scrub_surrogates
 
 DEFAULT_BATCH = 64
 # Forward passes are also capped by padded tokens (rows x longest row).  Measured on the
-# 2-core target: SciFact abstracts (~256 tokens) run as fast at 16 rows as at 64, but 64
-# rows of 256 tokens grow onnxruntime's arena to ~2.9 GB RSS (attention is rows x 12 heads
-# x 256^2 floats per layer) against ~0.9 GB at 16; short texts (chat turns) still get 64
-# rows per pass.
+# 2-core target: abstracts of ~256 tokens run as fast at 16 rows as at 64, but 64 rows of
+# 256 tokens grow onnxruntime's arena about threefold (attention is rows x 12 heads x 256^2
+# floats per layer; docs/results-log.md "Embedding model: batch size, threads, hash");
+# short texts (chat turns) still get 64 rows per pass.
 TOKENS_PER_PASS = 4096
 
 
@@ -51,8 +51,8 @@ def session_options():  # -> onnxruntime.SessionOptions
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3  # errors only: warnings would go to stderr on every load
     # No busy-spinning between ops: on a shared 2-core box (server + ingest + other tools)
-    # spinning threads steal the CPU the other thread needs.  Measured (20-token query,
-    # load ~4): p50 18.0 / p95 26.9 ms spinning vs 6.7-10.5 / 14-15 ms without.
+    # spinning threads steal the CPU the other thread needs: a query embeds faster without
+    # (docs/results-log.md "Embedding model: batch size, threads, hash").
     # MEMO_ONNX_SPIN=1 turns it back on for a dedicated machine.
     spin = "1" if os.environ.get("MEMO_ONNX_SPIN") == "1" else "0"
     opts.add_session_config_entry("session.intra_op.allow_spinning", spin)

@@ -73,9 +73,9 @@ def _load_kernel() -> None:
 def pack(rows8: np.ndarray) -> object | None:
     """The int8 rows in NumKong's packed layout (``numkong.dots_pack``), or None when the
     installed library has no packed kernel.  A packed scan reads the same bytes in an order
-    its SIMD / AMX kernels stream well and releases the GIL while it runs: at 1M x 384 on
-    the 2-core VM 30 ms against ``cdist``'s 57 ms, packing once 238 ms (docs/architecture.md
-    "Vectors at scale").  The scores are the same integers ``cdist`` returns."""
+    its SIMD / AMX kernels stream well and releases the GIL while it runs: about half
+    ``cdist``'s time at 1M x 384, after a one-off packing (docs/results-log.md "Vectors at
+    scale").  The scores are the same integers ``cdist`` returns."""
     if kernel() is None:                   # no int8 kernel at all (or MEMO_NO_INT8_KERNEL)
         return None
     try:

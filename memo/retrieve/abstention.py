@@ -23,8 +23,9 @@ Two rules, in this order:
    answered recall is untouched).  Rule 2 needs the query's similarity: when the
    semantic arm did not run (``--mode keyword``, or degraded: no model or no vectors),
    weak keyword evidence cannot be told from a paraphrase, so the query is answered
-   (in-domain LoCoMo questions searched by keyword alone cover 0.5 of their terms far
-   less often than their answers are there: recall@10 0.596 -> 0.479 with the rule on).
+   (in-domain LoCoMo questions searched by keyword alone cover half of their terms far
+   less often than their answers are there: with the rule on, keyword-only recall fell;
+   docs/results-log.md "Abstention rule 2 without a measured similarity").
 
    **Two weak signals together** (profile ``abstention.joint_floor``; 0 = off): a query
    whose best keyword coverage and best similarity are each below their floor is still
@@ -34,10 +35,9 @@ Two rules, in this order:
 
    (best_cosine over the surviving candidates' semantic votes and their facts' meaning
    matches).  Why: a docstring asked of the code it documents shares some words with the
-   function (coverage 0.3-0.5) and is close in meaning (cosine 0.31-0.38) without either
-   reaching its floor, while an off-domain question is weak on both: SciFact claims asked
-   of the standard library have median coverage 0.13 and median best cosine 0.14.
-   Chosen on the train splits with ``keyword_floor`` (docs/eval.md "Two weak signals").
+   function and is close in meaning without either reaching its floor, while an
+   off-domain question is weak on both.  Chosen on the train splits with ``keyword_floor``
+   (docs/eval.md "Two weak signals", with the measured coverages and cosines).
 
 Trigger and outcome are recorded in the trace (one drop per rule, its reason naming the
 measure and the floor); if nothing survives, the response has zero results, a reason and

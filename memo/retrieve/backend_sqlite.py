@@ -4,7 +4,7 @@ Text top-k (keyword and exact arms): two exact plans over an FTS5 table (see
 ``memo.retrieve.scope.ScopeStats``):
 
 * few passages out of scope: query the FTS table alone for fetch_depth + len(excluded)
-  rows and drop the excluded pks here (no join: ~3x faster on SciFact);
+  rows and drop the excluded pks here (no join: docs/results-log.md "Scope plan for the FTS arms");
 * many out of scope: join passages/records and put the scope WHERE in the query.
 
 ``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.  For the
@@ -117,8 +117,8 @@ class SqliteSearch:
 
     def word_df(self, conn: Any, word: str, where: str, params: Sequence[Any]) -> int:
         # The keyword arm's impact index counts a one-token word when it matches the
-        # snapshot (FTS5 took ~0.15 s per word at 100k passages: the join reads every
-        # holder's passage and record).
+        # snapshot (through FTS5 the join reads every holder's passage and record: docs/
+        # results-log.md "Word counts for routing and keyword evidence").
         fast = impact.scoped_df(conn, ScopeSQL(where or "1", tuple(params)), word)
         if fast is not None:
             return fast

@@ -11,7 +11,7 @@ the dish shares no word with the question.  A documentation file is a record too
 question whose words several sections of ``fs.md`` match is about the file system, and the
 section that answers it is likelier there than in a lone section of another module ("how
 to read a whole file into a string": ``fs.readFile`` passes ``readable.read([size])`` of
-``stream.md`` under rrf; nodedocs train nDCG@10 +0.04 to +0.05, docs/eval.md "Context").
+``stream.md`` under rrf; measured on nodedocs: docs/eval.md "Context").
 
 Rules (all in this file, pure):
 
@@ -21,7 +21,7 @@ Rules (all in this file, pure):
   (a conversation turn: one utterance) or a section of any other kind: the splitter cuts
   a long section into several passages by length, and those pieces are one unit, not
   evidence of a topic discussed at length (without it a SciFact abstract cut in two lifts
-  itself: rrf train nDCG@10 0.7138 -> 0.6557);
+  itself and SciFact's ranking drops: docs/eval.md "Context");
 * ``M`` is the largest mass of any record there;
 * ``factor = 1 + boost * mass(record) / M`` for candidates of the ``context.kinds`` whose
   record has mass, else 1.0: between 1 and 1 + boost.  A unit alone in its record is

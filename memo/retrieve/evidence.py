@@ -22,10 +22,12 @@ coverage with the profile's ``abstention.keyword_floor``.
 Cost: with the keyword arm's impact index current for the snapshot (``passages_fts``,
 large databases: ``memo.retrieve.impact``) the counts and holders come from its postings,
 the same rows FTS5's ``MATCH '"t"'`` returns (its own tokens and stems), at a binary
-search per candidate and term: at 100k passages ~0.3 ms instead of ~10 ms.  Otherwise, per distinct term one ``count(*)`` (cached per connection until the data changes)
+search per candidate and term (far cheaper at 100k passages: docs/results-log.md "Word
+counts for routing and keyword evidence").  Otherwise, per distinct term one ``count(*)``
+(cached per connection until the data changes)
 and one ``MATCH ... AND +rowid IN (candidates)``: the ``+`` keeps the IN list out of FTS5's
-rowid lookup, so the term's posting list is read once and filtered (0.2-0.6 ms for a
-SciFact claim; the plain ``rowid IN`` re-runs the MATCH per candidate, 16-26 ms).
+rowid lookup, so the term's posting list is read once and filtered (the plain ``rowid IN``
+re-runs the MATCH per candidate, dozens of times slower; same heading).
 Computed only when the abstention stage needs it (no candidate has strong evidence of
 another kind), inside the search's read snapshot.
 """

@@ -7,7 +7,8 @@
 
 Both are cached per connection until the data changes (``conn_cache``): eval replay
 meets the same passages again and again, and reading 100 result rows through a join
-costs ~1 ms per search (more than the rest of stages 3-9 together).  Rows are tuples
+costs more than the rest of stages 3-9 together (docs/results-log.md "Arms in one thread,
+the arm-hit cache, the candidate fetch").  Rows are tuples
 (``PassageRow``), never ``sqlite3.Row``: the cache must not depend on the connection's
 row factory, and tuple access is cheaper.
 

@@ -160,8 +160,9 @@ def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impact
         section_parts: list[np.ndarray] = []
         terms = [r[0] for r in conn.execute(f"SELECT term FROM {vocab_table}_row")]
         # One query per term: its instances' rowids (one per occurrence) as text, parsed by
-        # numpy (~10x faster than fetching an integer per instance; 7x faster than one
-        # GROUP BY term over the whole vocabulary, which sorts every instance).  Each instance
+        # numpy (faster than fetching an integer per instance, and than one GROUP BY term
+        # over the whole vocabulary, which sorts every instance; docs/results-log.md "Word
+        # counts for routing and keyword evidence").  Each instance
         # is 2 * rowid + (1 if in the section column): the section counts come in the same pass.
         per_term = f"SELECT group_concat(doc * 2 + (col = 'section'), ' ') FROM {vocab_table} WHERE term = ?"
         for term in terms:

@@ -115,8 +115,9 @@ def scoped_word_df(conn: sqlite3.Connection, word: str, scope_where: str, scope_
     """In-scope passages whose text or section holds ``word`` (a word or a phrase) in any
     case (the keyword index: unicode61 case folding, Porter stem): the corpus's use of the
     words, set against the passages that mention them as a name.  The keyword arm's impact
-    index counts a one-token word when it matches the snapshot (FTS5 took ~0.15 s per word
-    at 100k passages: the join reads every holder's passage and record)."""
+    index counts a one-token word when it matches the snapshot (through FTS5 the join reads
+    every holder's passage and record: docs/results-log.md "Word counts for routing and
+    keyword evidence")."""
     return backend_of(conn).word_df(conn, word, scope_where, scope_params)
 
 

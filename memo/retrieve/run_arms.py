@@ -2,8 +2,9 @@
 do, and time each one.  Each arm applies the scope filter inside its own SQL.
 
 The arms run one after another in this thread: each is a single SQLite query or one
-matrix-vector product, ~1-3 ms, and a thread pool's hand-off would cost about as much as
-it saves on 2 cores.
+matrix-vector product, a few milliseconds, and a thread pool's hand-off would cost about
+as much as it saves on 2 cores (docs/results-log.md "Arms in one thread, the arm-hit cache,
+the candidate fetch").
 
 Failures: a query an arm cannot compile (``QuerySyntaxError``, e.g. "???" has no words)
 only skips that arm; if no arm ran at all, the error reaches the caller.  A model that
@@ -14,9 +15,9 @@ Arm-hit cache (opt-in: ``ArmServices.arm_cache``): an arm's hits depend only on
 the query, mode, scope, query vector, model, data and the profile keys the arm declares it
 reads (``Arm.reads``: keys or whole sections), so each arm's entry is keyed by those values
 and never by the profile's fusion/recency/cutoff constants or another arm's keys.  Eval replay runs the same queries under a grid of those
-constants (18 runs x 300 SciFact queries), so it asks for the cache and each arm runs
-once per query per worker: the keyword arm's bm25 top-k is ~2.7 ms of a ~6 ms search and
-cannot be made cheaper (FTS5 scores every match: ~2600 per SciFact query).  Entries live
+constants, so it asks for the cache and each arm runs once per query per worker: the
+keyword arm's bm25 top-k is most of a search and cannot be made cheaper (FTS5 scores every
+match; figures: docs/results-log.md, the same heading).  Entries live
 in ``conn_cache``, so any write empties them.  A cached run reports the latency it had
 when it ran (the arm's cost for that query); ``trace.stage_ms`` shows the time actually
 spent.  Interactive searches do not opt in: their latency stays real.

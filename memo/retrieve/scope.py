@@ -168,10 +168,11 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
 # on another connection's commit, total_changes on this one's): an eval replay of 300
 # queries under one scope computes them once.
 #
-# * counts for the trace: passages in scope vs total (two COUNTs, ~1 ms at 100k passages);
+# * counts for the trace: passages in scope vs total (two COUNTs);
 # * ``excluded``: the pks the scope rules out, when there are few (<= EXCLUDED_MAX).  Then
-#   an FTS arm can run its query *without* joining passages/records (the join costs ~2 us
-#   per matching row: 5 ms of a 7 ms SciFact query) and drop those pks itself after asking
+#   an FTS arm can run its query *without* joining passages/records (the join costs time
+#   per matching row, most of a SciFact query: docs/results-log.md "Scope plan for the FTS
+#   arms") and drop those pks itself after asking
 #   for fetch_depth + len(excluded) rows, which is exact: at most len(excluded) rows of
 #   that longer list can fall out.  With many exclusions the arm joins (scope in SQL).
 # ---------------------------------------------------------------------------------------

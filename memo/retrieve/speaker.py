@@ -3,7 +3,7 @@
 Why: in a conversation both speakers' names sit in every turn ("Caroline: ..."), so to
 bm25 a speaker's name is a stop word (idf ~0) and to the embedding a faint token, yet a
 question that names one speaker ("what did Caroline paint?") is nearly always answered by
-that speaker's own turns: on LoCoMo, 96% of the evidence turns of the 1,371 questions that
+that speaker's own turns: on LoCoMo nearly all the evidence turns of the questions that
 name exactly one of the two speakers are that speaker's (docs/eval.md "Speakers").  The
 arms cannot see it, so a factor after fusion carries it, like recency.
 

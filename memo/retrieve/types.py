@@ -1,7 +1,8 @@
 """Values that flow through the search pipeline (all immutable).
 
-Per-candidate values are ``NamedTuple`` s (immutable and ~5x cheaper to build than frozen
-dataclasses: a query fuses a few hundred of them, and eval replay needs >= 300 queries/s);
+Per-candidate values are ``NamedTuple`` s (immutable and several times cheaper to build than
+frozen dataclasses, docs/results-log.md "Per-candidate values": a query fuses a few hundred of
+them, and eval replay needs >= 300 queries/s);
 request, response, results and trace records are frozen, slotted dataclasses.
 """
 

@@ -6,8 +6,8 @@
 * ``cache_size=-65536`` (64 MiB per connection, filled only as pages are read): SQLite's
   default 2 MiB keeps only a corner of a large database's B-trees, so every search re-read
   the interior pages of ``passages`` and ``records`` through the OS for each candidate's
-  metadata (200 lookups: ~8 ms at 100k passages against ~1.8 ms with this cache, loaded
-  VM; docs/architecture.md section 9).  ``mmap_size`` would be faster still, but turns an
+  metadata (several times slower at 100k passages under I/O pressure: docs/results-log.md
+  "SQLite page cache").  ``mmap_size`` would be faster still, but turns an
   I/O error or a file truncated under the map into SIGBUS instead of an error memo can
   report (memo/store/damage.py), so it is not used.
 * ``synchronous=FULL``: chosen over NORMAL because memo promises *durable on ack*.  In WAL

@@ -1,12 +1,12 @@
 """Damaged databases: the cheap checks made at every open, and the "damaged" marker.
 
-Cost model (measured, docs/architecture.md "8. Damaged databases"): ``PRAGMA quick_check``
-reads every page, 27 ms warm / 0.3 s cold for a 52 MB database (5k passages) and
-1.0 s warm / 11 s cold for 1.2 GB (100k passages with vectors).  So:
+Cost model (docs/architecture.md section 8; measured costs: docs/results-log.md "Damaged
+databases"): ``PRAGMA quick_check`` reads every page, so its cost grows with the file, to
+seconds cold for a database of 100k passages with vectors.  So:
 
 * every open reads the 100-byte SQLite header (``check_header``: magic, page size, format
   bytes) and checks the schema version against the tables present
-  (``memo.store.migrations.check_tables``): about 0.03 ms together;
+  (``memo.store.migrations.check_tables``): two small reads;
 * an open for writing runs ``quick_check`` first when the file (+ WAL) is at most 64 MiB
   (``memo.store.db.verify_for_write``, ``$MEMO_OPEN_CHECK_MB``);
 * any operation that hits SQLite's "database disk image is malformed" / "file is not a

@@ -98,8 +98,8 @@ DEFAULT_OPEN_CHECK_MB = 64
 
 def open_check_limit() -> int:
     """Largest database (bytes, main file + WAL) that gets a quick_check when opened for
-    writing: ``$MEMO_OPEN_CHECK_MB`` (MiB; 0 turns it off), default 64 MiB (about 30 ms warm;
-    docs/architecture.md "Damaged databases")."""
+    writing: ``$MEMO_OPEN_CHECK_MB`` (MiB; 0 turns it off), default 64 MiB (what the check
+    costs: docs/results-log.md "Damaged databases")."""
     raw = os.environ.get("MEMO_OPEN_CHECK_MB", "")
     try:
         mb = float(raw) if raw.strip() else DEFAULT_OPEN_CHECK_MB

@@ -11,9 +11,9 @@ almost never entered.  Readers never touch it.
 
 Why not poll all the way (as before 2026-12-01): on a busy machine every poll is a wakeup
 that competes for the CPU with the writer holding the lock, so the holder's transaction
-stretches and the queue behind it grows.  Measured with bench/soak.py (4 writers, 8
-readers, 2 cores, three 60 s runs each): polling every <= 2 ms gave ack p99 372, 1,249 and
-175 ms; waiting in the kernel 238, 234 and 227 ms.
+stretches and the queue behind it grows.  Measured with bench/soak.py: the kernel wait
+gave a steadier ack p99 than polling (docs/results-log.md "Writers' queue: polling against
+a kernel wait").
 
 Properties (tests/unit/store/test_write_queue.py):
 

@@ -28,9 +28,9 @@ two versions classify differently.  So the query's terms come from SQLite itself
 text is inserted into a private in-memory FTS5 table with the same tokenizer options
 (minus ``porter``: MATCH stems the quoted term itself, and stemming twice is not
 idempotent) and read back through ``fts5vocab`` in token order, inside a transaction that
-is rolled back.  Cost: ~20 us per query (~1 ms for 2,000 words), against ~5 ms for the
-search; one connection per thread (and per process, so a forked eval worker never uses
-its parent's), results cached for repeated queries (eval replay).
+is rolled back.  Cost: small next to the search itself (docs/results-log.md "Query
+folding, date periods, the query cap"); one connection per thread (and per process, so a
+forked eval worker never uses its parent's), results cached for repeated queries (eval replay).
 
 Agreement is by construction: the same SQLite library tokenizes the passage at index time
 and the query here.  ``tests/property/test_folding.py`` checks it for every Unicode form

@@ -17,8 +17,9 @@ spences10/ccrecall #23, smithersai/smithers #712).  So user text never reaches M
   stop words remain), each term is double-quoted (a quoted string is a phrase, never an
   operator) and the terms are OR'ed.
   OR, not AND: bm25 ranks documents with more (and rarer) terms first, and a long natural
-  question rarely has every word in one passage.  Dropping stop words changes nDCG@10 on
-  SciFact 0.682 -> 0.683 and cuts query time 7.5 -> 2.8 ms (fewer postings to score).
+  question rarely has every word in one passage.  Dropping stop words leaves the ranking
+  as good and makes the query cheaper (fewer postings to score; docs/results-log.md
+  "Keyword and exact query words").
 * exact arm (``exact_match``): identifier tokens (``memo.text.identifiers``) of the
   query's identifier-shaped pieces (``exact_terms_of``), hex-encoded exactly as
   ``exact_fts`` stores them, quoted, OR'ed.
@@ -111,7 +112,8 @@ def exact_terms_of(query: str) -> list[str]:
     connectors, digits mixed with letters, CamelCase) when the query has any: in "why does
     net/http return ERR_CONN_RESET" the arm should look up ``net/http`` and
     ``err_conn_reset``, not "why" and "does" (every plain word would make the exact arm a
-    second, unstemmed keyword arm, and OR'ing common words costs ~10 ms on SciFact).
+    second, unstemmed keyword arm, and OR'ing common words is slow: docs/results-log.md
+    "Keyword and exact query words").
     Otherwise (mode exact on plain words) every token, stop words dropped unless that
     empties it.
     """

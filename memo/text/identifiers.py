@@ -107,7 +107,7 @@ def query_looks_like_identifier(query: str, min_share: float = 1 / 3) -> bool:
     the profile's ``exact.min_share``, a third in base.toml).
     Why not every identifier-shaped word: a 15-word scientific claim that mentions "ADAR1"
     or "IL-6" is natural language; routing it to the exact arm double-counts the keyword
-    arm's evidence and cost rrf 0.014 nDCG@10 on SciFact test (173 of 300 claims routed).
+    arm's evidence and lowered SciFact's nDCG@10 (docs/results-log.md "Routing counts").
     """
     words = [w for w in query.split() if re.search(r"\w", w)]
     if any(code_shaped(w) for w in words):

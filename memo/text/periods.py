@@ -26,7 +26,8 @@ A month or year that is a bound ("before June", "since 2023") is not read: boost
 would favour the wrong side; a day that is one stays ("the week before August 3, 2023":
 what was written around that day tells what happened just before it).  Relative dates ("last
 week", "yesterday") are not read either: they need the speaker's "now",
-which a turn does not carry.  Pure and small: ~10 us per query.
+which a turn does not carry.  Pure and small (its cost: docs/results-log.md "Query
+folding, date periods, the query cap").
 """
 
 from __future__ import annotations

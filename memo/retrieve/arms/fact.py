@@ -13,8 +13,8 @@ passage" | runs always).
    score in each list (the min-max fusion's normalisation, memo.retrieve.fusion.minmax;
    a lone or all-equal list normalises to 1.0), the two lists weighted equally
    (docs/architecture.md section 5); fact rank by score desc, then fact pk.  On LoCoMo
-   with observations this merge beat RRF of the two lists (k 60): recall@10 0.710 vs
-   0.697 under minmax, 0.653 vs 0.651 under rrf (docs/eval.md).
+   with observations this merge beat RRF of the two lists (k 60) (docs/eval.md "Fact arm
+   variants").
 4. Each matched fact votes for its in-scope evidence passages.  A passage's raw score is
    its best voting fact's ``fact_score``; passages are ranked by that, then by the number
    of voting facts (more first), then pk.  ``votes`` lists the voting facts (``why``).
@@ -218,8 +218,8 @@ def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, f
         f"SELECT pk, id, text FROM facts WHERE pk IN ({marks})", fpks)}
     # Evidence passages inside the passage scope (the same WHERE every arm applies).
     # CROSS JOIN fixes the order (start from the matched facts' evidence rows): left to
-    # itself SQLite walks every passage of the scope's namespace first (LoCoMo: 11 ms
-    # instead of 0.25 ms per query).
+    # itself SQLite walks every passage of the scope's namespace first (much slower on
+    # LoCoMo: docs/results-log.md "Fact arm").
     ev = conn.execute(
         f"SELECT e.fact_pk, e.passage_pk FROM fact_evidence e CROSS JOIN passages p ON p.pk = e.passage_pk"
         f" CROSS JOIN records r ON r.id = p.record_id WHERE e.fact_pk IN ({marks}) AND "

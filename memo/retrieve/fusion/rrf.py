@@ -8,9 +8,8 @@ Ties.  With equal weights, keyword rank r and semantic rank r give the same scor
 do (3, 5) and (5, 3): exact ties are common in the top 10.  RRF has thrown the scores away;
 they are the natural arbiter, so equal RRF scores are ordered by the min-max fused score
 (the registry in ``memo.retrieve.fusion`` pairs each fusion with the other as its
-tiebreak), then by pk.  It never changes a score, only the order of equal ones.  On SciFact
-(plain keyword + semantic RRF, k 60) ordering ties by pk gives nDCG@10 0.7153, by this
-tiebreak 0.7185.
+tiebreak), then by pk.  It never changes a score, only the order of equal ones.  Measured
+against ordering ties by pk: docs/results-log.md "RRF ties", docs/eval.md.
 """
 
 from __future__ import annotations

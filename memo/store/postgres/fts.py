@@ -14,8 +14,8 @@ N is every row of the index (as FTS5 counts), n(t) the rows holding t (the lengt
 posting list, cached until the data changes), dl the row's token count and avgdl their
 mean.  The postings tables (``memo.store.postgres.schema``: lexeme, row, occurrences in
 text and section, row length) are what a search reads: a query lexeme's posting list, not
-every matching row's tsvector (unnesting those cost ~110 ms of a SciFact query; the
-postings ~5 ms).
+every matching row's tsvector (far cheaper: docs/results-log.md "Word counts for routing
+and keyword evidence").
 Differences from FTS5, documented in docs/postgres.md: PostgreSQL's ``english`` stemmer
 (Snowball) instead of Porter, its stop words leave ``dl`` (FTS5 counts every token), no
 diacritics folding, and a query word PostgreSQL splits into several lexemes counts as
@@ -157,7 +157,8 @@ def count_holding(conn: Any, index: str, words: Sequence[str], excluded: Sequenc
                   cache: dict[str, Any]) -> int:
     """Rows holding every lexeme of ``words``, minus those of ``excluded`` (the few rows a
     scope rules out: ``scope_stats``): ``scoped_count`` without joining every holder to
-    its passage and record (a common word at 100k passages: ~100 ms a word that way)."""
+    its passage and record (slow for a common word at 100k passages: docs/results-log.md
+    "Word counts for routing and keyword evidence")."""
     postings = INDEXES[index][0]
     lexes = lexemes(conn, index, words)
     if not lexes:

@@ -114,8 +114,9 @@ def vector_topk(conn: Any, model_id: str, qvec: np.ndarray, where: str, params: 
     elif plan_out is not None:
         plan_out.append("exact")
     # Every vector of the model scored and ordered, then each scope-checked by primary key,
-    # best first, until k pass (a join of every vector to its record cost 4x the scan at
-    # 100k passages); the outer ORDER BY repeats the inner one so no second sort is planned.
+    # best first, until k pass (a join of every vector to its record cost several times the
+    # scan: docs/results-log.md "Word counts for routing and keyword evidence"); the outer
+    # ORDER BY repeats the inner one so no second sort is planned.
     rows = conn.execute_native(
         "SELECT s.pk, -s.d FROM (SELECT v.passage_pk AS pk, v.vec <#> %s::vector AS d FROM vectors v"
         "   WHERE v.model_id = %s ORDER BY d, pk) s"
