@@ -409,6 +409,9 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
           profile: Annotated[str | None, typer.Option("--profile", "-p", help="The profile whose extras are "
                                                                               "ablated (default: the default "
                                                                               "profile).")] = None,
+          also: Annotated[list[str] | None, typer.Option("--also", help="Another profile (name or path) as a row "
+                                                                        "of its own, e.g. the default before a "
+                                                                        "change (repeat).")] = None,
           write_docs: Annotated[bool, typer.Option("--write-docs", help="Write the table into docs/eval.md.")] = False,
           workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
           as_json: JsonOption = False) -> None:
@@ -417,7 +420,7 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
     from memo_eval import suite as S
 
     with _progress(not quiet) as (status, ticks):
-        res = S.run_suite(split=split, only=domain or (), profile=profile, workers=workers, out=out,
+        res = S.run_suite(split=split, only=domain or (), profile=profile, also=also or (), workers=workers, out=out,
                           status=status, tick_factory=ticks)
     res["verdicts"] = S.verdicts(res)
     table = S.render(res)

@@ -287,6 +287,11 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
         for _, sec, txt in rows:
             h.update(passage_text(sec, txt).encode("utf-8", "surrogatepass") + b"\x1e")
         cache = (root or cache_root()) / "vectors" / f"{_safe(es_name)}-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
+        if not cache.exists():
+            # The same passages under another data set's name (codesearch and codesearch-nl
+            # share one corpus): the file is keyed by the texts, so its vectors are these.
+            twin = next(cache.parent.glob(f"*-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"), None)
+            cache = twin or cache
         pks = [pk for pk, _, _ in rows]
         if cache.exists():
             vecs = np.load(cache)

@@ -69,11 +69,13 @@ def resolve_dataset(dataset: str) -> str:
     return str(p if p.is_absolute() or p.exists() else root / p)
 
 
-def specs(profile_name: str | None = None) -> list[tuple[str, RunSpec]]:
-    """(row label, run spec) of one domain's batch, the default first."""
+def specs(profile_name: str | None = None, also: Sequence[str] = ()) -> list[tuple[str, RunSpec]]:
+    """(row label, run spec) of one domain's batch, the default first; ``also``: more
+    profiles (names or paths) as rows of their own (a default before a change)."""
     name = profile_name or default_profile()
     default = load_profile(name)
-    out = [(name, RunSpec(name)), ("seed rrf", RunSpec("rrf")), ("seed minmax", RunSpec("minmax")),
+    out = [(name, RunSpec(name)), *((load_profile(a).name, RunSpec(a)) for a in also),
+           ("seed rrf", RunSpec("rrf")), ("seed minmax", RunSpec("minmax")),
            ("keyword arm", RunSpec(name, mode="keyword")), ("semantic arm", RunSpec(name, mode="semantic"))]
     for extra in default.extras_on():
         off = default.without_extra(extra).overlay(default)
@@ -83,6 +85,7 @@ def specs(profile_name: str | None = None) -> list[tuple[str, RunSpec]]:
 
 
 def run_suite(*, split: str = "report", only: Sequence[str] = (), profile: str | None = None,
+              also: Sequence[str] = (),
               workers: int | None = None, out: Path | None = None, suite_file: Path | None = None,
               status: Callable[[str], None] | None = None,
               tick_factory: Callable[[int], Callable[[int], None]] | None = None) -> dict[str, Any]:
@@ -94,7 +97,7 @@ def run_suite(*, split: str = "report", only: Sequence[str] = (), profile: str |
     if unknown:
         raise DatasetError(f"unknown suite domain(s) {', '.join(sorted(unknown))}",
                            hint=f"one of {', '.join(d.name for d in domains(suite_file))}")
-    labelled = specs(profile)
+    labelled = specs(profile, also)
     labels = [label for label, _ in labelled]
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()

@@ -61,7 +61,7 @@ def main() -> None:
             res = run_eval(EvalOptions(dataset=resolve_dataset(d.dataset), split=d.choose,
                                        specs=[RunSpec("zscore")], workers=1, write=False))
             table.setdefault(label, {})[d.name] = res["runs"][0]["metrics"]["ndcg_10"]
-    for label, row in table.items():
+    for row in table.values():
         row["macro"] = sum(row.values()) / len(row)
     print(json.dumps(table, indent=1))
 
