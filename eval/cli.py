@@ -413,6 +413,9 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
                                                                         "of its own, e.g. the default before a "
                                                                         "change (repeat).")] = None,
           write_docs: Annotated[bool, typer.Option("--write-docs", help="Write the table into docs/eval.md.")] = False,
+          pin_nightly: Annotated[bool, typer.Option("--pin-nightly", help="Pin the default's figures as the "
+                                                                          "nightly gate (eval/expected/"
+                                                                          "nightly.toml).")] = False,
           workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
           as_json: JsonOption = False) -> None:
     """Replay every domain with the seed's profiles, the default, its arms alone and each extra off: one table."""
@@ -426,6 +429,8 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
     table = S.render(res)
     if write_docs:
         res["written"] = str(S.write_docs(table))
+    if pin_nightly:
+        res["nightly"] = str(S.nightly_checks(res))
     if as_json:
         print_json(res)
     else:
