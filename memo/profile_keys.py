@@ -91,8 +91,6 @@ KEYS: tuple[Key, ...] = (
         "report a passage only if its walk mass is at least this x the largest passage mass; 0 = all",
         0.0, 1.0, extra="graph_floor"),
     Key("fact.merge", "choice", "one fact ranking from the keyword and meaning fact lists", choices=FACT_MERGES),
-    Key("fact.top", "int", "only the best this many facts of the merged ranking vote; 0 = all", 0, 100_000,
-        extra="fact_top"),
     # --- stage 3: fusion ---------------------------------------------------------------
     Key("fusion.method", "choice", "rrf: sum of weight / (k + rank); minmax: sum of weight x min-max "
         "normalised raw; zscore: sum of weight x (raw - min) / sigma", choices=FUSION_METHODS),
@@ -162,6 +160,7 @@ RENAMED: dict[str, str] = {
 RETIRED: dict[str, object] = {
     "fact.vote": "best", "fact.decay": None, "fact.spread": 0.0, "fact.meaning_weight": 1.0,
     "graph.iterations": None, "graph.tolerance": None,
+    "fact.top": 0,       # once rrf's (10); the seed's profiles let every fact vote and the default never limited them
 }
 
 # What each extra is for (docs/profiles.md, docs/eval.md's ablation table).
@@ -173,7 +172,6 @@ EXTRAS: dict[str, str] = {
     "strip_common": "the semantic arm embeds the query without its conversation's common names",
     "weak_query": "abstention rule 2: abstain when every keyword match is weak and no cosine reaches the floor",
     "joint_evidence": "abstention rule 2 relief: weak coverage and weak similarity that agree answer",
-    "fact_top": "only the best facts vote",
     "common_names": "names in most passages (a conversation's speakers) never route nor seed a walk",
     "rare_identifiers": "only rare identifiers route the entity and graph arms",
     "min_shared": "the entity arm keeps passages naming two of the query's entities",
