@@ -21,7 +21,8 @@ packed in order into passages of at most the model's window; a block that is its
 long is cut by its kind, keeping its lines: code and tables between lines (a cut inside a
 code fence closes it and re-opens it with its language), a paragraph between sentences; a
 list item too long for one passage between its sub-items, then lines, then words.  A
-piece of such text shorter than ``MIN_TOKENS`` joins its neighbour (never an item).
+passage of such text shorter than ``MIN_TOKENS`` joins its neighbour when both fit the
+window (never an item); the constant was chosen on the same train splits.
 
 **The window.**  Every passage, section line included, fits in ``WINDOW`` word pieces
 counted with the model's own tokenizer (``memo.ingest.budget``); a heading path longer
@@ -46,7 +47,7 @@ __all__ = ["HEADING_SEP", "MAX_TOKENS", "front_matter", "looks_like_markdown", "
 # A passage is embedded as its section line and its text (memo.embed.model.passage_text)
 # and the model reads WINDOW word pieces of it: a longer passage would be embedded only in part.
 MAX_TOKENS = WINDOW
-MIN_TOKENS = 60            # a shorter piece of a long paragraph, code block or table joins its neighbour
+MIN_TOKENS = 120           # a shorter passage of text between lists joins its neighbour (chosen on train)
 ITEM_MERGE_TOKENS = 0      # sibling list items at most this long may share a passage (0: never)
 SECTION_MAX = WINDOW // 2  # a longer heading path keeps its end (the heading itself)
 
@@ -282,9 +283,9 @@ def _pack(chunks: list[list[_Atom]], budget: int) -> list[list[_Atom]]:
     available:") stays with what it introduces, and the block after it starts a new
     passage (an API section's long example does not swallow the description that follows
     it).  A paragraph ending in ``:`` moves to the next passage with the block it
-    introduces.  No passage is a stub of fewer than ``MIN_TOKENS``: the tail of a cut
-    block takes the last pieces of the passage before (or joins it when that would break
-    the budget), any other short piece joins the next one."""
+    introduces.  A passage shorter than ``MIN_TOKENS`` is merged while the result fits
+    ``budget``: the tail of a cut block takes the last pieces of the passage before (or
+    joins it), any other short piece joins the next one."""
     groups: list[list[_Atom]] = []
     count = 0
     closed = False                   # the last group ended with a long block's tail
