@@ -12,7 +12,7 @@ A few real subprocess calls check what CliRunner cannot see: native code writing
 under ``--json`` (captured and sent to stderr), and argv bytes that are not UTF-8.
 
 Commands that would serve forever, download or replay a whole data set (``web``,
-``models fetch``, ``eval run|tune|regress|fetch``) get their one long-running library
+``models fetch``, ``eval run|suite|tune|regress|fetch``) get their one long-running library
 call replaced by a stub that raises a plain ``RuntimeError``: their options are still
 parsed and validated for real, and the stub checks the catch-all for unexpected errors.
 """
@@ -188,11 +188,14 @@ def _no_long_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     import memo_eval.datasets.fetch
     import memo_eval.regress
     import memo_eval.run
+    import memo_eval.suite
     import memo_eval.tune
 
     monkeypatch.setattr(memo.serve.web, "serve", stub)
     monkeypatch.setattr("memo.cli.embed_cmds.fetch_model", stub)
     monkeypatch.setattr(memo_eval.run, "run_eval", stub)
+    # `memo eval suite` replays nine domains (hours on a clean clone, which builds every index)
+    monkeypatch.setattr(memo_eval.suite, "run_suite", stub)
     monkeypatch.setattr(memo_eval.tune, "tune", stub)
     monkeypatch.setattr(memo_eval.regress, "regress", stub)
     monkeypatch.setattr(memo_eval.datasets.fetch, "fetch", stub)
