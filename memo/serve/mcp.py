@@ -27,7 +27,7 @@ length into memory).  Every line is answered or served:
 * everything else goes to the SDK unchanged (unknown methods, bad tool arguments: its
   own -32601 / -32602 / tool errors).
 
-Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill]``, or
+Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill] [--http [--host H] [--port P] [--allow-remote]]``, or
 ``memo-mcp backfill [--db PATH] [--model ID]`` (docs/mcp.md).  The database is ``--db``, else ``$MEMO_DB``, else the user data dir.
 """
 
@@ -59,6 +59,7 @@ from memo import __version__
 from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, ValidationError
 from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 from memo.profile import Profile
+from memo.serve.mcp_http import DEFAULT_PORT, MCP_PATH, TOKEN_ENV, serve_http
 from memo.serve.mcp_tools import MemoTools
 from memo.store.postgres.connection import redact
 from memo.types import MODES, SEARCH_FIELDS, SearchField
@@ -684,7 +685,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
 
 # --- entry point ---------------------------------------------------------------------------
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="memo-mcp", description="memo as an MCP server (stdio).",
+    ap = argparse.ArgumentParser(prog="memo-mcp", description="memo as an MCP server (stdio, or Streamable HTTP "
+                                                               "with --http).",
                                  epilog="memo-mcp backfill [--db PATH] [--model ID] [--batch-size N]: embed the "
                                         "queued passages and facts, as `memo backfill --json`, and exit.")
     ap.add_argument("--db", help="database file (default: $MEMO_DB, else the user data dir)")
@@ -695,6 +697,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="stderr log level (default: $MEMO_LOG_LEVEL, else WARNING)")
     ap.add_argument("--no-backfill", action="store_true",
                     help="do not embed queued passages at start (default: a background thread does)")
+    http = ap.add_argument_group("Streamable HTTP (docs/mcp.md)")
+    http.add_argument("--http", action="store_true",
+                      help=f"serve MCP over Streamable HTTP at http://HOST:PORT{MCP_PATH} instead of stdio; every "
+                           f"request needs 'Authorization: Bearer <token>' (${TOKEN_ENV}, else a random token "
+                           "printed on stderr)")
+    http.add_argument("--host", default="127.0.0.1", help="address to listen on with --http (loopback only unless "
+                                                           "--allow-remote; default 127.0.0.1)")
+    http.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                      help=f"port with --http (0 picks a free one; default {DEFAULT_PORT})")
+    http.add_argument("--allow-remote", action="store_true",
+                      help="allow a non-loopback --host (the token is then the only lock, sent in clear text)")
     sub = ap.add_subparsers(dest="command", metavar="{backfill}")
     bf = sub.add_parser("backfill", help="embed passages and facts queued while the model was unavailable "
                                          "(the same library call as `memo backfill`), print its JSON report, exit")
@@ -702,6 +715,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     bf.add_argument("--model", "-m", default=None, help="model id (default: $MEMO_MODEL or the registry default)")
     bf.add_argument("--batch-size", type=int, default=64, help="passages per embedding batch (1..1024)")
     return ap.parse_args(argv)
+
+
+def _port(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0..65535)")
+    return int(text)
 
 
 def run_backfill(db: str | None, model: str | None, batch_size: int) -> int:
@@ -740,9 +759,16 @@ def main(argv: list[str] | None = None) -> None:
     log.info("serving %s (profile %s)", redact(str(tools.db_path)), tools.default_profile.name)
     server = build_server(tools, backfill=not args.no_backfill, log_level=args.log_level)
     try:
-        server.run("stdio")
+        if args.http:
+            serve_http(server, host=args.host, port=args.port, allow_remote=args.allow_remote,
+                       log_level=args.log_level, max_body=MAX_MESSAGE_BYTES)
+        else:
+            server.run("stdio")
     except KeyboardInterrupt:
         pass
+    except MemoError as err:
+        sys.stderr.write(f"memo-mcp: error: {err.one_line()}\n")
+        raise SystemExit(err.exit_code) from None
     finally:
         tools.close()
 

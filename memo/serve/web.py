@@ -211,11 +211,12 @@ def api(fn: Handler) -> Handler:
     return endpoint
 
 
-def resolve_token(token: str | None) -> str:
-    token = token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
+def resolve_token(token: str | None, env: str = TOKEN_ENV) -> str:
+    """``token``, else ``$env``, else a random one; refused unless URL-safe (16..512)."""
+    token = token or os.environ.get(env) or secrets.token_urlsafe(32)
     if not guard.TOKEN_PATTERN.fullmatch(token):
-        raise ValidationError(f"the web token must be 16 to 512 characters from A-Z a-z 0-9 . _ ~ - ({TOKEN_ENV})",
-                              hint=f"unset {TOKEN_ENV} to get a random token")
+        raise ValidationError(f"the token must be 16 to 512 characters from A-Z a-z 0-9 . _ ~ - ({env})",
+                              hint=f"unset {env} to get a random token")
     return token
 
 
