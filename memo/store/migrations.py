@@ -19,6 +19,7 @@ from collections.abc import Callable
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
 from memo.store.connect import write_tx
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged
+from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
 from memo.store.mentions import m003_entities
 
 
@@ -201,6 +202,7 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
     current = user_version(conn)
     if current == LATEST:
         check_tables(conn, LATEST)
+        _ensure_keyword_form(conn)
         return LATEST
     _refuse_negative(current)
     if current <= LATEST:
@@ -215,7 +217,21 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
+        if not keyword_form_current(conn):
+            reindex_cjk_passages(conn)
+            note_keyword_form(conn)
     return LATEST
+
+
+def _ensure_keyword_form(conn: sqlite3.Connection) -> None:
+    """Bring ``passages_fts`` to ``memo.store.derived.KEYWORD_FORM`` (one indexed read
+    when it already is)."""
+    if keyword_form_current(conn):
+        return
+    with write_tx(conn):
+        if not keyword_form_current(conn):     # another process may have done it meanwhile
+            reindex_cjk_passages(conn)
+            note_keyword_form(conn)
 
 
 def check_schema(conn: sqlite3.Connection) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -117,3 +118,24 @@ def test_profiles_show_and_diff():
     assert diff["differences"] == [{"key": "fusion.method", "a": "rrf", "b": "minmax"}]
     assert "fusion.method: 'rrf' -> 'minmax'" in run("profiles", "diff", "rrf", "minmax").stdout
     assert js("profiles", "show", "nope", code=2)["error"] == "ProfileError"
+
+
+def test_text_output_says_what_json_says(tmp_path):
+    """Issue 32: a cut query and the CJK bigram lookup are said in text output too (stderr),
+    and the narrow hint names what it would leave out."""
+    db = str(tmp_path / "m.db")
+    conn = open_db(db)
+    with write_tx(conn):
+        for i in range(6):
+            insert_record(conn, RecordDraft(body=f"deploy note {i}", namespace="ops" if i < 4 else "home"),
+                          (PassageDraft(text=f"deploy note {i}"),))
+    conn.close()
+    long = run("search", "deploy " * 3000, "--db", db, "--mode", "keyword")
+    assert "note: query cut from 21,000 to" in long.stderr
+    cjk = run("search", "数据库备份", "--db", db, "--mode", "keyword", code=0)
+    assert "note: Chinese/Japanese/Korean text is searched by keyword as character bigrams: 数据 据库 库备 备份" \
+        in cjk.stderr
+    narrow = run("search", "deploy", "--db", db, "--mode", "keyword", "--limit", "2")
+    assert "4 more ranked results did not fit (limit/budget)" in narrow.stdout
+    assert re.search(r"to narrow: --namespace (ops|home) would leave out the [24] ranked results from elsewhere",
+                     narrow.stdout), narrow.stdout
