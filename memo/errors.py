@@ -87,6 +87,20 @@ class StoreCorrupt(StoreError):
     hint = "restore from `memo backup`, or run `memo reindex` if only derived indexes are damaged"
 
 
+class StoreReadOnly(StoreError):
+    """The database file or its folder cannot be written (a read-only mount, file modes,
+    an immutable file).  Not damage: reads work; only writes are refused."""
+
+    hint = "read-only: searches work, writes need write access (to the file and its folder)"
+
+
+class DiskFull(StoreError):
+    """The file system holding the database (or a backup) has no room left.  Not damage:
+    the failed transaction rolled back; every write acknowledged before is intact."""
+
+    hint = "disk full: free space; nothing acknowledged was lost"
+
+
 class SchemaTooNew(StoreError):
     hint = "this database was written by a newer memo; upgrade memo"
 

@@ -8,10 +8,11 @@ import sqlite3
 import time
 from pathlib import Path
 
-from memo.errors import StoreCorrupt, StoreError, ValidationError
+from memo.errors import DiskFull, StoreCorrupt, StoreError, ValidationError
 from memo.ops.guard import store_errors
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, read_tx, write_tx
+from memo.store.damage import clear_marker, fault_from, integrity_lines, is_corrupt_error, read_marker
 from memo.store.derived import rebuild_derived
 from memo.store.dialect import is_postgres
 from memo.store.mentions import rebuild_mentions
@@ -93,12 +94,18 @@ def _fact_stats(conn: sqlite3.Connection, models: list[str]) -> dict[str, object
 
 @store_errors("reindex")
 def reindex(conn: sqlite3.Connection) -> ReindexReport:
-    """Rebuild the keyword and exact indexes and the entity mentions from ``passages``
-    (and live facts) in one write transaction."""
+    """Rebuild every index from the stored rows in one write transaction: SQLite's own
+    b-tree indexes (``REINDEX``: an index whose bytes disagree with its table, which
+    ``memo doctor`` reports), the keyword and exact indexes and the entity mentions from
+    ``passages`` (and live facts).  A damaged marker that names indexes only lets it write
+    (``write_tx(reindexing=True)``); it is cleared once ``integrity_check`` passes."""
     started = time.monotonic()
-    with write_tx(conn):
+    with write_tx(conn, reindexing=True):
+        if not is_postgres(conn):
+            _reindex_btrees(conn)
         result = rebuild_derived(conn)
         ments = rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
+    marker = "none" if is_postgres(conn) else _clear_index_marker(conn)
     # PostgreSQL: the keyword index is each passage's tsv (memo/store/postgres/schema.py)
     kw = int(conn.execute("SELECT count(*) FROM passages WHERE tsv IS NOT NULL" if is_postgres(conn)
                           else "SELECT count(*) FROM passages_fts").fetchone()[0])
@@ -110,7 +117,39 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
         mentions=ments["mentions"], entities=ments["entities"],
         vectors=(f"kept {n_vec} vector rows; vectors need the model: run `memo backfill` to embed "
                  "passages that have none" + sidecars),
-        seconds=round(time.monotonic() - started, 3))
+        seconds=round(time.monotonic() - started, 3), damaged_marker=marker)
+
+
+def _reindex_btrees(conn: sqlite3.Connection) -> None:
+    """``REINDEX`` every b-tree index.  A UNIQUE index that cannot be rebuilt means the
+    table holds two rows the index should have kept apart (a second live copy stored
+    while the dedup index was damaged): named, so the user decides which copy to forget."""
+    try:
+        conn.execute("REINDEX")
+    except sqlite3.IntegrityError as exc:
+        dups = conn.execute(
+            "SELECT group_concat(id, ' ') FROM records NOT INDEXED WHERE forgotten_at IS NULL "
+            "GROUP BY namespace, content_hash HAVING count(*) > 1 LIMIT 5").fetchall()
+        ids = "; ".join(r[0] for r in dups) or "see the message"
+        raise StoreCorrupt(f"reindex failed: {exc}: records with the same text, both live: {ids}",
+                           hint="they were stored while the dedup index was damaged, and writes (forget "
+                                "included) stay refused until it is rebuilt: restore a backup "
+                                "(`memo restore <backup> --yes`)") from exc
+
+
+def _clear_index_marker(conn: sqlite3.Connection) -> str:
+    """After a REINDEX: clear a marker that named damaged indexes once the whole file's
+    ``integrity_check`` passes ("cleared"); "kept" when it does not, "none" without one."""
+    path = _db_file(conn)
+    doc = read_marker(path) if path != ":memory:" else None
+    if doc is None:
+        return "none"
+    if doc.get("repair") != "reindex":
+        return "kept"
+    lines = integrity_lines(conn)
+    if lines != ["ok"]:
+        return "kept"
+    return "cleared" if clear_marker(path) else "kept"
 
 
 def _rebuild_vector_sidecars(conn: sqlite3.Connection) -> str:
@@ -321,7 +360,19 @@ def snapshot_copy(conn: sqlite3.Connection, target_path: Path) -> tuple[dict[str
         with read_tx(conn):
             expected = _counts(conn)
             version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-            conn.backup(target)
+            try:
+                conn.backup(target)
+            except sqlite3.DatabaseError as exc:
+                # Damage in the source stays the source's (read_tx marks it); anything else
+                # here (a full disk, no write access) is the copy's, and is named so.
+                if is_corrupt_error(exc):
+                    raise
+                err = (fault_from(exc, f"writing the copy {target_path}", target_path.parent)
+                       or StoreError(f"writing the copy {target_path} failed: {exc}"))
+                err.hint = (f"free space in {target_path.parent} (or back up elsewhere); the database itself "
+                            "is fine and nothing was written at the backup path"
+                            if isinstance(err, DiskFull) else "check the backup folder's free space and permissions")
+                raise err from exc
     finally:
         target.close()
     return expected, version

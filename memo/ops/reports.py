@@ -135,6 +135,7 @@ class ReindexReport:
     facts: int = 0                    # facts whose keyword index (facts_fts) was rebuilt
     mentions: int = 0                 # mention rows written (passages' own text and live facts)
     entities: int = 0                 # distinct entities after the rebuild
+    damaged_marker: str = "none"      # "none" | "cleared" (indexes rebuilt, integrity_check ok) | "kept"
 
 
 @dataclass(frozen=True, slots=True)

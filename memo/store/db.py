@@ -10,7 +10,13 @@ import platformdirs
 
 from memo.errors import StoreCorrupt, StoreError, ValidationError
 from memo.store.connect import MemoConnection, connect
-from memo.store.damage import mark_damaged, read_marker, store_error_from
+from memo.store.damage import (
+    guarded_index_lines,
+    mark_damaged,
+    read_marker,
+    split_integrity,
+    store_error_from,
+)
 from memo.store.dialect import is_db_url
 from memo.store.migrations import check_schema, ensure_schema
 from memo.store.postgres import schema as pg_schema
@@ -80,8 +86,9 @@ def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Co
         conn.memo_guarded = True
     try:
         if write:
-            verify_for_write(conn, p)
-            ensure_schema(conn)
+            if not getattr(conn, "memo_readonly", None):   # read-only: no write will happen
+                verify_for_write(conn, p)
+            ensure_schema(conn)   # no write unless a migration is due (then StoreReadOnly)
         else:
             check_schema(conn)
     except sqlite3.DatabaseError as exc:
@@ -112,7 +119,14 @@ def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
     """Before memo writes into a file, ``PRAGMA quick_check`` it when it is small enough
     (``open_check_limit``): damage found marks it, and ``write_tx`` then refuses every write
     (reads stay possible).  Larger files rely on the marker set when an operation meets
-    damage, and on ``memo doctor``."""
+    damage, and on ``memo doctor``.
+
+    Then ``PRAGMA integrity_check`` of the tables whose UNIQUE indexes writes rely on
+    (``memo.store.damage.UNIQUE_GUARDED``): quick_check never compares an index with its
+    table, and a dedup index that misses a row lets ``memo add`` store a second live copy.
+    An index that disagrees marks the file for ``memo reindex`` (which may write through
+    that marker).  It reads those tables and their indexes (records: most of a database
+    without vectors): about a fifth of quick_check's time (docs/results-log.md)."""
     if read_marker(p) is not None:
         return
     try:
@@ -131,6 +145,19 @@ def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
         rows = [str(exc)]
     if rows != ["ok"]:
         mark_damaged(p, f"quick_check before writing: {'; '.join(rows)[:300]}")
+        return
+    try:
+        lines = guarded_index_lines(conn)
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return
+        lines = [str(exc)]
+    except sqlite3.DatabaseError as exc:
+        lines = [str(exc)]
+    if lines:
+        indexes, other = split_integrity(lines)
+        mark_damaged(p, f"integrity_check before writing: {'; '.join(lines)[:300]}",
+                     repair=None if other else "reindex")
 
 
 def _refuse_empty(p: Path) -> None:
