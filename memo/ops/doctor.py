@@ -17,7 +17,10 @@ action that fixes it):
    live copy.  An index that disagrees with its table is a ``repair`` (``memo reindex``
    runs SQLite's REINDEX); rows missing from a table are ``damaged``.
 5. ``fts``: FTS5 ``integrity-check`` of every full-text index, with rank 1 so an
-   external-content index is also compared with its content table.
+   external-content index is also compared with its content table; ``passages_fts``
+   holds ``memo.text.cjk.index_form`` of its rows, not the rows as stored, so it gets
+   rank 0 (its structure) and memo's own comparison with the rows
+   (``memo.store.derived.keyword_index_mismatches``).
 6. ``counts``: rows of the keyword and exact indexes against ``passages`` (and ``facts_fts``
    against ``facts``); vectors whose passage (fact) is gone; passages (facts) without a
    vector: pending, a notice.
@@ -71,6 +74,7 @@ from memo.store.damage import (
     split_integrity,
 )
 from memo.store.db import resolve_db_path
+from memo.store.derived import keyword_index_mismatches
 from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
 
 EXIT_OK, EXIT_REPAIR, EXIT_DAMAGED = 0, 9, 10
@@ -396,8 +400,17 @@ def _fts(run: _Run, conn: sqlite3.Connection) -> None:
         return
     for name, _content in tables:
         try:
-            # rank 1: an external-content index is compared with its content table as well.
-            conn.execute(f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)')
+            if name == "passages_fts":
+                # Its rows are index_form of the text (memo.text.cjk), not the text as stored:
+                # FTS5 checks its own structure (rank 0), memo compares it with the rows.
+                conn.execute('INSERT INTO passages_fts(passages_fts, rank) VALUES (\'integrity-check\', 0)')
+                if (off := keyword_index_mismatches(conn)):
+                    bad.append(name)
+                    run.find("fts", "repair", f"the full-text index {name} does not match its rows "
+                             f"({off} terms differ)", REINDEX)
+            else:
+                # rank 1: an external-content index is compared with its content table as well.
+                conn.execute(f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)')
         except sqlite3.DatabaseError as exc:
             if not is_corrupt_error(exc):
                 bad.append(f"{name}: could not run ({exc})")

@@ -3,6 +3,7 @@ rebuildable from them at any time (``rebuild_derived``)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
@@ -105,6 +106,35 @@ def keyword_form_current(conn: sqlite3.Connection) -> bool:
 
 def note_keyword_form(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR REPLACE INTO memo_meta(key, value) VALUES (?, ?)", (KEYWORD_FORM_KEY, KEYWORD_FORM))
+
+
+def keyword_index_mismatches(conn: sqlite3.Connection) -> int:
+    """Terms on which ``passages_fts`` disagrees with ``index_form`` of the stored rows
+    (0 = it matches them).  FTS5's own check against its content table (integrity-check
+    with rank 1) would tokenize the text as stored and so call every CJK row wrong; this
+    builds the index the rows should have in a temporary table, with the same tokenizer,
+    and compares the two term by term (documents and occurrences per term: fts5vocab
+    'row').  Cost: one more index build, in the temp store."""
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'passages_fts'").fetchone()[0]
+    tokenize = re.search(r"tokenize\s*=\s*'([^']*)'", sql).group(1)
+    conn.execute("DROP TABLE IF EXISTS temp.memo_kw_expected")
+    conn.execute("CREATE VIRTUAL TABLE temp.memo_kw_expected USING fts5(text, section, "
+                 f"tokenize='{tokenize}')")
+    try:
+        cur = conn.execute("SELECT pk, text, section FROM passages ORDER BY pk")
+        while batch := cur.fetchmany(2048):
+            conn.executemany("INSERT INTO temp.memo_kw_expected(rowid, text, section) VALUES (?, ?, ?)",
+                             [(pk, index_form(text), index_form(section)) for pk, text, section in batch])
+        conn.execute("CREATE VIRTUAL TABLE temp.memo_kw_have USING fts5vocab(main, passages_fts, 'row')")
+        conn.execute("CREATE VIRTUAL TABLE temp.memo_kw_want USING fts5vocab(temp, memo_kw_expected, 'row')")
+        return int(conn.execute(
+            "SELECT (SELECT count(*) FROM (SELECT term, doc, cnt FROM temp.memo_kw_have"
+            "                              EXCEPT SELECT term, doc, cnt FROM temp.memo_kw_want))"
+            "     + (SELECT count(*) FROM (SELECT term, doc, cnt FROM temp.memo_kw_want"
+            "                              EXCEPT SELECT term, doc, cnt FROM temp.memo_kw_have))").fetchone()[0])
+    finally:
+        for name in ("memo_kw_have", "memo_kw_want", "memo_kw_expected"):
+            conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
 
 
 def reindex_cjk_passages(conn: sqlite3.Connection) -> int:

@@ -118,3 +118,19 @@ def test_token_count_counts_cjk_characters() -> None:
     assert count_tokens(ZH) == 26                   # 19 characters x 4/3
     assert count_tokens("hello world, this is it.") == 10     # unchanged for English
     assert keyword_match("备份") == '"备份"'
+
+
+def test_doctor_checks_the_keyword_index_against_index_form(tmp_path: Path) -> None:
+    """FTS5's own content check would call every CJK row wrong (the index holds index_form,
+    not the stored text); doctor compares with index_form instead, and still catches an
+    index that differs from it."""
+    from memo.ops.doctor import doctor
+
+    db = _db(tmp_path)
+    assert doctor(db).status == "ok"
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('rebuild')")   # the text as stored
+    conn.close()
+    report = doctor(db)
+    assert report.status == "repair" and any("passages_fts" in f.problem for f in report.findings)
