@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -102,10 +103,28 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
     _note_queued(report.vectors)
 
 
+PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is not a terminal
+
+
 @contextmanager
 def _progress_bar(enabled: bool) -> Iterator[object]:
     if not enabled:
         yield None
+        return
+    if not _err.is_terminal:
+        # A log or a pipe: no live bar (its clean-up left a blank line before errors), one
+        # plain line every PLAIN_PROGRESS_EVERY seconds of a long import instead.
+        start = last = time.monotonic()
+
+        def line(p: ImportProgress) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= PLAIN_PROGRESS_EVERY:
+                last = now
+                total = f"/{p.total:,}" if p.total else ""
+                typer.echo(f"importing: {p.done:,}{total} after {now - start:.0f} s ({p.current[-60:]})", err=True)
+
+        yield line
         return
     columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[current]}")]

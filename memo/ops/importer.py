@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memo.errors import DatasetError, ImportRejected, MemoError, StoreError, ValidationError
+from memo.ingest import chat_exports
 from memo.ingest.files import (
     DEFAULT_MAX_BYTES,
     FileItem,
@@ -52,7 +53,7 @@ from memo.ops.store_batch import PreparedItem, prepare_item, store_items
 from memo.store.connect import write_tx
 from memo.types import FactDraft, RecordDraft
 
-FORMATS = ("auto", "files", "jsonl", "beir", "locomo")
+FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat")
 DEFAULT_BATCH = 500
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,10 @@ def _detect(real: Path, fmt: str) -> str:
         raise ValidationError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     if fmt != "auto":
         return fmt
+    # A chat export (ChatGPT's or Claude's conversations.json, a JSONL of messages) is
+    # told by its first 64 KiB: memo.ingest.chat_exports.detect.
+    if real.is_file() and real.suffix.lower() in (".json", ".jsonl", ".gz") and chat_exports.detect(real):
+        return "chat"
     if real.is_file() and real.suffix.lower() == ".jsonl":
         return "jsonl"
     return "files"
@@ -158,6 +163,14 @@ def _locomo_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
             yield FileItem(f"{real.name}{where}", rejected=reason)
 
 
+def _chat_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
+    for where, draft, reason in chat_exports.iter_chat_items(real, namespace=opts.namespace or "default"):
+        if draft is not None:
+            yield _adapter_item(draft, real.name, opts)
+        else:
+            yield FileItem(f"{real.name}{where}", rejected=reason)
+
+
 def _count_lines(path: Path) -> int | None:
     """Non-blank lines, for the progress bar's total (a cheap pre-pass; gzip is read
     through).  None when the file cannot be read (or is not a regular file: a FIFO is
@@ -181,12 +194,14 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
             walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
                 Rejection(rel, f"{why}; deleted files were not checked") for rel, why in errors))
         return gen, len(files), walk
-    if fmt in ("jsonl", "beir", "locomo") and real.is_dir():
+    if fmt in ("jsonl", "beir", "locomo", "chat") and real.is_dir():
         raise ValidationError(f"--format {fmt} needs a file, got a folder: {real}")
     if fmt == "jsonl":
         return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real), None
     if fmt == "beir":
         return _beir_items(real, opts), _count_lines(real), None
+    if fmt == "chat":
+        return _chat_items(real, opts), None, None
     return _locomo_items(real, opts), None, None
 
 
