@@ -41,7 +41,7 @@ from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
 from memo.retrieve.results import build_results
 from memo.retrieve.run_arms import run_arms
-from memo.retrieve.scope import build_scope_sql, scope_counts
+from memo.retrieve.scope import build_scope_sql, scope_counts, unknown_namespaces
 from memo.retrieve.services import ArmServices
 from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
@@ -180,6 +180,13 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
             why=syntax if cause == "no_searchable_word" else (semantic.reason if semantic is not None else "?"))
         if cause == "abstained" and weak.dropped:
             reason = f"all {n_before_abstention} candidates had {weak.reason}"
+        if cause == "no_scope" and total == 0:
+            reason, hint = "the database holds no memories yet", "add some with `memo add` or `memo import`"
+        elif cause == "no_scope":
+            missing, have = unknown_namespaces(conn, request.scope)
+            if missing:
+                reason = (f"no memory is in namespace {', '.join(repr(n) for n in missing)}"
+                          + (f"; the namespaces are {', '.join(have)}" if have else "; the database is empty"))
     trace = Trace(
         profile=profile.name, fusion=profile.fusion.method, mode=checked.mode, model_id=model_id,
         arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r)) for r in runs),
