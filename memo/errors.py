@@ -83,6 +83,24 @@ class StoreBusy(StoreError):
     hint = "another process holds the write lock; retry in a moment"
 
 
+class StoreUnavailable(StoreBusy):
+    """The database server cannot be reached (stopped, restarting, connection lost mid-way).
+
+    A ``StoreBusy`` (exit 6): what was in flight was rolled back and may be retried once
+    the server is back; nothing acknowledged before it is lost.  PostgreSQL only (a SQLite
+    file is never "unreachable")."""
+
+    hint = "the database server is down or restarting; retry once it is back (nothing acknowledged was lost)"
+
+
+class DiskFull(StoreError):
+    """The database's disk (or tablespace) has no room: the write in flight was rolled back."""
+
+    exit_code = 12
+    http_status = 507
+    hint = "disk full: free space; nothing acknowledged was lost"
+
+
 class StoreCorrupt(StoreError):
     hint = "restore from `memo backup`, or run `memo reindex` if only derived indexes are damaged"
 
