@@ -66,6 +66,7 @@ class Acks:
         self.forgotten: set[str] = set()
         self.files: dict[str, list[str]] = {}
         self.errors: Counter[str] = Counter()
+        self.error_lines: dict[str, str] = {}   # error class -> one of its lines
         self.lines = 0
 
     def read(self, out: str) -> None:
@@ -86,6 +87,7 @@ class Acks:
                 self.forgotten.add(rest[0])
             elif kind == "E":
                 self.errors[rest[0]] += 1
+                self.error_lines.setdefault(rest[0], line)
             else:
                 raise AssertionError(f"unexpected worker line {line!r}")
 
@@ -182,3 +184,63 @@ def test_pg_kill9_writers_lose_no_acknowledged_write(tmp_path):
                "lost": 0, **figures[-1]}
     print(json.dumps(summary))
     assert acks.superseded and acks.forgotten and acks.files and acks.vectors, summary
+
+
+@pytest.mark.slow
+def test_pg_server_crash_and_restart_mid_write(tmp_path):
+    """A server of the test's own crashes twice under 3 writers (SIGKILL of the postmaster
+    and every backend, then ``pg_ctl stop -m immediate``), stays down for a second and
+    restarts on the same data directory.  Writers meet only ``StoreUnavailable`` (typed,
+    never a psycopg traceback: a worker exits 3 on any other exception), keep their
+    connection and write again once the server is back; a long-lived reading connection
+    (a server's) fails typed while the server is down and searches again after the
+    restart without being reopened; a fresh connection finds every acknowledged write."""
+    from memo.errors import StoreUnavailable
+    from memo.retrieve import SearchRequest, search
+    from tests.pg_server import OwnServer
+
+    srv = OwnServer()
+    procs: list[subprocess.Popen] = []
+    acks = Acks()
+    req = SearchRequest("pgfault", mode="keyword", limit=5)
+    try:
+        url = srv.database("memo_restart")
+        open_db(url).close()
+        pooled = open_db(url, write=False)
+        procs = [_spawn(url, f"w{n}", tmp_path) for n in range(3)]
+        down_errors = []
+        for how in ("kill", "immediate"):
+            time.sleep(2.0)
+            srv.crash(how)
+            with pytest.raises(StoreUnavailable) as err:
+                search(pooled, req)
+            down_errors.append(err.value.one_line())
+            time.sleep(1.0)
+            srv.start()
+            assert search(pooled, req).results, "the long-lived connection did not recover"
+        time.sleep(3.0)
+        (tmp_path / "stop").touch()
+        outs = []
+        for p in procs:
+            out, err_text = p.communicate(timeout=120)
+            assert p.returncode == 0, err_text[-3000:]
+            assert "Traceback" not in err_text, err_text[-3000:]
+            acks.read(out)
+            outs.append(out.splitlines())
+        pooled.close()
+        figures = _check(url, acks)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        srv.cleanup()
+    # Every writer met the outage (typed) and wrote again after the last restart.
+    assert set(acks.errors) == {"StoreUnavailable"}, acks.error_lines
+    for lines in outs:
+        last_error = max(i for i, line in enumerate(lines) if line.startswith("E "))
+        assert any(line.startswith("A ") for line in lines[last_error:]), lines[-5:]
+    summary = {"crashes": 2, "writers": 3, "acknowledged_lines": acks.lines,
+               "acknowledged_records": len(acks.passages), "typed_errors": dict(acks.errors), "lost": 0,
+               **figures, "down_error": down_errors[0]}
+    print(json.dumps(summary))

@@ -245,7 +245,7 @@ class PgConnection:
             # server is down or coming back (or the URL names the wrong host or port).
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {text}",
                                    hint="check that the server runs and the URL's host and port; "
-                                        "retry once it is up (nothing acknowledged was lost)") from None
+                                        "retry once it is up, nothing acknowledged was lost") from None
         # numeric (sum/avg of integers) reads as float, as SQLite's REAL would.
         pg.adapters.register_loader("numeric", FloatLoader)
         return pg
