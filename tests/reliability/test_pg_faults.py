@@ -39,7 +39,7 @@ pytestmark = pytest.mark.postgresql
 
 WORKER = Path(__file__).with_name("_pg_fault_worker.py")
 ROOT = Path(__file__).resolve().parents[2]
-KILL_ROUNDS = int(os.environ.get("MEMO_PG_KILL_ROUNDS", "6"))
+KILL_ROUNDS = int(os.environ.get("MEMO_PG_KILL_ROUNDS", "4"))
 KILL_WRITERS = 3
 
 
@@ -244,3 +244,97 @@ def test_pg_server_crash_and_restart_mid_write(tmp_path):
                "acknowledged_records": len(acks.passages), "typed_errors": dict(acks.errors), "lost": 0,
                **figures, "down_error": down_errors[0]}
     print(json.dumps(summary))
+
+
+def _mount_small_tmpfs(where: Path, mib: int, uid: int, gid: int) -> list[str]:
+    """Mount a ``mib``-MiB tmpfs owned by uid:gid at ``where``; returns the command prefix
+    used (``[]`` as root, ``sudo -n`` otherwise), or skips: PostgreSQL has no quota of
+    its own, and a small file system is the only honest way to fill its disk."""
+    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    try:
+        done = subprocess.run([*prefix, "mount", "-t", "tmpfs", "-o", f"size={mib}m,uid={uid},gid={gid},mode=0700",
+                               "tmpfs", str(where)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a small tmpfs for the tablespace: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs for the tablespace (needs root or passwordless sudo): "
+                    f"{done.stderr.strip()[:200]}")
+    return prefix
+
+
+@pytest.mark.slow
+def test_pg_full_tablespace_is_disk_full_and_loses_nothing(tmp_path):
+    """The database lives in a tablespace on a 24 MiB tmpfs (the server's own data
+    directory, WAL included, stays on the big disk); a ballast file leaves about 4 MiB
+    free.  Adds go on until one fails: it must be ``DiskFull`` (SQLSTATE 53100; exit 12
+    from the CLI, with "disk full" in its line), not StoreBusy nor a raw error.  Then the
+    ballast is deleted, writing works again, and every acknowledged add is there, whole."""
+    import pwd
+
+    from memo.errors import DiskFull
+    from memo.ops.add import add_record
+    from tests.pg_server import OwnServer
+
+    srv = OwnServer()
+    mnt = Path(srv.root + "-ts")
+    mnt.mkdir()
+    pw = pwd.getpwnam(srv.user) if srv.user else pwd.getpwuid(os.getuid())
+    prefix = None
+    acks = Acks()
+    try:
+        prefix = _mount_small_tmpfs(mnt, 24, pw.pw_uid, pw.pw_gid)
+        import psycopg
+
+        with psycopg.connect(srv.url, autocommit=True) as c:
+            c.execute(f"CREATE TABLESPACE small LOCATION '{mnt}'")
+        url = srv.database("memo_full", tablespace="small")
+        conn = open_db(url)
+        free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+        ballast = mnt / "ballast"
+        subprocess.run([*prefix, "dd", "if=/dev/zero", f"of={ballast}", "bs=64K",
+                        f"count={max(0, free - (4 << 20)) // 65536}"], check=True, capture_output=True)
+        bg = NoEmbedHere()
+        body = "\n\n".join(f"Paragraph {n}: " + " ".join(f"word{n}x{k}" for k in range(150)) for n in range(6))
+        full = None
+        for i in range(2000):
+            try:
+                rep = add_record(conn, _draft(f"full {i}\n\n{body}"), background=bg)
+            except DiskFull as exc:
+                full = exc
+                break
+            acks.passages[rep.record_id] = rep.passages
+        assert full is not None, "2000 adds fitted into 4 MiB"
+        assert "disk full" in full.one_line() and "nothing acknowledged was lost" in full.one_line()
+        # The CLI: exit 12, DiskFull named in its JSON document.
+        cli = subprocess.run([sys.executable, "-c", "from memo.cli import main; main()", "add", "--db", url,
+                              "--json", f"one more {body}"], capture_output=True, text=True, timeout=120,
+                             cwd=ROOT, env={**_env(), "MEMO_DB": url})
+        assert cli.returncode == 12, (cli.returncode, cli.stdout[-500:], cli.stderr[-1500:])
+        doc = json.loads(cli.stdout)
+        assert doc["error"] == "DiskFull" and "disk full" in doc["hint"], doc
+        assert "Traceback" not in cli.stderr, cli.stderr[-1500:]
+        subprocess.run([*prefix, "rm", "-f", str(ballast)], check=True)
+        rep = add_record(conn, _draft(f"after the ballast went {body}"), background=bg)
+        acks.passages[rep.record_id] = rep.passages
+        conn.close()
+        figures = _check(url, acks)
+    finally:
+        srv.cleanup()
+        if prefix is not None:
+            subprocess.run([*prefix, "umount", str(mnt)], capture_output=True)
+        mnt.rmdir()
+    print(json.dumps({"acknowledged_before_full": len(acks.passages) - 1, "lost": 0, **figures,
+                      "error": full.one_line()[:300]}))
+
+
+class NoEmbedHere:
+    model_id = None
+
+    def submit(self, record_ids=(), fact_pks=()) -> bool:  # noqa: ANN001
+        return True
+
+
+def _draft(body: str):  # noqa: ANN202
+    from memo.types import RecordDraft
+
+    return RecordDraft(body=body, namespace="pgfault")
