@@ -83,6 +83,26 @@ class StoreBusy(StoreError):
     hint = "another process holds the write lock; retry in a moment"
 
 
+class StoreUnavailable(StoreBusy):
+    """The database server cannot be reached (stopped, restarting, connection lost mid-way).
+
+    A ``StoreBusy`` (exit 6): what was in flight was rolled back and may be retried once
+    the server is back; nothing acknowledged before it is lost.  PostgreSQL only (a SQLite
+    file is never "unreachable")."""
+
+    hint = "the database server is down or restarting; retry once it is back (nothing acknowledged was lost)"
+
+
+class DiskFull(StoreError):
+    """The file system holding the database (a PostgreSQL tablespace, or a backup's
+    destination) has no room left.  Not damage: the write in flight rolled back; every
+    write acknowledged before is intact."""
+
+    exit_code = 12
+    http_status = 507
+    hint = "disk full: free space; nothing acknowledged was lost"
+
+
 class StoreCorrupt(StoreError):
     hint = "restore from `memo backup`, or run `memo reindex` if only derived indexes are damaged"
 
@@ -92,13 +112,6 @@ class StoreReadOnly(StoreError):
     an immutable file).  Not damage: reads work; only writes are refused."""
 
     hint = "read-only: searches work, writes need write access (to the file and its folder)"
-
-
-class DiskFull(StoreError):
-    """The file system holding the database (or a backup) has no room left.  Not damage:
-    the failed transaction rolled back; every write acknowledged before is intact."""
-
-    hint = "disk full: free space; nothing acknowledged was lost"
 
 
 class SchemaTooNew(StoreError):

@@ -15,6 +15,7 @@ from memo.ops.guard import store_errors
 from memo.ops.reports import AddReport
 from memo.ops.store_batch import PreparedItem, prepare_item
 from memo.store.connect import write_tx
+from memo.store.dialect import is_postgres
 from memo.store.records import (
     NewRecord,
     content_hash,
@@ -28,11 +29,15 @@ from memo.store.records import (
 from memo.types import PassageDraft, RecordDraft
 
 
-def prepare(draft: RecordDraft) -> tuple[PassageDraft, ...]:
+def prepare(draft: RecordDraft, *, nul_ok: bool = True) -> tuple[PassageDraft, ...]:
     """Everything that can reject a draft without touching the database (runs outside
-    the write transaction, so the lock is held only for the inserts)."""
+    the write transaction, so the lock is held only for the inserts).  ``nul_ok=False``
+    (PostgreSQL, ``storable_nul``): a NUL character in any text field is refused here,
+    so an import rejects that one item instead of failing its whole batch at the server."""
     validate_draft(draft)
     check_unicode(draft)
+    if not nul_ok:
+        check_no_nul(draft)
     if draft.event_at is not None:
         check_iso_date(draft.event_at)
     passages = split_record(draft)
@@ -60,6 +65,25 @@ def check_unicode(draft: RecordDraft) -> None:
     problem = json_problem(draft.meta)
     if problem:
         raise ValidationError(f"meta: {problem}")
+
+
+def storable_nul(conn: object) -> bool:
+    """Can this database store U+0000 in text?  SQLite can (it is stored and read back
+    as given); PostgreSQL's text type cannot."""
+    return not is_postgres(conn)
+
+
+def check_no_nul(draft: RecordDraft) -> None:
+    # meta is stored as JSON text, where a NUL is the escape \u0000: it round-trips.
+    fields = (("text", draft.body), ("title", draft.title), ("source", draft.source),
+              ("library", draft.library), ("version", draft.version), ("author", draft.author),
+              ("namespace", draft.namespace), ("event date", draft.event_at),
+              ("import path", draft.import_path), ("external id", draft.ext_id),
+              *(("tag", t) for t in draft.tags))
+    for name, value in fields:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValidationError(f"{name} holds a NUL character (U+0000), which PostgreSQL cannot store",
+                                  hint="remove the NUL characters from the input")
 
 
 def check_iso_date(value: str) -> None:
@@ -137,7 +161,7 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
     # Token counts, exact terms and entity mentions are worked out here, before the
     # writers' queue: with several writers the lock is the queue everyone waits in, so it
     # is held for the inserts only (the soak's ack p99, docs/reliability.md section 9).
-    item = prepare_item(draft, prepare(draft))
+    item = prepare_item(draft, prepare(draft, nul_ok=storable_nul(conn)))
     with write_tx(conn):
         report = store_prepared(conn, item)
     if report.status != "skipped":

@@ -43,7 +43,7 @@ Nothing else is written.
 
 Not damage: a read-only file or folder (a notice: searches work, writes need write
 access; the FTS5 check, which SQLite runs as a write, is skipped); a full disk that keeps
-the file from being opened (DiskFull, exit 6).  A path that is not a regular file (a
+the file from being opened (DiskFull, exit 12).  A path that is not a regular file (a
 folder, a device, a FIFO) or a file with nothing of SQLite in it is "not a memo database"
 (point --db at memo's file), never "restore a backup".
 """

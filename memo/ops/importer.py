@@ -45,7 +45,7 @@ from memo.ingest.files import (
     safe_name,
 )
 from memo.ingest.jsonl import iter_jsonl
-from memo.ops.add import prepare
+from memo.ops.add import prepare, storable_nul
 from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
@@ -304,6 +304,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     items, total, walk = _items(real, fmt, opts)
     base = walk.root if walk else real.parent       # what the items' relative paths are under
     batcher = _Batcher(conn, opts.batch_size)
+    nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = []
     for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
@@ -314,7 +315,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
         elif item.draft is not None:
             try:
                 draft = _absolute(item.draft, base)
-                prepared = prepare_item(draft, prepare(item.draft))
+                prepared = prepare_item(draft, prepare(item.draft, nul_ok=nul_ok))
             except ValidationError as exc:
                 rejected.append(Rejection(item.rel, str(exc)))
             except Exception as exc:   # a splitter bug (RecursionError...) must not stop the import

@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass, replace
 
 from memo.errors import ConfirmationRequired, NotFound, ValidationError
-from memo.ops.add import mark_superseded, prepare
+from memo.ops.add import mark_superseded, prepare, storable_nul
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
 from memo.ops.paging import check_page
@@ -99,7 +99,7 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, *, background: E
                         event_at=old.event_at, trust=old.trust, author=old.author,
                         import_path=old.import_path, ext_id=old.ext_id, meta=old.meta)
     draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
-    passages = prepare(draft)
+    passages = prepare(draft, nul_ok=storable_nul(conn))
     with write_tx(conn):
         # Re-read under the write lock: another writer may have superseded it meanwhile.
         row = conn.execute("SELECT superseded_by, forgotten_at FROM records WHERE id = ?",

@@ -41,7 +41,7 @@ ROOT = typer.main.get_command(app)
 # Names a JSON error document may carry: memo's error classes.
 ERROR_NAMES = {name for name, obj in vars(memo_errors).items()
                if isinstance(obj, type) and issubclass(obj, memo_errors.MemoError)}
-EXIT_CODES = set(range(0, 9)) | {9, 10}   # 9, 10: `memo doctor` verdicts (docs/cli-json.md)
+EXIT_CODES = set(range(0, 9)) | {9, 10, 12}   # 9, 10: `memo doctor` verdicts; 12: DiskFull (docs/cli-json.md)
 
 
 def _subcommands(cmd: Any) -> dict[str, Any]:

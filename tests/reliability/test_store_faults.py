@@ -133,7 +133,7 @@ def test_a_full_disk_is_named_and_nothing_acknowledged_is_lost(seeded, small_fs,
     for args in (("search", "deploy"), ("doctor",)):
         proc = subprocess.run([sys.executable, "-m", "memo", *args, "--db", str(db), "--json"],
                               capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 6 and json.loads(proc.stdout)["error"] == "DiskFull", (proc.stdout, proc.stderr)
+        assert proc.returncode == 12 and json.loads(proc.stdout)["error"] == "DiskFull", (proc.stdout, proc.stderr)
     assert not Path(f"{db}-damaged").exists()
 
 
