@@ -117,7 +117,7 @@ def test_a_full_disk_is_named_and_nothing_acknowledged_is_lost(seeded, small_fs,
     _fill(small_fs, 96 * 1024)
     big = tmp_path / "big.md"
     big.write_text("word " * 60_000)
-    err = js("import", str(big), "--db", str(db), "--no-embed", "--no-progress", code=6)
+    err = js("import", str(big), "--db", str(db), "--no-embed", "--no-progress", code=12)
     assert err["error"] == "DiskFull", err
     assert err["hint"] == "disk full: free space; nothing acknowledged was lost"
     doc = js("doctor", "--db", str(db))
@@ -141,7 +141,7 @@ def test_a_backup_to_a_full_disk_blames_the_disk_not_the_database(seeded, small_
     db = tmp_path / "m.db"
     shutil.copy(seeded, db)
     _fill(small_fs, 16 * 1024)
-    err = js("backup", str(small_fs / "b.db"), "--db", str(db), code=6)
+    err = js("backup", str(small_fs / "b.db"), "--db", str(db), code=12)
     assert err["error"] == "DiskFull" and str(small_fs) in err["message"], err
     assert "the database itself is fine" in err["hint"]
     assert not Path(f"{db}-damaged").exists()
