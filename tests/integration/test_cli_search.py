@@ -139,3 +139,20 @@ def test_text_output_says_what_json_says(tmp_path):
     assert "4 more ranked results did not fit (limit/budget)" in narrow.stdout
     assert re.search(r"to narrow: --namespace (ops|home) would leave out the [24] ranked results from elsewhere",
                      narrow.stdout), narrow.stdout
+
+
+def test_an_unknown_namespace_names_the_ones_that_exist(db):
+    doc = js("search", "deploy", "--namespace", "nosuch", "--db", db)
+    assert doc["cause"] == "no_scope" and not doc["abstained"]
+    assert doc["reason"] == "no memory is in namespace 'nosuch'; the namespaces are ops, kitchen"
+
+
+def test_an_empty_database_says_so_and_is_not_degraded(tmp_path):
+    db = str(tmp_path / "m.db")
+    rid = js("add", "a note to purge", "--db", db)["record_id"]
+    run("forget", rid, "--yes", "--db", db)
+    run("purge", "--yes", "--db", db)
+    for mode in ("auto", "semantic", "keyword"):
+        result = run("search", "note", "--db", db, "--mode", mode)
+        assert "degraded" not in result.stderr, (mode, result.stderr)
+        assert result.stdout.startswith("No results: the database holds no memories yet."), result.stdout

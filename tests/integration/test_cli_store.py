@@ -214,3 +214,13 @@ def test_import_options_root_max_bytes_kind(db, tmp_path):
     rec = js("get", rep["record_ids"][0], "--db", db)
     assert rec["kind"] == "conversation" and [p["speaker"] for p in rec["passages"]] == ["Ann", "Bob"]
     assert (rec["tags"], rec["author"], rec["trust"]) == (["t"], "me", 0.5)
+
+
+def test_stats_text_reads_as_words_not_python(tmp_path):
+    db = str(tmp_path / "m.db")
+    run("add", "an ops note", "--namespace", "ops", "--db", db)
+    run("add", "another ops note", "--namespace", "ops", "--db", db)
+    run("add", "a home note", "--namespace", "home", "--db", db)
+    out = run("stats", "--db", db).stdout
+    assert "{" not in out and "'" not in out, out
+    assert "namespaces    ops 2, home 1" in out and "kinds         note 3" in out
