@@ -29,7 +29,8 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from pathlib import Path, PurePath
+from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import typer
 from typer._click.exceptions import ClickException, UsageError
@@ -228,6 +229,54 @@ def json_stdout(enabled: bool) -> Iterator[None]:
         os.close(saved)
 
 
+def _metavar(param: Any) -> str | None:
+    """What ``--help`` shows after an option or for an argument: words a user reads (TEXT,
+    N, PATH, the choices), not the Python type typer would print (``<str>``,
+    ``<list[str]>``)."""
+    if getattr(param, "param_type_name", "") == "argument":
+        return param.name.upper() + ("..." if param.nargs == -1 else "")
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None or _says_itself(param) or getattr(param, "count", False):
+        return None
+    if desc.is_choice and desc.choices:
+        return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+    if desc.is_path:
+        return "PATH"
+    base = desc.annotation
+    if get_origin(base) is list:
+        base = get_args(base)[0]
+    if base is int:
+        return "N"
+    if base is float:
+        return "NUMBER"
+    if base is Path or (isinstance(base, type) and issubclass(base, PurePath)):
+        return "PATH"
+    return "TEXT"
+
+
+def _says_itself(param: Any) -> bool:
+    """An argument (its metavar is its name) or a flag (it takes no value)."""
+    if getattr(param, "param_type_name", "") == "argument" or getattr(param, "is_flag", False):
+        return True
+    desc = getattr(param, "type_descriptor", None)
+    return desc is not None and desc.annotation is bool
+
+
+def plain_metavars(cmd: Any) -> None:
+    """Give every parameter of ``cmd`` (and of its sub-commands) a plain metavar, unless it
+    has one of its own."""
+    for param in getattr(cmd, "params", ()):
+        if param.metavar is None:
+            param.metavar = _metavar(param)
+        if _says_itself(param) and hasattr(param, "display_type_rich"):
+            # typer prints the Python type beside an argument's name (`QUERY <str>`) and a
+            # flag's (`--explain <bool>`); the name says it (an instance attribute shadows
+            # the method for this parameter only).
+            param.display_type_rich = lambda ctx: None
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        plain_metavars(sub)
+
+
 class MemoGroup(TyperGroup):
     """The ``memo`` group: usage errors become a JSON error document under ``--json``,
     stdout carries nothing but that document, and no exception escapes as a traceback."""
@@ -278,6 +327,8 @@ class MemoGroup(TyperGroup):
         name, cmd, rest = super().resolve_command(ctx, args)
         if name in plugins.SLOTS:
             cmd = plugins.load(name) or cmd
+        if cmd is not None:
+            plain_metavars(cmd)
         return name, cmd, rest
 
     def _show_usage_error(self, exc: ClickException) -> None:

@@ -335,3 +335,11 @@ def test_real_process_plain_error_is_one_line(tmp_path: Path) -> None:
     assert proc.stdout == b""
     lines = proc.stderr.decode(errors="replace").strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
+
+
+def test_help_shows_words_not_python_types() -> None:
+    """Issue 32: `--help` showed `<bool>`, `<str>`, `<list[str]>` (typer's Python types)."""
+    for path, _ in LEAVES:
+        out = CliRunner().invoke(app, [*path, "--help"], terminal_width=200).stdout
+        for python in ("<str>", "<bool>", "<int>", "<float>", "<list[", "<Path>"):
+            assert python not in out, (path, python, out)
