@@ -131,8 +131,8 @@ def mcp_hint(err: MemoError) -> str:
 def error_result(err: MemoError) -> CallToolResult:
     hint = mcp_hint(err)
     message = str(err).replace("\n", " ")
-    line = f"{type(err).__name__}: {message}" + (f" (hint: {hint})" if hint else "")
-    doc = {"error": type(err).__name__, "message": message, "hint": hint, "exit_code": err.exit_code}
+    line = f"{err.error_name}: {message}" + (f" (hint: {hint})" if hint else "")
+    doc = {"error": err.error_name, "message": message, "hint": hint, "exit_code": err.exit_code}
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=doc, is_error=True)
 
 

@@ -100,7 +100,7 @@ def web_hint(err: MemoError) -> str:
 
 
 def memo_error_response(err: MemoError) -> JSONResponse:
-    return error_response(err.http_status, type(err).__name__, str(err).replace("\n", " "), web_hint(err))
+    return error_response(err.http_status, err.error_name, str(err).replace("\n", " "), web_hint(err))
 
 
 # Fixed names (HTTPStatus phrases changed between Python versions, e.g. 413).
