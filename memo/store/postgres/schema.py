@@ -262,7 +262,13 @@ M001 = M001.replace("{postings_passage_terms}", _POSTINGS.format(name="passage_t
            .replace("{postings_exact_terms}", _POSTINGS.format(name="exact_terms", parent="exact_fts(rowid)")) \
            .replace("{postings_fact_terms}", _POSTINGS.format(name="fact_terms", parent="facts(pk)"))
 
-MIGRATIONS: tuple[str, ...] = (M001,)
+# Evidence ids given as ext_ids are index lookups (SQLite's migration 4, issue 33.1).
+M002 = """
+CREATE INDEX records_ext_id ON records(ext_id) WHERE ext_id IS NOT NULL;
+CREATE INDEX passages_ext ON passages(ext_id) WHERE ext_id IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (M001, M002)
 LATEST = len(MIGRATIONS)
 
 
