@@ -16,6 +16,9 @@ action that fixes it):
    vector: pending, a notice.
 7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
 
+Beside them, a ``leftovers`` notice lists temporary files of killed backups and restores
+in the database's folder with the command that removes them (``memo.ops.leftovers``).
+
 Severity of a finding, and the exit code of ``memo doctor``:
 
 * ``notice`` (exit 0): nothing is wrong; e.g. vectors pending (``memo backfill``).
@@ -41,6 +44,7 @@ from typing import Any
 
 from memo.embed import DEFAULT_MODEL_ID
 from memo.errors import MemoError, StoreError
+from memo.ops.leftovers import doctor_notes
 from memo.store.connect import connect
 from memo.store.damage import check_header, clear_marker, is_corrupt_error, mark_damaged, read_marker
 from memo.store.db import resolve_db_path
@@ -133,6 +137,8 @@ def doctor(path: str | Path | None = None) -> DoctorReport:
     finally:
         if conn is not None:
             conn.close()
+    for problem, action in doctor_notes(p):     # killed backups' and restores' copies
+        run.find("leftovers", "notice", problem, action)
     status = max((f.severity for f in run.findings), key=_RANK.__getitem__, default="ok")
     marker_after = _update_marker(run, marker, status)
     return DoctorReport(path=str(p), status=status, exit_code=_EXIT[status], schema_version=version,
