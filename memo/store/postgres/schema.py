@@ -1,6 +1,6 @@
 """PostgreSQL schema: numbered migrations, gated by ``memo_meta.schema_version``.
 
-The tables and columns are SQLite's (``memo.store.migrations`` v1-v3, ``memo.store.mentions``)
+The tables and columns are SQLite's (``memo.store.migrations`` v1-v4, ``memo.store.mentions``)
 so the canonical statements run unchanged on both engines; times stay ISO-8601 text
 (the scope filter compares them as text on both).  What differs:
 
