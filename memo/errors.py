@@ -20,12 +20,21 @@ class MemoError(Exception):
         if hint is not None:
             self.hint = hint
 
+    @property
+    def error_name(self) -> str:
+        """The error's public class name, shown as ``error`` in JSON, MCP and web answers:
+        a private subclass (``_Name``, an implementation detail) shows as its public base."""
+        for cls in type(self).__mro__:
+            if not cls.__name__.startswith("_"):
+                return cls.__name__
+        return "MemoError"
+
     def one_line(self) -> str:
         msg = str(self).replace("\n", " ")
         return f"{msg} ({self.hint})" if self.hint else msg
 
     def to_dict(self) -> dict[str, object]:
-        return {"error": type(self).__name__, "message": str(self), "hint": self.hint,
+        return {"error": self.error_name, "message": str(self), "hint": self.hint,
                 "exit_code": self.exit_code}
 
 

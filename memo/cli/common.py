@@ -22,6 +22,7 @@ Nothing else may come out (issue 9):
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -131,6 +132,11 @@ def check_text_params(kwargs: dict[str, Any]) -> None:
                                       hint="pass the text in UTF-8 (check the terminal's or the file's encoding)")
 
 
+# OSErrors that say a path is unusable as given (not that the disk or the system failed).
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EINVAL,
+                          errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS})
+
+
 def unexpected_error(exc: BaseException, where: str = "memo") -> MemoError:
     """A ``MemoError`` for an exception memo did not map itself (never a traceback)."""
     if os.environ.get("MEMO_DEBUG"):
@@ -141,6 +147,14 @@ def unexpected_error(exc: BaseException, where: str = "memo") -> MemoError:
                                hint="pass text in UTF-8 without lone surrogates")
     if isinstance(exc, OSError) and exc.strerror:
         path = f": {os.fsdecode(exc.filename)}" if exc.filename is not None else ""
+        if exc.filename is not None and exc.errno in _PATH_ERRNOS:
+            # A path memo was given (or one beside it) that cannot be used as it is: the
+            # caller's input, so exit 2 like any other bad value (issue 33.5: a 300-character
+            # --db or DEST was a generic error, exit 1).
+            return ValidationError(f"{where}: the path cannot be used: {exc.strerror}{path[:300]}"
+                                   f"{'…' if len(path) > 300 else ''}",
+                                   hint="check the path: its length, that its folders exist and are folders, "
+                                        "and its permissions")
         return MemoError(f"{where} failed: {exc.strerror}{path}",
                          hint="check the path, that it is the kind of file expected, and its permissions")
     return MemoError(f"{where} failed unexpectedly ({type(exc).__name__}: {_first_line(exc)})",

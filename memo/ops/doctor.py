@@ -26,6 +26,9 @@ action that fixes it):
    vector: pending, a notice.
 7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
 
+Beside them, a ``leftovers`` notice lists temporary files of killed backups and restores
+in the database's folder with the command that removes them (``memo.ops.leftovers``).
+
 Severity of a finding, and the exit code of ``memo doctor``:
 
 * ``notice`` (exit 0): nothing is wrong; e.g. vectors pending (``memo backfill``).
@@ -59,6 +62,7 @@ from typing import Any
 
 from memo.embed import DEFAULT_MODEL_ID
 from memo.errors import DiskFull, MemoError, StoreError
+from memo.ops.leftovers import doctor_notes
 from memo.store.connect import connect
 from memo.store.damage import (
     NOT_A_FILE_HINT,
@@ -172,6 +176,8 @@ def doctor(path: str | Path | None = None, *, full: bool = False) -> DoctorRepor
     finally:
         if conn is not None:
             conn.close()
+    for problem, action in doctor_notes(p):     # killed backups' and restores' copies
+        run.find("leftovers", "notice", problem, action)
     status = max((f.severity for f in run.findings), key=_RANK.__getitem__, default="ok")
     marker_after = _update_marker(run, marker, status)
     return DoctorReport(path=str(p), status=status, exit_code=_EXIT[status], schema_version=version,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 import time
 from pathlib import Path
 
 from memo.errors import DiskFull, StoreCorrupt, StoreError, ValidationError
 from memo.ops.guard import store_errors
+from memo.ops.leftovers import DB_FILES, SIDECARS, clean_leftovers, temp_path_beside  # noqa: F401 (re-exported)
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, read_tx, write_tx
 from memo.store.damage import clear_marker, fault_from, integrity_lines, is_corrupt_error, read_marker
@@ -19,7 +19,6 @@ from memo.store.mentions import rebuild_mentions
 from memo.store.migrations import user_version
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.connection import redact
-from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 
 # Canonical and derived tables whose row counts a backup must reproduce.
 COUNTED_TABLES = ("records", "record_tags", "passages", "vectors", "exact_fts", "memo_meta",
@@ -181,8 +180,6 @@ def _counts(conn: sqlite3.Connection) -> dict[str, int]:
 # -- backup ------------------------------------------------------------------------------
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-SIDECARS = ("-wal", "-shm", "-journal")                # SQLite's own files beside a database
-DB_FILES = (*SIDECARS, WRITER_LOCK_SUFFIX)              # ... and memo's writers' queue lock
 
 
 def is_sqlite_file(path: str | Path) -> bool:
@@ -231,11 +228,6 @@ def remove_db_files(path: str | Path) -> None:
     """Delete a private temporary database and any file SQLite or memo left beside it."""
     for s in ("", *DB_FILES):
         Path(f"{path}{s}").unlink(missing_ok=True)
-
-
-def temp_path_beside(target: Path, tag: str) -> Path:
-    """A fresh hidden name in ``target``'s folder (same file system: os.replace is atomic)."""
-    return target.with_name(f".{target.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def _attached_files(conn: sqlite3.Connection) -> list[str]:
@@ -419,6 +411,7 @@ def backup(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = Fals
     started = time.monotonic()
     src_path = _db_file(conn)
     real = check_backup_dest(conn, dest, overwrite=overwrite)
+    clean_leftovers(real.parent)     # copies of killed backups (memo.ops.leftovers)
     tmp = temp_path_beside(real, "backup")
     try:
         try:

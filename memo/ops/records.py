@@ -16,6 +16,7 @@ from memo.store.derived import unindex_passages
 from memo.store.facts import facts_of_record, purge_fact_rows
 from memo.store.mentions import drop_record_mentions
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
+from memo.text.limits import MAX_IDS, check_list
 from memo.types import KINDS, Record, RecordDraft
 
 
@@ -131,6 +132,7 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
     ids = tuple(dict.fromkeys(record_ids))
     if not ids:
         raise ValidationError("no record ids given")
+    check_list("record ids", ids, MAX_IDS)
     if len(ids) > 1 and not confirm:
         raise ConfirmationRequired(f"forgetting {len(ids)} records needs confirmation",
                                    hint="repeat with --yes to forget all of them")

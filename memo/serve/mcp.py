@@ -62,6 +62,7 @@ from memo.profile import Profile
 from memo.serve.mcp_http import DEFAULT_PORT, MCP_PATH, TOKEN_ENV, serve_http
 from memo.serve.mcp_tools import MemoTools
 from memo.store.postgres.connection import redact
+from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_IDS, MAX_TAGS
 from memo.types import MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")
@@ -132,8 +133,8 @@ def mcp_hint(err: MemoError) -> str:
 def error_result(err: MemoError) -> CallToolResult:
     hint = mcp_hint(err)
     message = str(err).replace("\n", " ")
-    line = f"{type(err).__name__}: {message}" + (f" (hint: {hint})" if hint else "")
-    doc = {"error": type(err).__name__, "message": message, "hint": hint, "exit_code": err.exit_code}
+    line = f"{err.error_name}: {message}" + (f" (hint: {hint})" if hint else "")
+    doc = {"error": err.error_name, "message": message, "hint": hint, "exit_code": err.exit_code}
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=doc, is_error=True)
 
 
@@ -549,15 +550,16 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         source: Annotated[OptStr, Field(description="Where it came from (a system, a URL...).")] = None,
         library: Annotated[OptStr, Field(description="Library the doc or code belongs to.")] = None,
         version: Annotated[OptStr, Field(description="Library version the doc describes.")] = None,
-        tags: Annotated[StrList, Field(description="Tags.")] = None,
+        tags: Annotated[StrList, Field(max_length=MAX_TAGS, description=f"Tags (at most {MAX_TAGS}).")] = None,
         event_at: Annotated[IsoDate, Field(description="When it happened (ISO-8601).")] = None,
         trust: Annotated[Trust, Field(description="How far to trust it, 0..1 (default 1).")] = None,
         author: Annotated[OptStr, Field(description="Who or what wrote it (provenance).")] = None,
         ext_id: Annotated[OptStr, Field(description="An id in the source system.")] = None,
         meta: Annotated[dict[str, Any] | None, Field(description="Free-form JSON metadata, stored as is.")] = None,
-        entities: Annotated[StrList, Field(description=(
+        entities: Annotated[StrList, Field(max_length=MAX_ENTITIES, description=(
             "Entities the memory is about (people, places, projects...): every passage mentions them, "
-            "for the entity and graph search arms; stored as meta.entities."))] = None,
+            f"for the entity and graph search arms; stored as meta.entities (at most {MAX_ENTITIES}, "
+            "meta.entities included)."))] = None,
         wait: Wait = False,
     ) -> CallToolResult:
         """Store one memory. The same text twice in a namespace is stored once (status
@@ -597,7 +599,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         id: RecordId,  # noqa: A002
         text: Annotated[str, Field(min_length=1, description="The new text of the record.")],
         title: OptStr = None, source: OptStr = None, library: OptStr = None, version: OptStr = None,
-        tags: Annotated[StrList, Field(description="New tags (default: keep the old ones).")] = None,
+        tags: Annotated[StrList, Field(max_length=MAX_TAGS, description=(
+            f"New tags (default: keep the old ones; at most {MAX_TAGS})."))] = None,
         event_at: IsoDate = None, trust: Trust = None, author: OptStr = None,
         wait: Wait = False,
     ) -> CallToolResult:
@@ -611,7 +614,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     @tool("memory_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
     def memory_forget(
-        ids: Annotated[list[Str], Field(min_length=1, description="Record ids to forget.")],
+        ids: Annotated[list[Str], Field(min_length=1, max_length=MAX_IDS, description=(
+            f"Record ids to forget (at most {MAX_IDS:,} per call)."))],
         confirm: Annotated[int | None, Field(ge=1, description=(
             "Required when more than one id is given: the number of distinct ids, "
             "as explicit confirmation of a destructive operation."))] = None,
@@ -624,9 +628,9 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     def memory_fact_add(
         text: Annotated[str, Field(min_length=1, description="The fact: one short statement.")],
-        evidence: Annotated[list[Str], Field(min_length=1, description=(
+        evidence: Annotated[list[Str], Field(min_length=1, max_length=MAX_EVIDENCE_IDS, description=(
             "Evidence: passage ids '<record>:<n>', record ids (all their passages) or record/passage "
-            "ext_ids. The fact votes for these passages in memory_search."))],
+            f"ext_ids, at most {MAX_EVIDENCE_IDS}. The fact votes for these passages in memory_search."))],
         namespace: Annotated[str, Field(min_length=1, description="Namespace of the fact.")] = "default",
         subject: OptStr = None, predicate: OptStr = None, object: OptStr = None,  # noqa: A002
         event_at: Annotated[IsoDate, Field(description="When it happened (ISO-8601).")] = None,
@@ -658,7 +662,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     @tool("memory_fact_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
     def memory_fact_forget(
-        ids: Annotated[list[Str], Field(min_length=1, description="Fact ids to forget.")],
+        ids: Annotated[list[Str], Field(min_length=1, max_length=MAX_IDS, description=(
+            f"Fact ids to forget (at most {MAX_IDS:,} per call)."))],
         confirm: Annotated[int | None, Field(ge=1, description=(
             "Required when more than one id is given: the number of distinct ids."))] = None,
     ) -> CallToolResult:

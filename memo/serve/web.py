@@ -74,6 +74,7 @@ _WEB_HINTS: dict[str, str] = {
     "NotFound": "record ids come from search results (record_id) or an add report; routes are in docs/web.md",
     "Unauthorized": "send 'Authorization: Bearer <token>'; the token is in the URL `memo web` printed",
     "Forbidden": "open the URL `memo web` printed (127.0.0.1, localhost or [::1] with its port)",
+    "BadRequest": "send a Host header of the form 127.0.0.1:PORT (the URL `memo web` printed)",
     "ContentTooLarge": f"send at most {MAX_BODY_BYTES} bytes per request",
     "UnsupportedMediaType": "send the body as JSON with 'Content-Type: application/json'",
     "MethodNotAllowed": "see docs/web.md for the method of each route",
@@ -100,7 +101,7 @@ def web_hint(err: MemoError) -> str:
 
 
 def memo_error_response(err: MemoError) -> JSONResponse:
-    return error_response(err.http_status, type(err).__name__, str(err).replace("\n", " "), web_hint(err))
+    return error_response(err.http_status, err.error_name, str(err).replace("\n", " "), web_hint(err))
 
 
 # Fixed names (HTTPStatus phrases changed between Python versions, e.g. 413).
@@ -156,7 +157,12 @@ class GuardMiddleware:
                     headers["Cache-Control"] = "no-store"
             await send(message)
 
-        rejection = self.check(scope)
+        try:
+            rejection = self.check(scope)
+        except (ValueError, UnicodeError, OverflowError):
+            # Header values no predicate foresaw: the client's request is malformed, and
+            # the answer still carries the security headers (never starlette's plain 500).
+            rejection = error_response(400, "BadRequest", "the request's headers are malformed")
         if rejection is not None:
             await rejection(scope, receive, send_secured)
             return
@@ -167,6 +173,8 @@ class GuardMiddleware:
         server = scope.get("server") or (None, None)
         port = server[1] if server[1] is not None else 80
         host = headers.get("host")
+        if guard.host_malformed(host):
+            return error_response(400, "BadRequest", f"Host {_short(host)} is not a valid host[:port]")
         if not guard.host_allowed(host, port, self.names):
             return error_response(403, "Forbidden", f"Host {_short(host)} is not allowed")
         origin = headers.get("origin")
@@ -178,7 +186,7 @@ class GuardMiddleware:
             return error_response(401, "Unauthorized", "missing or wrong token",
                                   headers={"WWW-Authenticate": 'Bearer realm="memo"'})
         length = headers.get("content-length")
-        if length is not None and length.strip().isdigit() and int(length) > self.max_body:
+        if length is not None and length.strip().isascii() and length.strip().isdigit() and int(length) > self.max_body:
             return error_response(413, "ContentTooLarge", f"request body is over {self.max_body} bytes")
         return None
 

@@ -271,7 +271,10 @@ def _create_whole(path: Path) -> None:
                or StoreError(f"cannot create the database {path}: {exc}")) from exc
     finally:
         for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+            try:
+                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+            except OSError:       # e.g. a name too long to exist: nothing to remove, keep the real error
+                pass
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

@@ -35,7 +35,22 @@ def resolve_db_path(path: str | Path | None) -> Path:
     if is_db_url(path if path else os.environ.get("MEMO_DB")):
         raise ValidationError("this command works on a SQLite database file, not a PostgreSQL URL",
                               hint="use the server's own tools (pg_dump, pg_restore) for PostgreSQL")
-    return Path(path).expanduser() if path else default_db_path()
+    return _usable(Path(path).expanduser()) if path else default_db_path()
+
+
+def _usable(p: Path) -> Path:
+    """``p`` unless the system refuses the path itself (a name longer than the file system
+    allows, a folder that is a file...): a ValidationError naming the problem, not a bare
+    OSError (issue 33.5).  A missing file is fine: the write path creates it."""
+    try:
+        os.stat(p)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        shown = str(p) if len(str(p)) <= 300 else str(p)[:300] + "…"
+        raise ValidationError(f"the database path {shown} cannot be used: {exc.strerror or exc}",
+                              hint="pass --db / MEMO_DB with a usable file path") from None
+    return p
 
 
 def resolve_db(db: str | Path | None) -> str | Path:

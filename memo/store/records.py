@@ -20,7 +20,7 @@ from memo.store.mentions import (
     write_passage_mentions,
 )
 from memo.text.entities import EntityMention
-from memo.text.limits import MAX_BODY_CHARS
+from memo.text.limits import MAX_BODY_CHARS, MAX_ENTITIES, MAX_TAGS, check_list
 from memo.text.tokens import count_tokens
 from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
 
@@ -54,9 +54,13 @@ def validate_draft(draft: RecordDraft) -> None:
         raise ValidationError(f"trust {draft.trust} is outside 0..1")
     if not draft.namespace or not draft.namespace.strip():
         raise ValidationError("namespace is empty")
+    check_list("tags", draft.tags, MAX_TAGS)
     for tag in draft.tags:
         if not tag.strip():
             raise ValidationError("a tag is empty")
+    check_list("entities", explicit_entities(draft.meta), MAX_ENTITIES,
+               hint=f"name at most {MAX_ENTITIES} entities (--entity, entities, meta.entities) per record; "
+                    "names in the text are found without being listed")
 
 
 def find_live_duplicate(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
