@@ -256,9 +256,7 @@ def _metavar(param: Any) -> str | None:
         return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
     if desc.is_path:
         return "PATH"
-    base = desc.annotation
-    if get_origin(base) is list:
-        base = get_args(base)[0]
+    base = _bare(desc.annotation)
     if base is int:
         return "N"
     if base is float:
@@ -273,7 +271,15 @@ def _says_itself(param: Any) -> bool:
     if getattr(param, "param_type_name", "") == "argument" or getattr(param, "is_flag", False):
         return True
     desc = getattr(param, "type_descriptor", None)
-    return desc is not None and desc.annotation is bool
+    return desc is not None and _bare(desc.annotation) is bool
+
+
+def _bare(annotation: Any) -> Any:
+    """``X | None`` -> X; ``list[X]`` -> X."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is list or (args and len(args) == 1):
+        return _bare(args[0])
+    return annotation
 
 
 def plain_metavars(cmd: Any) -> None:
@@ -287,6 +293,16 @@ def plain_metavars(cmd: Any) -> None:
             # flag's (`--explain <bool>`); the name says it (an instance attribute shadows
             # the method for this parameter only).
             param.display_type_rich = lambda ctx: None
+    if not getattr(cmd, "_memo_plain_help", False) and hasattr(cmd, "get_help_option"):
+        made = cmd.get_help_option
+
+        def help_option(ctx: Any) -> Any:
+            opt = made(ctx)
+            if opt is not None:
+                opt.display_type_rich = lambda ctx: None
+            return opt
+
+        cmd.get_help_option, cmd._memo_plain_help = help_option, True
     for sub in (getattr(cmd, "commands", None) or {}).values():
         plain_metavars(sub)
 
@@ -307,6 +323,7 @@ class MemoGroup(TyperGroup):
 
     def _run(self, argv: list[str], prog_name: str | None, complete_var: str | None, as_json: bool,
              **extra: Any) -> int:
+        plain_metavars(self)
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
