@@ -202,6 +202,10 @@ def m004_ext_indexes(conn: sqlite3.Connection) -> None:
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes]
 LATEST = len(MIGRATIONS)
+# The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
+# add only indexes that writes use (m004), so a database from the previous memo searches
+# before anything writes to it; the first write migrates it.
+READ_FROM = 3
 
 
 def user_version(conn: sqlite3.Connection) -> int:
@@ -255,7 +259,7 @@ def check_schema(conn: sqlite3.Connection) -> None:
         raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
     _refuse_negative(current)
     check_tables(conn, current)
-    if current < LATEST:
+    if current < READ_FROM:
         raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
                          hint="run any write command (e.g. `memo stats --migrate` or `memo import`) to migrate")
 

@@ -270,6 +270,8 @@ CREATE INDEX passages_ext ON passages(ext_id) WHERE ext_id IS NOT NULL;
 
 MIGRATIONS: tuple[str, ...] = (M001, M002)
 LATEST = len(MIGRATIONS)
+# The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use).
+READ_FROM = 1
 
 
 def schema_version(conn: Any) -> int:
@@ -322,6 +324,6 @@ def check_schema(conn: Any) -> None:
         _check_not_foreign(conn, 0)
         raise StoreError("no memo database at this PostgreSQL URL yet",
                          hint="add something first (`memo add` / `memo import`) with the same --db")
-    if current < LATEST:
+    if current < READ_FROM:
         raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
                          hint="run any write command (e.g. `memo stats --migrate`) to migrate")
