@@ -171,6 +171,21 @@ def _chat_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
             yield FileItem(f"{real.name}{where}", rejected=reason)
 
 
+def _refuse_non_jsonl(path: Path) -> None:
+    """``--format jsonl`` on a file whose first line is no JSON object (a markdown file):
+    one clear error, not a rejection for every line of it."""
+    from memo.ingest.beir import open_binary
+    try:
+        with open_binary(path) as fh:
+            first = next((line for line in iter(lambda: fh.readline(1 << 16), b"") if line.strip()), b"")
+    except (OSError, EOFError, DatasetError):
+        return                      # unreadable: the import itself reports it
+    head = first.lstrip(b"\xef\xbb\xbf \t")
+    if head and not head.startswith(b"{"):
+        raise ValidationError(f"{path.name} is not JSONL (its first line is not a JSON object)",
+                              hint="import it without --format (files are read by their type), or give a .jsonl file")
+
+
 def _count_lines(path: Path) -> int | None:
     """Non-blank lines, for the progress bar's total (a cheap pre-pass; gzip is read
     through).  None when the file cannot be read (or is not a regular file: a FIFO is
@@ -197,6 +212,7 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
     if fmt in ("jsonl", "beir", "locomo", "chat") and real.is_dir():
         raise ValidationError(f"--format {fmt} needs a file, got a folder: {real}")
     if fmt == "jsonl":
+        _refuse_non_jsonl(real)
         return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real), None
     if fmt == "beir":
         return _beir_items(real, opts), _count_lines(real), None

@@ -44,7 +44,7 @@ def check_query(query: object) -> tuple[str, tuple[str, ...]]:
         clipped = scrub_surrogates(clipped)
         notes.append("lone surrogate code points in the query were replaced by U+FFFD")
     if not clipped.strip():
-        raise QuerySyntaxError("the query is empty")
+        raise QuerySyntaxError("the query is empty", hint="give what to look for: a question or a few words")
     if has_cjk(clipped):
         # Say what the keyword arm looks up: a CJK run is not one word to it (memo.text.cjk).
         grams = [w for w in query_form(clipped).split() if has_cjk(w)]

@@ -719,7 +719,24 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     bf.add_argument("--db", dest="backfill_db", help="database file (default: as above)")
     bf.add_argument("--model", "-m", default=None, help="model id (default: $MEMO_MODEL or the registry default)")
     bf.add_argument("--batch-size", type=int, default=64, help="passages per embedding batch (1..1024)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _refuse_unknown_options(ap, sub, argv)
     return ap.parse_args(argv)
+
+
+def _refuse_unknown_options(ap: argparse.ArgumentParser, sub: Any, argv: list[str]) -> None:
+    """argparse reads ``memo-mcp --dbb x`` as the sub-command ``x`` ("invalid choice: 'x'
+    (choose from 'backfill')"); name the unknown option instead."""
+    known = set(ap._option_string_actions)
+    for parser in sub.choices.values():
+        known |= set(parser._option_string_actions)
+    for arg in argv:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        negative = name[1:].replace(".", "", 1).isdigit()       # a value such as --port -1
+        if name.startswith("-") and name != "-" and not negative and name not in known:
+            ap.error(f"unknown option {name} (memo-mcp --help lists the options)")
 
 
 def _port(text: str) -> int:

@@ -224,3 +224,11 @@ def test_stats_text_reads_as_words_not_python(tmp_path):
     out = run("stats", "--db", db).stdout
     assert "{" not in out and "'" not in out, out
     assert "namespaces    ops 2, home 1" in out and "kinds         note 3" in out
+
+
+def test_format_jsonl_on_a_markdown_file_is_one_error(tmp_path):
+    """Issue 32: `--format jsonl` on markdown listed a rejection per line (72 of them)."""
+    md = tmp_path / "notes.md"
+    md.write_text("# Title\n\n" + "\n".join(f"line {i}" for i in range(72)) + "\n")
+    err = js("import", str(md), "--format", "jsonl", "--db", str(tmp_path / "m.db"), code=2)
+    assert err["error"] == "ValidationError" and "is not JSONL" in err["message"]

@@ -115,3 +115,9 @@ def test_bad_token_in_the_environment_is_one_line(tmp_path: Path) -> None:
     import os
     out = _run("--http", "--port", "0", "--db", str(tmp_path / "m.db"), env={**os.environ, "MEMO_MCP_TOKEN": "short"})
     assert out.returncode == 2 and "MEMO_MCP_TOKEN" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_unknown_option_is_named() -> None:
+    """Issue 32: `memo-mcp --dbb x` answered "invalid choice: 'x' (choose from 'backfill')"."""
+    out = _run("--dbb", "x")
+    assert out.returncode == 2 and "unknown option --dbb" in out.stderr and "invalid choice" not in out.stderr

@@ -245,10 +245,10 @@ def test_unexpected_error_on_one_item_rejects_only_that_item(fresh_db, tmp_path,
     monkeypatch.setattr(importer, "read_file", flaky)
     real_split = importer.prepare
 
-    def split(draft):
+    def split(draft, **kw):
         if "c.md" in draft.body:
             raise IndexError("splitter bug")
-        return real_split(draft)
+        return real_split(draft, **kw)
 
     monkeypatch.setattr(importer, "prepare", split)
     rep = ops.import_path(fresh_db, root)
