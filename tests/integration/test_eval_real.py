@@ -1,6 +1,6 @@
 """Real data sets through the whole harness (slow: uses the repository's SciFact and LoCoMo).
 
-Indexes and vectors go to the normal eval cache ($MEMO_CACHE/eval, else ./.cache/memo-eval),
+Indexes and vectors go to the normal eval cache ($MEMO_CACHE/eval, else the checkout's .cache/memo-eval),
 so only the first run pays for embedding; traces go to a temporary runs dir."""
 
 from __future__ import annotations
