@@ -26,6 +26,7 @@ from dataclasses import dataclass
 # (exclusive range), gap (0 < x <= 1), bool, choice, kinds (a list of record kinds), words.
 FUSION_METHODS = ("rrf", "minmax", "zscore")
 KEYWORD_INDEXES = ("impact", "fts5")
+NEAR_DUPLICATES = ("link", "skip", "off")
 FACT_MERGES = ("minmax", "rrf")
 BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
 WEIGHT_RANGE = (0.0, 100.0)
@@ -146,6 +147,11 @@ KEYS: tuple[Key, ...] = (
         0, 1_000_000_000, group="index"),
     Key("index.ann_overfetch", "float", "PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth",
         1.0, 100.0, group="index"),
+    Key("index.near_duplicates", "choice", "a record added near-identical to a live one of its namespace: link "
+        "(stored, both named in the report and its meta), skip (not stored, reported), off (memo.ops.near_dup)",
+        choices=NEAR_DUPLICATES, group="index"),
+    Key("index.near_min", "float", "word-sequence similarity from which two records are near-identical",
+        0.5, 1.0, group="index"),
 )
 
 # Keys of earlier profile files, read as their new names (older user profiles still load).

@@ -12,6 +12,7 @@ from memo.ingest.jsonl import json_problem
 from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
+from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
 from memo.ops.store_batch import PreparedItem, prepare_item
 from memo.store.connect import write_tx
@@ -26,7 +27,8 @@ from memo.store.records import (
     utc_now,
     validate_draft,
 )
-from memo.types import PassageDraft, RecordDraft
+from memo.profile import Profile, load_profile
+from memo.types import PassageDraft, RecordDraft, default_profile
 
 
 def prepare(draft: RecordDraft, *, nul_ok: bool = True) -> tuple[PassageDraft, ...]:
@@ -152,18 +154,41 @@ def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: st
 
 
 @store_errors("add_record")
-def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: EmbedQueue | None = None) -> AddReport:
-    """Add one record (``memo add``).  Adding the same text twice stores it once.  Once
-    committed the add is reported as done; ``vectors`` says whether its passages were
-    embedded or are queued for `memo backfill` (and why).  With ``background`` (a server's
-    ``memo.embed.background.BackgroundEmbedder``) it returns right after the commit and
-    the passages are reported queued for that thread."""
+def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: EmbedQueue | None = None,
+               profile: Profile | str | None = None) -> AddReport:
+    """Add one record (``memo add``).  Adding the same text twice stores it once; a text
+    near-identical to a live record of its namespace is linked to it or skipped, as the
+    profile's ``index.near_duplicates`` says (``memo.ops.near_dup``; ``profile`` None: the
+    default profile).  Once committed the add is reported as done; ``vectors`` says whether
+    its passages were embedded or are queued for `memo backfill` (and why).  With
+    ``background`` (a server's ``memo.embed.background.BackgroundEmbedder``) it returns right
+    after the commit and the passages are reported queued for that thread."""
     # Token counts, exact terms and entity mentions are worked out here, before the
     # writers' queue: with several writers the lock is the queue everyone waits in, so it
     # is held for the inserts only (the soak's ack p99, docs/reliability.md section 9).
-    item = prepare_item(draft, prepare(draft, nul_ok=storable_nul(conn)))
+    passages = prepare(draft, nul_ok=storable_nul(conn))
+    prof = load_profile(default_profile() if profile is None else profile)
+    near = None
+    if prof.index.near_duplicates != "off":
+        near = find_near_duplicate(conn, draft, prof.index.near_min, prof)
+        if near is not None and find_live_duplicate(conn, draft.namespace, content_hash(draft.body)) is None:
+            if prof.index.near_duplicates == "skip":
+                return AddReport(status="skipped", record_id=near.record_id, passages=0,
+                                 near_duplicate_of=near.record_id, near_similarity=near.similarity,
+                                 note=f"near-identical to {near.record_id} (similarity {near.similarity:.2f}); "
+                                      f"not stored (index.near_duplicates = skip): to replace it, "
+                                      f"`memo supersede {near.record_id}` with the new text")
+            draft = replace(draft, meta={**draft.meta, "near_duplicate_of": near.record_id,
+                                         "near_similarity": near.similarity})
+        else:
+            near = None
+    item = prepare_item(draft, passages)
     with write_tx(conn):
         report = store_prepared(conn, item)
+    if near is not None and report.status == "added":
+        report = replace(report, near_duplicate_of=near.record_id, near_similarity=near.similarity,
+                         note=f"near-identical to {near.record_id} (similarity {near.similarity:.2f}); stored and "
+                              "linked to it (meta.near_duplicate_of): forget either if one is enough")
     if report.status != "skipped":
         # Committed: from here on the add has succeeded.  Embedding failures only queue
         # the passages (report.vectors), they never turn the add into an error.

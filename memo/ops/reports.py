@@ -28,6 +28,8 @@ class AddReport:
     superseded: str | None = None     # import: the older version this one replaced
     note: str | None = None           # why it was skipped, when that is not obvious
     vectors: VectorStatus | None = None   # memo add (not import items, not skipped): the embedding outcome
+    near_duplicate_of: str | None = None  # memo add: the live record this text is near-identical to
+    near_similarity: float | None = None  # and how near (memo.ops.near_dup)
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,8 @@ class MemoTools:
         draft = RecordDraft(body=text, tags=tuple(tags or ()), trust=1.0 if trust is None else trust,
                             meta=meta, **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
-            return to_jsonable(ops.add_record(self.conn, draft, background=self._background(wait)))
+            return to_jsonable(ops.add_record(self.conn, draft, background=self._background(wait),
+                                                   profile=self.default_profile))
 
     def get(self, record_id: str) -> dict[str, Any]:
         with self._read_lock:
