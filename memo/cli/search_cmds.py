@@ -83,6 +83,8 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
         typer.echo(f"{i:>2}. {res.passage_id}  [{res.kind}/{res.namespace}]  score {res.score:.4g}{band}{head}")
         snippet = " ".join(res.text.split())
         typer.echo(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+        if res.origin:
+            typer.echo(f"    from {res.origin}")
         if explain and res.why is not None:
             w = res.why
             parts = [f"{arm} #{a.rank} raw {a.raw:.4g} -> +{a.contribution:.4g}" for arm, a in w.arms.items()]

@@ -53,7 +53,7 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                 freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
                            "ages": m.kind in aging_kinds})
         out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
-                          c.score, rel, band, row.tokens, why))
+                          c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
     return tuple(out)
 
 

@@ -156,3 +156,14 @@ def test_an_empty_database_says_so_and_is_not_degraded(tmp_path):
         result = run("search", "note", "--db", db, "--mode", mode)
         assert "degraded" not in result.stderr, (mode, result.stderr)
         assert result.stdout.startswith("No results: the database holds no memories yet."), result.stdout
+
+
+def test_a_result_says_which_file_it_came_from(tmp_path):
+    """Issue 32: text output did not say which file a result came from."""
+    db = str(tmp_path / "m.db")
+    doc = tmp_path / "runbook.md"
+    doc.write_text("# Keys\n\nRotate the staging deploy key every 30 days.\n")
+    run("import", str(doc), "--db", db, "--no-embed")
+    out = run("search", "rotate deploy key", "--db", db, "--mode", "keyword").stdout
+    assert f"from {doc}" in out, out
+    assert js("search", "rotate deploy key", "--db", db, "--mode", "keyword")["results"][0]["origin"] == str(doc)
