@@ -191,7 +191,7 @@ def test_wordless_query_still_runs_the_semantic_arm(conn):
 def test_empty_database_answers_no_scope_not_abstained(conn):
     resp = search(conn, SearchRequest("anything", mode="keyword"), "rrf")
     assert not resp.abstained and resp.cause == "no_scope" and resp.results == ()
-    assert resp.reason == "no passage is in scope" and "widen" in resp.hint
+    assert resp.reason == "the database holds no memories yet" and "memo add" in resp.hint
 
 
 @pytest.mark.sqlite_only   # PostgreSQL keeps the keyword index in the passage row: it cannot fall out of step
