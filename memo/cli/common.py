@@ -174,6 +174,17 @@ def _command_path() -> str:
     return ctx.command_path if ctx is not None else "memo"
 
 
+def closed_stdout() -> None:
+    """The reader of stdout went away (``memo list | head``): stop quietly, as Unix tools
+    do, with stdout pointed at /dev/null so the interpreter's final flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def handle_errors(func: F) -> F:
     """Map every exception to a ``MemoError``, its exit code and a one-line message (a JSON
     error document with --json)."""
@@ -189,6 +200,9 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(err.exit_code) from None
         except (typer.Exit, typer.Abort, ClickException):
             raise
+        except BrokenPipeError:
+            closed_stdout()
+            raise typer.Exit(0) from None
         except Exception as exc:   # RecursionError, OSError, ValueError...: never a traceback
             err = unexpected_error(exc, _command_path())
             report_error(err, as_json)

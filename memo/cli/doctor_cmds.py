@@ -34,7 +34,7 @@ def doctor(full: Annotated[bool, typer.Option(
     else:
         typer.echo(f"database  {report.path}")
         for check in report.checks:
-            typer.echo(f"  {_MARK[check.ok]}  {check.name:<13}{check.detail}")
+            typer.echo(f"  {_MARK[check.ok]}  {check.name:<15} {check.detail}")
         for finding in report.findings:
             typer.echo(f"{finding.severity}: {finding.problem}\n    -> {finding.action}")
         if report.marker is not None or report.marker_after == "set":

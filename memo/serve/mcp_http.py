@@ -36,6 +36,13 @@ from memo.serve.web import GuardMiddleware, bind_socket, resolve_token
 TOKEN_ENV = "MEMO_MCP_TOKEN"
 MCP_PATH = "/mcp"
 DEFAULT_PORT = 8766       # `memo web` takes 8765
+# The guard's refusals, in this skin's words (the web UI's name its printed URL).
+HINTS = {
+    "Unauthorized": f"send 'Authorization: Bearer <token>': ${TOKEN_ENV}, or the token memo-mcp printed at start",
+    "Forbidden": "connect to the URL memo-mcp printed (127.0.0.1, localhost or [::1] with its port), "
+                 "from a client that sends no foreign Origin",
+    "BadRequest": "send a Host header of the form 127.0.0.1:PORT (the URL memo-mcp printed)",
+}
 
 
 def create_http_app(server: object, token: str, *, names: frozenset[str] = guard.LOOPBACK_NAMES,
@@ -44,7 +51,8 @@ def create_http_app(server: object, token: str, *, names: frozenset[str] = guard
     app: Starlette = server.streamable_http_app(  # type: ignore[attr-defined]
         streamable_http_path=MCP_PATH, max_request_body_size=max_body,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    app.add_middleware(GuardMiddleware, token=token, names=names, max_body=max_body)
+    app.add_middleware(GuardMiddleware, token=token, names=names, max_body=max_body,
+                       hints={**HINTS, "ContentTooLarge": f"send at most {max_body} bytes per message"})
     return app
 
 

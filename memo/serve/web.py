@@ -29,10 +29,11 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -139,8 +140,15 @@ class GuardMiddleware:
     tokens and oversized bodies before routing, and adds the security headers to every
     response (including its own rejections)."""
 
-    def __init__(self, app: ASGIApp, token: str, names: Iterable[str], max_body: int) -> None:
+    def __init__(self, app: ASGIApp, token: str, names: Iterable[str], max_body: int,
+                 hints: Mapping[str, str] | None = None) -> None:
         self.app, self.token, self.names, self.max_body = app, token, frozenset(names), max_body
+        # The skin's own wording of a refusal's hint (memo-mcp --http names its token's
+        # variable, not the URL `memo web` prints); the web UI's by default.
+        self.hints = {**_WEB_HINTS, **(hints or {})}
+
+    def refuse(self, status: int, type_name: str, message: str, **kw: Any) -> JSONResponse:
+        return error_response(status, type_name, message, self.hints.get(type_name), **kw)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":    # lifespan; websockets have no route here, the router closes them
@@ -162,7 +170,7 @@ class GuardMiddleware:
         except (ValueError, UnicodeError, OverflowError):
             # Header values no predicate foresaw: the client's request is malformed, and
             # the answer still carries the security headers (never starlette's plain 500).
-            rejection = error_response(400, "BadRequest", "the request's headers are malformed")
+            rejection = self.refuse(400, "BadRequest", "the request's headers are malformed")
         if rejection is not None:
             await rejection(scope, receive, send_secured)
             return
@@ -174,20 +182,20 @@ class GuardMiddleware:
         port = server[1] if server[1] is not None else 80
         host = headers.get("host")
         if guard.host_malformed(host):
-            return error_response(400, "BadRequest", f"Host {_short(host)} is not a valid host[:port]")
+            return self.refuse(400, "BadRequest", f"Host {_short(host)} is not a valid host[:port]")
         if not guard.host_allowed(host, port, self.names):
-            return error_response(403, "Forbidden", f"Host {_short(host)} is not allowed")
+            return self.refuse(403, "Forbidden", f"Host {_short(host)} is not allowed")
         origin = headers.get("origin")
         if not guard.origin_allowed(origin, port, self.names, host):
-            return error_response(403, "Forbidden", f"Origin {_short(origin)} is not allowed")
+            return self.refuse(403, "Forbidden", f"Origin {_short(origin)} is not allowed")
         if guard.cross_site_write(scope["method"], headers.get("sec-fetch-site")):
-            return error_response(403, "Forbidden", "cross-site requests may not change anything")
+            return self.refuse(403, "Forbidden", "cross-site requests may not change anything")
         if not is_public(scope["path"]) and not guard.bearer_ok(headers.get("authorization"), self.token):
-            return error_response(401, "Unauthorized", "missing or wrong token",
+            return self.refuse(401, "Unauthorized", "missing or wrong token",
                                   headers={"WWW-Authenticate": 'Bearer realm="memo"'})
         length = headers.get("content-length")
         if length is not None and length.strip().isascii() and length.strip().isdigit() and int(length) > self.max_body:
-            return error_response(413, "ContentTooLarge", f"request body is over {self.max_body} bytes")
+            return self.refuse(413, "ContentTooLarge", f"request body is over {self.max_body} bytes")
         return None
 
 

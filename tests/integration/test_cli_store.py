@@ -232,3 +232,18 @@ def test_format_jsonl_on_a_markdown_file_is_one_error(tmp_path):
     md.write_text("# Title\n\n" + "\n".join(f"line {i}" for i in range(72)) + "\n")
     err = js("import", str(md), "--format", "jsonl", "--db", str(tmp_path / "m.db"), code=2)
     assert err["error"] == "ValidationError" and "is not JSONL" in err["message"]
+
+
+def test_a_closed_pipe_ends_the_listing_quietly(tmp_path):
+    """Issue 32: `memo list | head -1` exited 1 with "failed: Broken pipe ... check the path"."""
+    src = tmp_path / "many.jsonl"
+    src.write_text("".join(json.dumps({"text": f"note number {i} about deploy keys"}) + "\n" for i in range(3000)))
+    db = str(tmp_path / "m.db")
+    run("import", str(src), "--db", db, "--no-embed", "--no-progress")
+    proc = subprocess.Popen([sys.executable, "-m", "memo", "list", "--db", db, "--limit", "3000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()                                   # what `head -1` does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert b"error" not in err and b"Traceback" not in err, err.decode()

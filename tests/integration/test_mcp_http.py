@@ -91,6 +91,8 @@ def test_guard_refuses_what_the_web_ui_refuses(tmp_path: Path) -> None:
         assert big.status_code == 413
         refused = _post(url, {})
         assert refused.headers["x-content-type-options"] == "nosniff"
+        assert "MEMO_MCP_TOKEN" in refused.json()["hint"] and "memo web" not in refused.json()["hint"]
+        assert "memo web" not in _post(url, {**AUTH, "Origin": "http://evil.example"}).json()["hint"]
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
