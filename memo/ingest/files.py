@@ -115,6 +115,21 @@ def open_regular(path: str | Path) -> BinaryIO:
         raise
 
 
+def gunzipped(fh: BinaryIO) -> BinaryIO:
+    """``fh`` itself, or read through gzip when it starts with gzip's magic bytes (so a
+    ``.jsonl.gz`` is read like its ``.jsonl``; the name is not trusted).  Closing the
+    result closes ``fh``.  Decompression is streamed: ``readline(limit)`` on the result
+    inflates at most about ``limit`` bytes, so a line cap holds for a gzip bomb too."""
+    magic = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    if magic != b"\x1f\x8b":
+        return fh
+    import gzip
+
+    gz = gzip.GzipFile(fileobj=fh, mode="rb")
+    gz.myfileobj = fh      # what gzip.open(filename) does: closing gz closes fh too
+    return gz  # type: ignore[return-value]
+
+
 def regular_file_problem(path: str | Path) -> str | None:
     """Why ``path`` cannot be read as a regular file (from ``stat``, without opening
     it), or None."""
