@@ -15,12 +15,16 @@
   committed in batches).  The number equals ``memo import``'s default per-file cap
   (``--max-bytes`` 5 MiB; a character is at least one byte), so any file that import
   accepts by default also passes this check.
+* ``RELEASE_AFTER_CHARS`` (1 MiB): a long-running server (memo-mcp, memo web) that stored
+  a text longer than this gives the memory the write used back to the OS afterwards
+  (``memo.store.connect.release_memory``); smaller writes keep their caches warm.
 """
 
 from __future__ import annotations
 
 MAX_QUERY_CHARS = 10_000
 MAX_BODY_CHARS = 5 * 1024 * 1024
+RELEASE_AFTER_CHARS = 1024 * 1024
 
 
 def clip_query(query: str, cap: int = MAX_QUERY_CHARS) -> str:
