@@ -7,8 +7,8 @@ returned report (``--json``: one JSON document, schemas in docs/cli-json.md).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path

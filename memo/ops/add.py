@@ -15,6 +15,7 @@ from memo.ops.guard import store_errors
 from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
 from memo.ops.store_batch import PreparedItem, prepare_item
+from memo.profile import Profile, load_profile
 from memo.store.connect import write_tx
 from memo.store.dialect import is_postgres
 from memo.store.records import (
@@ -27,7 +28,6 @@ from memo.store.records import (
     utc_now,
     validate_draft,
 )
-from memo.profile import Profile, load_profile
 from memo.types import PassageDraft, RecordDraft, default_profile
 
 

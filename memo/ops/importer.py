@@ -18,6 +18,9 @@ One item never stops or hangs an import (issue 9.3): FIFOs, sockets and devices 
 rejected without being opened, symlink loops, undecodable names and folders more than
 ``MAX_FOLDER_DEPTH`` deep are rejected (memo.ingest.files); bad JSONL/BEIR lines and
 malformed LoCoMo samples or sessions are rejected (memo.ingest.jsonl/beir/locomo); a
+JSONL or BEIR line over ``max_bytes`` is rejected without ever being held whole (issue
+33.3: every line is read with a bounded ``readline``, gzip included, the progress bar's
+count too, so memory is bounded per line, not only per file); a
 draft that cannot be split or stored (not valid Unicode...) is rejected before its batch;
 an input that breaks off while being read is rejected from that point on.  Only a
 database error stops the import (that batch rolled back, as above).
@@ -44,7 +47,7 @@ from memo.ingest.files import (
     read_file,
     safe_name,
 )
-from memo.ingest.jsonl import iter_jsonl
+from memo.ingest.jsonl import READ_ERRORS, iter_jsonl, open_lines, read_lines
 from memo.ops.add import prepare, storable_nul
 from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
@@ -125,7 +128,7 @@ def _detect(real: Path, fmt: str) -> str:
     # told by its first 64 KiB: memo.ingest.chat_exports.detect.
     if real.is_file() and real.suffix.lower() in (".json", ".jsonl", ".gz") and chat_exports.detect(real):
         return "chat"
-    if real.is_file() and real.suffix.lower() == ".jsonl":
+    if real.is_file() and real.name.lower().endswith((".jsonl", ".jsonl.gz")):
         return "jsonl"
     return "files"
 
@@ -146,7 +149,8 @@ def _adapter_item(d: RecordDraft, rel: str, opts: ImportOptions) -> FileItem:
 
 def _beir_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
     from memo.ingest import beir
-    for lineno, draft, reason in beir.iter_corpus_items(real, namespace=opts.namespace or "default"):
+    for lineno, draft, reason in beir.iter_corpus_items(real, namespace=opts.namespace or "default",
+                                                        max_bytes=opts.max_bytes):
         if draft is not None:
             yield _adapter_item(draft, real.name, opts)
         else:
@@ -186,15 +190,16 @@ def _refuse_non_jsonl(path: Path) -> None:
                               hint="import it without --format (files are read by their type), or give a .jsonl file")
 
 
-def _count_lines(path: Path) -> int | None:
-    """Non-blank lines, for the progress bar's total (a cheap pre-pass; gzip is read
-    through).  None when the file cannot be read (or is not a regular file: a FIFO is
+def _count_lines(path: Path, max_bytes: int) -> int | None:
+    """Non-blank lines (an over-long one counts: it is one rejection), for the progress
+    bar's total: a pre-pass with the import's own bounded line reader, so a 1 GiB line
+    costs no more memory here than in the import (about ``max_bytes``); gzip is read
+    through.  None when the file cannot be read (or is not a regular file: a FIFO is
     never opened): the import reports that itself."""
-    from memo.ingest.beir import open_binary
     try:
-        with open_binary(path) as fh:
-            return sum(1 for line in fh if line.strip())
-    except (OSError, EOFError, DatasetError, ValueError):
+        with open_lines(path) as fh:
+            return sum(1 for _, raw in read_lines(fh, max_bytes) if raw is None or raw.strip())
+    except (*READ_ERRORS, ValueError):
         return None
 
 
@@ -213,9 +218,9 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
         raise ValidationError(f"--format {fmt} needs a file, got a folder: {real}")
     if fmt == "jsonl":
         _refuse_non_jsonl(real)
-        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real), None
+        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real, opts.max_bytes), None
     if fmt == "beir":
-        return _beir_items(real, opts), _count_lines(real), None
+        return _beir_items(real, opts), _count_lines(real, opts.max_bytes), None
     if fmt == "chat":
         return _chat_items(real, opts), None, None
     return _locomo_items(real, opts), None, None

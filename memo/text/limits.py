@@ -38,6 +38,10 @@ every line of ``memo import`` refuse the same requests.  Each is far above real 
   every passage of the record.
 * ``MAX_IDS`` (1,000): ids one forget takes (``memo forget``, ``memo fact forget``, MCP
   ``memory_forget``/``memory_fact_forget``); larger clean-ups go in several calls.
+
+* ``RELEASE_AFTER_CHARS`` (1 MiB): a long-running server (memo-mcp, memo web) that stored
+  a text longer than this gives the memory the write used back to the OS afterwards
+  (``memo.store.connect.release_memory``); smaller writes keep their caches warm.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ def check_list(what: str, values: Sized, cap: int, hint: str | None = None) -> N
     if len(values) > cap:
         raise ValidationError(f"{len(values):,} {what} given, over the cap of {cap:,} per request",
                               hint=hint or f"send at most {cap:,} {what} per request (docs/cli-json.md, caps)")
+
+RELEASE_AFTER_CHARS = 1024 * 1024
 
 
 def clip_query(query: str, cap: int = MAX_QUERY_CHARS) -> str:
