@@ -70,3 +70,17 @@ def test_an_exact_duplicate_is_still_skipped_by_the_dedup_index(conn) -> None:
     first = add_record(conn, RecordDraft(body=NOTE))
     again = add_record(conn, RecordDraft(body=NOTE))
     assert again.status == "skipped" and again.record_id == first.record_id and again.near_duplicate_of is None
+
+
+def test_the_check_runs_the_keyword_arm_only(conn, monkeypatch) -> None:
+    """The whole pipeline's fact arm read every evidence row of the facts a text matched:
+    with 100 facts citing 1,000 passages each an add took 266 ms instead of 12 (probe)."""
+    from memo.retrieve.arms import fact, graph, semantic
+
+    def boom(*_a, **_k):
+        raise AssertionError("the near-duplicate check ran another arm")
+
+    for module, name in ((fact, "FactArm"), (semantic, "SemanticArm"), (graph, "GraphArm")):
+        monkeypatch.setattr(getattr(module, name), "run", boom)
+    first = add_record(conn, RecordDraft(body=NOTE))
+    assert add_record(conn, RecordDraft(body=EDITED)).near_duplicate_of == first.record_id
