@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -12,13 +13,23 @@ from memo.ops.guard import store_errors
 from memo.ops.leftovers import DB_FILES, SIDECARS, clean_leftovers, temp_path_beside  # noqa: F401 (re-exported)
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, read_tx, write_tx
-from memo.store.damage import clear_marker, fault_from, integrity_lines, is_corrupt_error, read_marker
+from memo.store.damage import (
+    RESTORE_HINT,
+    clear_marker,
+    fault_from,
+    integrity_lines,
+    is_corrupt_error,
+    read_marker,
+)
 from memo.store.derived import rebuild_derived
 from memo.store.dialect import is_postgres
 from memo.store.mentions import rebuild_mentions
 from memo.store.migrations import user_version
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.connection import redact
+from memo.store.records import utc_now
+
+log = logging.getLogger(__name__)
 
 # Canonical and derived tables whose row counts a backup must reproduce.
 COUNTED_TABLES = ("records", "record_tags", "passages", "vectors", "exact_fts", "memo_meta",
@@ -121,19 +132,42 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
 
 def _reindex_btrees(conn: sqlite3.Connection) -> None:
     """``REINDEX`` every b-tree index.  A UNIQUE index that cannot be rebuilt means the
-    table holds two rows the index should have kept apart (a second live copy stored
-    while the dedup index was damaged): named, so the user decides which copy to forget."""
+    table holds two rows the index should have kept apart: a second live copy of a text
+    stored while the dedup index was damaged.  Nothing is deleted: every copy but the
+    oldest is forgotten (a soft delete, listed in ``memo list --forgotten`` until a purge),
+    logged with its ids, and the rebuild goes on."""
     try:
+        conn.execute("SAVEPOINT memo_reindex")
         conn.execute("REINDEX")
+        conn.execute("RELEASE memo_reindex")
+        return
     except sqlite3.IntegrityError as exc:
-        dups = conn.execute(
-            "SELECT group_concat(id, ' ') FROM records NOT INDEXED WHERE forgotten_at IS NULL "
-            "GROUP BY namespace, content_hash HAVING count(*) > 1 LIMIT 5").fetchall()
-        ids = "; ".join(r[0] for r in dups) or "see the message"
-        raise StoreCorrupt(f"reindex failed: {exc}: records with the same text, both live: {ids}",
-                           hint="they were stored while the dedup index was damaged, and writes (forget "
-                                "included) stay refused until it is rebuilt: restore a backup "
-                                "(`memo restore <backup> --yes`)") from exc
+        conn.execute("ROLLBACK TO memo_reindex")
+        conn.execute("RELEASE memo_reindex")
+        first_error = exc
+    groups = conn.execute(
+        "SELECT namespace, content_hash FROM records NOT INDEXED WHERE forgotten_at IS NULL "
+        "GROUP BY namespace, content_hash HAVING count(*) > 1").fetchall()
+    forgotten: list[str] = []
+    for ns, chash in groups:
+        copies = [r[0] for r in conn.execute(
+            "SELECT id FROM records NOT INDEXED WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL "
+            "ORDER BY recorded_at, rowid", (ns, chash))]
+        forgotten += copies[1:]
+    if not forgotten:
+        raise StoreCorrupt(f"reindex failed: {first_error}", hint=RESTORE_HINT) from first_error
+    # The dedup index cannot take a forget through itself while it is wrong: drop it,
+    # forget the later copies, and let REINDEX recreate every index from the table.
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = 'records_dedup'").fetchone()
+    conn.execute("DROP INDEX IF EXISTS records_dedup")
+    when = utc_now()
+    for rid in forgotten:
+        conn.execute("UPDATE records SET forgotten_at = ? WHERE id = ?", (when, rid))
+    if sql is not None:
+        conn.execute(sql[0])
+    conn.execute("REINDEX")
+    log.warning("reindex: forgot %d second live copies stored while the dedup index was damaged: %s",
+                len(forgotten), " ".join(forgotten[:20]))
 
 
 def _clear_index_marker(conn: sqlite3.Connection) -> str:

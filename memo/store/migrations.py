@@ -200,7 +200,17 @@ def m004_ext_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes]
+def m005_hash_index(conn: sqlite3.Connection) -> None:
+    """A second, plain index on ``records.content_hash``: a write cross-checks the dedup
+    index through it (``memo.store.records.find_live_duplicate``), so a dedup index that
+    lost an entry is caught at the write on a file of any size, not only by the open
+    check on files up to 64 MiB (issue 33.2: on a 364 MB file a damaged ``records_dedup``
+    let ``memo add`` store a second live copy)."""
+    _run_script(conn, "CREATE INDEX records_hash ON records(content_hash);")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
+                                                          m005_hash_index]
 LATEST = len(MIGRATIONS)
 # The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
 # add only indexes that writes use (m004), so a database from the previous memo searches

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memo.errors import NotFound, ValidationError
+from memo.errors import NotFound, StoreCorrupt, ValidationError
+from memo.store.damage import db_path_of, mark_damaged
 from memo.store.derived import index_passage_range, index_passages, passage_terms
+from memo.store.dialect import is_postgres
 from memo.store.mentions import (
     explicit_entities,
     index_passage_mentions,
@@ -67,7 +69,40 @@ def find_live_duplicate(conn: sqlite3.Connection, namespace: str, chash: str) ->
     row = conn.execute(
         "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL",
         (namespace, chash)).fetchone()
-    return row["id"] if row else None
+    if row is not None:
+        return row["id"]
+    check_dedup_index(conn, [(namespace, chash)])
+    return None
+
+
+def check_dedup_index(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> None:
+    """The dedup index (``records_dedup``) said no live record holds these (namespace,
+    content hash) keys: ask the plain ``records_hash`` index too (SQLite; migration 5).  A
+    live record it finds means the dedup index lost entries, and the write about to store a
+    second live copy is refused, the file marked for ``memo reindex`` (StoreCorrupt)."""
+    if not keys or is_postgres(conn):
+        return
+    wanted = set(keys)
+    hashes = sorted({h for _, h in keys})
+    found: list[str] = []
+    try:
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start:start + 500]
+            found += [str(r[0]) for r in conn.execute(
+                "SELECT id, namespace, content_hash FROM records INDEXED BY records_hash WHERE content_hash IN "
+                f"({','.join('?' * len(chunk))}) AND forgotten_at IS NULL", chunk) if (r[1], r[2]) in wanted]
+    except sqlite3.OperationalError as exc:
+        if "no such index" in str(exc):     # a file not yet migrated (reads only get here)
+            return
+        raise
+    if found:
+        path = db_path_of(conn)
+        reason = (f"the dedup index records_dedup misses live records {' '.join(found[:5])}: "
+                  "a write would store a second live copy")
+        if path:
+            mark_damaged(path, reason, repair="reindex")
+        raise StoreCorrupt(reason + "; writes are refused",
+                           hint="run `memo reindex` (rebuilds the indexes from the table; nothing is lost)")
 
 
 def insert_record(conn: sqlite3.Connection, draft: RecordDraft,

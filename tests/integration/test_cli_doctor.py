@@ -253,3 +253,57 @@ def test_a_text_file_is_not_a_memo_database(tmp_path, content):
     assert "not a memo database" in doc["findings"][0]["problem"]
     assert doc["findings"][0]["action"].startswith("pass --db")
     assert doc["marker_after"] == "none" and path.read_bytes() == content
+
+
+def test_a_damaged_dedup_index_refuses_the_write_on_a_file_of_any_size(db, monkeypatch):
+    """The probe's case: above the open check's 64 MiB (here: the check turned off) a
+    damaged records_dedup let `memo add` store a second live copy.  The write cross-checks
+    the plain records_hash index and is refused; reindex repairs."""
+    monkeypatch.setenv("MEMO_OPEN_CHECK_MB", "0")
+    _flip_index_key(db, "records_dedup", "content_hash")
+    err = js("add", NOTE_3, "--db", db, code=6)
+    assert err["error"] == "StoreCorrupt" and "records_dedup" in err["message"] and "memo reindex" in err["hint"]
+    assert _live_copies(db, "%deploy step 3 %") == 1
+    assert Path(f"{db}-damaged").exists()
+    assert js("reindex", "--db", db)["damaged_marker"] == "cleared"
+    assert js("add", NOTE_3, "--db", db)["status"] == "skipped"
+
+
+def test_reindex_forgets_second_copies_stored_while_the_dedup_index_was_damaged(db):
+    """A file damaged under an older memo may already hold two live copies: REINDEX of the
+    UNIQUE index fails on them.  reindex forgets every copy but the oldest (a soft delete)
+    and rebuilds, instead of leaving restore as the only way out."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    row = conn.execute("SELECT * FROM records WHERE forgotten_at IS NULL ORDER BY rowid LIMIT 1").fetchone()
+    cols = [d[0] for d in conn.execute("SELECT * FROM records LIMIT 0").description]
+    conn.execute("DROP INDEX records_dedup")           # what the damage amounted to
+    copy = dict(zip(cols, row, strict=True))
+    copy["id"] = copy["id"] + "x"
+    copy["recorded_at"] = "2099-01-01T00:00:00.000000Z"
+    conn.execute(f"INSERT INTO records({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                 [copy[c] for c in cols])
+    conn.execute("CREATE INDEX records_dedup ON records(namespace, content_hash) WHERE forgotten_at IS NULL")
+    conn.close()
+    _make_dedup_unique_again(db)
+    rep = js("reindex", "--db", db)
+    assert rep["damaged_marker"] in ("none", "cleared")
+    conn = sqlite3.connect(db)
+    live = conn.execute("SELECT id FROM records WHERE content_hash = ? AND forgotten_at IS NULL",
+                        (copy["content_hash"],)).fetchall()
+    forgotten = conn.execute("SELECT forgotten_at FROM records WHERE id = ?", (copy["id"],)).fetchone()[0]
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'records_dedup'").fetchone()[0]
+    conn.close()
+    assert [r[0] for r in live] == [row[cols.index("id")]] and forgotten is not None
+    assert sql.startswith("CREATE UNIQUE INDEX")
+    assert js("doctor", "--full", "--db", db)["exit_code"] == 0
+
+
+def _make_dedup_unique_again(db: str) -> None:
+    """Put memo's UNIQUE definition back over the plain index without checking the rows
+    (writable_schema: the state a damaged UNIQUE index leaves behind)."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_schema SET sql = replace(sql, 'CREATE INDEX', 'CREATE UNIQUE INDEX') "
+                 "WHERE name = 'records_dedup'")
+    conn.execute("PRAGMA writable_schema = OFF")
+    conn.close()
