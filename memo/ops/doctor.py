@@ -65,6 +65,7 @@ from memo.errors import DiskFull, MemoError, StoreError
 from memo.ops.leftovers import doctor_notes
 from memo.store.connect import connect
 from memo.store.damage import (
+    DOCTOR_GUARDED,
     NOT_A_FILE_HINT,
     NOT_MEMO_HINT,
     check_header,
@@ -72,6 +73,7 @@ from memo.store.damage import (
     guarded_index_lines,
     integrity_lines,
     is_corrupt_error,
+    is_fts_shadow,
     mark_damaged,
     not_a_file,
     read_marker,
@@ -328,6 +330,10 @@ def _page_check(run: _Run, conn: sqlite3.Connection, full: bool) -> None:
         return
     where = _tables_of(conn, other)
     place = f" in {', '.join(where)}" if where else ""
+    if where and all(is_fts_shadow(t) for t in where):
+        # Only full-text index b-trees: derived from the rows, rebuilt by reindex.
+        run.find(name, "repair", f"{name} finds {len(other)} problem(s){place}: {other[0][:200]}", REINDEX)
+        return
     run.find(name, "damaged", f"{name} finds {len(other)} problem(s){place}: {other[0][:200]}", RESTORE)
 
 
@@ -354,11 +360,12 @@ def _indexes(run: _Run, conn: sqlite3.Connection, full: bool) -> None:
                   "disagree: " + ", ".join(sorted(run.bad_indexes)), t0)
         return
     try:
-        lines = guarded_index_lines(conn)
+        lines = guarded_index_lines(conn, DOCTOR_GUARDED)
     except sqlite3.DatabaseError as exc:
         lines = [f"integrity_check stopped: {exc}"]
     if not lines:
-        run.check("indexes", True, "ok: the UNIQUE indexes of records, facts and entities match their tables", t0)
+        run.check("indexes", True, "ok: the UNIQUE indexes of records, passages, facts and entities match their "
+                  "tables", t0)
         return
     run.check("indexes", False, f"{len(lines)} problem(s): {lines[0][:200]}", t0)
     _index_findings(run, conn, "indexes", lines)

@@ -322,6 +322,14 @@ def refuse_if_damaged(path: str | Path, *, reindexing: bool = False) -> None:
 UNIQUE_GUARDED = ("records", "facts", "entities")
 _INDEX_LINE = re.compile(r"(?:row \d+ missing from index|wrong # of entries in index|"
                          r"non-unique entry in index) (\S+)")
+# A b-tree of a full-text index (its shadow tables): derived from the rows, rebuilt by
+# ``memo reindex`` like any index (the probe: a flip in passages_fts_idx said "restore").
+_FTS_SHADOW = re.compile(r"\b((?:passages|exact|facts)_fts_(?:data|idx|docsize|config))\b")
+
+
+def is_fts_shadow(table: str) -> bool:
+    """A shadow table of one of memo's full-text indexes (derived, rebuilt by reindex)."""
+    return _FTS_SHADOW.fullmatch(table) is not None
 
 
 def split_integrity(lines: list[str]) -> tuple[set[str], list[str]]:
@@ -332,7 +340,7 @@ def split_integrity(lines: list[str]) -> tuple[set[str], list[str]]:
     for line in lines:
         if line == "ok":
             continue
-        m = _INDEX_LINE.search(line)
+        m = _INDEX_LINE.search(line) or _FTS_SHADOW.search(line)
         if m:
             indexes.add(m.group(1))
         else:
@@ -350,11 +358,16 @@ def integrity_lines(conn: sqlite3.Connection, table: str | None = None, limit: i
     return rows[:limit]
 
 
-def guarded_index_lines(conn: sqlite3.Connection) -> list[str]:
-    """``integrity_check`` lines (never "ok") of the ``UNIQUE_GUARDED`` tables present."""
+# ``memo doctor``'s default ``indexes`` check adds passages (its UNIQUE ids): it reads the
+# largest table, too slow for every write's open check, cheap enough when asked.
+DOCTOR_GUARDED = (*UNIQUE_GUARDED, "passages")
+
+
+def guarded_index_lines(conn: sqlite3.Connection, tables: tuple[str, ...] = UNIQUE_GUARDED) -> list[str]:
+    """``integrity_check`` lines (never "ok") of ``tables`` (those present)."""
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
     out: list[str] = []
-    for table in UNIQUE_GUARDED:
+    for table in tables:
         if table in present:
             out += [line for line in integrity_lines(conn, table) if line != "ok"]
     return out

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
 from memo.store.connect import write_tx
-from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged
+from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
 from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
 from memo.store.mentions import m003_entities
 
@@ -235,7 +235,9 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
     _refuse_negative(current)
     if current <= LATEST:
         check_tables(conn, current, lost_ok=True)   # refuse a foreign database before any lock
-    with write_tx(conn):
+    # reindexing=True: a file marked for `memo reindex` (indexes only) still migrates, or
+    # reindex itself could never open it; migrations only add tables and indexes.
+    with write_tx(conn, reindexing=True):
         current = user_version(conn)  # re-read under the lock: another process may have won
         if current > LATEST:
             raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
@@ -245,16 +247,23 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
-        if not keyword_form_current(conn):
+        if not keyword_form_current(conn) and not _marked(conn):
             reindex_cjk_passages(conn)
             note_keyword_form(conn)
     return LATEST
 
 
+def _marked(conn: sqlite3.Connection) -> bool:
+    """A damaged marker is set: leave the keyword index to `memo reindex`, which rebuilds it
+    in memo's form (rebuild_derived) once it may write."""
+    path = db_path_of(conn)
+    return bool(path) and read_marker(path) is not None
+
+
 def _ensure_keyword_form(conn: sqlite3.Connection) -> None:
     """Bring ``passages_fts`` to ``memo.store.derived.KEYWORD_FORM`` (one indexed read
     when it already is)."""
-    if keyword_form_current(conn):
+    if keyword_form_current(conn) or _marked(conn):
         return
     with write_tx(conn):
         if not keyword_form_current(conn):     # another process may have done it meanwhile

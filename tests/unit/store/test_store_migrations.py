@@ -108,7 +108,8 @@ def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -
     add_record(conn, _Draft(body="the deploy key rotates weekly"))
     conn.close()
     raw = _sqlite3.connect(db)
-    raw.executescript("DROP INDEX records_ext_id; DROP INDEX passages_ext; PRAGMA user_version = 3;")
+    raw.executescript("DROP INDEX records_ext_id; DROP INDEX passages_ext; DROP INDEX records_hash; "
+                      "PRAGMA user_version = 3;")
     raw.close()
     assert memo.search("deploy key", db=db, mode="keyword").results
     conn = _open(db, write=True)
