@@ -354,7 +354,7 @@ def test_api_errors_show_message_and_hint(page: Page) -> None:
     p.wait_for_selector("#error:not([hidden])")
     assert p.text_content("#error-type") == "QuerySyntaxError"
     assert p.text_content("#error-message") == "the query is empty"
-    assert "plain words" in (p.text_content("#error-hint") or "")
+    assert "a question or a few words" in (p.text_content("#error-hint") or "")
     page.search("pizza")         # a good search clears the error
     assert p.locator("#error").is_hidden()
     # Chromium logs every non-2xx fetch as a console error; this one was asked for.
