@@ -94,7 +94,7 @@ def find_near_duplicate(conn: sqlite3.Connection, draft: RecordDraft, threshold:
     except MemoError:
         return None                  # nothing searchable in the text: nothing to compare
     bodies: dict[str, str] = {}
-    for pk, rid, body in sorted(rows, key=lambda r: order[r[0]]):
+    for _pk, rid, body in sorted(rows, key=lambda r: order[r[0]]):
         if rid not in bodies and len(bodies) < CANDIDATES:
             bodies[rid] = body
     for rid, body in bodies.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
@@ -150,29 +151,30 @@ def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
         return
     if size == 0 or size > open_check_limit():
         return
-    try:
-        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)")]
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            return
-        rows = [str(exc)]
-    except sqlite3.DatabaseError as exc:
-        rows = [str(exc)]
+    rows = _check_lines(lambda: [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)")])
+    if rows is None:
+        return
     if rows != ["ok"]:
         mark_damaged(p, f"quick_check before writing: {'; '.join(rows)[:300]}")
         return
-    try:
-        lines = guarded_index_lines(conn)
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            return
-        lines = [str(exc)]
-    except sqlite3.DatabaseError as exc:
-        lines = [str(exc)]
+    lines = _check_lines(lambda: guarded_index_lines(conn))
     if lines:
         indexes, other = split_integrity(lines)
         mark_damaged(p, f"integrity_check before writing: {'; '.join(lines)[:300]}",
                      repair=None if other else "reindex")
+
+
+def _check_lines(check: Callable[[], list[str]]) -> list[str] | None:
+    """A check's lines; its error as one line; None when another process holds the file
+    (locked or busy: no verdict, the write's own transaction will wait or say StoreBusy)."""
+    try:
+        return check()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return None
+        return [str(exc)]
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
 
 
 def _refuse_empty(p: Path) -> None:

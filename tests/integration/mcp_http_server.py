@@ -18,6 +18,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.integration.web_server import wait_for_line
+
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "mcp-http-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -35,17 +37,7 @@ def mcp_http(db: Path, *args: str, env: dict[str, str] | None = None, timeout: f
                                  "--no-backfill", *args], cwd=REPO, env=full_env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            text = err_path.read_text(errors="replace")
-            m = URL_LINE.search(text)
-            if m:
-                break
-            if proc.poll() is not None:
-                raise AssertionError(f"memo-mcp --http exited with {proc.returncode} before serving:\n{text}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"memo-mcp --http printed no endpoint within {timeout}s:\n{text}")
-            time.sleep(0.05)
+        m = wait_for_line(proc, err_path, URL_LINE, timeout, "memo-mcp --http")
         yield m.group(1)
     finally:
         if proc.poll() is None:
