@@ -219,11 +219,12 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         row["by_arm"] = agg["by_arm"]
         row["by_factor"] = agg["by_factor"]
         if opts.write:
+            label = out.spec.label          # a property that formats the overrides: once, not per row
             for q in out.queries:
-                q["run_id"], q["label"], q["profile"] = run_id, out.spec.label, profile.name
+                q["run_id"], q["label"], q["profile"] = run_id, label, profile.name
             run_i, label_i, prof_i = RESULT_INDEX["run_id"], RESULT_INDEX["label"], RESULT_INDEX["profile"]
             for r in out.results:
-                r[run_i], r[label_i], r[prof_i] = run_id, out.spec.label, profile.name
+                r[run_i], r[label_i], r[prof_i] = run_id, label, profile.name
             write_traces(out_dir, run_id, out.queries, out.results)
         return row
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from memo import metrics
 from memo.embed import DEFAULT_MODEL_ID  # noqa: F401  (re-exported: the one definition)
 from memo.profile import Profile, load_profile
 from memo.retrieve import context, dated, heading, recency, speaker
-from memo.retrieve.abstention import abstain, abstain_weak_query, relevance
+from memo.retrieve.abstention import abstain, abstain_weak_query
 from memo.retrieve.arms import ARMS, weigh
 from memo.retrieve.arms import BY_NAME as _BY_NAME
 from memo.retrieve.arms.base import ArmContext
@@ -44,7 +44,7 @@ from memo.retrieve.results import build_results
 from memo.retrieve.run_arms import run_arms
 from memo.retrieve.scope import build_scope_sql, scope_counts, unknown_namespaces
 from memo.retrieve.services import ArmServices
-from memo.retrieve.types import ArmTrace, Candidate, Drop, SearchRequest, SearchResponse, Trace
+from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
 
@@ -155,7 +155,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 9 results + why + trace
     results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
                             explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
-                            cosines=_unmeasured_cosines(conn, ctx, packed, weigh, model_id))
+                            cosines=_stored_cosines(conn, ctx, runs, model_id))
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
@@ -225,15 +225,34 @@ class _Clock:
             self.laps[stage] = round(max(0.0, self.laps[stage] - sum(parts.values())), 3)
 
 
-def _unmeasured_cosines(conn: sqlite3.Connection, ctx: ArmContext, packed: Sequence[Candidate], weigh: Any,
-                        model_id: str | None) -> dict[int, float]:
-    """Cosines for the returned passages no arm measured one for, when the query was
-    embedded (the semantic arm ran): their relevance (memo.retrieve.results)."""
-    qvec = ctx.scratch.query_vector
-    if qvec is None or model_id is None:
-        return {}
-    pks = [c.pk for c in packed if relevance(c, weigh) is None]
-    return backend_of(conn).passage_cosines(conn, model_id, qvec, pks) if pks else {}
+def _stored_cosines(conn: sqlite3.Connection, ctx: ArmContext, runs: Sequence[Any], model_id: str | None) -> Any:
+    """For the returned passages no arm measured a similarity for, when the query was
+    embedded (the semantic arm ran, or its hits came from the arm-hit cache): their stored
+    vectors' cosines, their relevance (memo.retrieve.results).  None otherwise."""
+    if model_id is None or not any(r.name == "semantic" and r.ran for r in runs):
+        return None
+    # Eval replay hands the query vector in (ArmServices.query_vector); a live search
+    # embedded it in this search's scratch.
+    qvec = ctx.services.query_vector if ctx.services.query_vector is not None else ctx.scratch.query_vector
+    if qvec is None:
+        return None
+    import numpy as np  # the semantic arm ran, so numpy is loaded; keyword searches start without it
+
+    qvec = np.asarray(qvec, dtype=np.float32).reshape(-1)
+    backend = backend_of(conn)
+    if not ctx.services.arm_cache:
+        return lambda pks: backend.passage_cosines(conn, model_id, qvec, pks)
+    # Eval replay (the arm-hit cache): a stored vector's cosine with this query vector is
+    # the same in every run of a grid, so each is read once per connection and data state.
+    known = conn_cache(conn).setdefault("passage_cosines", {}).setdefault((model_id, qvec.tobytes()), {})
+
+    def cached(pks: list[int]) -> dict[int, float]:
+        missing = [pk for pk in pks if pk not in known]
+        if missing:
+            got = backend.passage_cosines(conn, model_id, qvec, missing)
+            known.update({pk: got.get(pk) for pk in missing})     # None: no stored vector
+        return {pk: known[pk] for pk in pks if known[pk] is not None}
+    return cached
 
 
 def _measured_similarity(runs: list) -> bool:

@@ -16,7 +16,7 @@ date is computed once per distinct date (a record's passages share one).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from memo.profile import ModelBands
@@ -28,17 +28,22 @@ from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
                   bands: ModelBands | None, weigh: Weigh, *, explain: bool, now: datetime,
-                  aging_kinds: tuple[str, ...] = (), cosines: Mapping[int, float] | None = None) -> tuple[Result, ...]:
+                  aging_kinds: tuple[str, ...] = (),
+                  cosines: Callable[[list[int]], Mapping[int, float]] | None = None) -> tuple[Result, ...]:
+    """``cosines``: the stored vectors' cosines with the query for the pks it is given (the
+    results no arm measured a similarity for); None when the query was not embedded."""
     out = []
     band_of = bands.band if bands is not None else None
     ages: dict[str | None, float | None] = {}
-    for c in cands:
+    rels = [relevance(c, weigh) for c in cands]     # once per result: the loop below is hot
+    unmeasured = [c.pk for c, rel in zip(cands, rels, strict=True) if rel is None and c.pk in rows]
+    stored = cosines(unmeasured) if cosines is not None and unmeasured else {}
+    for c, rel in zip(cands, rels, strict=True):
         row = rows.get(c.pk)
         if row is None:  # purged by another process since the candidates were read
             continue
-        rel = relevance(c, weigh)
-        if rel is None and cosines:           # a result no arm measured: its stored vector's cosine
-            rel = cosines.get(c.pk)
+        if rel is None:                       # a result no arm measured: its stored vector's cosine
+            rel = stored.get(c.pk)
         band = band_of(rel) if band_of is not None else None
         why = None
         if explain:

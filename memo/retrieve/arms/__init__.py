@@ -17,9 +17,12 @@ ARMS: tuple[Arm, ...] = (SemanticArm(), KeywordArm(), ExactArm(), FactArm(), Ent
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 
 
+_WEIGH = {a.name: a.weigh for a in ARMS}   # bound once: weigh runs for every vote of every candidate
+
+
 def weigh(arm: str, ev: Any) -> VoteEvidence:
     """What one arm's vote shows (the arm's own ``weigh``): abstention and relevance read this."""
-    return BY_NAME[arm].weigh(ev)
+    return _WEIGH[arm](ev)
 
 
 __all__ = ["ARMS", "BY_NAME", "Arm", "ArmContext", "ArmHit", "ArmPlan", "ScopeSQL", "weigh"]

@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmPlan
+from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import Route, route
 from memo.retrieve.scope import scope_counts
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 AUTO_ONLY = "auto"                     # the routed arms (entity, graph) run in mode auto only
 SEMANTIC_OFF_MODES = ("keyword", "exact")   # modes in which the meaning arms are deliberately off
+ROUTE_CACHE_MAX = 8192                 # routing decisions kept per connection (arm-hit cache on), then cleared
 
 
 def routed(ctx: ArmContext) -> Route:
@@ -26,12 +28,24 @@ def routed(ctx: ArmContext) -> Route:
         if ctx.profile is None:
             raise ValueError("the entity and graph arms need ArmContext.profile ([entities], [graph])")
         cfg = ctx.profile.entities
-        in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
-        hit = ctx.scratch.route = route(ctx.conn, ctx.query, ctx.scope_sql.where, ctx.scope_sql.params, in_scope,
-                                        max_words=cfg.max_words, common_share=cfg.common_share,
-                                        common_min_passages=cfg.common_min_passages, cues=cfg.relational_cues,
-                                        name_share=cfg.name_share, identifier_share=cfg.identifier_share,
-                                        min_query_share=cfg.min_query_share)
+        # With the arm-hit cache (eval replay) the decision is kept per connection like the
+        # arms' hits: it is a pure function of the query, the scope, the data and
+        # [entities], and its word counts are most of a search whose arms are cached.
+        cache = conn_cache(ctx.conn).setdefault("route", {}) if ctx.services.arm_cache else None
+        key = (ctx.query, ctx.scope_sql.where, ctx.scope_sql.params, cfg)
+        hit = cache.get(key) if cache is not None else None
+        if hit is None:
+            in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
+            hit = route(ctx.conn, ctx.query, ctx.scope_sql.where, ctx.scope_sql.params, in_scope,
+                        max_words=cfg.max_words, common_share=cfg.common_share,
+                        common_min_passages=cfg.common_min_passages, cues=cfg.relational_cues,
+                        name_share=cfg.name_share, identifier_share=cfg.identifier_share,
+                        min_query_share=cfg.min_query_share)
+            if cache is not None:
+                if len(cache) >= ROUTE_CACHE_MAX:
+                    cache.clear()
+                cache[key] = hit
+        ctx.scratch.route = hit
     return hit
 
 

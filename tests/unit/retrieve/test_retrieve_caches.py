@@ -71,3 +71,45 @@ def load_rrf_k(k: int):
     from memo.profile import load_profile
 
     return load_profile("rrf").with_overrides({"fusion.k": k})
+
+
+def test_routing_is_kept_with_the_arm_cache_and_keyed_by_entities(conn, monkeypatch):
+    """Routing (its word counts are most of a search whose arms are cached) is a pure
+    function of the query, scope, data and [entities]: kept per connection with the arm
+    cache, computed again for another [entities] value, never kept without the cache."""
+    import memo.retrieve.arms.shared as shared
+    from memo.profile import load_profile
+
+    _, svc = _corpus(conn)
+    calls = []
+    real = shared.route
+    monkeypatch.setattr(shared, "route", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    req = SearchRequest("Pool Filter cleaning", response_format="explain", now=NOW)
+    plain = search(conn, req, "rrf", {"semantic": svc})
+    search(conn, req, "rrf", {"semantic": svc})
+    assert len(calls) == 2                                  # no cache asked for: routed each time
+    services = {"semantic": svc, "arm_cache": True, "query_vector": np.ones(384, dtype=np.float32)}
+    first = search(conn, req, "rrf", services)
+    again = search(conn, req, load_rrf_k(20), services)     # a fusion constant: same route
+    assert len(calls) == 3 and _numbers(first) == _numbers(plain)
+    assert [a.reason for a in again.trace.arms] == [a.reason for a in first.trace.arms]
+    search(conn, req, load_profile("rrf").with_overrides({"entities.max_words": 2}), services)
+    assert len(calls) == 4                                  # a key routing reads: routed again
+
+
+def test_stored_cosines_are_read_once_per_query_vector_with_the_arm_cache(conn, monkeypatch):
+    from memo.retrieve.backend import backend_of
+
+    pks, svc = _corpus(conn)
+    svc.index.sims = {pks[0]: 0.7}                     # the others are keyword-only hits
+    asked = []
+    cls = type(backend_of(conn))
+    real = cls.passage_cosines
+    monkeypatch.setattr(cls, "passage_cosines",
+                        lambda self, c, m, q, p: asked.append(sorted(p)) or real(self, c, m, q, p))
+    req = SearchRequest("pool", response_format="explain", now=NOW)
+    services = {"semantic": svc, "arm_cache": True, "query_vector": np.ones(384, dtype=np.float32)}
+    first = search(conn, req, "rrf", services)
+    again = search(conn, req, load_rrf_k(20), services)
+    assert len(asked) == 1
+    assert {r.pk: r.relevance for r in first.results} == {r.pk: r.relevance for r in again.results}
