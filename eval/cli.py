@@ -398,7 +398,8 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
         print_json(res)
         return
     sr = res.get("search", {})
-    typer.echo(f"search: {sr.get('method')}, {res['points']} points replayed of {sr.get('grid_points')} in the grid")
+    typer.echo(f"search: {sr.get('method')}, {res['points']} points replayed of {sr.get('grid_points')} in the grid"
+               f" in {sr.get('seconds')} s ({sr.get('trials_per_s')} trials/s)")
     typer.echo(f"winner ({metric} {res['train']['best']:.4f} on {tune_split}):\n  {res['winner']}")
     typer.echo(f"{test_split}: tuned {_fmt(res['test']['tuned'].get(metric))}")
     for k, v in res["test"]["baselines"].items():

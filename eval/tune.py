@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -225,6 +226,7 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
     space = axes(opts)
     method = choose_method(opts, space)
     search: dict[str, Any] = {"method": method, "grid_points": grid_size(space)}
+    t_search = time.perf_counter()
     if method == "optuna":
         specs, train_runs, info = optuna_search(opts, space, status, tick_factory)
         search.update(info)
@@ -234,6 +236,10 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
         specs = search_space(opts if method != "grid" else replace(opts, samples=None))
         status(f"tuning {len(specs)} points on {opts.dataset}/{opts.tune_split}")
         train = _replay(opts, specs, status, tick_factory)
+    # Trials per second: points replayed over the search's wall time (index checks, worker
+    # start-up and, for Optuna, the sampler included): what a person tuning waits for.
+    search["seconds"] = round(time.perf_counter() - t_search, 2)
+    search["trials_per_s"] = round(len(specs) / search["seconds"], 3) if search["seconds"] > 0 else None
     semantic = opts.mode in ("auto", "semantic")
     ranked = sorted(train["runs"], key=lambda r: -_metric(r, opts.metric))
     best_run = ranked[0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from memo.retrieve.rescore import Rescored, RescoreInput
 from memo.retrieve.types import Candidate, Factor
@@ -29,7 +30,11 @@ def parse_ts(text: str | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
+@lru_cache(maxsize=65536)
 def age_days(when: str | None, now: datetime) -> float | None:
+    """Days from ``when`` to ``now`` (0 when later; None when undated).  Cached: results
+    + why ask it for every dated result, and eval replay asks the same (date, now) pairs
+    in every run of a grid."""
     moment = parse_ts(when)
     if moment is None:
         return None

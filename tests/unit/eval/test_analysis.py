@@ -71,6 +71,8 @@ def test_tune_keyword(tiny, tmp_path):
     res = tune(TuneOptions(dataset=str(tiny), profiles=("rrf",), sets=("cutoff.gap=0.05,0.5,1.0",),
                            mode="keyword", metric="recall_100", out_profile=out, workers=1))
     assert res["points"] == 3 and res["tune_split"] == "train"
+    assert res["search"]["seconds"] > 0 and res["search"]["trials_per_s"] == pytest.approx(
+        3 / res["search"]["seconds"], rel=0.01)
     text = out.read_text()
     assert "Tuned on: tiny split train (5 queries)" in text and "Search space" in text
     assert load_profile(str(out)).cutoff.gap in (0.05, 0.5, 1.0)
@@ -198,6 +200,7 @@ def test_optuna_search_is_reproducible_with_a_seed(tiny, tmp_path):
                                trials=10, seed=7, tune_split="train", test_split="test", workers=1,
                                out_profile=tmp_path / f"t{i}.toml", out=tmp_path / "runs"))
         assert res["search"]["method"] == "optuna" and res["search"]["trials"] == 10
+        assert res["search"]["trials_per_s"] > 0
         winners.append(res["winner"])
         trials.append([t["label"] for t in res["train"]["top"]])
     assert winners[0] == winners[1] and trials[0] == trials[1]
