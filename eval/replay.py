@@ -164,6 +164,12 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float, fresh: set[str] | None =
         if arm.name == "fact":
             row["fact_matched"] = arm.matched
     row["arm_cached"] = any_cached
+    fw = getattr(tr, "fusion_weights", None) or {}
+    for arm, w in fw.get("weights", {}).items():
+        if arm in ARM_NAMES:
+            row[f"{arm}_weight"] = float(w)
+    row["keyword_coverage"] = fw.get("evidence", {}).get("keyword_coverage")
+    row["keyword_multiplier"] = fw.get("multipliers", {}).get("keyword")
     row["rescore"] = [{"name": k, "named": list(v)} for k, v in getattr(tr, "rescore", {}).items()]
     return row
 

@@ -32,7 +32,10 @@ METRIC_COLUMNS: tuple[str, ...] = ("ndcg_10", "recall_10", "recall_100", "rr_10"
 _ARM_QUERY_FIELDS = [f for arm in ARM_NAMES for f in (
     pa.field(f"{arm}_ran", pa.bool_()), pa.field(f"{arm}_candidates", pa.int32()),
     pa.field(f"{arm}_latency_ms", pa.float64()), pa.field(f"{arm}_cached", pa.bool_()),
-    pa.field(f"{arm}_source_latency_ms", pa.float64()))]
+    pa.field(f"{arm}_source_latency_ms", pa.float64()),
+    # the weight fusion gave the arm on this query (trace.fusion_weights: the profile's
+    # weight, times the multiplier of the extra adaptive when it moved it)
+    pa.field(f"{arm}_weight", pa.float64()))]
 
 # trace.stage_ms as a typed struct (one float per pipeline stage; stages the pipeline may
 # add later are summed into "other").
@@ -85,6 +88,10 @@ QUERIES_SCHEMA = pa.schema([
                                                  # latency_ms / wall_ms are not a real search's
     *_ARM_QUERY_FIELDS,
     pa.field("fact_matched", pa.int32()),        # distinct facts that voted (fact arm; null: none)
+    # extra adaptive (memo.retrieve.fusion.adaptive): the keyword arm's best idf coverage of
+    # the query and the multiplier it gave the keyword weight (null: not measured)
+    pa.field("keyword_coverage", pa.float64()),
+    pa.field("keyword_multiplier", pa.float64()),
     # stage 4's rescorers: what the query named that earned each one's factors (trace.rescore)
     pa.field("rescore", pa.list_(pa.struct([("name", pa.string()), ("named", pa.list_(pa.string()))]))),
     pa.field("stage_ms", STAGE_TYPE),            # {stage: ms} (STAGES)

@@ -96,6 +96,9 @@ KEYS: tuple[Key, ...] = (
     Key("fusion.method", "choice", "rrf: sum of weight / (k + rank); minmax: sum of weight x min-max "
         "normalised raw; zscore: sum of weight x (raw - min) / sigma", choices=FUSION_METHODS),
     Key("fusion.k", "int", "rrf's k (seed: 60); fact.merge rrf uses it too", 1, 10_000),
+    Key("fusion.keyword_full", "float",
+        "per query, the keyword weight x min(1, the idf share of the query its best hit holds / this); "
+        "0 = off (fixed weights)", 0.0, 1.0, extra="adaptive"),
     # --- stage 4: recency and the rescorers --------------------------------------------
     Key("recency.floor", "float", "factor = floor + (1 - floor) x 0.5 ** (age_days / half_life_days)", 0.0, 1.0),
     Key("recency.half_life_days", "float_pos", "recency's half-life in days", 0.0, 1e6),
@@ -183,6 +186,7 @@ EXTRAS: dict[str, str] = {
     "min_shared": "the entity arm keeps passages naming two of the query's entities",
     "route_share": "route only when the named entities are a real share of the query",
     "graph_floor": "the graph arm reports only passages with a real share of the walk's mass",
+    "adaptive": "stage 3: the keyword arm weighs less on a query its best hit covers little of",
 }
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}

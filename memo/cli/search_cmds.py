@@ -77,6 +77,8 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
         if resp.hint:
             typer.echo(f"hint: {resp.hint}")
         return
+    if explain and tr.fusion_weights.get("multipliers"):
+        typer.echo(f"weights: {fusion_weights_line(tr.fusion_weights)}")
     for i, res in enumerate(resp.results, 1):
         band = f"  relevance {res.relevance:.3f} ({res.band})" if res.relevance is not None else ""
         head = f"  {res.section}" if res.section else ""
@@ -102,6 +104,16 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
     arms = ", ".join(f"{a.name} {a.candidates}" for a in tr.arms if a.ran)
     typer.echo(f"-- {foot}. arms: {arms}; {tr.filter['in_scope']}/{tr.filter['total']} passages in scope;"
                f" {tr.budget['used']}/{tr.budget['max']} tokens; {tr.latency_ms:.1f} ms")
+
+
+def fusion_weights_line(fw: dict) -> str:
+    """The arm weights this query's fusion used and what moved them (extra adaptive):
+    "semantic 0.5, keyword x 0.31 = 0.155, ... (keyword_coverage 0.279)"."""
+    mult, parts = fw.get("multipliers", {}), []
+    for arm, w in fw.get("weights", {}).items():
+        parts.append(f"{arm} x {mult[arm]:.3g} = {w:.4g}" if arm in mult else f"{arm} {w:.4g}")
+    said = ", ".join(f"{k} {v:.3f}" for k, v in fw.get("evidence", {}).items())
+    return ", ".join(parts) + (f" ({said})" if said else "")
 
 
 # --- profiles ----------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F
 from memo.retrieve.evidence import facts_evidence, passages_evidence
 from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
+from memo.retrieve.fusion.adaptive import adapt
 from memo.retrieve.limit import limit as limit_stage
 from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
@@ -94,8 +95,11 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     startup = _take_startup_ms(services)
     clock.exclude("arms", startup)
 
-    # 3 fusion
-    fused = fuse([r for r in runs if r.ran], profile.fusion.method, profile.weights, profile.fusion.k)
+    # 3 fusion, with this query's arm weights (the profile's, or adapted: extra adaptive)
+    arm_weights = adapt(profile.weights, _keyword_coverage(conn, checked.query, scope_sql, runs, profile,
+                                                           cached=services.arm_cache),
+                        profile.fusion.keyword_full)
+    fused = fuse([r for r in runs if r.ran], profile.fusion.method, arm_weights.weights, profile.fusion.k)
     meta = fetch_meta(conn, (c.pk for c in fused))
     if len(meta) < len(fused):
         # An index row without a passage (a derived index out of step with the
@@ -155,7 +159,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 9 results + why + trace
     results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
                             explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
-                            cosines=_stored_cosines(conn, ctx, runs, model_id))
+                            cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict())
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
@@ -197,7 +201,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
-        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes, rescore=named)
+        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes, rescore=named,
+        fusion_weights=arm_weights.as_dict())
     metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
                            degraded=degraded_kinds, empty_cause=cause)
     return SearchResponse(query=checked.query, results=results, abstained=cause == "abstained", cause=cause,
@@ -266,6 +271,35 @@ def _matched(run: Any) -> int | None:
     entities); None for arms without votes."""
     voters = {v.voter for hit in run.hits for v in hit.votes} - {None}
     return len(voters) if voters else None
+
+
+def _keyword_coverage(conn: sqlite3.Connection, query: str, scope_sql: Any, runs: list, profile: Profile,
+                      cached: bool = False) -> float | None:
+    """The best idf coverage of the query by the keyword arm's hits (``memo.retrieve.evidence``),
+    read only when the extra adaptive is on; None when the arm returned nothing, or when the
+    semantic arm returned nothing (mode keyword, degraded): with no other list to lean on,
+    the keyword weight stays the profile's."""
+    if profile.fusion.keyword_full <= 0.0:
+        return None
+    if not any(r.name == "semantic" and r.ran and r.hits for r in runs):
+        return None
+    run = next((r for r in runs if r.name == "keyword" and r.ran and r.hits), None)
+    if run is None:
+        return None
+    pks = [h.pk for h in run.hits]
+    # Eval replay (the arm-hit cache): the measure depends only on the query, the scope,
+    # the keyword arm's hits and the data, so a grid reads it once per query.
+    cache = conn_cache(conn).setdefault("keyword_coverage", {}) if cached else None
+    key = (query, scope_sql.where, scope_sql.params, tuple(pks))
+    if cache is not None and key in cache:
+        return cache[key]
+    n_passages = scope_counts(conn, scope_sql)[1]    # bm25's N: every row of passages_fts
+    best = passages_evidence(conn, query, pks, n_passages).best
+    if cache is not None:
+        if len(cache) >= 8192:
+            cache.clear()
+        cache[key] = best
+    return best
 
 
 def _keyword_evidence(conn: sqlite3.Connection, query: str, scope_sql: Any, pks: Any, fact_ids: Any) -> tuple:

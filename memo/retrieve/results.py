@@ -29,9 +29,12 @@ from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
                   bands: ModelBands | None, weigh: Weigh, *, explain: bool, now: datetime,
                   aging_kinds: tuple[str, ...] = (),
-                  cosines: Callable[[list[int]], Mapping[int, float]] | None = None) -> tuple[Result, ...]:
+                  cosines: Callable[[list[int]], Mapping[int, float]] | None = None,
+                  fusion: Mapping[str, Mapping[str, float]] | None = None) -> tuple[Result, ...]:
     """``cosines``: the stored vectors' cosines with the query for the pks it is given (the
-    results no arm measured a similarity for); None when the query was not embedded."""
+    results no arm measured a similarity for); None when the query was not embedded.
+    ``fusion``: the query's arm weights and what set them (``ArmWeights.as_dict``), shown
+    in every result's ``why.fusion``."""
     out = []
     band_of = bands.band if bands is not None else None
     ages: dict[str | None, float | None] = {}
@@ -60,7 +63,8 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                 provenance={"source": row.source, "author": row.author, "import_path": row.import_path,
                             "recorded_at": row.recorded_at, "content_hash": row.content_hash},
                 freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
-                           "ages": m.kind in aging_kinds})
+                           "ages": m.kind in aging_kinds},
+                fusion=fusion)
         out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
                           c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
     return tuple(out)

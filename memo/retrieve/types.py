@@ -8,6 +8,7 @@ request, response, results and trace records are frozen, slotted dataclasses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -133,6 +134,10 @@ class Why:
     tiebreak: float
     provenance: dict[str, Any]
     freshness: dict[str, Any]
+    # the query's arm weights: {"weights": {arm: weight used}, "multipliers": {arm: x},
+    # "evidence": {measure: value}} (memo.retrieve.fusion.adaptive); arms[a].contribution
+    # was computed with weights[a]
+    fusion: Mapping[str, Mapping[str, float]] | None = None
 
     def factor(self, name: str) -> float:
         """The value of the factor ``name`` ("recency", "speaker", ...; 1.0 when none)."""
@@ -198,6 +203,8 @@ class Trace:
     # rescorer name -> what the query named that earned its factors (speaker: the speakers,
     # dates: the periods, heading: the identifiers); only rescorers that gave a factor
     rescore: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the arm weights fusion used for this query and what set them (Why.fusion's value)
+    fusion_weights: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

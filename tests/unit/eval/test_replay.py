@@ -33,6 +33,9 @@ def test_run_writes_three_tables(tiny, tmp_path):
     assert runs["ndcg_10"] == pytest.approx(run["metrics"]["ndcg_10"])
     rows = r.to_pylist()
     assert all(x["keyword_rank"] is not None for x in rows)
+    # the per-query weights (trace.fusion_weights): rrf's fixed ones, nothing measured
+    assert {(x["keyword_weight"], x["semantic_weight"], x["keyword_multiplier"], x["keyword_coverage"])
+            for x in q.to_pylist()} == {(0.5, 0.5, None, None)}
     # rows are in memo's order: final desc, then tiebreak desc (rrf's tiebreak = min-max score)
     for qid in {x["qid"] for x in rows}:
         keys = [(x["final"], x["tiebreak"]) for x in sorted(rows, key=lambda x: x["rank"]) if x["qid"] == qid]
@@ -107,3 +110,21 @@ def test_cached_arms_are_flagged_and_typed_columns(tiny):
     assert con.execute("SELECT count(*) FROM queries WHERE NOT arm_cached").fetchone()[0] == 4
     from memo_eval import analysis as A
     assert A.uncached_latency(con).height == 4
+
+
+def test_query_rows_carry_the_adaptive_weights_and_their_evidence():
+    """What the extra adaptive set (trace.fusion_weights) lands in queries.parquet's columns."""
+    from types import SimpleNamespace
+
+    from memo.retrieve.fusion.adaptive import adapt
+    from memo_eval.datasets import EvalQuery
+    from memo_eval.replay import _query_row
+
+    fw = adapt({"semantic": 0.5, "keyword": 0.5}, 0.3, 0.6).as_dict()
+    tr = SimpleNamespace(degraded={"flag": False}, cutoff_kind="none", candidates=3, latency_ms=1.0, arms=(),
+                         stage_ms={}, rescore={}, fusion_weights=fw)
+    resp = SimpleNamespace(results=(), reason=None, truncated=0, trace=tr)
+    q = EvalQuery(qid="q1", text="x")
+    row = _query_row(q, resp, 1.0)
+    assert row["keyword_weight"] == 0.25 and row["semantic_weight"] == 0.5
+    assert row["keyword_multiplier"] == 0.5 and row["keyword_coverage"] == 0.3
