@@ -26,6 +26,9 @@ action that fixes it):
    vector: pending, a notice.
 7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
 
+On PostgreSQL (a ``postgresql://`` URL) ``memo.ops.doctor_pg`` runs instead: schema
+version and the keyword index (tsv, CJK index form, bm25 postings) against the passages.
+
 Beside them, a ``leftovers`` notice lists temporary files of killed backups and restores
 in the database's folder with the command that removes them (``memo.ops.leftovers``).
 
@@ -53,6 +56,7 @@ folder, a device, a FIFO) or a file with nothing of SQLite in it is "not a memo 
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
@@ -80,6 +84,7 @@ from memo.store.damage import (
     split_integrity,
 )
 from memo.store.db import resolve_db_path
+from memo.store.dialect import is_db_url
 from memo.store.derived import keyword_index_mismatches
 from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
 
@@ -149,6 +154,10 @@ class _Run:
 def doctor(path: str | Path | None = None, *, full: bool = False) -> DoctorReport:
     """Check the database at ``path`` (default: $MEMO_DB, else the user data dir).
     ``full``: ``integrity_check`` (every index against its table) instead of quick_check."""
+    if is_db_url(path if path else os.environ.get("MEMO_DB")):
+        from memo.ops.doctor_pg import doctor_pg   # the server's checks (schema, keyword index)
+
+        return doctor_pg(str(path if path else os.environ["MEMO_DB"]))
     started = time.perf_counter()
     p = resolve_db_path(path)
     if not p.exists():
