@@ -15,7 +15,11 @@ statements, many near each other ("Caroline went to ...", "Caroline is planning 
 (median and p90 over the base adds, with and without the check: ``index.near_duplicates``
 = off in the same run).
 
-    python bench/near_duplicates.py [--per-conversation 60] [--planted 200] [--seed 7]
+    python bench/near_duplicates.py [--per-conversation 60] [--planted 200] [--seed 7] [--facts]
+
+``--facts``: the same observations and planted duplicates added as facts (``memo.ops.facts.
+add_fact``, the path of ``memo fact add`` and MCP ``memory_fact_add``), each citing one note
+of its conversation's namespace; the check is ``memo.ops.near_dup.find_near_fact``.
 
 Vectors are not computed (a fake background queue takes them): the check reads only the
 keyword index, and embedding would only add the model's time to every add.
@@ -35,9 +39,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memo.ops.add import add_record
+from memo.ops.facts import add_fact
 from memo.profile import load_profile
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.types import FactDraft, RecordDraft
 
 REPO = Path(__file__).resolve().parents[1]
 EXTRA_WORDS = ("also", "really", "recently", "still", "now", "again")
@@ -102,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--near-min", type=float, default=None, help="override index.near_min (choosing it)")
     ap.add_argument("--locomo", type=Path, default=REPO / "datasets" / "locomo" / "locomo10.json")
+    ap.add_argument("--facts", action="store_true", help="add the observations and duplicates as facts")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     base = observations(args.locomo, args.per_conversation)
@@ -113,20 +119,32 @@ def main(argv: list[str] | None = None) -> int:
     queue = NoEmbedding()
     with tempfile.TemporaryDirectory() as tmp:
         conn = open_db(Path(tmp) / "near.db", write=True)
+        evidence: dict[str, str] = {}
+
+        def add(ns: str, text: str, profile) -> tuple[str, str | None]:
+            """(id of the stored or matched item, the item it was linked to)."""
+            if not args.facts:
+                rep = add_record(conn, RecordDraft(body=text, namespace=ns), background=queue, profile=profile)
+                return rep.record_id, rep.near_duplicate_of
+            if ns not in evidence:      # one note per namespace for the facts to cite
+                evidence[ns] = add_record(conn, RecordDraft(body=f"conversation notes of {ns}", namespace=ns),
+                                          background=queue, profile=off).record_id
+            frep = add_fact(conn, FactDraft(text=text, evidence=(evidence[ns],), namespace=ns), embed=False,
+                            profile=profile)
+            return frep.fact_id, frep.near_duplicate_of
+
         ids: dict[tuple[str, str], str] = {}
         false_links, times = 0, []
         for ns, text in base:
             t0 = time.perf_counter()
-            rep = add_record(conn, RecordDraft(body=text, namespace=ns), background=queue, profile=prof)
+            ids[(ns, text)], near_of = add(ns, text, prof)
             times.append(time.perf_counter() - t0)
-            ids[(ns, text)] = rep.record_id
-            if rep.near_duplicate_of is not None or (rep.status == "skipped" and rep.near_duplicate_of):
+            if near_of is not None:
                 false_links += 1
         times_off = []
         for ns, text in rng.sample(base, min(200, len(base))):
             t0 = time.perf_counter()
-            add_record(conn, RecordDraft(body=text + " (timing copy)", namespace=ns + "-off"),
-                       background=queue, profile=off)
+            add(ns + "-off", text + " (timing copy)", off)
             times_off.append(time.perf_counter() - t0)
         found, wrong, by_kind = 0, 0, Counter()
         kinds = Counter()
@@ -136,17 +154,18 @@ def main(argv: list[str] | None = None) -> int:
                 kind2, dup = edit(dup, rng)
                 kind = f"{kind}+{kind2}"
             kinds[kind] += 1
-            rep = add_record(conn, RecordDraft(body=dup, namespace=ns), background=queue, profile=prof)
-            if rep.near_duplicate_of == ids[(ns, text)]:
+            _, near_of = add(ns, dup, prof)
+            if near_of == ids[(ns, text)]:
                 found += 1
                 by_kind[kind] += 1
-            elif rep.near_duplicate_of is not None:
+            elif near_of is not None:
                 wrong += 1
         conn.close()
     n = sum(kinds.values())
+    what = "facts" if args.facts else "notes"
     print(f"near-duplicate check (index.near_duplicates = link, near_min = {threshold}) on {len(base)} LoCoMo "
-          f"observations in {len({ns for ns, _ in base})} namespaces, {n} planted duplicates (seed {args.seed})")
-    print(f"  planted duplicates linked to their original: {found}/{n} = {found / n:.3f}; to another record: {wrong}")
+          f"observations added as {what} in {len({ns for ns, _ in base})} namespaces, {n} planted duplicates (seed {args.seed})")
+    print(f"  planted duplicates linked to their original: {found}/{n} = {found / n:.3f}; to another one: {wrong}")
     print(f"  original observations linked to an earlier one (false links): {false_links}/{len(base)} "
           f"= {false_links / len(base):.4f}")
     for kind in sorted(kinds):
