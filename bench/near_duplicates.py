@@ -17,6 +17,11 @@ statements, many near each other ("Caroline went to ...", "Caroline is planning 
 
     python bench/near_duplicates.py [--per-conversation 60] [--planted 200] [--seed 7] [--facts]
 
+``--cjk``: the base set is instead every sentence of at least 10 characters of the notes of
+datasets/cjk (Chinese and Japanese, namespace per language), and the planted duplicates get
+one or two character edits (a character replaced, dropped, inserted, two swapped, the
+closing punctuation changed): near-identity of texts written without spaces.
+
 ``--facts``: the same observations and planted duplicates added as facts (``memo.ops.facts.
 add_fact``, the path of ``memo fact add`` and MCP ``memory_fact_add``), each citing one note
 of its conversation's namespace; the check is ``memo.ops.near_dup.find_near_fact``.
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -71,6 +77,37 @@ def observations(path: Path, per_conversation: int) -> list[tuple[str, str]]:
     return out
 
 
+def cjk_sentences(folder: Path) -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(folder.glob("*.md")):
+        lang = path.name.split("-")[0]
+        text = path.read_text(encoding="utf-8")
+        for piece in re.split(r"[。！？\n]+", text):
+            piece = piece.strip(" #-")
+            if len(piece) >= 10:
+                out.append((f"cjk/{lang}", piece + "。"))
+    return list(dict.fromkeys(out))
+
+
+def edit_cjk(text: str, rng: random.Random) -> tuple[str, str]:
+    chars = list(text.rstrip("。"))
+    kind = rng.choice(["replace", "drop", "insert", "swap", "punct"])
+    i = rng.randrange(len(chars))
+    if kind == "replace":
+        chars[i] = rng.choice("的了是在有和也就都而及与")
+    elif kind == "drop":
+        del chars[i]
+    elif kind == "insert":
+        chars.insert(i, rng.choice("的了是在也就都"))
+    elif kind == "swap" and len(chars) > 2:
+        i = min(i, len(chars) - 2)
+        chars[i], chars[i + 1] = chars[i + 1], chars[i]
+    else:
+        kind = "punct"
+        return kind, "".join(chars) + "！"
+    return kind, "".join(chars) + "。"
+
+
 def edit(text: str, rng: random.Random) -> tuple[str, str]:
     words = text.split()
     kind = rng.choice(["case+punct", "drop", "add", "replace", "swap", "typo"])
@@ -108,9 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--near-min", type=float, default=None, help="override index.near_min (choosing it)")
     ap.add_argument("--locomo", type=Path, default=REPO / "datasets" / "locomo" / "locomo10.json")
     ap.add_argument("--facts", action="store_true", help="add the observations and duplicates as facts")
+    ap.add_argument("--cjk", action="store_true", help="sentences of datasets/cjk with character edits")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
-    base = observations(args.locomo, args.per_conversation)
+    base = cjk_sentences(REPO / "datasets" / "cjk" / "notes") if args.cjk else \
+        observations(args.locomo, args.per_conversation)
+    edit_one = edit_cjk if args.cjk else edit
     prof = load_profile("zscore")
     if args.near_min is not None:
         prof = prof.with_overrides({"index.near_min": args.near_min}, name=f"zscore-near-{args.near_min}")
@@ -149,9 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         found, wrong, by_kind = 0, 0, Counter()
         kinds = Counter()
         for ns, text in rng.sample(base, min(args.planted, len(base))):
-            kind, dup = edit(text, rng)
+            kind, dup = edit_one(text, rng)
             if rng.random() < 0.3:               # some get a second edit
-                kind2, dup = edit(dup, rng)
+                kind2, dup = edit_one(dup, rng)
                 kind = f"{kind}+{kind2}"
             kinds[kind] += 1
             _, near_of = add(ns, dup, prof)
@@ -163,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         conn.close()
     n = sum(kinds.values())
     what = "facts" if args.facts else "notes"
-    print(f"near-duplicate check (index.near_duplicates = link, near_min = {threshold}) on {len(base)} LoCoMo "
-          f"observations added as {what} in {len({ns for ns, _ in base})} namespaces, {n} planted duplicates (seed {args.seed})")
+    source = "datasets/cjk sentences" if args.cjk else "LoCoMo observations"
+    print(f"near-duplicate check (index.near_duplicates = link, near_min = {threshold}) on {len(base)} {source} "
+          f"added as {what} in {len({ns for ns, _ in base})} namespaces, {n} planted duplicates (seed {args.seed})")
     print(f"  planted duplicates linked to their original: {found}/{n} = {found / n:.3f}; to another one: {wrong}")
     print(f"  original observations linked to an earlier one (false links): {false_links}/{len(base)} "
           f"= {false_links / len(base):.4f}")

@@ -12,7 +12,7 @@ transaction and with reads only:
    citing 1,000 passages each made an add take 266 ms instead of 12);
 2. similarity: ``difflib.SequenceMatcher.ratio`` over the two texts' folded words (the
    share of words the two have in the same order; one word changed in ten -> 0.9), on at
-   most ``MAX_WORDS`` words of each;
+   most ``MAX_WORDS`` words of each; each CJK character counts as a word;
 3. the best candidate at or above the profile's ``index.near_min`` is the near
    duplicate.
 
@@ -54,13 +54,17 @@ from memo.retrieve.arms.keyword import KeywordArm
 from memo.retrieve.backend import backend_of
 from memo.retrieve.scope import build_scope_sql
 from memo.store.connect import read_tx
+from memo.text.cjk import CJK_CHARS, CJK_CLASS
 from memo.text.fts_query import keyword_match
 from memo.text.limits import clip_query
 from memo.types import FactDraft, RecordDraft, Scope
 
 CANDIDATES = 5
 MAX_WORDS = 2000
-_WORD = re.compile(r"\w+", re.UNICODE)
+# A word: a run of letters and digits, except that each Chinese, Japanese or Korean
+# character is a word of its own (those scripts write no spaces: a sentence would be one
+# "word", and one character changed in it would make two notes share nothing).
+_WORD = re.compile(f"{CJK_CLASS}|[^\\W{CJK_CHARS}]+", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
