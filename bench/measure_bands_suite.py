@@ -226,7 +226,7 @@ def _sweep(choose: list[dict], report: list[dict], lo: float, hi: float) -> None
         while t <= hi + 1e-9:
             rel = [float((r["relevant"] >= t).mean()) for r in rows]
             rnd = [float((r["random"] >= t).mean()) for r in rows]
-            cells = " ".join(f"{a:6.1%}/{b:5.2%}" for a, b in zip(rel, rnd))
+            cells = " ".join(f"{a:6.1%}/{b:5.2%}" for a, b in zip(rel, rnd, strict=True))
             print(f"{t:5.2f} {cells} {min(rel):8.1%} {float(np.median(rnd)):8.2%}")
             t = round(t + 0.01, 2)
 

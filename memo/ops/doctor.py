@@ -84,8 +84,8 @@ from memo.store.damage import (
     split_integrity,
 )
 from memo.store.db import resolve_db_path
-from memo.store.dialect import is_db_url
 from memo.store.derived import keyword_index_mismatches
+from memo.store.dialect import is_db_url
 from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
 
 EXIT_OK, EXIT_REPAIR, EXIT_DAMAGED = 0, 9, 10
@@ -155,7 +155,7 @@ def doctor(path: str | Path | None = None, *, full: bool = False) -> DoctorRepor
     """Check the database at ``path`` (default: $MEMO_DB, else the user data dir).
     ``full``: ``integrity_check`` (every index against its table) instead of quick_check."""
     if is_db_url(path if path else os.environ.get("MEMO_DB")):
-        from memo.ops.doctor_pg import doctor_pg   # the server's checks (schema, keyword index)
+        from memo.ops.doctor_pg import doctor_pg  # the server's checks (schema, keyword index)
 
         return doctor_pg(str(path if path else os.environ["MEMO_DB"]))
     started = time.perf_counter()
