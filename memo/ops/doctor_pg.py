@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from memo.errors import MemoError
-from memo.ops.doctor import _EXIT, _RANK, MIGRATE, REINDEX, Check, DoctorReport, _Run
+from memo.ops.doctor_report import _EXIT, _RANK, MIGRATE, REINDEX, Check, DoctorReport, _Run
 from memo.store.db import open_pg
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.keyword_form import keyword_index_mismatches
