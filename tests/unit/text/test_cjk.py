@@ -147,3 +147,19 @@ def test_doctor_checks_the_keyword_index_against_index_form(tmp_path: Path) -> N
     conn.close()
     report = doctor(db)
     assert report.status == "repair" and any("passages_fts" in f.problem for f in report.findings)
+
+
+def test_a_hangul_word_typed_decomposed_finds_the_composed_text(tmp_path: Path) -> None:
+    """NFD Hangul is jamo; the query's normal forms are taken before its bigrams, so its
+    NFC form is the syllable the index holds (a property test of test_folding found
+    '한' stored NFKC, queried NFD, missed)."""
+    import unicodedata
+
+    db = tmp_path / "memo.db"
+    conn = open_db(db, write=True)
+    add_record(conn, RecordDraft(body="alpha 한 omega"))
+    add_record(conn, RecordDraft(body=KO))
+    conn.close()
+    assert "한" in query_words(unicodedata.normalize("NFD", "한"))
+    assert _keyword(db, unicodedata.normalize("NFD", "한")) == ["alpha 한 omega"]
+    assert _keyword(db, unicodedata.normalize("NFD", "백업")) == [KO]
