@@ -150,10 +150,10 @@ KEYS: tuple[Key, ...] = (
         0, 1_000_000_000, group="index"),
     Key("index.ann_overfetch", "float", "PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth",
         1.0, 100.0, group="index"),
-    Key("index.near_duplicates", "choice", "a record added near-identical to a live one of its namespace: link "
-        "(stored, both named in the report and its meta), skip (not stored, reported), off (memo.ops.near_dup)",
+    Key("index.near_duplicates", "choice", "a record (or fact) added near-identical to a live one of its namespace: "
+        "link (stored, both named in the report and its meta), skip (not stored, reported), off (memo.ops.near_dup)",
         choices=NEAR_DUPLICATES, group="index"),
-    Key("index.near_min", "float", "word-sequence similarity from which two records are near-identical",
+    Key("index.near_min", "float", "word-sequence similarity from which two records (two facts) are near-identical",
         0.5, 1.0, group="index"),
 )
 

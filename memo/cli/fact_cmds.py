@@ -59,6 +59,8 @@ def add(text: Annotated[str, typer.Argument(help="The fact, one statement.")], e
         print_json(report)
         return
     typer.echo(f"{report.status} {report.fact_id} (evidence {', '.join(report.evidence)})")
+    if report.near_duplicate_of is not None:
+        typer.echo(f"note: {report.note}", err=True)
     if report.status == "added" and not report.embedded:
         typer.echo("note: saved; its vector is queued for embedding; `memo backfill` embeds it", err=True)
 

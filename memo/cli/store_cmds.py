@@ -191,6 +191,9 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                    f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
         for rej in report.rejected:
             typer.echo(f"  rejected {rej.path}: {rej.reason}", err=True)
+        if report.facts_added or report.facts_skipped:
+            typer.echo(f"facts: added {report.facts_added}, skipped {report.facts_skipped}")
+        _echo_near_facts(report)
         _echo_ignored(report)
         _echo_missing(report, path)
         if embedded is not None:
@@ -200,6 +203,15 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
         _note_queued(report.vectors)
     if report.rejected:
         raise typer.Exit(ImportRejected.exit_code)
+
+
+def _echo_near_facts(report: ImportReport, shown: int = 10) -> None:
+    for near in report.facts_near_duplicates[:shown]:
+        what = f"stored as {near.fact_id}, linked" if near.fact_id else "not stored (skip)"
+        typer.echo(f"  fact {near.where}: near-identical to {near.near_duplicate_of} "
+                   f"(similarity {near.similarity:.2f}); {what}")
+    if len(report.facts_near_duplicates) > shown:
+        typer.echo(f"  ... and {len(report.facts_near_duplicates) - shown} more near-identical facts (--json lists all)")
 
 
 def _echo_ignored(report: ImportReport, shown: int = 10) -> None:

@@ -57,8 +57,13 @@ def _progress(total: int, enabled: bool):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        # A log or a pipe: no live bar (its transient clean-up leaves a blank line there:
+        # `memo import` printed one before its report in a new-user run, issue 32.7).
+        return None
     return Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True), transient=True)
+                    console=console, transient=True)
 
 
 def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None = None, progress: bool = True,

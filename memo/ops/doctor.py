@@ -26,6 +26,9 @@ action that fixes it):
    vector: pending, a notice.
 7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
 
+On PostgreSQL (a ``postgresql://`` URL) ``memo.ops.doctor_pg`` runs instead: schema
+version and the keyword index (tsv, CJK index form, bm25 postings) against the passages.
+
 Beside them, a ``leftovers`` notice lists temporary files of killed backups and restores
 in the database's folder with the command that removes them (``memo.ops.leftovers``).
 
@@ -53,15 +56,32 @@ folder, a device, a FIFO) or a file with nothing of SQLite in it is "not a memo 
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memo.embed import DEFAULT_MODEL_ID
 from memo.errors import DiskFull, MemoError, StoreError
+from memo.ops.doctor_report import (  # noqa: F401  (also memo.ops.doctor's names)
+    _EXIT,
+    _RANK,
+    BACKFILL,
+    EXIT_DAMAGED,
+    EXIT_OK,
+    EXIT_REPAIR,
+    MIGRATE,
+    READ_ONLY,
+    REINDEX,
+    REINDEX_BTREES,
+    RESTORE,
+    Check,
+    DoctorReport,
+    Finding,
+    _Run,
+)
 from memo.ops.leftovers import doctor_notes
 from memo.store.connect import connect
 from memo.store.damage import (
@@ -81,74 +101,19 @@ from memo.store.damage import (
 )
 from memo.store.db import resolve_db_path
 from memo.store.derived import keyword_index_mismatches
+from memo.store.dialect import is_db_url
 from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
 
-EXIT_OK, EXIT_REPAIR, EXIT_DAMAGED = 0, 9, 10
-_RANK = {"ok": 0, "notice": 0, "repair": 1, "damaged": 2}
-_EXIT = {"ok": EXIT_OK, "notice": EXIT_OK, "repair": EXIT_REPAIR, "damaged": EXIT_DAMAGED}
-
-REINDEX = "run `memo reindex` (rebuilds the keyword, exact and fact indexes from the stored rows)"
-REINDEX_BTREES = "run `memo reindex` (rebuilds every index from the stored rows: nothing is lost)"
-READ_ONLY = "read-only: searches work, writes need write access"
-RESTORE = "restore a backup: `memo restore <backup> --yes` (the current file is kept beside it)"
-MIGRATE = "run `memo stats --migrate`"
-BACKFILL = "run `memo backfill` to embed them (search works meanwhile, without their vectors)"
 _LIVE = "r.forgotten_at IS NULL AND r.superseded_at IS NULL"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool | None          # None: not run (an earlier check made it pointless)
-    detail: str
-    ms: float = 0.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    severity: str            # "notice" | "repair" | "damaged"
-    problem: str
-    action: str
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    path: str
-    status: str              # "ok" | "notice" | "repair" | "damaged"
-    exit_code: int
-    schema_version: int | None
-    checks: tuple[Check, ...]
-    findings: tuple[Finding, ...]
-    counts: dict[str, int]
-    marker: dict[str, Any] | None     # the damaged marker found before the checks
-    marker_after: str                 # "none" | "set" | "kept" | "cleared"
-    seconds: float
-
-
-@dataclass
-class _Run:
-    path: Path
-    checks: list[Check] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    physical: bool = False   # pages or canonical rows damaged: the marker must be set
-    skip: str = ""           # why the remaining checks do not run
-    bad_indexes: dict[str, str] = field(default_factory=dict)  # index -> its table, disagreeing
-    read_only: str | None = None
-
-    def check(self, name: str, ok: bool | None, detail: str, t0: float) -> None:
-        self.checks.append(Check(name, ok, detail, round((time.perf_counter() - t0) * 1000, 1)))
-
-    def find(self, check: str, severity: str, problem: str, action: str, *, physical: bool = True) -> None:
-        self.findings.append(Finding(check, severity, problem, action))
-        if severity == "damaged" and check not in ("schema",) and physical:
-            self.physical = True
 
 
 def doctor(path: str | Path | None = None, *, full: bool = False) -> DoctorReport:
     """Check the database at ``path`` (default: $MEMO_DB, else the user data dir).
     ``full``: ``integrity_check`` (every index against its table) instead of quick_check."""
+    if is_db_url(path if path else os.environ.get("MEMO_DB")):
+        from memo.ops.doctor_pg import doctor_pg  # the server's checks (schema, keyword index)
+
+        return doctor_pg(str(path if path else os.environ["MEMO_DB"]))
     started = time.perf_counter()
     p = resolve_db_path(path)
     if not p.exists():

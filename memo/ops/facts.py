@@ -16,7 +16,10 @@ from dataclasses import dataclass, replace
 from memo.errors import ConfirmationRequired, MemoError, NotFound, ValidationError
 from memo.ops.after_commit import EmbedQueue, queue_in
 from memo.ops.guard import store_errors
+from memo.ops.near_dup import NearDuplicate, best_of, find_near_fact, words
 from memo.ops.paging import check_page
+from memo.ops.reports import NearFact
+from memo.profile import Profile, load_profile
 from memo.store.connect import read_tx, write_tx
 from memo.store.facts import (
     fact_from_row,
@@ -32,16 +35,18 @@ from memo.store.facts import get_fact as _get_fact
 from memo.store.mentions import drop_fact_mentions
 from memo.store.records import utc_now
 from memo.text.limits import MAX_IDS, check_list
-from memo.types import Fact, FactDraft
+from memo.types import Fact, FactDraft, default_profile
 
 
 @dataclass(frozen=True, slots=True)
 class FactAddReport:
-    status: str                       # added | skipped (same text and evidence already stored)
-    fact_id: str
+    status: str                       # added | skipped (same text and evidence, or near-identical under skip)
+    fact_id: str                      # skipped: the fact already stored
     evidence: tuple[str, ...]         # passage ids
     embedded: bool = False            # False: the vector is queued (`memo backfill`)
     note: str | None = None
+    near_duplicate_of: str | None = None   # the live fact this text is near-identical to (memo.ops.near_dup)
+    near_similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +67,10 @@ class FactForgetReport:
 @dataclass(frozen=True, slots=True)
 class FactImportReport:
     added: int
-    skipped: int
+    skipped: int                            # exact duplicates, and near-identical ones under skip
     rejected: tuple[tuple[str, str], ...]   # (where, reason)
     fact_ids: tuple[str, ...] = ()
+    near_duplicates: tuple[NearFact, ...] = ()
 
 
 Evidence = list[tuple[int, str]]
@@ -76,6 +82,27 @@ def _resolve(conn: sqlite3.Connection, draft: FactDraft) -> Evidence:
     validate_fact(draft)
     with read_tx(conn):
         return resolve_evidence(conn, draft.evidence, draft.namespace)
+
+
+def _near(conn: sqlite3.Connection, draft: FactDraft, prof: Profile) -> NearDuplicate | None:
+    """The live fact near-identical to ``draft`` under the profile's keys (reads only,
+    before the write transaction); None when the check is off or none is."""
+    if prof.index.near_duplicates == "off":
+        return None
+    return find_near_fact(conn, draft, prof.index.near_min, prof)
+
+
+def _linked(draft: FactDraft, near: NearDuplicate | None) -> FactDraft:
+    if near is None:
+        return draft
+    return replace(draft, meta={**draft.meta, "near_duplicate_of": near.record_id,
+                                "near_similarity": near.similarity})
+
+
+def _skip_note(near: NearDuplicate) -> str:
+    return (f"near-identical to fact {near.record_id} (similarity {near.similarity:.2f}); not stored "
+            f"(index.near_duplicates = skip): to replace it, `memo fact supersede {near.record_id}` "
+            "with the new text (and --evidence)")
 
 
 def _store(conn: sqlite3.Connection, draft: FactDraft,
@@ -111,18 +138,33 @@ def embed_new_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> bool:
 
 @store_errors("fact add")
 def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True,
-             background: EmbedQueue | None = None) -> FactAddReport:
+             background: EmbedQueue | None = None, profile: Profile | str | None = None) -> FactAddReport:
     """``background``: a server's embedder takes the vector (``embedded`` False: queued,
-    embedded within moments), so the add returns right after the commit."""
+    embedded within moments), so the add returns right after the commit.  A text
+    near-identical to a live fact of the namespace is linked to it (stored, named in the
+    report and its meta) or skipped (reported), as the profile's ``index.near_duplicates``
+    says (``memo.ops.near_dup``; ``profile`` None: the default profile)."""
     evidence = _resolve(conn, draft)
+    prof = load_profile(default_profile() if profile is None else profile)
+    near = _near(conn, draft, prof)
+    if near is not None and near.similarity >= 1.0 and \
+            find_live_fact(conn, draft.namespace, fact_hash(draft.text, tuple(pid for _, pid in evidence))):
+        near = None                 # the exact duplicate: the dedup index says so below
+    if near is not None and prof.index.near_duplicates == "skip":
+        return FactAddReport("skipped", near.record_id, tuple(pid for _, pid in evidence), note=_skip_note(near),
+                             near_duplicate_of=near.record_id, near_similarity=near.similarity)
     with write_tx(conn):
-        status, fid, pids, pk = _store(conn, draft, evidence)
+        status, fid, pids, pk = _store(conn, _linked(draft, near), evidence)
     if status == "skipped":
         return FactAddReport("skipped", fid, pids, note=f"the same fact with the same evidence is {fid}")
+    link = {} if near is None else {
+        "near_duplicate_of": near.record_id, "near_similarity": near.similarity,
+        "note": f"near-identical to fact {near.record_id} (similarity {near.similarity:.2f}); stored and linked "
+                "to it (meta.near_duplicate_of): forget either if one is enough"}
     if embed and pk is not None and background is not None and queue_in(background, fact_pks=[pk]):
-        return FactAddReport("added", fid, pids, False)
+        return FactAddReport("added", fid, pids, False, **link)
     embedded = embed_new_facts(conn, [pk]) if embed and pk is not None else False
-    return FactAddReport("added", fid, pids, embedded)
+    return FactAddReport("added", fid, pids, embedded, **link)
 
 
 @store_errors("fact get")
@@ -226,32 +268,50 @@ def forget_facts(conn: sqlite3.Connection, fact_ids: Iterable[str], *, confirm: 
 
 
 def import_facts(conn: sqlite3.Connection, drafts: Iterable[tuple[str, FactDraft]], *,
-                 embed: bool = True, batch: int = 500) -> FactImportReport:
+                 embed: bool = True, batch: int = 500, profile: Profile | str | None = None) -> FactImportReport:
     """Many facts (JSONL lines of type fact, LoCoMo observations): ``(where, draft)``
     pairs, committed in batches; a fact with bad evidence is rejected with its reason
-    (savepoint: nothing of it is written) while the rest goes on."""
+    (savepoint: nothing of it is written) while the rest goes on.  Near-identical facts
+    (to a live one, or to one added earlier in this import) are linked or skipped as for
+    ``add_fact`` and listed in ``near_duplicates``."""
     added = skipped = 0
     rejected: list[tuple[str, str]] = []
     ids: list[str] = []
     new_pks: list[int] = []
+    nears: list[NearFact] = []
+    mine: dict[str, list[tuple[str, str]]] = {}     # namespace -> (id, text) added by this import
     items = list(drafts)
+    prof = load_profile(default_profile() if profile is None else profile)
     with store_errors("fact import"):
         for s in range(0, len(items), batch):
-            # Resolved before the batch's write transaction (lookups never hold the lock);
-            # re-checked inside it, one savepoint per fact.
-            resolved: list[tuple[str, FactDraft, Evidence]] = []
+            # Resolved (and compared with the live facts) before the batch's write
+            # transaction (lookups never hold the lock); re-checked inside it, one
+            # savepoint per fact.
+            resolved: list[tuple[str, FactDraft, Evidence, NearDuplicate | None]] = []
             for where, draft in items[s:s + batch]:
                 try:
-                    resolved.append((where, draft, _resolve(conn, draft)))
+                    resolved.append((where, draft, _resolve(conn, draft), _near(conn, draft, prof)))
                 except ValidationError as exc:
                     rejected.append((where, str(exc)))
             if not resolved:
                 continue
             with write_tx(conn):
-                for where, draft, evidence in resolved:
+                for where, draft, evidence, near in resolved:
+                    also = mine.get(draft.namespace, ())
+                    if also and prof.index.near_duplicates != "off":
+                        in_import = best_of(words(draft.text), also, prof.index.near_min)
+                        if in_import is not None and (near is None or in_import.similarity > near.similarity):
+                            near = in_import
+                    if near is not None and near.similarity >= 1.0 and find_live_fact(
+                            conn, draft.namespace, fact_hash(draft.text, tuple(pid for _, pid in evidence))):
+                        near = None        # the exact duplicate: skipped by the dedup index below
+                    if near is not None and prof.index.near_duplicates == "skip":
+                        skipped += 1
+                        nears.append(NearFact(where, None, near.record_id, near.similarity))
+                        continue
                     conn.execute("SAVEPOINT fact")
                     try:
-                        status, fid, _, pk = _store(conn, draft, evidence)
+                        status, fid, _, pk = _store(conn, _linked(draft, near), evidence)
                     except ValidationError as exc:
                         conn.execute("ROLLBACK TO fact")
                         conn.execute("RELEASE fact")
@@ -262,8 +322,11 @@ def import_facts(conn: sqlite3.Connection, drafts: Iterable[tuple[str, FactDraft
                         added += 1
                         ids.append(fid)
                         new_pks.append(int(pk))  # type: ignore[arg-type]
+                        mine.setdefault(draft.namespace, []).append((fid, draft.text))
+                        if near is not None:
+                            nears.append(NearFact(where, fid, near.record_id, near.similarity))
                     else:
                         skipped += 1
     if embed and new_pks:
         embed_new_facts(conn, new_pks)
-    return FactImportReport(added, skipped, tuple(rejected), tuple(ids))
+    return FactImportReport(added, skipped, tuple(rejected), tuple(ids), tuple(nears))

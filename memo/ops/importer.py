@@ -361,6 +361,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
                         facts_added=facts.added, facts_skipped=facts.skipped,
+                        facts_near_duplicates=facts.near_duplicates,
                         seconds=round(time.monotonic() - started, 3))
 
 

@@ -12,7 +12,7 @@ transaction and with reads only:
    citing 1,000 passages each made an add take 266 ms instead of 12);
 2. similarity: ``difflib.SequenceMatcher.ratio`` over the two texts' folded words (the
    share of words the two have in the same order; one word changed in ten -> 0.9), on at
-   most ``MAX_WORDS`` words of each;
+   most ``MAX_WORDS`` words of each; each CJK character counts as a word;
 3. the best candidate at or above the profile's ``index.near_min`` is the near
    duplicate.
 
@@ -28,6 +28,16 @@ What happens then is the profile's ``index.near_duplicates``:
 
 Bulk imports are not checked (a file's identity is its import path, and a re-import
 supersedes or skips by that rule); ``memo add``, MCP ``memory_add`` and the web UI are.
+
+Facts (``find_near_fact``): the same check on the live facts of the draft's namespace, with
+the same keys.  The candidates are the fact keyword list (bm25 over the fact index, the
+fact arm's first list); the measure is the same word-sequence ratio, on the fact's text
+alone: the same fact restated with other evidence is still the same fact, and the report
+says so (its evidence may be worth keeping: ``memo fact supersede`` the older one with
+it).  Every surface that adds facts checks: ``memo fact add``, MCP ``memory_fact_add``
+and fact imports (JSONL lines of type fact, LoCoMo observations), where a fact is also
+compared with the facts added earlier in the same import.  An exact duplicate (same text
+and evidence) is still skipped by the dedup index first.
 """
 
 from __future__ import annotations
@@ -41,14 +51,20 @@ from typing import Any
 from memo.errors import MemoError
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.arms.keyword import KeywordArm
+from memo.retrieve.backend import backend_of
 from memo.retrieve.scope import build_scope_sql
 from memo.store.connect import read_tx
+from memo.text.cjk import CJK_CHARS, CJK_CLASS
+from memo.text.fts_query import keyword_match
 from memo.text.limits import clip_query
-from memo.types import RecordDraft, Scope
+from memo.types import FactDraft, RecordDraft, Scope
 
 CANDIDATES = 5
 MAX_WORDS = 2000
-_WORD = re.compile(r"\w+", re.UNICODE)
+# A word: a run of letters and digits, except that each Chinese, Japanese or Korean
+# character is a word of its own (those scripts write no spaces: a sentence would be one
+# "word", and one character changed in it would make two notes share nothing).
+_WORD = re.compile(f"{CJK_CLASS}|[^\\W{CJK_CHARS}]+", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +99,6 @@ def find_near_duplicate(conn: sqlite3.Connection, draft: RecordDraft, threshold:
     scope = Scope(namespaces=(draft.namespace,))
     ctx = ArmContext(conn=conn, query=clip_query(draft.body), mode="keyword", scope_sql=build_scope_sql(scope),
                      fetch_depth=CANDIDATES * 4, scope=scope, profile=profile)
-    best: NearDuplicate | None = None
     try:
         with read_tx(conn):
             hits = KeywordArm().run(ctx)
@@ -97,8 +112,40 @@ def find_near_duplicate(conn: sqlite3.Connection, draft: RecordDraft, threshold:
     for _pk, rid, body in sorted(rows, key=lambda r: order[r[0]]):
         if rid not in bodies and len(bodies) < CANDIDATES:
             bodies[rid] = body
-    for rid, body in bodies.items():
-        score = similarity(mine, words(body), threshold)
+    return best_of(mine, bodies.items(), threshold)
+
+
+_LIVE_FACT = "f.namespace = ? AND f.forgotten_at IS NULL AND f.superseded_at IS NULL"
+
+
+def find_near_fact(conn: sqlite3.Connection, draft: FactDraft, threshold: float,
+                   profile: Any = None) -> NearDuplicate | None:
+    """The live fact of ``draft``'s namespace most like it (``NearDuplicate.record_id`` is
+    the fact id), if at least ``threshold``.  Reads only, in one snapshot."""
+    mine = words(draft.text)
+    if not mine:
+        return None
+    scope = Scope(namespaces=(draft.namespace,))
+    ctx = ArmContext(conn=conn, query=clip_query(draft.text), mode="keyword", scope_sql=build_scope_sql(scope),
+                     fetch_depth=CANDIDATES * 4, scope=scope, profile=profile)
+    try:
+        match = keyword_match(draft.text)
+        with read_tx(conn):
+            hits = backend_of(conn).fact_text_topk(ctx, match, _LIVE_FACT, (draft.namespace,))[:CANDIDATES]
+            pks = [pk for pk, _ in hits]
+            rows = conn.execute(f"SELECT id, text FROM facts WHERE pk IN ({','.join('?' * len(pks))})",
+                                tuple(pks)).fetchall() if pks else []
+    except MemoError:
+        return None                  # nothing searchable in the text: nothing to compare
+    return best_of(mine, rows, threshold)
+
+
+def best_of(mine: list[str], candidates: Any, threshold: float) -> NearDuplicate | None:
+    """The (id, text) of ``candidates`` most like the words ``mine``, at least ``threshold``;
+    ties: the first given."""
+    best: NearDuplicate | None = None
+    for cid, text in candidates:
+        score = similarity(mine, words(text), threshold)
         if score >= threshold and (best is None or score > best.similarity):
-            best = NearDuplicate(rid, round(score, 4))
+            best = NearDuplicate(cid, round(score, 4))
     return best

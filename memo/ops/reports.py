@@ -39,6 +39,16 @@ class Rejection:
 
 
 @dataclass(frozen=True, slots=True)
+class NearFact:
+    """A fact of an import found near-identical to a live fact, or to one added earlier in
+    the same import (memo.ops.near_dup)."""
+    where: str                        # the input's position
+    fact_id: str | None               # the new fact (index.near_duplicates = link); None: not stored (skip)
+    near_duplicate_of: str
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
 class ImportReport:
     root: str
     format: str
@@ -53,7 +63,8 @@ class ImportReport:
     missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone since imported
     pruned: int = 0                   # records of those files forgotten (--prune)
     facts_added: int = 0              # JSONL fact lines / LoCoMo observations stored as facts
-    facts_skipped: int = 0            # the same fact (text and evidence) was already stored
+    facts_skipped: int = 0            # the same fact (text and evidence) was already stored, or near-identical under skip
+    facts_near_duplicates: tuple[NearFact, ...] = ()   # facts near-identical to another (linked or skipped)
     seconds: float = 0.0
     vectors: VectorStatus | None = None   # set by the caller that embeds after the import (the CLI)
     ignored_files: tuple[Rejection, ...] = ()  # the ignored files, each with why (path, reason)

@@ -640,8 +640,10 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         wait: Wait = False,
     ) -> CallToolResult:
         """Store a fact tied to its evidence passages (one transaction: a bad evidence id
-        stores nothing). The same text with the same evidence is stored once. Its vector
-        is embedded by the server right after (embedded: false) unless wait is true."""
+        stores nothing). The same text with the same evidence is stored once; a fact
+        near-identical to a live one of the namespace is linked to it (near_duplicate_of,
+        note) or skipped, as the server's profile says. Its vector is embedded by the server
+        right after (embedded: false) unless wait is true."""
         return run_tool("memory_fact_add", lambda: tools.fact_add(
             text, evidence, namespace=namespace, subject=subject, predicate=predicate, object=object,
             event_at=event_at, trust=trust, author=author, source=source, wait=wait))

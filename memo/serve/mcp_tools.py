@@ -197,7 +197,8 @@ class MemoTools:
         draft = FactDraft(text=text, evidence=tuple(evidence),
                           **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
-            return to_jsonable(add_fact(self.conn, draft, background=self._background(wait)))
+            return to_jsonable(add_fact(self.conn, draft, background=self._background(wait),
+                                        profile=self.default_profile))
 
     def fact_list(self, *, namespaces: Sequence[str] = (), evidence: str | None = None,
                   include_forgotten: bool = False, include_superseded: bool = False,

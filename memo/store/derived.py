@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from memo.errors import StoreCorrupt
 from memo.store.dialect import is_postgres
+from memo.store.postgres.keyword_form import rederive_keyword_forms, write_keyword_forms
 from memo.text.cjk import has_cjk, index_form
 from memo.text.identifiers import exact_terms
 
@@ -28,7 +29,9 @@ def index_passage_range(conn: sqlite3.Connection, first_pk: int, terms: Sequence
         return
     last_pk = first_pk + len(terms) - 1
     if is_postgres(conn):
-        # passages.tsv is written by the row's own trigger; only the exact terms remain.
+        # passages.tsv is written by the row's own trigger; the rows with CJK text get their
+        # index form (memo.store.postgres.keyword_form), then the exact terms.
+        write_keyword_forms(conn, "pk BETWEEN %s AND %s", (first_pk, last_pk))
         conn.executemany("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
                          [(first_pk + k, t) for k, t in enumerate(terms)])
         return
@@ -50,7 +53,10 @@ def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
         row = conn.execute("SELECT text, section FROM passages WHERE pk = ?", (pk,)).fetchone()
         if row is None:  # just inserted by the caller: only a damaged table loses it
             raise StoreCorrupt(f"passage {pk} was just written but cannot be read back: the passages table is damaged")
-        if not is_postgres(conn):   # PostgreSQL: passages.tsv follows by trigger
+        if is_postgres(conn):   # passages.tsv follows by trigger, from the index form of CJK text
+            if has_cjk(row["text"]) or has_cjk(row["section"]):
+                write_keyword_forms(conn, "pk = %s", (pk,))
+        else:
             conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
                          (pk, index_form(row["text"]), index_form(row["section"])))
         conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
@@ -173,8 +179,9 @@ def rebuild_derived(conn: sqlite3.Connection) -> dict[str, int]:
     """Rebuild the keyword and exact indexes from ``passages`` and the fact keyword index
     from ``facts`` (caller holds a write tx).  Vectors (passage and fact) are rebuilt by
     ``memo backfill`` (they need the model)."""
-    if is_postgres(conn):   # passages.tsv: the trigger recomputes it
+    if is_postgres(conn):   # passages.tsv: the trigger recomputes it (kw columns re-derived first)
         conn.execute("UPDATE passages SET text = text")
+        rederive_keyword_forms(conn)
     else:
         rebuild_keyword_index(conn)
         note_keyword_form(conn)

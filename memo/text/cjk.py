@@ -22,8 +22,10 @@ bm25 ranks passages holding more (and rarer) of its bigrams first.
   query would match nearly every passage of the language).
 
 The passages table keeps the text as written; only the keyword index holds this form
-(an external-content FTS5 index: ``memo.store.derived`` writes and deletes it with the
-same function, and its ``rebuild`` re-derives it).  Both forms are pure functions of
+(SQLite: an external-content FTS5 index: ``memo.store.derived`` writes and deletes it with
+the same function, and its ``rebuild`` re-derives it; PostgreSQL: ``passages.kw_text`` /
+``kw_section`` hold it for the rows with CJK text, NULL otherwise, and the row's trigger
+builds ``tsv`` from them; ``CJK_CLASS`` is also the server-side regex that finds those rows).  Both forms are pure functions of
 the text: the index can always be rebuilt from ``passages``.
 """
 
@@ -37,7 +39,8 @@ import re
 # (syllables, Jamo, compatibility Jamo).  Every character here is a letter to unicode61.
 CJK_CHARS = ("\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
              "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
-CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+CJK_CLASS = f"[{CJK_CHARS}]"
+CJK_RUN = re.compile(CJK_CLASS + "+")
 
 
 def has_cjk(text: str) -> bool:

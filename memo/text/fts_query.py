@@ -71,12 +71,15 @@ def _clip(query: str) -> str:
 
 def _terms(text: str) -> list[str]:
     """unicode61 tokens of ``text`` and (non-ASCII text only) of its four normal forms,
-    interleaved by position so a word's variants follow it; duplicates removed."""
+    each form's CJK runs as bigrams (``query_form``), interleaved by position so a word's
+    variants follow it; duplicates removed.  Normalised before the bigrams, not after: a
+    Hangul syllable typed decomposed (NFD: three jamo) is one character again in NFC,
+    as the index holds it; bigrams of the jamo first would never compose back."""
     text = scrub_surrogates(text)
     forms = [text]
     if not text.isascii():
         forms += [unicodedata.normalize(f, text) for f in _FORMS]
-    lists = [unicode61_tokens(f) for f in dict.fromkeys(forms)]
+    lists = [unicode61_tokens(query_form(f)) for f in dict.fromkeys(forms)]
     if len(lists) == 1:
         return list(dict.fromkeys(lists[0]))
     return list(dict.fromkeys(t for group in zip_longest(*lists) for t in group if t is not None))
@@ -86,7 +89,7 @@ def query_words(query: str) -> list[str]:
     """Distinct terms of ``query`` folded as ``passages_fts`` folds them (stop words
     dropped unless that empties it), at most ``MAX_TERMS``."""
     # CJK runs as character bigrams, as passages_fts indexes them (memo.text.cjk).
-    words = _terms(query_form(_clip(query)))
+    words = _terms(_clip(query))
     kept = [w for w in words if w not in STOP_WORDS]
     return (kept or words)[:MAX_TERMS]
 

@@ -73,3 +73,25 @@ def test_stats_counts_facts_and_get_shows_them(tmp_path, monkeypatch):
     assert human.exit_code == 0 and "facts (2) citing its passages:" in human.stdout and a in human.stdout
     human = runner.invoke(app, ["stats"])
     assert "2 live, 1 superseded, 1 forgotten" in human.stdout
+
+
+def test_near_identical_facts_on_add_and_import_are_reported(tmp_path, monkeypatch):
+    """Issue 32: the same fact added twice with small edits is linked (reported with the
+    older fact's id) by `memo fact add` and by `memo import` of JSONL fact lines."""
+    monkeypatch.setenv("MEMO_DB", str(tmp_path / "n.db"))
+    monkeypatch.setenv("MEMO_MODELS", str(tmp_path / "no-models"))
+    rid = _run("add", "Alice: I'm moving to Denver next month for the robotics job.")[1]["record_id"]
+    first = _run("fact", "add", "Alice moved to Denver in March 2023 for the robotics team.", "--evidence", rid)[1]
+    res = runner.invoke(app, ["fact", "add", "Alice moved to Denver in March 2023 for the robotics group.",
+                              "--evidence", rid])
+    assert res.exit_code == 0 and res.stdout.startswith("added ")
+    assert f"near-identical to fact {first['fact_id']}" in res.stderr
+    lines = tmp_path / "facts.jsonl"
+    lines.write_text(json.dumps({"type": "fact", "text": "Alice moved to Denver in March 2023, for the robotics team.",
+                                 "evidence": [rid]}) + "\n")
+    code, doc = _run("import", str(lines), "--no-embed")
+    assert code == 0 and doc["facts_added"] == 1
+    (near,) = doc["facts_near_duplicates"]
+    assert near["near_duplicate_of"] == first["fact_id"] and near["where"].endswith(":1")
+    res = runner.invoke(app, ["import", str(lines), "--no-embed"])     # again: the same text and evidence
+    assert res.exit_code == 0 and "facts: added 0, skipped 1" in res.stdout

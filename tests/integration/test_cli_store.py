@@ -108,6 +108,8 @@ def test_import_stats_reindex_backup(db, tmp_path):
     ri = js("reindex", "--db", db)
     assert ri["passages"] == 2 and "memo backfill" in ri["vectors"]
     if is_db_url(db):   # a server database is backed up with the server's tools
+        doc = js("doctor", "--db", db)      # the server's checks: schema, keyword index (memo.ops.doctor_pg)
+        assert doc["status"] == "ok" and {c["name"]: c["ok"] for c in doc["checks"]}["fts"] is True
         err = js("backup", str(tmp_path / "copy.db"), "--db", db, code=2)
         assert err["error"] == "ValidationError" and "pg_dump" in (err["message"] + (err["hint"] or ""))
         return

@@ -17,6 +17,13 @@ def test_fact_tools(tmp_path: Path) -> None:
         added = doc(await s.call_tool("memory_fact_add", {"text": "Clients see ERR_CONN_RESET.",
                                                           "evidence": [rid], "namespace": "ops"}))
         assert added["status"] == "added" and added["evidence"] == [f"{rid}:0"]
+        assert added["near_duplicate_of"] is None
+        # the same fact again with a small edit: stored and linked, said in the answer (issue 32)
+        again = doc(await s.call_tool("memory_fact_add", {"text": "Clients see ERR_CONN_RESET!!",
+                                                          "evidence": [rid], "namespace": "ops"}))
+        assert again["status"] == "added" and again["near_duplicate_of"] == added["fact_id"]
+        assert "near-identical" in again["note"]
+        doc(await s.call_tool("memory_fact_forget", {"ids": [again["fact_id"]]}))
         line = error_line(await s.call_tool("memory_fact_add", {"text": "x", "evidence": ["nope"]}))
         assert line.startswith("ValidationError: ") and "nope" in line
         listed = doc(await s.call_tool("memory_fact_list", {"namespaces": ["ops"]}))

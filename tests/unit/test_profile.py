@@ -91,7 +91,7 @@ def test_shipped_profiles_load_with_the_seed_constants():
     g = p.models["granite-embedding-small-english-r2"]
     assert (g.semantic_floor, g.weak, g.moderate, g.strong) == (0.72, 0.72, 0.80, 0.88)
     m = p.models["all-minilm-l6-v2-int8"]
-    assert (m.semantic_floor, m.weak, m.moderate, m.strong) == (0.39, 0.37, 0.39, 0.61)
+    assert (m.semantic_floor, m.weak, m.moderate, m.strong) == (0.39, 0.36, 0.36, 0.61)
     assert load_profile("minmax").fusion.method == "minmax"
     assert load_profile(REPO_PROFILES / "rrf.toml") == p
 
@@ -194,3 +194,14 @@ def test_user_profile_folder_adds_and_shadows_names(tmp_path, monkeypatch):
     with pytest.raises(ProfileError) as err:
         load_profile("nope")
     assert str(mine) in err.value.hint
+
+
+def test_the_default_models_bands_are_the_same_in_the_profile_and_the_registry():
+    """The pipeline reads the profile's bands, `memo models` and the bands bench the
+    registry's (memo/embed/models.toml): a recalibration must change both (issue 32)."""
+    from memo.embed.registry import load_registry
+
+    spec = load_registry().get(None)
+    m = load_profile("zscore").models[spec.id]
+    assert (m.semantic_floor, m.weak, m.moderate, m.strong) == (
+        spec.bands.semantic_floor, spec.bands.weak, spec.bands.moderate, spec.bands.strong)

@@ -6,7 +6,9 @@ so the canonical statements run unchanged on both engines; times stay ISO-8601 t
 
 * full text: ``passages.tsv`` (text weight A, section weight B; ``english`` stemming) and
   ``passages.dl`` (its token count, bm25's document length) are kept by a trigger in the
-  writing statement, so they are always in step; ``exact_fts`` keeps SQLite's
+  writing statement, so they are always in step; they are built from ``kw_text`` /
+  ``kw_section`` where those are set (CJK text in ``memo.text.cjk.index_form``, written by
+  ``memo.store.postgres.keyword_form``; M003), from the text as stored otherwise; ``exact_fts`` keeps SQLite's
   (rowid, terms) rows with a ``simple`` tsvector of the hex-encoded identifier terms
   (``memo.text.identifiers``: each term is one word to PostgreSQL's parser too);
   ``facts.tsv`` / ``facts.dl`` as passages.  bm25 reads postings tables
@@ -268,9 +270,42 @@ CREATE INDEX records_ext_id ON records(ext_id) WHERE ext_id IS NOT NULL;
 CREATE INDEX passages_ext ON passages(ext_id) WHERE ext_id IS NOT NULL;
 """
 
-MIGRATIONS: tuple[str, ...] = (M001, M002)
+# CJK text indexed as SQLite indexes it (issue 32): the trigger builds tsv from the index
+# form Python writes into kw_text / kw_section (memo.store.postgres.keyword_form; NULL, so
+# the text as stored, for every row without CJK: English indexes exactly as before).  The
+# triggers also fire when only the kw columns change.  After the SQL, ``AFTER_SQL[2]``
+# writes the kw columns of the CJK rows an older memo stored.
+M003 = """
+ALTER TABLE passages ADD COLUMN kw_text TEXT, ADD COLUMN kw_section TEXT;
+CREATE OR REPLACE FUNCTION memo_passages_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tsv := setweight(to_tsvector('english', memo_words(coalesce(NEW.kw_text, NEW.text))), 'A')
+              || setweight(to_tsvector('english', memo_words(coalesce(NEW.kw_section, NEW.section))), 'B');
+    NEW.dl := memo_token_count(NEW.tsv);
+    RETURN NEW;
+END $$;
+DROP TRIGGER passages_tsv ON passages;
+CREATE TRIGGER passages_tsv BEFORE INSERT OR UPDATE OF text, section, kw_text, kw_section ON passages
+    FOR EACH ROW EXECUTE FUNCTION memo_passages_tsv();
+DROP TRIGGER passages_postings ON passages;
+CREATE TRIGGER passages_postings AFTER INSERT OR UPDATE OF text, section, kw_text, kw_section ON passages
+    FOR EACH ROW EXECUTE FUNCTION memo_postings('passage_terms');
+"""
+
+
+def _rederive_cjk(conn: Any) -> None:
+    from memo.store.postgres.keyword_form import rederive_keyword_forms
+
+    rederive_keyword_forms(conn)
+
+
+MIGRATIONS: tuple[str, ...] = (M001, M002, M003)
+# Python steps run right after a migration's SQL (index: the migration's 0-based number).
+AFTER_SQL = {2: _rederive_cjk}
 LATEST = len(MIGRATIONS)
-# The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use).
+# The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use; M003
+# the kw columns writes fill: until the first write migrates, a CJK passage an older memo
+# stored is found by its whole run only, as before).
 READ_FROM = 1
 
 
@@ -309,6 +344,8 @@ def ensure_schema(conn: Any) -> int:
             raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
         for number in range(current, LATEST):
             conn.execute_native(MIGRATIONS[number], None)
+            if number in AFTER_SQL:
+                AFTER_SQL[number](conn)
         conn.execute_native(
             "INSERT INTO memo_meta(key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(LATEST),))

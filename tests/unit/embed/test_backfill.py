@@ -115,3 +115,13 @@ def test_backfill_builds_the_hnsw_index_on_postgresql_from_ann_min(conn, monkeyp
     ann = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10, in_scope=40, cfg=small.index, plan_out=plan)
     exact = vector_topk(conn, FakeEmbedder().model_id, q, live, (), 10)
     assert plan == ["hnsw"] and [pk for pk, _ in ann] == [pk for pk, _ in exact]
+
+
+def test_no_progress_bar_off_a_terminal(conn, capfd):
+    """stderr a pipe or a log (as under pytest): no bar and no blank line left behind
+    (the new-user run of issue 32.7 saw `memo import` print one before its report)."""
+    for i in range(3):
+        add(conn, f"text number {i}")
+    capfd.readouterr()
+    assert backfill(conn, progress=True, embedder=FakeEmbedder()).embedded == 3
+    assert capfd.readouterr().err == ""

@@ -66,8 +66,9 @@ def test_backup_is_verified_copy(fresh_db, tmp_path):
 
 
 def test_backup_restore_and_doctor_of_a_postgresql_database_name_pg_dump(fresh_db, db_path, tmp_path):
-    """Backup, restore and doctor work on a SQLite file: on PostgreSQL each is one clear
-    error naming the server's own tools, and nothing is written."""
+    """Backup and restore work on a SQLite file: on PostgreSQL each is one clear error
+    naming the server's own tools, and nothing is written.  Doctor runs the server's
+    checks there (memo.ops.doctor_pg: schema, keyword index), not the file's."""
     _fill(fresh_db)
     bk = tmp_path / "copy.db"
     if not is_postgres(fresh_db):
@@ -76,9 +77,10 @@ def test_backup_restore_and_doctor_of_a_postgresql_database_name_pg_dump(fresh_d
         return
     from memo.ops.doctor import doctor
 
-    for call in (lambda: ops.backup(fresh_db, bk), lambda: ops.restore(bk, db_path, confirm=True),
-                 lambda: doctor(db_path)):
+    for call in (lambda: ops.backup(fresh_db, bk), lambda: ops.restore(bk, db_path, confirm=True)):
         with pytest.raises(ValidationError) as err:
             call()
         assert "pg_dump" in err.value.hint
     assert not bk.exists() and ops.stats(fresh_db).records == 5
+    report = doctor(db_path)
+    assert report.status == "ok" and [c.name for c in report.checks] == ["open", "schema", "fts", "file_checks"]

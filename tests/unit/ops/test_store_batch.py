@@ -56,7 +56,9 @@ def _inputs(tmp_path: Path) -> list[tuple[Path, str | None, ImportOptions]]:
              {"id": "conv", "kind": "conversation", "text": "Caroline: I went to the LGBTQ support group.\n"
                                                              "Melanie: That's great, Caroline!"},
              {"id": "long", "text": " ".join(f"Sentence {k} about the Krebs cycle and p53." for k in range(80))},
-             {"id": "md", "title": "Guide", "text": "# Install\n\nRun `memo init`.\n\n## Linux\n\napt-get install memo\n"}]
+             {"id": "md", "title": "Guide", "text": "# Install\n\nRun `memo init`.\n\n## Linux\n\napt-get install memo\n"},
+             # CJK: the keyword index holds memo.text.cjk.index_form (PostgreSQL: kw_text / kw_section)
+             {"id": "zh", "title": "备份", "text": "# 数据库备份\n\n我们决定使用SQLite数据库备份策略。\n\n## English\n\nplain text\n"}]
     first = tmp_path / "one.jsonl"
     second = tmp_path / "two" / "one.jsonl"          # another file: other import paths
     second.parent.mkdir(parents=True, exist_ok=True)
@@ -122,10 +124,11 @@ def test_batched_import_stores_what_record_by_record_stores(new_db, tmp_path, mo
     old, old_counts = _run(tmp_path, monkeypatch, new_db("old"), _record_by_record)
     new, new_counts = _run(tmp_path, monkeypatch, new_db("new"), store_batch.store_items)
     assert new_counts == old_counts
-    assert old_counts[0][:3] == (6, 1, 1) and old_counts[2][:3] == (1, 1, 1) and old_counts[3][0] == 3
+    assert old_counts[0][:3] == (7, 1, 1) and old_counts[2][:3] == (1, 1, 1) and old_counts[3][0] == 3
     for table in new:
         assert new[table] == old[table], table
     assert len(old["mentions"]) > 20 and len(old["passages"]) > 15     # the inputs exercise the indexes
+    assert any("据库" in row for row in old["passages_fts"])            # CJK as bigrams, both ways
     superseded = [r for r in old["records"] if r[9] is not None]    # superseded_at
     assert len(superseded) == 3                                      # in a batch, across imports
 

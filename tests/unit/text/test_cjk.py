@@ -1,5 +1,6 @@
 """CJK text in the keyword index (issue 32.3): memo.text.cjk's two forms, the index they
-build (real FTS5), the migration of an older index, and the token count."""
+build (real FTS5, and PostgreSQL's tsv and postings: the backend_db tests), the migration of
+an older index, and the token count.  PostgreSQL's own upgrade path: tests/unit/store/test_pg_cjk.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from memo.ops.records import forget, purge
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.derived import KEYWORD_FORM_KEY, rebuild_derived
+from memo.store.dialect import is_db_url
+from memo.store.postgres.keyword_form import keyword_index_mismatches
 from memo.text.cjk import CJK_CHARS, has_cjk, index_form, query_form
 from memo.text.fts_query import keyword_match, query_words
 from memo.text.tokens import count_tokens
@@ -53,8 +56,7 @@ def test_every_query_gram_of_a_piece_is_in_the_index_form(text: str, start: int,
             assert run in indexed, (text, piece, run)
 
 
-def _db(tmp_path: Path) -> Path:
-    db = tmp_path / "memo.db"
+def _db_at(db: Path | str) -> Path | str:
     conn = open_db(db, write=True)
     for text in (ZH, JA, KO, "We back up the database every night."):
         add_record(conn, RecordDraft(body=text))
@@ -62,13 +64,18 @@ def _db(tmp_path: Path) -> Path:
     return db
 
 
+def _db(tmp_path: Path) -> Path:
+    return _db_at(tmp_path / "memo.db")
+
+
 def _keyword(db: Path, query: str) -> list[str]:
     res = search(query, db=db, mode="keyword")
     return [r.text for r in res.results]
 
 
-def test_keyword_search_finds_words_inside_cjk_runs(tmp_path: Path) -> None:
-    db = _db(tmp_path)
+def test_keyword_search_finds_words_inside_cjk_runs(backend_db: str) -> None:
+    """Both backends: SQLite's passages_fts and PostgreSQL's tsv hold index_form."""
+    db = _db_at(backend_db)
     assert _keyword(db, "备份") == [ZH]
     assert _keyword(db, "数据库的备份策略") == [ZH]
     assert _keyword(db, "会議") == [JA]
@@ -93,8 +100,8 @@ def test_an_older_index_is_rederived_at_the_next_write_open(tmp_path: Path) -> N
     conn.close()
 
 
-def test_rebuild_and_forget_keep_the_index_consistent(tmp_path: Path) -> None:
-    db = _db(tmp_path)
+def test_rebuild_and_forget_keep_the_index_consistent(backend_db: str) -> None:
+    db = _db_at(backend_db)
     conn = open_db(db, write=True)
     with write_tx(conn):
         rebuild_derived(conn)
@@ -104,8 +111,14 @@ def test_rebuild_and_forget_keep_the_index_consistent(tmp_path: Path) -> None:
     conn = open_db(db, write=True)
     forget(conn, [rid])
     purge(conn, confirm=True)
+    if is_db_url(backend_db):
+        # tsv, dl and the postings (passage_terms) in step with index_form of the rows left
+        assert keyword_index_mismatches(conn) == {"kw_columns": 0, "tsv": 0, "postings": 0}
+        assert conn.execute_native("SELECT count(*) FROM passage_terms WHERE lex = '备份'").fetchone()[0] == 0
     conn.close()
     assert _keyword(db, "备份") == []
+    if is_db_url(backend_db):
+        return
     conn = sqlite3.connect(db)
     # External content: a 'delete' that repeated other values than those indexed would leave
     # orphan postings that integrity-check against the table reports.
@@ -134,3 +147,19 @@ def test_doctor_checks_the_keyword_index_against_index_form(tmp_path: Path) -> N
     conn.close()
     report = doctor(db)
     assert report.status == "repair" and any("passages_fts" in f.problem for f in report.findings)
+
+
+def test_a_hangul_word_typed_decomposed_finds_the_composed_text(tmp_path: Path) -> None:
+    """NFD Hangul is jamo; the query's normal forms are taken before its bigrams, so its
+    NFC form is the syllable the index holds (a property test of test_folding found
+    '한' stored NFKC, queried NFD, missed)."""
+    import unicodedata
+
+    db = tmp_path / "memo.db"
+    conn = open_db(db, write=True)
+    add_record(conn, RecordDraft(body="alpha 한 omega"))
+    add_record(conn, RecordDraft(body=KO))
+    conn.close()
+    assert "한" in query_words(unicodedata.normalize("NFD", "한"))
+    assert _keyword(db, unicodedata.normalize("NFD", "한")) == ["alpha 한 omega"]
+    assert _keyword(db, unicodedata.normalize("NFD", "백업")) == [KO]
