@@ -8,7 +8,8 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
 4. Mask, before top-k: passages inside the scope (the same WHERE as every arm: live
    filter or as_of, namespaces, kinds, ...; cached per connection until the data
    changes); entities that are common in the scope (``entities.common_share`` of the
-   in-scope passages) carry no walk.  The walks never enter a masked node.
+   in-scope passages) and entities only ever seen starting a sentence (kind ``initial``)
+   carry no walk.  The walks never enter a masked node.
 5. One walk per seed (``memo.graph.ppr``): local push (``push_walk``, ``graph.epsilon``:
    touches only the seed's neighbourhood), or with ``graph.epsilon = 0`` the exact power
    iteration over the whole graph (``walk``, its own iteration cap and tolerance);
@@ -70,6 +71,15 @@ def in_scope_pks(ctx: ArmContext) -> np.ndarray:
     return hit
 
 
+def unconfirmed_pks(ctx: ArmContext) -> np.ndarray:
+    """Entities only ever seen as a sentence-initial capitalised word (kind ``initial``,
+    ``memo.text.entities``): they carry no walk (they name nothing)."""
+    import numpy as np
+
+    rows = ctx.conn.execute("SELECT pk FROM entities WHERE kind = 'initial'").fetchall()
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
 class GraphArm:
     name = "graph"
     evidence = frozenset({"structural"})
@@ -105,6 +115,7 @@ class GraphArm:
             df = graph.WT @ p_mask.astype(np.float64)
             cfg_e = ctx.profile.entities
             e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
+            e_mask &= ~graph.entity_mask(unconfirmed_pks(ctx))
             if len(cache) > 64:
                 cache.clear()
             masks = cache[key] = transitions(graph.W, graph.WT, p_mask, e_mask)
