@@ -90,6 +90,9 @@ KEYS: tuple[Key, ...] = (
     Key("graph.report_floor", "float",
         "report a passage only if its walk mass is at least this x the largest passage mass; 0 = all",
         0.0, 1.0, extra="graph_floor"),
+    Key("graph.bridge_share", "float",
+        "also report a passage (whatever the floor) that at least two walks reach with at least this share of "
+        "their own largest passage mass: a bridge between the seeds; 0 = off", 0.0, 1.0, extra="graph_bridges"),
     Key("fact.merge", "choice", "one fact ranking from the keyword and meaning fact lists", choices=FACT_MERGES),
     Key("fact.top", "int", "only the best this many facts of the merged ranking vote; 0 = all", 0, 100_000,
         extra="fact_top"),
@@ -179,6 +182,7 @@ EXTRAS: dict[str, str] = {
     "min_shared": "the entity arm keeps passages naming two of the query's entities",
     "route_share": "route only when the named entities are a real share of the query",
     "graph_floor": "the graph arm reports only passages with a real share of the walk's mass",
+    "graph_bridges": "the graph arm reports the passages that connect two seeds' walks, however small their mass",
 }
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}

@@ -17,10 +17,15 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    it, in seed
    order (by linearity, the one walk HippoRAG runs from all seeds at once, times the
    number of seeds).  ``votes`` holds each walk's mass (``why``), which sum to raw.
-6. Reported: passages with mass > 0 and at least ``graph.report_floor`` times the largest
-   passage mass of the search (before the next rule: usually a seed's own passage) that
-   do not mention every seed directly (those are the entity arm's), best first, ties by
-   pk, at most ``fetch_depth``.
+6. Reported: passages with mass > 0 that do not mention every seed directly (those are
+   the entity arm's; the seed's rule) and either hold at least ``graph.report_floor``
+   times the largest passage mass of the search (usually a seed's own passage) or are a
+   *bridge* (``graph.bridge_share`` > 0): at least two walks each put on it at least
+   that share of their own largest passage mass (issue 29: "Lighthouse ... Kestrel DB"
+   between a note naming Alice and one naming Bruno holds 0.037 against 0.31 for a
+   seed's own note, yet 5-7% of each walk's top; passages reached through one seed's
+   own note get under 0.5% of the other walk's).  Best first (raw), ties by pk, at most
+   ``fetch_depth``.
 """
 
 from __future__ import annotations
@@ -80,6 +85,18 @@ def unconfirmed_pks(ctx: ArmContext) -> np.ndarray:
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
 
+def bridges(mass: np.ndarray, share: float) -> np.ndarray:
+    """Per passage, how many walks put on it at least ``share`` of their own largest passage
+    mass (pure; ``mass``: passages x walks).  A passage two walks reach so is a bridge
+    between their seeds (graph.bridge_share): its mass is small next to a seed's own
+    passage, but each walk reaches it through a distinctive entity."""
+    import numpy as np
+
+    top = mass.max(axis=0) if len(mass) else np.zeros(mass.shape[1])
+    rel = np.divide(mass, top, out=np.zeros_like(mass), where=top > 0)
+    return (rel >= share).sum(axis=1)
+
+
 class GraphArm:
     name = "graph"
     evidence = frozenset({"structural"})
@@ -136,7 +153,10 @@ class GraphArm:
         # times the largest passage mass of the walks (the seeds' own passages included).
         floor = cfg.report_floor * float(total.max()) if len(total) else 0.0
         total[direct] = 0.0
-        candidates = np.flatnonzero((total > 0) & (total >= floor))
+        keep = (total > 0) & (total >= floor)
+        if cfg.bridge_share > 0 and mass.shape[1] >= 2 and len(total):
+            keep |= (total > 0) & (bridges(mass, cfg.bridge_share) >= 2)
+        candidates = np.flatnonzero(keep)
         if not len(candidates):
             return []
         if len(candidates) > ctx.fetch_depth * 2:
