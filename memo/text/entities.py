@@ -350,6 +350,39 @@ def extract_seed(text: str, *, speaker: str | None = None, explicit: Iterable[st
     return bag.result()
 
 
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")     # "Carry On (franchise)" -> "Carry On"
+MAX_TITLE_WORDS = 8
+
+
+def title_name(title: str | None) -> str | None:
+    """A record's title as an entity, when it is shaped like a name: a Wikipedia article's
+    subject ("Benton Fraser", "Carry On (franchise)" -> "Carry On", "Ælfgar, Earl of
+    Mercia"), a document's name.  Not a sentence: at most ``MAX_TITLE_WORDS`` words, no
+    sentence punctuation, every word capitalised (or a number, a joiner, a leading article).
+    A paper's title ("Extracellular vesicles for drug delivery.") or a file stem
+    ("memo-operations") is not a name."""
+    if not title:
+        return None
+    text = " ".join(_DISAMBIGUATION.sub("", title).split())
+    words = text.split()
+    if not words or len(words) > MAX_TITLE_WORDS or any(ch in text for ch in ".:;?!\n") and not _dotted(text):
+        return None
+    for w in words:
+        core = w.strip("\"'“”‘’(),&")
+        if not core or core[0].isupper() or core[0].isdigit() or core.casefold() in _JOINERS | _LEADING \
+                or not core[0].isalpha():
+            continue
+        return None
+    while len(words) > 1 and words[0].casefold() in _LEADING:    # "The Flower of Hawaii", as the text names it
+        words = words[1:]
+    return " ".join(words) if any(w[:1].isupper() for w in words) else None
+
+
+def _dotted(text: str) -> bool:
+    """Dots only inside abbreviations ("SV St. Georg", "B.Z."), no sentence end."""
+    return not any(ch in text for ch in ":;?!\n") and not text.endswith(".") or bool(re.search(r"\b\w\.$", text))
+
+
 def extract_record(texts: Sequence[str], *, speakers: Sequence[str | None] | None = None,
                    title: str | None = None, headings: Sequence[str] | None = None,
                    explicit: Iterable[str] = ()) -> list[list[EntityMention]]:
@@ -368,12 +401,13 @@ def extract_record(texts: Sequence[str], *, speakers: Sequence[str | None] | Non
     speakers = list(speakers) if speakers is not None else [None] * n
     heads = list(headings) if headings is not None else [""] * n
     explicit = tuple(explicit)
+    subject = title_name(title)
     bags, runs = [], []
     for text, speaker, head in zip(texts, speakers, heads, strict=True):
         bag = _Bag()
         _given(bag, speaker, explicit, ())
-        if title and title.strip():
-            bag.add(" ".join(title.split()), "name")
+        if subject:
+            bag.add(subject, "name")
         r: list[Run] = []
         for part in (head or "").split(HEADING_SEP):
             if part.strip():
