@@ -1,6 +1,9 @@
 """Measure a model's relevance bands on SciFact TRAIN (never test): cosine of relevant
 query-document pairs vs random pairs, and of each query's nearest non-relevant document.
 
+MiniLM's ``semantic_floor`` (abstention) comes from here; its display bands (weak, moderate,
+strong) now come from every suite domain: bench/measure_bands_suite.py (docs/models.md).
+
     .venv/bin/python bench/measure_bands.py [--model ID] [--json]
 
 Rule (docs/models.md):

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]   # the eval cache is ./.cache/memo-eval
+ROOT = Path(__file__).resolve().parents[1]   # the eval cache is <checkout>/.cache/memo-eval
 GRID = ["eval", "run", "--dataset", "scifact", "--split", "test", "--profile", "rrf", "--profile", "minmax",
         "--set", "fusion.k=20,60,100", "--set", "weights.semantic=0.3,0.5,0.7", "-q", "--json"]
 # The `memo` console script, run by this interpreter (so PYTHONPATH picks the code; -P:

@@ -48,7 +48,8 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=V1,V2
                                                                       "cartesian product).")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", help="Worker processes (default: all cores).")]
 RunsDirOpt = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs live (default $MEMO_EVAL_RUNS, "
-                                                                     "else ./runs).")]
+                                                                     "else a checkout's runs/, else the user "
+                                                                     "cache dir's memo-eval/runs).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 # What the harness imports from its dependencies (eval/pyproject.toml, memo's `eval` extra).
@@ -62,14 +63,19 @@ def need_eval_extra() -> None:
         raise ExtraMissing(f"memo eval needs the eval extra, not installed here (missing: {', '.join(missing)})")
 
 
-_METRICS = ("ndcg_10", "recall_10", "recall_100", "rr_10", "abstain_precision", "abstain_recall")
+PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is not a terminal
 
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[int], Callable[[int], None]]]]:
-    """(status, tick_factory) backed by one rich progress bar on stderr."""
+    """(status, tick_factory) backed by one rich progress bar on stderr; on a stderr that is
+    not a terminal (a log, a pipe, CI) plain lines instead (``_plain_progress``)."""
     if not enabled:
         yield (lambda s: None), (lambda total: (lambda n: None))
+        return
+    if not _err.is_terminal:
+        with _plain_progress() as pair:
+            yield pair
         return
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TimeRemainingColumn(), console=_err, transient=True)
@@ -92,6 +98,66 @@ def _progress(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[
         yield status, tick_factory
 
 
+@contextmanager
+def _plain_progress(every: float | None = None
+                    ) -> Iterator[tuple[Callable[[str], None], Callable[[int], Callable[[int], None]]]]:
+    """Progress as plain stderr lines (a rich bar draws nothing there): one when each stage
+    starts, one every ``every`` seconds (``PLAIN_PROGRESS_EVERY``) while nothing else was
+    said (a first index build or embedding runs for minutes without a status), one at the end."""
+    import threading
+    import time
+
+    every = PLAIN_PROGRESS_EVERY if every is None else every
+    start = time.monotonic()
+    lock = threading.Lock()
+    state: dict[str, Any] = {"label": "preparing", "done": 0, "total": None, "last": start}
+
+    def say(text: str) -> None:            # with the lock held
+        now = time.monotonic()
+        state["last"] = now
+        typer.echo(f"memo eval: {text} ({now - start:.0f} s)", err=True)
+
+    def where() -> str:
+        total = state["total"]
+        return state["label"] if total is None else f"{state['label']}: {state['done']:,}/{total:,} searches"
+
+    def status(label: str) -> None:
+        with lock:
+            if label != state["label"] or state["total"] is not None:
+                state.update(label=label, done=0, total=None)
+                say(f"{label}...")
+
+    def tick_factory(total: int) -> Callable[[int], None]:
+        with lock:
+            state.update(done=0, total=total)
+            say(where())
+
+        def tick(n: int) -> None:
+            with lock:
+                state["done"] += n
+        return tick
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(min(every, 1.0)):
+            with lock:
+                if time.monotonic() - state["last"] >= every:
+                    say(f"{where()}, still working")
+
+    thread = threading.Thread(target=beat, name="memo-eval-progress", daemon=True)
+    with lock:
+        say("started")
+    thread.start()
+    try:
+        yield status, tick_factory
+    finally:
+        stop.set()
+        thread.join()
+    with lock:
+        say("done")
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -100,11 +166,43 @@ def _fmt(v: Any) -> str:
 
 _SHORT = {"ndcg_10": "nDCG@10", "recall_10": "R@10", "recall_100": "R@100", "rr_10": "MRR@10",
           "abstain_precision": "abstP", "abstain_recall": "abstR"}
+_RANKING = ("ndcg_10", "recall_10", "recall_100", "rr_10")
 
 
 def _metric_line(metrics: dict[str, Any]) -> str:
-    """The six metrics on one line of at most 80 columns."""
-    return "  " + " ".join(f"{_SHORT[m]} {_fmt(metrics.get(m))}" for m in _METRICS)
+    """The ranking metrics on one line, the abstention in words on the next (80 columns)."""
+    return "  " + " ".join(f"{_SHORT[m]} {_fmt(metrics.get(m))}" for m in _RANKING) + "\n" + \
+        _abstention_line(metrics)
+
+
+def abstention_words(metrics: dict[str, Any]) -> str:
+    """What abstention precision and recall say about a run, in words: they cannot be
+    measured without unanswerable queries, precision has no value without an abstention.
+    (``--json`` keeps ``abstain_precision`` / ``abstain_recall`` as they are.)"""
+    n = metrics.get("n_queries")
+    un = metrics.get("n_unanswerable")
+    ab = metrics.get("n_abstained")
+    if n is None or un is None or ab is None:      # an older run: the figures only
+        return (f"abstention: precision {_fmt(metrics.get('abstain_precision'))}, "
+                f"recall {_fmt(metrics.get('abstain_recall'))}")
+    answerable = n - un
+    if un == 0:
+        return f"abstention: no unanswerable queries in this set; abstained on {ab:,} of {answerable:,} queries"
+    recall = metrics.get("abstain_recall") or 0.0
+    caught = round(recall * un)
+    wrong = ab - caught
+    if ab == 0:
+        return f"abstention: abstained on none (recall 0 of {un:,} unanswerable, precision n/a)"
+    return (f"abstention: abstained on {caught:,} of {un:,} unanswerable (recall {recall:.4f}) and "
+            f"{wrong:,} of {answerable:,} answerable (precision {_fmt(metrics.get('abstain_precision'))})")
+
+
+def _abstention_line(metrics: dict[str, Any], width: int = 80) -> str:
+    """``abstention_words`` indented, wrapped to ``width``."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(abstention_words(metrics), width=width, initial_indent="  ",
+                                    subsequent_indent="    "))
 
 
 def _print_runs(res: dict[str, Any]) -> None:
@@ -119,6 +217,8 @@ def _print_runs(res: dict[str, Any]) -> None:
         for cat, e in cats.items():
             typer.echo(f"  {cat:>8} {e.get('n')!s:>5} " + " ".join(
                 f"{_fmt(e.get(k)):>7}" for k in ("recall_10", "ndcg_10", "abstain_precision", "abstain_recall")))
+        if any(e.get(k) is None for e in cats.values() for k in ("abstain_precision", "abstain_recall")):
+            typer.echo("  -: abstR without unanswerable queries, abstP without abstentions")
     rp = res["replay"]
     typer.echo(f"replay: {rp['searches']} searches in {rp['seconds']} s = {rp['qps']} queries/s "
                f"on {rp['workers']} worker(s); traces in\n  {res['out_dir']}")
@@ -223,10 +323,12 @@ def _p(v: Any) -> str:
 
 @handle_errors
 def list_(runs_dir: RunsDirOpt = None,
-          dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Only this data set.")] = None,
+          dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Only this data set (and its "
+                                                                                 "runs).")] = None,
           limit: Annotated[int | None, typer.Option("--limit", "-n", help="Only the newest N batches.")] = None,
           as_json: JsonOption = False) -> None:
-    """Runs and batches under the runs dir: id, data set, split, profile, overrides, key metrics, date."""
+    """The data sets available (bundled, repository, fetched: splits and query counts), then the runs
+    and batches under the runs dir: id, data set, split, profile, overrides, key metrics, date."""
     need_eval_extra()
     from memo_eval.listing import format_list, list_runs
 
@@ -240,7 +342,8 @@ def list_(runs_dir: RunsDirOpt = None,
 @handle_errors
 def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids, prefixes or folders).")],
            out: Annotated[Path | None, typer.Option("--out", "-o", help="Report folder (default "
-                                                                      "<runs dir>/report-<first run>).")] = None,
+                                                                      "<runs dir>/report-<the runs or batches "
+                                                                      "asked for>).")] = None,
            baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Run (label or id) the per-query "
                                                                                  "deltas are taken against "
                                                                                  "(default: the first).")] = None,
@@ -251,10 +354,12 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
     baseline, recall@k, per category, metric vs constants, per-arm contribution, latency."""
     need_eval_extra()
     from memo_eval.report import build_report
-    from memo_eval.traces import resolve_runs, runs_root
+    from memo_eval.traces import report_name, resolve_named, runs_root
 
-    folders = resolve_runs(runs, runs_dir)
-    target = out or runs_root(runs_dir) / f"report-{folders[0].name}"
+    named = resolve_named(runs, runs_dir)
+    folders = list(dict.fromkeys(p for _, group in named for p in group))
+    # Named after what was asked for (a run, a batch, several), not after the first run found.
+    target = out or runs_root(runs_dir) / report_name([name for name, _ in named])
     res = build_report(folders, target, baseline=baseline, metric=metric)
     if as_json:
         print_json(res)
@@ -413,6 +518,9 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
                                                                         "of its own, e.g. the default before a "
                                                                         "change (repeat).")] = None,
           write_docs: Annotated[bool, typer.Option("--write-docs", help="Write the table into docs/eval.md.")] = False,
+          pin_nightly: Annotated[bool, typer.Option("--pin-nightly", help="Pin the default's figures as the "
+                                                                          "nightly gate (eval/expected/"
+                                                                          "nightly.toml).")] = False,
           workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
           as_json: JsonOption = False) -> None:
     """Replay every domain with the seed's profiles, the default, its arms alone and each extra off: one table."""
@@ -426,6 +534,8 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
     table = S.render(res)
     if write_docs:
         res["written"] = str(S.write_docs(table))
+    if pin_nightly:
+        res["nightly"] = str(S.nightly_checks(res))
     if as_json:
         print_json(res)
     else:

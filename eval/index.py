@@ -1,7 +1,8 @@
 """The replay's inputs, built once and cached: the SQLite index of a data set's corpus,
 its passage vectors and its query vectors.
 
-Cache layout (``$MEMO_CACHE/eval`` if set, else ``./.cache/memo-eval``)::
+Cache layout (``memo_eval.cache.cache_root()``: ``$MEMO_CACHE/eval`` if set, else a checkout's
+``.cache/memo-eval``, else the user cache dir's ``memo-eval``)::
 
     index/<dataset>-<corpus sha:12>-v<schema>-<code sha:8>.db     built SQLite index
     vectors/<dataset>-<model>-<passage-text sha:16>.npy           (n_passages, dim) float32, pk order

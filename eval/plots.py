@@ -19,7 +19,8 @@ DPI = 110
 
 def metric_vs_constant(path: Path, constant: str, series: Mapping[str, Sequence[tuple[float, float]]],
                        metric: str) -> Path:
-    """One line per series (profile, or profile + other constants): metric against a constant."""
+    """One line per series (profile, or profile + other constants): metric against a constant
+    (one series: its label in the title, no legend)."""
     many = len(series) > 1
     fig, ax = plt.subplots(figsize=(8.5 if many else 5.5, 3.8))
     for label, points in sorted(series.items()):
@@ -27,7 +28,7 @@ def metric_vs_constant(path: Path, constant: str, series: Mapping[str, Sequence[
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
     ax.set_xlabel(constant)
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} vs {constant}")
+    ax.set_title(f"{metric} vs {constant}" + ("" if many or not series else f" ({next(iter(series))})"))
     ax.grid(alpha=0.3)
     if many:
         # Outside the axes: with a dozen series an inside legend hides the lines.

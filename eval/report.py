@@ -7,7 +7,8 @@ same functions and gets the same numbers.
 Sections: runs and their metrics; metric bars with 95% bootstrap confidence intervals;
 per-query deltas against a baseline run; recall@k curves; the runs against published
 anchors (eval/anchors.toml); metrics per category (bars); each metric against each
-constant that varies between the runs; per-arm contribution to the fused score of the
+constant that some runs differ in and in nothing else, when it can matter to them
+(``constant_axes``); per-arm contribution to the fused score of the
 top 10; latency of the searches whose arms really ran (``arm_cached`` false).  Run labels
 are sorted (by value, or by name) and sized to stay readable at 18+ runs.
 """
@@ -78,6 +79,118 @@ def varying_constants(con) -> list[str]:
         if n and n > 1 and numeric:
             out.append(col)
     return out
+
+
+# Profile sections whose constants act through one arm or one rescorer only: such a
+# constant matters to a set of runs only if that arm found something in them, or that
+# rescorer fired (``fact.*`` on a set without facts changes nothing).  ``entities.*`` act
+# on several stages (routing, common names, the semantic arm's question) and always count.
+_ARM_SECTIONS = {"fact": "fact", "graph": "graph", "exact": "exact"}
+_RESCORER_SECTIONS = ("speaker", "dates", "heading", "context")
+
+
+def _inert(con, key: str) -> str | None:
+    """Why ``key`` cannot matter to these runs (None: it may), from the query traces."""
+    section, _, rest = key.partition(".")
+    qcols = set(_columns(con, "queries"))
+    arm = rest if section == "weights" and rest in ARM_NAMES else _ARM_SECTIONS.get(section)
+    if arm is not None and f"{arm}_candidates" in qcols:
+        found = con.execute(f"SELECT coalesce(sum({arm}_candidates), 0) FROM queries").fetchone()[0]
+        return None if found else f"the {arm} arm found nothing in these runs"
+    if section in _RESCORER_SECTIONS and "rescore" in qcols:
+        fired = con.execute("SELECT count(*) FROM (SELECT unnest(rescore) AS r FROM queries) "
+                            "WHERE r.name = ?", [section]).fetchone()[0]
+        return None if fired else f"the {section} rescorer never fired in these runs"
+    return None
+
+
+def _constant_rows(con) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every profile constant column, and one dict per run (its constants, profile, mode,
+    data set, split, metrics)."""
+    consts = [c for c in _columns(con, "runs") if "." in c]
+    cols = ["run_id", "profile", "mode", "dataset", "split", *METRIC_COLUMNS, *consts]
+    sel = ", ".join(f'"{c}"' for c in cols)
+    return consts, [dict(zip(cols, r, strict=True)) for r in con.execute(f"SELECT {sel} FROM runs").fetchall()]
+
+
+def _others_key(row: dict[str, Any], consts: Sequence[str], const: str,
+                ignore: frozenset[str] = frozenset()) -> tuple[Any, ...]:
+    """What else a run is: data set, split, mode and every other constant (as text) but
+    those in ``ignore``."""
+    return (row["dataset"], row["split"], row["mode"], *[str(row[c]) for c in consts
+                                                         if c != const and c not in ignore])
+
+
+TOGETHER = "differs only between runs that differ in other constants too"
+
+
+def constant_axes(con) -> tuple[list[str], dict[str, str]]:
+    """The constants worth a metric-against-constant plot, and why each other constant
+    that differs between the runs is left out.
+
+    A constant is plotted only if some runs differ in it **and nothing else** (same data
+    set, split, mode and every other constant: a grid axis, or two profiles one constant
+    apart) and it can matter to these runs (``_inert``).  Two profiles that differ in a
+    dozen constants give no plot: each constant's line would have one point per profile
+    and the profiles' other differences would move the metric."""
+    consts, rows = _constant_rows(con)
+    plotted: list[str] = []
+    skipped: dict[str, str] = {}
+    for const in varying_constants(con):
+        groups: dict[tuple[Any, ...], set[Any]] = {}
+        for r in rows:
+            if r[const] is not None:
+                groups.setdefault(_others_key(r, consts, const), set()).add(r[const])
+        if not any(len(v) > 1 for v in groups.values()):
+            skipped[const] = TOGETHER
+            continue
+        why = _inert(con, const)
+        if why is not None:
+            skipped[const] = why
+            continue
+        plotted.append(const)
+    return plotted, skipped
+
+
+def constant_series(con, const: str, ignore: Sequence[str] = ()
+                    ) -> dict[str, list[tuple[float, dict[str, float | None]]]]:
+    """The lines of a plot against ``const``: one per group of runs that differ only in it
+    (at least two values), labelled by profile (+ mode, data set when several) and the other
+    constants that vary between that profile's lines.  Constants in ``ignore`` (those that
+    cannot matter to these runs: ``constant_axes``) neither split a line nor label it; runs
+    that differ only in them are averaged into one point."""
+    consts, rows = _constant_rows(con)
+    skip = frozenset(ignore)
+    several_sets = len({(r["dataset"], r["split"]) for r in rows}) > 1
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r[const] is not None:
+            groups.setdefault(_others_key(r, consts, const, skip), []).append(r)
+    kept = [g for g in groups.values() if len({r[const] for r in g}) > 1]
+    by_profile: dict[str, list[dict[str, Any]]] = {}
+    for g in kept:
+        by_profile.setdefault(str(g[0]["profile"]), []).append(g[0])
+    series: dict[str, list[tuple[float, dict[str, float | None]]]] = {}
+    for g in kept:
+        head = g[0]
+        label = str(head["profile"]) + ("" if head["mode"] == "auto" else f"[{head['mode']}]")
+        if several_sets:
+            label += f" {head['dataset']}/{head['split']}"
+        peers = by_profile[str(head["profile"])]
+        label += "".join(f" {c}={head[c]}" for c in consts
+                         if c != const and c not in skip and len({str(p[c]) for p in peers}) > 1)
+        while label in series:
+            label += "'"
+        at: dict[float, list[dict[str, Any]]] = {}
+        for r in g:
+            at.setdefault(float(r[const]), []).append(r)
+        series[label] = [(x, {m: _mean([r[m] for r in rs]) for m in METRIC_COLUMNS}) for x, rs in sorted(at.items())]
+    return series
+
+
+def _mean(values: Sequence[Any]) -> float | None:
+    got = [float(v) for v in values if v is not None]
+    return sum(got) / len(got) if got else None
 
 
 def arm_shares(con, top: int = 10) -> dict[str, dict[str, float]]:
@@ -234,29 +347,31 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
             figures.append("by_category.png")
             md += ["![per category](by_category.png)", ""]
 
-    consts = varying_constants(con)
-    several_sets = con.execute("SELECT count(DISTINCT dataset || '/' || split) FROM runs").fetchone()[0] > 1
-    if consts:
+    consts, left_out = constant_axes(con)
+    if consts or left_out:
         md += ["## Metrics against constants", ""]
+        if consts:
+            md += ["A constant is plotted when some runs differ in it and in nothing else (a grid axis); "
+                   "one line per group of such runs.", ""]
+        else:
+            md += ["No plot: no constant differs between runs that are otherwise the same "
+                   "(a grid axis: `memo eval run --set KEY=V1,V2`).", ""]
         for const in consts:
-            others = [c for c in consts if c != const]
-            sel_others = "".join(f', "{c}"' for c in others)
-            where = "|| ' ' || dataset || '/' || split" if several_sets else ""
-            rows = con.execute(f"SELECT profile || CASE WHEN mode = 'auto' THEN '' ELSE '[' || mode || ']' END "
-                               f"{where}, \"{const}\"{sel_others}, "
-                               + ", ".join(METRIC_COLUMNS) + " FROM runs").fetchall()
-            for mi, metric in enumerate(METRIC_COLUMNS):
-                series: dict[str, list[tuple[float, float]]] = {}
-                for r in rows:
-                    key = r[0] + "".join(f" {c}={v}" for c, v in zip(others, r[2:2 + len(others)], strict=True))
-                    val = r[2 + len(others) + mi]
-                    if val is not None:
-                        series.setdefault(key, []).append((float(r[1]), float(val)))
+            lines = constant_series(con, const, ignore=[c for c, why in left_out.items() if why != TOGETHER])
+            for metric in METRIC_COLUMNS:
+                series = {label: [(x, float(m[metric])) for x, m in pts if m[metric] is not None]
+                          for label, pts in lines.items()}
                 name = f"{metric}_vs_{const.replace('.', '_')}.png"
-                plots.metric_vs_constant(out_dir / name, const, series, metric)
+                plots.metric_vs_constant(out_dir / name, const, {k: v for k, v in series.items() if v}, metric)
                 figures.append(name)
                 md.append(f"![{metric} vs {const}]({name})")
             md.append("")
+        together = [c for c, why in left_out.items() if why == TOGETHER]
+        if together:
+            md += ["Not plotted, they differ only together with other constants (between profiles): "
+                   + ", ".join(f"`{c}`" for c in together) + ".", ""]
+        md += [f"`{c}` not plotted: {why}." for c, why in left_out.items() if why != TOGETHER]
+        md.append("")
 
     shares = arm_shares(con)
     if shares:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -97,7 +98,10 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
         if opts.db is None or on_server:
             status("passage vectors")
             # "locomo-obs" has the same passages as "locomo": share their vector cache.
-            info["vectors"] = ensure_passage_vectors(db_path, es.name.removesuffix(OBS_SUFFIX), opts.model_id)
+            # The embedding's own bar only on a terminal: elsewhere it draws nothing but a blank
+            # line, and the CLI's plain progress lines say it is embedding (memo_eval.cli).
+            info["vectors"] = ensure_passage_vectors(db_path, es.name.removesuffix(OBS_SUFFIX), opts.model_id,
+                                                     progress=sys.stderr is not None and sys.stderr.isatty())
             if es.facts is not None:
                 status("fact vectors")
                 info["fact_vectors"] = ensure_fact_vectors(db_path, es.name, opts.model_id)

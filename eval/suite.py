@@ -183,6 +183,30 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def nightly_checks(result: dict[str, Any], path: Path | None = None) -> Path:
+    """Pin the default's figures of a report-split suite run as the nightly gate's checks
+    (``eval/expected/nightly.toml``, ``memo eval regress --nightly``): every domain, the
+    default profile, nDCG@10 and recall@10, tolerance 0.002 (replays are deterministic)."""
+    if result["split"] != "report":
+        raise DatasetError("the nightly gate pins the report splits' figures: run the suite with --split report")
+    path = path or Path(__file__).resolve().parent / "expected" / "nightly.toml"
+    by_name = {d.name: d for d in domains()}
+    lines = ["# NIGHTLY (`memo eval regress --nightly`; written by `memo eval suite --pin-nightly`): every suite",
+             "# domain's report split under the default profile.  Replays are deterministic (same index, vectors",
+             "# and code -> the same figures), so every tolerance is 0.002.  Not in --fast nor in the full set:",
+             "# building every domain's index takes most of an hour on 2 cores the first time.", ""]
+    for r in result["rows"]:
+        if r["label"] != result["profile"] or r["ndcg_10"] is None:
+            continue
+        d = by_name[r["domain"]]
+        lines += ["[[check]]", f'name = "nightly-{d.name}"', f'dataset = "{d.dataset}"', f'split = "{r["split"]}"',
+                  f'profile = "{result["profile"]}"', "nightly = true", "[check.metrics]",
+                  f'ndcg_10 = {{ expected = {r["ndcg_10"]:.4f}, tolerance = 0.002 }}',
+                  f'recall_10 = {{ expected = {r["recall_10"]:.4f}, tolerance = 0.002 }}', ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
 def write_docs(markdown: str, path: Path | None = None) -> Path:
     """Replace the suite table in docs/eval.md (between the markers; appended when absent)."""
     path = path or Path(__file__).resolve().parents[1] / "docs" / "eval.md"

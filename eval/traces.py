@@ -139,10 +139,13 @@ def results_table(rows: Sequence[Sequence[Any]]) -> pa.Table:
 
 
 def runs_root(path: str | Path | None = None) -> Path:
+    """``path`` (``--runs-dir``), else ``memo_eval.cache.default_runs_dir()``: never the
+    current directory."""
     if path:
         return Path(path).expanduser()
-    env = os.environ.get("MEMO_EVAL_RUNS")
-    return Path(env).expanduser() if env else Path.cwd() / "runs"
+    from memo_eval.cache import default_runs_dir
+
+    return default_runs_dir()
 
 
 def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -218,30 +221,49 @@ def write_run(out_dir: Path, run: Mapping[str, Any], queries: Sequence[Mapping[s
 def resolve_runs(refs: Iterable[str], root: str | Path | None = None) -> list[Path]:
     """Run folders from references: a folder path, a run id under the runs dir, a unique
     run-id prefix, or a batch folder (every run inside)."""
+    return [p for _, folders in resolve_named(refs, root) for p in folders]
+
+
+def resolve_named(refs: Iterable[str], root: str | Path | None = None) -> list[tuple[str, list[Path]]]:
+    """Per reference, the name of what it named (a run id, a batch id, a folder's name)
+    and its run folders (``resolve_runs``)."""
     base = runs_root(root)
-    out: list[Path] = []
+    out: list[tuple[str, list[Path]]] = []
     for ref in refs:
         p = Path(ref).expanduser()
         cands = [p, base / ref]
         hit = next((c for c in cands if (c / "runs.parquet").is_file()), None)
         if hit is not None:
-            out.append(hit)
+            out.append((hit.resolve().name, [hit]))
             continue
         batch = next((c for c in cands if c.is_dir() and any(c.glob("*/runs.parquet"))), None)
         if batch is not None:
-            out.extend(sorted(r.parent for r in batch.glob("*/runs.parquet")))
+            out.append((batch.resolve().name, sorted(r.parent for r in batch.glob("*/runs.parquet"))))
             continue
         matches = sorted(d.parent for d in base.glob(f"{ref}*/runs.parquet")) if base.is_dir() else []
         if len(matches) == 1:
-            out.append(matches[0])
+            out.append((matches[0].name, matches))
         elif matches and all(m.name.startswith(f"{ref}-") for m in matches):
-            out.extend(matches)        # a batch id: every run of that batch
+            out.append((ref, matches))        # a batch id: every run of that batch
         elif len(matches) > 1:
             raise DatasetError(f"run reference {ref!r} is ambiguous ({len(matches)} runs)",
                                hint="give more of the run id")
         else:
             raise DatasetError(f"no run {ref!r} (looked in {base})", hint="`memo eval run` prints run ids")
     return out
+
+
+def report_name(names: Sequence[str], limit: int = 120) -> str:
+    """The default report folder for the runs or batches asked for: ``report-<name>``, several
+    joined by ``+`` (``report-<first>+<n>-more-<hash>`` when that grows past ``limit``)."""
+    import hashlib
+
+    names = list(dict.fromkeys(n.strip("/") or "runs" for n in names))
+    joined = "+".join(names)
+    if len(joined) <= limit:
+        return f"report-{joined}"
+    digest = hashlib.sha256("\0".join(names).encode()).hexdigest()[:6]
+    return f"report-{names[0][:limit // 2]}+{len(names) - 1}-more-{digest}"
 
 
 def _files(runs: Sequence[Path], table: str) -> list[str]:

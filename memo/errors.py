@@ -20,12 +20,21 @@ class MemoError(Exception):
         if hint is not None:
             self.hint = hint
 
+    @property
+    def error_name(self) -> str:
+        """The error's public class name, shown as ``error`` in JSON, MCP and web answers:
+        a private subclass (``_Name``, an implementation detail) shows as its public base."""
+        for cls in type(self).__mro__:
+            if not cls.__name__.startswith("_"):
+                return cls.__name__
+        return "MemoError"
+
     def one_line(self) -> str:
         msg = str(self).replace("\n", " ")
         return f"{msg} ({self.hint})" if self.hint else msg
 
     def to_dict(self) -> dict[str, object]:
-        return {"error": type(self).__name__, "message": str(self), "hint": self.hint,
+        return {"error": self.error_name, "message": str(self), "hint": self.hint,
                 "exit_code": self.exit_code}
 
 
@@ -83,8 +92,35 @@ class StoreBusy(StoreError):
     hint = "another process holds the write lock; retry in a moment"
 
 
+class StoreUnavailable(StoreBusy):
+    """The database server cannot be reached (stopped, restarting, connection lost mid-way).
+
+    A ``StoreBusy`` (exit 6): what was in flight was rolled back and may be retried once
+    the server is back; nothing acknowledged before it is lost.  PostgreSQL only (a SQLite
+    file is never "unreachable")."""
+
+    hint = "the database server is down or restarting; retry once it is back (nothing acknowledged was lost)"
+
+
+class DiskFull(StoreError):
+    """The file system holding the database (a PostgreSQL tablespace, or a backup's
+    destination) has no room left.  Not damage: the write in flight rolled back; every
+    write acknowledged before is intact."""
+
+    exit_code = 12
+    http_status = 507
+    hint = "disk full: free space; nothing acknowledged was lost"
+
+
 class StoreCorrupt(StoreError):
     hint = "restore from `memo backup`, or run `memo reindex` if only derived indexes are damaged"
+
+
+class StoreReadOnly(StoreError):
+    """The database file or its folder cannot be written (a read-only mount, file modes,
+    an immutable file).  Not damage: reads work; only writes are refused."""
+
+    hint = "read-only: searches work, writes need write access (to the file and its folder)"
 
 
 class SchemaTooNew(StoreError):

@@ -4,7 +4,8 @@ Every search through the pipeline (``memo.retrieve.search``, called by the CLI, 
 the web UI alike) calls ``observe_search``.  The values live in this process's registry:
 
 * ``memo web`` serves them at ``GET /metrics`` (Prometheus text exposition);
-* ``memo-mcp`` (stdio only: it has no HTTP transport to scrape) returns them in
+* ``memo-mcp`` (stdio, or Streamable HTTP with ``--http``, which serves MCP only: no
+  ``/metrics`` route) returns them in
   ``memory_stats`` (``metrics``) and as the MCP resource ``memo://metrics`` (the same text
   exposition);
 * ``memo stats --json`` prints ``metrics`` too: a CLI process has run no search, so its

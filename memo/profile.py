@@ -382,6 +382,17 @@ def profile_names() -> list[str]:
     return sorted(names)
 
 
+def _is_file(path: Path, what: str) -> bool:
+    """``path.is_file()``, with the errors it lets through (a name longer than the file
+    system allows, a path through a file...) as a ProfileError naming the problem: a
+    300-character name was a bare "File name too long" (issue 33.5)."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise ProfileError(f"{what} cannot be used: {exc.strerror or exc}",
+                           hint="give a profile name (letters, digits, _ . -) or the path of a .toml file") from None
+
+
 def resolve_profile_path(name_or_path: str | Path, *, relative_to: Path | None = None) -> Path:
     text = str(name_or_path)
     if len(text) > 1024:
@@ -390,14 +401,14 @@ def resolve_profile_path(name_or_path: str | Path, *, relative_to: Path | None =
         path = Path(text).expanduser()
         if relative_to is not None and not path.is_absolute():
             path = relative_to / path
-        if not path.is_file():
+        if not _is_file(path, f"profile file {path}"):
             raise ProfileError(f"profile file {path} does not exist")
         return path
     if not _NAME.fullmatch(text):
         raise ProfileError(f"profile name {text!r} is not valid (letters, digits, _ . -)")
     for d in profile_dirs():
         path = d / f"{text}.toml"
-        if path.is_file():
+        if _is_file(path, f"profile name {text[:40]!r}{'…' if len(text) > 40 else ''}"):
             return path
     raise ProfileError(f"no profile named {text!r} (known: {', '.join(profile_names()) or 'none'})",
                        hint=f"put NAME.toml in {user_profile_dir()} or pass a path (docs/profiles.md)")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 # (exclusive range), gap (0 < x <= 1), bool, choice, kinds (a list of record kinds), words.
 FUSION_METHODS = ("rrf", "minmax", "zscore")
 KEYWORD_INDEXES = ("impact", "fts5")
+NEAR_DUPLICATES = ("link", "skip", "off")
 FACT_MERGES = ("minmax", "rrf")
 BAND_KEYS = ("semantic_floor", "weak", "moderate", "strong")
 WEIGHT_RANGE = (0.0, 100.0)
@@ -94,8 +95,6 @@ KEYS: tuple[Key, ...] = (
         "also report a passage (whatever the floor) that at least two walks reach with at least this share of "
         "their own largest passage mass: a bridge between the seeds; 0 = off", 0.0, 1.0, extra="graph_bridges"),
     Key("fact.merge", "choice", "one fact ranking from the keyword and meaning fact lists", choices=FACT_MERGES),
-    Key("fact.top", "int", "only the best this many facts of the merged ranking vote; 0 = all", 0, 100_000,
-        extra="fact_top"),
     # --- stage 3: fusion ---------------------------------------------------------------
     Key("fusion.method", "choice", "rrf: sum of weight / (k + rank); minmax: sum of weight x min-max "
         "normalised raw; zscore: sum of weight x (raw - min) / sigma", choices=FUSION_METHODS),
@@ -151,6 +150,11 @@ KEYS: tuple[Key, ...] = (
         0, 1_000_000_000, group="index"),
     Key("index.ann_overfetch", "float", "PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth",
         1.0, 100.0, group="index"),
+    Key("index.near_duplicates", "choice", "a record added near-identical to a live one of its namespace: link "
+        "(stored, both named in the report and its meta), skip (not stored, reported), off (memo.ops.near_dup)",
+        choices=NEAR_DUPLICATES, group="index"),
+    Key("index.near_min", "float", "word-sequence similarity from which two records are near-identical",
+        0.5, 1.0, group="index"),
 )
 
 # Keys of earlier profile files, read as their new names (older user profiles still load).
@@ -165,6 +169,7 @@ RENAMED: dict[str, str] = {
 RETIRED: dict[str, object] = {
     "fact.vote": "best", "fact.decay": None, "fact.spread": 0.0, "fact.meaning_weight": 1.0,
     "graph.iterations": None, "graph.tolerance": None,
+    "fact.top": 0,       # once rrf's (10); the seed's profiles let every fact vote and the default never limited them
 }
 
 # What each extra is for (docs/profiles.md, docs/eval.md's ablation table).
@@ -176,7 +181,6 @@ EXTRAS: dict[str, str] = {
     "strip_common": "the semantic arm embeds the query without its conversation's common names",
     "weak_query": "abstention rule 2: abstain when every keyword match is weak and no cosine reaches the floor",
     "joint_evidence": "abstention rule 2 relief: weak coverage and weak similarity that agree answer",
-    "fact_top": "only the best facts vote",
     "common_names": "names in most passages (a conversation's speakers) never route nor seed a walk",
     "rare_identifiers": "only rare identifiers route the entity and graph arms",
     "min_shared": "the entity arm keeps passages naming two of the query's entities",

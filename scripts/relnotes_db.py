@@ -163,7 +163,9 @@ def write_manifest() -> None:
         e["sha256"] = hashlib.sha256(content(e)).hexdigest()
         e["version"] = versions.setdefault(e["package"], _version(e))
     MANIFEST.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"corpus_sha256": corpus_sha256(entries), "files": len(entries), "entries": entries}
+    # "format": "files": the harness reads this folder as a files set (memo_eval.datasets.fileset)
+    doc = {"format": "files", "namespace": "default", "corpus_sha256": corpus_sha256(entries), "files": len(entries),
+           "entries": entries}
     MANIFEST.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{MANIFEST}: {len(entries)} files, corpus sha256 {doc['corpus_sha256']}")
 

@@ -77,3 +77,57 @@ def drop_database(url: str) -> None:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     except psycopg.Error:
         pass
+
+
+class OwnServer:
+    """A PostgreSQL server of one test's own, for what must not happen to the session's
+    server: a crash and a restart (``crash`` / ``start``), a tablespace on a small
+    file system (docs/reliability.md section 10).  ``cleanup`` stops it and deletes its
+    data directory."""
+
+    def __init__(self) -> None:
+        server_url()                     # the same checks (the wheel, MEMO_NO_POSTGRES) as the session's
+        import pgserver
+
+        self.root = tempfile.mkdtemp(prefix="memo-pgown-")
+        self.srv = pgserver.get_server(self.root, cleanup_mode="delete")
+        self.url = self.srv.get_uri()
+        self.user = self.srv.system_user   # the OS user running it (None: this process's user)
+
+    def database(self, name: str, *, tablespace: str | None = None) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{name}"' + (f' TABLESPACE "{tablespace}"' if tablespace else ""))
+        return self.url.replace("/postgres?", f"/{name}?", 1)
+
+    def crash(self, how: str) -> None:
+        """``kill``: SIGKILL the postmaster and every backend (a machine crash, the OOM
+        killer); ``immediate``: ``pg_ctl stop -m immediate`` (no checkpoint: the next
+        start runs crash recovery)."""
+        import signal
+
+        import psutil
+        from pgserver._commands import pg_ctl
+
+        pid = self.srv.get_pid()
+        assert pid is not None
+        if how == "kill":
+            procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+            for p in procs:
+                p.send_signal(signal.SIGKILL)
+            psutil.wait_procs(procs, timeout=30)
+        else:
+            pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.srv.pgdata, user=self.user, timeout=60)
+
+    def start(self) -> None:
+        """Start it again on the same data directory (the same socket: the same URL)."""
+        with self.srv._lock:
+            self.srv.ensure_postgres_running()
+        assert self.srv.get_uri() == self.url, (self.srv.get_uri(), self.url)
+
+    def cleanup(self) -> None:
+        try:
+            self.srv.cleanup()
+        except Exception:  # noqa: BLE001 - a test already failing must not hide behind this
+            pass

@@ -93,8 +93,8 @@ def load_eval_set(name_or_path: str, split: str = "test", *, limit: int | None =
         es = codesearch.load_codesearch(path, split)
     elif path.is_dir() and (path / "queries.jsonl").exists():
         es = beir.load_beir(path, split)
-    elif path.is_dir() and any(path.glob("locomo*.json")):
-        es = locomo.load_locomo(sorted(path.glob("locomo*.json"))[0], split)
+    elif path.is_dir() and (conv := locomo.folder_json(path)) is not None:
+        es = locomo.load_locomo(conv, split)
     elif path.suffix == ".json":
         es = locomo.load_locomo(path, split)
     elif path.suffix == ".jsonl":

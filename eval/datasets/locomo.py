@@ -42,6 +42,16 @@ UNANSWERABLE_CATEGORY = 5
 _SPLITS = {"test": None, "all": None, "train": slice(0, 5), "dev": slice(5, 10)}
 
 
+def folder_json(folder: Path) -> Path | None:
+    """The LoCoMo-format JSON of a folder: ``locomo*.json``, else its only ``*.json`` other
+    than a ``manifest.json`` (``datasets/chats/chats.json``: ``-d chats``); None if neither."""
+    named = sorted(folder.glob("locomo*.json"))
+    if named:
+        return named[0]
+    others = [p for p in sorted(folder.glob("*.json")) if p.name != "manifest.json"]
+    return others[0] if len(others) == 1 else None
+
+
 def load_locomo(path: Path, split: str = "test") -> EvalSet:
     if split not in _SPLITS:
         raise DatasetError(f"LoCoMo has no split {split!r}", hint=f"use one of {', '.join(_SPLITS)}")

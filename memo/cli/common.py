@@ -22,6 +22,7 @@ Nothing else may come out (issue 9):
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -29,7 +30,8 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from pathlib import Path, PurePath
+from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import typer
 from typer._click.exceptions import ClickException, UsageError
@@ -130,6 +132,11 @@ def check_text_params(kwargs: dict[str, Any]) -> None:
                                       hint="pass the text in UTF-8 (check the terminal's or the file's encoding)")
 
 
+# OSErrors that say a path is unusable as given (not that the disk or the system failed).
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EINVAL,
+                          errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS})
+
+
 def unexpected_error(exc: BaseException, where: str = "memo") -> MemoError:
     """A ``MemoError`` for an exception memo did not map itself (never a traceback)."""
     if os.environ.get("MEMO_DEBUG"):
@@ -140,6 +147,14 @@ def unexpected_error(exc: BaseException, where: str = "memo") -> MemoError:
                                hint="pass text in UTF-8 without lone surrogates")
     if isinstance(exc, OSError) and exc.strerror:
         path = f": {os.fsdecode(exc.filename)}" if exc.filename is not None else ""
+        if exc.filename is not None and exc.errno in _PATH_ERRNOS:
+            # A path memo was given (or one beside it) that cannot be used as it is: the
+            # caller's input, so exit 2 like any other bad value (issue 33.5: a 300-character
+            # --db or DEST was a generic error, exit 1).
+            return ValidationError(f"{where}: the path cannot be used: {exc.strerror}{path[:300]}"
+                                   f"{'…' if len(path) > 300 else ''}",
+                                   hint="check the path: its length, that its folders exist and are folders, "
+                                        "and its permissions")
         return MemoError(f"{where} failed: {exc.strerror}{path}",
                          hint="check the path, that it is the kind of file expected, and its permissions")
     return MemoError(f"{where} failed unexpectedly ({type(exc).__name__}: {_first_line(exc)})",
@@ -159,6 +174,17 @@ def _command_path() -> str:
     return ctx.command_path if ctx is not None else "memo"
 
 
+def closed_stdout() -> None:
+    """The reader of stdout went away (``memo list | head``): stop quietly, as Unix tools
+    do, with stdout pointed at /dev/null so the interpreter's final flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def handle_errors(func: F) -> F:
     """Map every exception to a ``MemoError``, its exit code and a one-line message (a JSON
     error document with --json)."""
@@ -174,6 +200,9 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(err.exit_code) from None
         except (typer.Exit, typer.Abort, ClickException):
             raise
+        except BrokenPipeError:
+            closed_stdout()
+            raise typer.Exit(0) from None
         except Exception as exc:   # RecursionError, OSError, ValueError...: never a traceback
             err = unexpected_error(exc, _command_path())
             report_error(err, as_json)
@@ -228,6 +257,70 @@ def json_stdout(enabled: bool) -> Iterator[None]:
         os.close(saved)
 
 
+def _metavar(param: Any) -> str | None:
+    """What ``--help`` shows after an option or for an argument: words a user reads (TEXT,
+    N, PATH, the choices), not the Python type typer would print (``<str>``,
+    ``<list[str]>``)."""
+    if getattr(param, "param_type_name", "") == "argument":
+        return param.name.upper() + ("..." if param.nargs == -1 else "")
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None or _says_itself(param) or getattr(param, "count", False):
+        return None
+    if desc.is_choice and desc.choices:
+        return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+    if desc.is_path:
+        return "PATH"
+    base = _bare(desc.annotation)
+    if base is int:
+        return "N"
+    if base is float:
+        return "NUMBER"
+    if base is Path or (isinstance(base, type) and issubclass(base, PurePath)):
+        return "PATH"
+    return "TEXT"
+
+
+def _says_itself(param: Any) -> bool:
+    """An argument (its metavar is its name) or a flag (it takes no value)."""
+    if getattr(param, "param_type_name", "") == "argument" or getattr(param, "is_flag", False):
+        return True
+    desc = getattr(param, "type_descriptor", None)
+    return desc is not None and _bare(desc.annotation) is bool
+
+
+def _bare(annotation: Any) -> Any:
+    """``X | None`` -> X; ``list[X]`` -> X."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is list or (args and len(args) == 1):
+        return _bare(args[0])
+    return annotation
+
+
+def plain_metavars(cmd: Any) -> None:
+    """Give every parameter of ``cmd`` (and of its sub-commands) a plain metavar, unless it
+    has one of its own."""
+    for param in getattr(cmd, "params", ()):
+        if param.metavar is None:
+            param.metavar = _metavar(param)
+        if _says_itself(param) and hasattr(param, "display_type_rich"):
+            # typer prints the Python type beside an argument's name (`QUERY <str>`) and a
+            # flag's (`--explain <bool>`); the name says it (an instance attribute shadows
+            # the method for this parameter only).
+            param.display_type_rich = lambda ctx: None
+    if not getattr(cmd, "_memo_plain_help", False) and hasattr(cmd, "get_help_option"):
+        made = cmd.get_help_option
+
+        def help_option(ctx: Any) -> Any:
+            opt = made(ctx)
+            if opt is not None:
+                opt.display_type_rich = lambda ctx: None
+            return opt
+
+        cmd.get_help_option, cmd._memo_plain_help = help_option, True
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        plain_metavars(sub)
+
+
 class MemoGroup(TyperGroup):
     """The ``memo`` group: usage errors become a JSON error document under ``--json``,
     stdout carries nothing but that document, and no exception escapes as a traceback."""
@@ -244,6 +337,7 @@ class MemoGroup(TyperGroup):
 
     def _run(self, argv: list[str], prog_name: str | None, complete_var: str | None, as_json: bool,
              **extra: Any) -> int:
+        plain_metavars(self)
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
@@ -278,6 +372,8 @@ class MemoGroup(TyperGroup):
         name, cmd, rest = super().resolve_command(ctx, args)
         if name in plugins.SLOTS:
             cmd = plugins.load(name) or cmd
+        if cmd is not None:
+            plain_metavars(cmd)
         return name, cmd, rest
 
     def _show_usage_error(self, exc: ClickException) -> None:

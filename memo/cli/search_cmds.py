@@ -70,6 +70,8 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
     tr = resp.trace
     if resp.trace.degraded["flag"]:
         typer.echo(f"warning: degraded search: {tr.degraded['reason']}", err=True)
+    for note in tr.notes:       # what the search changed in the request (a cut query, ...)
+        typer.echo(f"note: {note}", err=True)
     if not resp.results:
         typer.echo(f"No results: {resp.reason}.")
         if resp.hint:
@@ -81,6 +83,8 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
         typer.echo(f"{i:>2}. {res.passage_id}  [{res.kind}/{res.namespace}]  score {res.score:.4g}{band}{head}")
         snippet = " ".join(res.text.split())
         typer.echo(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+        if res.origin:
+            typer.echo(f"    from {res.origin}")
         if explain and res.why is not None:
             w = res.why
             parts = [f"{arm} #{a.rank} raw {a.raw:.4g} -> +{a.contribution:.4g}" for arm, a in w.arms.items()]
@@ -91,10 +95,10 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
             typer.echo(f"    from: {prov}; event {fresh.get('event_at') or '-'}, age {fresh.get('age_days')} days")
     foot = f"{len(resp.results)} results"
     if resp.truncated:
-        foot += f"; {resp.truncated} more did not fit (limit/budget)"
+        foot += f"; {resp.truncated} more ranked results did not fit (limit/budget)"
     if resp.narrow_hint:
         nh = resp.narrow_hint
-        foot += f"; narrow with {nh['option']} (drops {nh['would_drop']})"
+        foot += f"; to narrow: {nh['option']} would leave out the {nh['would_drop']} ranked results from elsewhere"
     arms = ", ".join(f"{a.name} {a.candidates}" for a in tr.arms if a.ran)
     typer.echo(f"-- {foot}. arms: {arms}; {tr.filter['in_scope']}/{tr.filter['total']} passages in scope;"
                f" {tr.budget['used']}/{tr.budget['max']} tokens; {tr.latency_ms:.1f} ms")

@@ -7,6 +7,7 @@ returned report (``--json``: one JSON document, schemas in docs/cli-json.md).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -68,10 +69,22 @@ def _note_queued(vectors: VectorStatus | None) -> None:
                f"`memo backfill` embeds them", err=True)
 
 
+def _text_value(value: object) -> str:
+    """A value as a person reads it: a mapping as ``name count, name count`` (largest
+    first), a sequence as ``a, b``; never Python's repr."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: (-kv[1], str(kv[0]))) if all(
+            isinstance(v, (int, float)) for v in value.values()) else list(value.items())
+        return ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in items)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
 def _echo_kv(pairs: list[tuple[str, object]]) -> None:
     for key, value in pairs:
         if value not in (None, "", (), [], {}):
-            typer.echo(f"{key:<14}{value}")
+            typer.echo(f"{key:<14}{_text_value(value)}")
 
 
 @handle_errors
@@ -102,10 +115,28 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
     _note_queued(report.vectors)
 
 
+PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is not a terminal
+
+
 @contextmanager
 def _progress_bar(enabled: bool) -> Iterator[object]:
     if not enabled:
         yield None
+        return
+    if not _err.is_terminal:
+        # A log or a pipe: no live bar (its clean-up left a blank line before errors), one
+        # plain line every PLAIN_PROGRESS_EVERY seconds of a long import instead.
+        start = last = time.monotonic()
+
+        def line(p: ImportProgress) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= PLAIN_PROGRESS_EVERY:
+                last = now
+                total = f"/{p.total:,}" if p.total else ""
+                typer.echo(f"importing: {p.done:,}{total} after {now - start:.0f} s ({p.current[-60:]})", err=True)
+
+        yield line
         return
     columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[current]}")]
@@ -289,7 +320,7 @@ def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending
         print_json({**to_jsonable(report), "metrics": metrics.stats_metrics(report.pending_vectors)})
         return
     _echo_kv([("database", report.path), ("schema", f"v{report.schema_version}"),
-              ("size", f"{report.size_bytes} bytes"),
+              ("size", f"{report.size_bytes:,} bytes"),
               ("records", f"{report.live} live, {report.superseded} superseded, {report.forgotten} forgotten"),
               ("passages", report.passages), ("kinds", report.by_kind), ("namespaces", report.by_namespace),
               ("vectors", report.vectors), ("pending", report.pending_vectors),

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from memo.embed import backfill as _backfill  # module, not names: tests replace load_model there
 from memo.errors import MemoError
+from memo.store.connect import release_memory
 from memo.store.db import open_db
 
 log = logging.getLogger(__name__)
@@ -266,6 +267,11 @@ class BackgroundEmbedder:
                 log.warning("background embedding skipped; %d records and %d facts stay queued: %s",
                             len(record_ids), len(fact_pks), error)
         self.batches += 1
+        if embedded + facts > self.batch_size * _backfill.WINDOW_BATCHES:
+            # More than one window: a large add's rows, texts and vector pages are garbage
+            # now; give them back (the ONNX arena already was: memo.embed.model), so the
+            # server returns to its warm size (issue 33.3).
+            release_memory(conn)
         if error:
             self.last_error = error
         if self.on_batch is not None:

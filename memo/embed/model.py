@@ -10,6 +10,13 @@
   ``token_type_ids`` (all zeros); ModernBERT-style models do not).
 * Pooling: mean over the attention mask (MiniLM) or the first token (``cls``), then L2
   normalisation, so cosine is a dot product.
+* Memory: onnxruntime's CPU arena grows to the largest forward pass and, by default,
+  keeps it for the life of the session.  A long-running server (memo-mcp, memo web) that
+  embedded one 4.5 MB note stayed about 320 MB larger for good (issue 33.3).  So ``embed``
+  runs its last pass with arena shrinkage whenever a pass was larger than one full-length
+  row (more than a query or a one-passage note can take): the arena is reused between the
+  passes of a call (no speed lost inside a batch) and handed back at its end.  The passes
+  themselves are unchanged (same rows, same vectors).
 """
 
 from __future__ import annotations
@@ -25,12 +32,14 @@ from memo.errors import ModelUnavailable
 from memo.text.folding import scrub_surrogates
 
 DEFAULT_BATCH = 64
-# Forward passes are also capped by padded tokens (rows x longest row).  Measured on the
-# 2-core target: abstracts of ~256 tokens run as fast at 16 rows as at 64, but 64 rows of
-# 256 tokens grow onnxruntime's arena about threefold (attention is rows x 12 heads x 256^2
-# floats per layer; docs/results-log.md "Embedding model: batch size, threads, hash");
-# short texts (chat turns) still get 64 rows per pass.
-TOKENS_PER_PASS = 4096
+# Forward passes are also capped by padded tokens (rows x longest row): the arena a pass
+# needs grows with it (attention is rows x 12 heads x width^2 floats per layer).  4096 (16
+# rows of 256) lifted a process ~370 MB above the loaded model while a 4.5 MB note
+# embedded; 1024 (4 rows of 256) ~140 MB, at the same passages/s on the 2-core target and
+# with identical vectors (max abs difference 0.0): issue 33.3, docs/results-log.md
+# "Embedding model: batch size, threads, hash".  Short texts still get up to 64 rows per
+# pass (32 rows of a 32-token chat turn).
+TOKENS_PER_PASS = 1024
 
 
 def onnx_threads() -> int:
@@ -103,6 +112,9 @@ class OnnxEmbedder:
         except Exception as exc:  # onnxruntime raises several types for a bad graph
             raise ModelUnavailable(f"model {spec.id} failed to load: {str(exc).splitlines()[0][:200]}",
                                    hint="reinstall or refetch the model file (`memo models check`)") from exc
+        # Run options that free the arena's unused memory at the end of a run (module docstring).
+        self._release = ort.RunOptions()
+        self._release.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.inputs = {i.name for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
         self.output = spec.output if spec.output in outputs else outputs[0]
@@ -138,10 +150,11 @@ class OnnxEmbedder:
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return (vecs / np.clip(norms, 1e-12, None)).astype(np.float32)
 
-    def run_ids(self, ids: list[list[int]]) -> np.ndarray:
-        """One forward pass over token ids (one batch) -> unit vectors."""
+    def run_ids(self, ids: list[list[int]], *, release: bool = False) -> np.ndarray:
+        """One forward pass over token ids (one batch) -> unit vectors.  ``release``: hand
+        the arena's memory back once the pass is done (after a large call)."""
         feed = self._feed(ids)
-        (states,) = self.session.run([self.output], feed)
+        (states,) = self.session.run([self.output], feed, self._release if release else None)
         vecs = self._pool(states, feed["attention_mask"])
         if not self._checked_dim:
             if vecs.shape[1] != self.dimensions:
@@ -156,9 +169,13 @@ class OnnxEmbedder:
         if not texts:
             return out
         ids = self.tokenize([prefix + t for t in texts] if prefix else list(texts))
-        order = np.argsort([len(x) for x in ids], kind="stable")
-        for idx in _passes(order, [len(x) for x in ids], batch_size, TOKENS_PER_PASS):
-            out[idx] = self.run_ids([ids[i] for i in idx])
+        lengths = [len(x) for x in ids]
+        passes = _passes(np.argsort(lengths, kind="stable"), lengths, batch_size, TOKENS_PER_PASS)
+        # Padded tokens of the largest pass (a pass's last row is its longest): over one
+        # full-length row, the arena grew past what a query needs; release it at the end.
+        grew = max(len(idx) * lengths[idx[-1]] for idx in passes) > self.spec.max_tokens
+        for n, idx in enumerate(passes):
+            out[idx] = self.run_ids([ids[i] for i in idx], release=grew and n == len(passes) - 1)
         return out
 
     def embed_passages(self, texts: list[str], batch_size: int = DEFAULT_BATCH) -> np.ndarray:

@@ -145,6 +145,9 @@ class SemanticService:
             # profile's [index] settings (sidecar or table).
             if self.conn.execute("SELECT 1 FROM vectors WHERE model_id = ? LIMIT 1",
                                  (self.model_id,)).fetchone() is None:
+                # An empty database (new, or purged) lacks nothing: nothing is degraded.
+                if self.conn.execute("SELECT 1 FROM passages LIMIT 1").fetchone() is None:
+                    return True, f"model {self.model_id}; no passage stored yet"
                 return False, f"no vectors yet for model {self.model_id} (run `memo backfill`)"
             return True, f"model {self.model_id}"
         return True, f"model {self.model_id}, {len(self.index)} vectors"

@@ -14,17 +14,15 @@ is read as usual (``iter_corpus_items``: what ``memo import --format beir`` uses
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO
 
 from memo.errors import DatasetError
-from memo.ingest.files import NotRegularFile, open_regular
-from memo.ingest.jsonl import json_problem, load_json
+from memo.ingest.files import DEFAULT_MAX_BYTES, NotRegularFile, gunzipped, open_regular
+from memo.ingest.jsonl import READ_ERRORS, json_problem, line_over_cap, load_json, read_lines
 from memo.types import PassageDraft, RecordDraft
 
 
@@ -39,12 +37,7 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise DatasetError(f"no such file: {p}") from None
     except (NotRegularFile, OSError) as exc:
         raise DatasetError(f"{p}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from None
-    magic = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
-    if magic == b"\x1f\x8b":
-        gz = gzip.GzipFile(fileobj=fh, mode="rb")
-        gz.myfileobj = fh      # what gzip.open(filename) does: closing gz closes fh too
-        return gz  # type: ignore[return-value]
-    return fh
+    return gunzipped(fh)
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -95,9 +88,13 @@ def _line_draft(raw: bytes, namespace: str) -> RecordDraft | None:
     return beir_draft(doc, namespace)
 
 
-def iter_corpus_items(path: str | Path, namespace: str = "default") -> Iterator[tuple[int, RecordDraft | None, str | None]]:
+def iter_corpus_items(path: str | Path, namespace: str = "default", *, max_bytes: int = DEFAULT_MAX_BYTES
+                      ) -> Iterator[tuple[int, RecordDraft | None, str | None]]:
     """(line number, draft, None) for each document and (line number, None, reason) for
-    each malformed line, in file order; blank and text-less lines are skipped.  A file
+    each malformed line, in file order; blank and text-less lines are skipped.  A line
+    longer than ``max_bytes`` (the import's --max-bytes) is a rejection, skipped without
+    ever being held in memory whole (``memo.ingest.jsonl.read_lines``): a 1 MB gzip that
+    inflates to one 1 GiB line must not cost a GiB.  A file
     that cannot be opened, or a gzip stream that breaks off, ends the iteration with a
     reason on line 0 (open) or the line after the last one read."""
     try:
@@ -108,7 +105,10 @@ def iter_corpus_items(path: str | Path, namespace: str = "default") -> Iterator[
     lineno = 0
     with fh:
         try:
-            for lineno, raw in enumerate(fh, start=1):
+            for lineno, raw in read_lines(fh, max_bytes):
+                if raw is None:
+                    yield lineno, None, line_over_cap(max_bytes)
+                    continue
                 if not raw.strip():
                     continue
                 try:
@@ -118,7 +118,7 @@ def iter_corpus_items(path: str | Path, namespace: str = "default") -> Iterator[
                     continue
                 if draft is not None:
                     yield lineno, draft, None
-        except (OSError, EOFError, zlib.error) as exc:
+        except READ_ERRORS as exc:
             yield lineno + 1, None, f"cannot read on: {exc} (the file is truncated or corrupt)"
 
 

@@ -52,6 +52,15 @@ def count_pieces(text: str) -> int:
     return len(tok.encode(scrub_surrogates(text), add_special_tokens=False).ids)
 
 
+def pieces_up_to(text: str, budget: int) -> int:
+    """``count_pieces(text)`` when it may be at most ``budget``; ``budget + 1`` when the text
+    has more words than that (every word is at least one piece), without tokenizing it: a
+    whole 2 MB note is never encoded in one call just to learn that it does not fit."""
+    if len(text.split(None, budget + 1)) > budget:
+        return budget + 1
+    return count_pieces(text)
+
+
 def count_many(texts: Sequence[str]) -> list[int]:
     """``count_pieces`` of each text, in one call to the tokenizer."""
     tok = _tokenizer()

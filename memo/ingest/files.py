@@ -5,7 +5,8 @@ resolved root; a symlink that leaves the root is rejected, never followed.  A fi
 larger than ``max_bytes`` is rejected with a reason; the rest of the import goes on.
 Text is UTF-8, else the encoding given (``--encoding``), else the one charset-normalizer
 detects (recorded in the record's meta: ``decode_text``); a file nothing decodes is
-rejected.  Files of other types are ignored, each with its reason (``why_ignored``).
+rejected.  Files of other types, and empty (or whitespace-only) files, are ignored, each
+with its reason (``why_ignored``).
 
 Hostile trees (issue 9.3): one item never stops or hangs the walk.
 
@@ -112,6 +113,21 @@ def open_regular(path: str | Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def gunzipped(fh: BinaryIO) -> BinaryIO:
+    """``fh`` itself, or read through gzip when it starts with gzip's magic bytes (so a
+    ``.jsonl.gz`` is read like its ``.jsonl``; the name is not trusted).  Closing the
+    result closes ``fh``.  Decompression is streamed: ``readline(limit)`` on the result
+    inflates at most about ``limit`` bytes, so a line cap holds for a gzip bomb too."""
+    magic = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    if magic != b"\x1f\x8b":
+        return fh
+    import gzip
+
+    gz = gzip.GzipFile(fileobj=fh, mode="rb")
+    gz.myfileobj = fh      # what gzip.open(filename) does: closing gz closes fh too
+    return gz  # type: ignore[return-value]
 
 
 def regular_file_problem(path: str | Path) -> str | None:
@@ -341,7 +357,9 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         return FileItem(rel, rejected=decoded)
     text, provenance = decoded
     if not text.strip():
-        return FileItem(rel, rejected="file is empty")
+        # Skipped, not rejected: a package's empty __init__.py is not a failed input, and a
+        # rejection would make a whole folder import exit 5 (issue 32).
+        return FileItem(rel, ignored=True, why_ignored="empty file (no text to import)")
     kind = kind_override or kind
     fields = front_matter_fields(text, path, kind)
     if "tags" in fields:

@@ -11,19 +11,22 @@ its line number.  A bad line is rejected with its number and reason; the rest go
 invalid UTF-8 or JSON, a line that is not an object, a string holding a lone surrogate
 escape (``"\\ud800"``: not Unicode text, SQLite cannot store it), values nested more than
 ``MAX_JSON_DEPTH`` levels (a 3,000-deep line would overflow the parser's stack), a line
-longer than ``max_bytes`` (never read into memory whole).
+longer than ``max_bytes`` (never read into memory whole).  A gzipped file (``.jsonl.gz``,
+known by its magic bytes) is read through gzip, one bounded line at a time; a stream that
+breaks off rejects the rest of the file.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from memo.ingest.files import FileItem, NotRegularFile, open_regular
+from memo.ingest.files import FileItem, NotRegularFile, gunzipped, open_regular
 from memo.types import KINDS, RecordDraft
 
 _STR_FIELDS = ("kind", "namespace", "title", "source", "library", "version", "author")
@@ -32,6 +35,20 @@ KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id",
 MAX_JSON_DEPTH = 64                # nesting levels of one JSON value (line, BEIR doc, LoCoMo file)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CHUNK = 1 << 16
+# What reading a file on can raise once it is open: an I/O error, or a gzip stream that is
+# truncated (EOFError) or corrupt (zlib.error, gzip.BadGzipFile is an OSError).
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def line_over_cap(max_bytes: int) -> str:
+    """The rejection of a line longer than ``max_bytes`` (JSONL, its fact lines, BEIR)."""
+    return f"line is over the {max_bytes}-byte cap (--max-bytes); skipped without being read whole"
+
+
+def open_lines(path: str | Path) -> BinaryIO:
+    """A regular file for ``read_lines``, gunzipped when it is gzip (``open_regular``'s
+    errors: NotRegularFile, OSError)."""
+    return gunzipped(open_regular(path))
 
 
 def load_json(text: str | bytes) -> object:
@@ -72,7 +89,10 @@ def safe_key(key: str) -> str:
 
 def read_lines(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
     """(line number, raw line) of a binary file; a line longer than ``max_bytes`` is
-    skipped without being held in memory and yielded as None."""
+    skipped without being held in memory and yielded as None.  Every read is bounded
+    (``readline(limit)``; on a gzip stream that inflates at most about ``limit`` bytes),
+    so memory stays at about ``max_bytes`` whatever the longest line: the one place
+    import reads lines (JSONL, its facts, BEIR and the progress bar's count)."""
     lineno = 0
     while True:
         raw = handle.readline(max_bytes + 1)
@@ -147,7 +167,7 @@ def parse_line(obj: object, template: RecordDraft, rel: str, lineno: int) -> Rec
 
 def iter_jsonl(path: Path, rel: str, template: RecordDraft, *, max_bytes: int) -> Iterator[FileItem]:
     try:
-        handle = open_regular(path)
+        handle = open_lines(path)
     except NotRegularFile as exc:
         yield FileItem(rel, rejected=str(exc))
         return
@@ -155,24 +175,32 @@ def iter_jsonl(path: Path, rel: str, template: RecordDraft, *, max_bytes: int) -
         yield FileItem(rel, rejected=f"cannot read: {exc.strerror or exc}")
         return
     with handle:
-        for lineno, raw in read_lines(handle, max_bytes):
-            where = f"{rel}:{lineno}"
-            if raw is None:
-                yield FileItem(where, rejected=f"line is over the {max_bytes}-byte cap")
-                continue
-            if not raw.strip():
-                continue
-            try:
-                obj = load_json(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-                problem = json_problem(obj)
-                if problem:
-                    raise ValueError(problem)
-                if isinstance(obj, dict) and obj.get("type") == "fact":
-                    continue        # facts: read after the records commit (memo.ingest.jsonl_facts)
-                yield FileItem(where, draft=parse_line(obj, template, rel, lineno))
-            except UnicodeDecodeError as exc:
-                yield FileItem(where, rejected=f"not UTF-8 (byte {exc.start})")
-            except json.JSONDecodeError as exc:
-                yield FileItem(where, rejected=f"invalid JSON: {exc.msg} at column {exc.colno}")
-            except ValueError as exc:
-                yield FileItem(where, rejected=str(exc))
+        try:
+            yield from _jsonl_items(handle, rel, template, max_bytes)
+        except READ_ERRORS as exc:
+            yield FileItem(rel, rejected=f"cannot read on: {exc} (the file is truncated or corrupt); "
+                                         "the lines before it were imported")
+
+
+def _jsonl_items(handle: BinaryIO, rel: str, template: RecordDraft, max_bytes: int) -> Iterator[FileItem]:
+    for lineno, raw in read_lines(handle, max_bytes):
+        where = f"{rel}:{lineno}"
+        if raw is None:
+            yield FileItem(where, rejected=line_over_cap(max_bytes))
+            continue
+        if not raw.strip():
+            continue
+        try:
+            obj = load_json(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+            problem = json_problem(obj)
+            if problem:
+                raise ValueError(problem)
+            if isinstance(obj, dict) and obj.get("type") == "fact":
+                continue        # facts: read after the records commit (memo.ingest.jsonl_facts)
+            yield FileItem(where, draft=parse_line(obj, template, rel, lineno))
+        except UnicodeDecodeError as exc:
+            yield FileItem(where, rejected=f"not UTF-8 (byte {exc.start})")
+        except json.JSONDecodeError as exc:
+            yield FileItem(where, rejected=f"invalid JSON: {exc.msg} at column {exc.colno}")
+        except ValueError as exc:
+            yield FileItem(where, rejected=str(exc))

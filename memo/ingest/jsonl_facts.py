@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from memo.ingest.files import NotRegularFile, open_regular
-from memo.ingest.jsonl import json_problem, load_json, read_lines
+from memo.ingest.files import NotRegularFile
+from memo.ingest.jsonl import READ_ERRORS, json_problem, load_json, open_lines, read_lines
 from memo.types import FactDraft
 
 FACT_FIELDS = {"type", "text", "evidence", "namespace", "subject", "predicate", "object", "event_date",
@@ -65,24 +66,32 @@ def iter_jsonl_facts(path: Path, rel: str, namespace: str, author: str | None, *
                      ) -> Iterator[tuple[str, FactDraft | None, str | None]]:
     """(where, draft, None) per fact line, (where, None, reason) per bad fact line."""
     try:
-        handle = open_regular(path)
+        handle = open_lines(path)
     except (NotRegularFile, OSError):
         return                                   # the record pass already rejected the file
     with handle:
-        for lineno, raw in read_lines(handle, max_bytes):
-            if raw is None or not raw.strip():
-                continue
-            where = f"{rel}:{lineno}"
-            try:
-                obj = load_json(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
-                continue                         # rejected by the record pass
-            if not is_fact_line(obj):
-                continue
-            try:
-                problem = json_problem(obj)
-                if problem:
-                    raise ValueError(problem)
-                yield where, parse_fact(obj, namespace, author), None
-            except ValueError as exc:
-                yield where, None, str(exc)
+        try:
+            yield from _fact_lines(handle, rel, namespace, author, max_bytes)
+        except READ_ERRORS:
+            return                               # the record pass rejected the rest of the file
+
+
+def _fact_lines(handle: BinaryIO, rel: str, namespace: str, author: str | None, max_bytes: int
+                ) -> Iterator[tuple[str, FactDraft | None, str | None]]:
+    for lineno, raw in read_lines(handle, max_bytes):
+        if raw is None or not raw.strip():
+            continue
+        where = f"{rel}:{lineno}"
+        try:
+            obj = load_json(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
+            continue                         # rejected by the record pass
+        if not is_fact_line(obj):
+            continue
+        try:
+            problem = json_problem(obj)
+            if problem:
+                raise ValueError(problem)
+            yield where, parse_fact(obj, namespace, author), None
+        except ValueError as exc:
+            yield where, None, str(exc)

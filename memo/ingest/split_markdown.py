@@ -21,7 +21,8 @@ packed in order into passages of at most the model's window; a block that is its
 long is cut by its kind, keeping its lines: code and tables between lines (a cut inside a
 code fence closes it and re-opens it with its language), a paragraph between sentences; a
 list item too long for one passage between its sub-items, then lines, then words.  A
-piece of such text shorter than ``MIN_TOKENS`` joins its neighbour (never an item).
+passage of such text shorter than ``MIN_TOKENS`` joins its neighbour when both fit the
+window (never an item); the constant was chosen on the same train splits.
 
 **The window.**  Every passage, section line included, fits in ``WINDOW`` word pieces
 counted with the model's own tokenizer (``memo.ingest.budget``); a heading path longer
@@ -37,7 +38,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memo.ingest.budget import SPECIAL, WINDOW, count_many, count_pieces
+from memo.ingest.budget import SPECIAL, WINDOW, count_many, count_pieces, pieces_up_to
 from memo.ingest.markdown_parse import HEADING_SEP, Block, front_matter, has_headings, parse_markdown
 from memo.types import PassageDraft
 
@@ -46,7 +47,7 @@ __all__ = ["HEADING_SEP", "MAX_TOKENS", "front_matter", "looks_like_markdown", "
 # A passage is embedded as its section line and its text (memo.embed.model.passage_text)
 # and the model reads WINDOW word pieces of it: a longer passage would be embedded only in part.
 MAX_TOKENS = WINDOW
-MIN_TOKENS = 60            # a shorter piece of a long paragraph, code block or table joins its neighbour
+MIN_TOKENS = 120           # a shorter passage of text between lists joins its neighbour (chosen on train)
 ITEM_MERGE_TOKENS = 0      # sibling list items at most this long may share a passage (0: never)
 SECTION_MAX = WINDOW // 2  # a longer heading path keeps its end (the heading itself)
 
@@ -147,17 +148,27 @@ def _by_chars(word: str, budget: int) -> list[str]:
 def _by_words(text: str, budget: int) -> list[str]:
     """A sentence or line longer than ``budget`` word pieces, cut between words (a word
     longer than that, between characters)."""
-    out: list[str] = []
+    return [c for c, _ in _sized_by_words(text, budget)]
+
+
+def _sized_by_words(text: str, budget: int) -> list[tuple[str, int]]:
+    """``_by_words`` with each chunk's word pieces: the sum of its words' (the tokenizer
+    splits at whitespace first), so no chunk is counted twice."""
+    out: list[tuple[str, int]] = []
     count = 0
-    for word in text.split():
-        n = count_pieces(word)
+    words = text.split()
+    # one tokenizer call for the distinct words (a 2 MB note cut by words made one call per word)
+    distinct = list(dict.fromkeys(words))
+    pieces = dict(zip(distinct, count_many(distinct), strict=True))
+    for word in words:
+        n = pieces[word]
         parts = [(word, n)] if n <= budget else [(c, count_pieces(c)) for c in _by_chars(word, budget)]
         for part, m in parts:
             if out and count + m <= budget:
-                out[-1] += " " + part
+                out[-1] = (out[-1][0] + " " + part, count + m)
                 count += m
             else:
-                out.append(part)
+                out.append((part, m))
                 count = m
     return out
 
@@ -182,8 +193,14 @@ def _line_atoms(text: str, block: int, budget: int, kind: str) -> list[_Atom]:
     its sub-items, then its lines), a paragraph's sentences, every line of anything else; a
     sentence or line too long is cut between words."""
     if kind == "paragraph":
-        return [_Atom(c, block, " ") for sentence in _SENTENCE_END.split(text.strip()) if sentence
-                for c in ([sentence] if count_pieces(sentence) <= budget else _by_words(sentence, budget))]
+        out_p: list[_Atom] = []
+        for sentence in _SENTENCE_END.split(text.strip()):
+            if not sentence:
+                continue
+            n = pieces_up_to(sentence, budget)
+            pieces = [(sentence, n)] if n <= budget else _sized_by_words(sentence, budget)
+            out_p.extend(_Atom(c, block, " ", size=m) for c, m in pieces)
+        return out_p
     lines = text.split("\n")
     fences = _fences(lines)
     out: list[_Atom] = []
@@ -208,8 +225,8 @@ def _line_atoms(text: str, block: int, budget: int, kind: str) -> list[_Atom]:
                 deeper = [d for d in sub if depth is not None and d > depth]
                 cut(a, b, min(deeper) if deeper and len(spans) + len(deeper) > 1 else None)
             else:                        # one line longer than a passage: cut by words
-                out.extend(_Atom(c, block, " ", fences[a][0], fences[a][1])
-                           for c in _by_words(item, budget))
+                out.extend(_Atom(c, block, " ", fences[a][0], fences[a][1], size=m)
+                           for c, m in _sized_by_words(item, budget))
 
     cut(0, len(lines), 0 if kind == "list" else None)
     return [a for a in out if a.text.strip()]
@@ -282,9 +299,9 @@ def _pack(chunks: list[list[_Atom]], budget: int) -> list[list[_Atom]]:
     available:") stays with what it introduces, and the block after it starts a new
     passage (an API section's long example does not swallow the description that follows
     it).  A paragraph ending in ``:`` moves to the next passage with the block it
-    introduces.  No passage is a stub of fewer than ``MIN_TOKENS``: the tail of a cut
-    block takes the last pieces of the passage before (or joins it when that would break
-    the budget), any other short piece joins the next one."""
+    introduces.  A passage shorter than ``MIN_TOKENS`` is merged while the result fits
+    ``budget``: the tail of a cut block takes the last pieces of the passage before (or
+    joins it), any other short piece joins the next one."""
     groups: list[list[_Atom]] = []
     count = 0
     closed = False                   # the last group ended with a long block's tail
@@ -333,7 +350,7 @@ def _pack(chunks: list[list[_Atom]], budget: int) -> list[list[_Atom]]:
 
 
 def _block_atoms(text: str, block: int, budget: int, kind: str, size: int = -1) -> list[_Atom]:
-    whole = _Atom(text, block, size=size)
+    whole = _Atom(text, block, size=size if size >= 0 else pieces_up_to(text, budget))
     return [whole] if whole.size <= budget else _line_atoms(text, block, budget, kind)
 
 

@@ -12,9 +12,12 @@ from memo.ingest.jsonl import json_problem
 from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
+from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
 from memo.ops.store_batch import PreparedItem, prepare_item
+from memo.profile import Profile, load_profile
 from memo.store.connect import write_tx
+from memo.store.dialect import is_postgres
 from memo.store.records import (
     NewRecord,
     content_hash,
@@ -25,14 +28,18 @@ from memo.store.records import (
     utc_now,
     validate_draft,
 )
-from memo.types import PassageDraft, RecordDraft
+from memo.types import PassageDraft, RecordDraft, default_profile
 
 
-def prepare(draft: RecordDraft) -> tuple[PassageDraft, ...]:
+def prepare(draft: RecordDraft, *, nul_ok: bool = True) -> tuple[PassageDraft, ...]:
     """Everything that can reject a draft without touching the database (runs outside
-    the write transaction, so the lock is held only for the inserts)."""
+    the write transaction, so the lock is held only for the inserts).  ``nul_ok=False``
+    (PostgreSQL, ``storable_nul``): a NUL character in any text field is refused here,
+    so an import rejects that one item instead of failing its whole batch at the server."""
     validate_draft(draft)
     check_unicode(draft)
+    if not nul_ok:
+        check_no_nul(draft)
     if draft.event_at is not None:
         check_iso_date(draft.event_at)
     passages = split_record(draft)
@@ -60,6 +67,25 @@ def check_unicode(draft: RecordDraft) -> None:
     problem = json_problem(draft.meta)
     if problem:
         raise ValidationError(f"meta: {problem}")
+
+
+def storable_nul(conn: object) -> bool:
+    """Can this database store U+0000 in text?  SQLite can (it is stored and read back
+    as given); PostgreSQL's text type cannot."""
+    return not is_postgres(conn)
+
+
+def check_no_nul(draft: RecordDraft) -> None:
+    # meta is stored as JSON text, where a NUL is the escape \u0000: it round-trips.
+    fields = (("text", draft.body), ("title", draft.title), ("source", draft.source),
+              ("library", draft.library), ("version", draft.version), ("author", draft.author),
+              ("namespace", draft.namespace), ("event date", draft.event_at),
+              ("import path", draft.import_path), ("external id", draft.ext_id),
+              *(("tag", t) for t in draft.tags))
+    for name, value in fields:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValidationError(f"{name} holds a NUL character (U+0000), which PostgreSQL cannot store",
+                                  hint="remove the NUL characters from the input")
 
 
 def check_iso_date(value: str) -> None:
@@ -128,18 +154,41 @@ def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: st
 
 
 @store_errors("add_record")
-def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: EmbedQueue | None = None) -> AddReport:
-    """Add one record (``memo add``).  Adding the same text twice stores it once.  Once
-    committed the add is reported as done; ``vectors`` says whether its passages were
-    embedded or are queued for `memo backfill` (and why).  With ``background`` (a server's
-    ``memo.embed.background.BackgroundEmbedder``) it returns right after the commit and
-    the passages are reported queued for that thread."""
+def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: EmbedQueue | None = None,
+               profile: Profile | str | None = None) -> AddReport:
+    """Add one record (``memo add``).  Adding the same text twice stores it once; a text
+    near-identical to a live record of its namespace is linked to it or skipped, as the
+    profile's ``index.near_duplicates`` says (``memo.ops.near_dup``; ``profile`` None: the
+    default profile).  Once committed the add is reported as done; ``vectors`` says whether
+    its passages were embedded or are queued for `memo backfill` (and why).  With
+    ``background`` (a server's ``memo.embed.background.BackgroundEmbedder``) it returns right
+    after the commit and the passages are reported queued for that thread."""
     # Token counts, exact terms and entity mentions are worked out here, before the
     # writers' queue: with several writers the lock is the queue everyone waits in, so it
     # is held for the inserts only (the soak's ack p99, docs/reliability.md section 9).
-    item = prepare_item(draft, prepare(draft))
+    passages = prepare(draft, nul_ok=storable_nul(conn))
+    prof = load_profile(default_profile() if profile is None else profile)
+    near = None
+    if prof.index.near_duplicates != "off":
+        near = find_near_duplicate(conn, draft, prof.index.near_min, prof)
+        if near is not None and find_live_duplicate(conn, draft.namespace, content_hash(draft.body)) is None:
+            if prof.index.near_duplicates == "skip":
+                return AddReport(status="skipped", record_id=near.record_id, passages=0,
+                                 near_duplicate_of=near.record_id, near_similarity=near.similarity,
+                                 note=f"near-identical to {near.record_id} (similarity {near.similarity:.2f}); "
+                                      f"not stored (index.near_duplicates = skip): to replace it, "
+                                      f"`memo supersede {near.record_id}` with the new text")
+            draft = replace(draft, meta={**draft.meta, "near_duplicate_of": near.record_id,
+                                         "near_similarity": near.similarity})
+        else:
+            near = None
+    item = prepare_item(draft, passages)
     with write_tx(conn):
         report = store_prepared(conn, item)
+    if near is not None and report.status == "added":
+        report = replace(report, near_duplicate_of=near.record_id, near_similarity=near.similarity,
+                         note=f"near-identical to {near.record_id} (similarity {near.similarity:.2f}); stored and "
+                              "linked to it (meta.near_duplicate_of): forget either if one is enough")
     if report.status != "skipped":
         # Committed: from here on the add has succeeded.  Embedding failures only queue
         # the passages (report.vectors), they never turn the add into an error.

@@ -8,13 +8,26 @@ action that fixes it):
 2. ``open``: memo's connection factory can open it.
 3. ``schema``: ``PRAGMA user_version`` against the tables present (not memo's; version lost
    but provable; older / newer than this memo).
-4. ``quick_check``: ``PRAGMA quick_check`` (every page; O(size), docs/architecture.md).
+4. ``quick_check``: ``PRAGMA quick_check`` (every page; O(size), docs/architecture.md);
+   with ``full``, ``integrity_check`` instead: also every index against its table.
+4b. ``indexes``: ``PRAGMA integrity_check`` of the tables whose UNIQUE indexes writes rely
+   on (``memo.store.damage.UNIQUE_GUARDED``; covered by ``integrity_check`` with ``full``).
+   quick_check never compares an index with its table: an index entry whose key bytes
+   changed passes it, yet ``memo get`` misses the row and ``memo add`` stores a second
+   live copy.  An index that disagrees with its table is a ``repair`` (``memo reindex``
+   runs SQLite's REINDEX); rows missing from a table are ``damaged``.
 5. ``fts``: FTS5 ``integrity-check`` of every full-text index, with rank 1 so an
-   external-content index is also compared with its content table.
+   external-content index is also compared with its content table; ``passages_fts``
+   holds ``memo.text.cjk.index_form`` of its rows, not the rows as stored, so it gets
+   rank 0 (its structure) and memo's own comparison with the rows
+   (``memo.store.derived.keyword_index_mismatches``).
 6. ``counts``: rows of the keyword and exact indexes against ``passages`` (and ``facts_fts``
    against ``facts``); vectors whose passage (fact) is gone; passages (facts) without a
    vector: pending, a notice.
 7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
+
+Beside them, a ``leftovers`` notice lists temporary files of killed backups and restores
+in the database's folder with the command that removes them (``memo.ops.leftovers``).
 
 Severity of a finding, and the exit code of ``memo doctor``:
 
@@ -27,7 +40,15 @@ Severity of a finding, and the exit code of ``memo doctor``:
 
 The damaged marker (``memo.store.damage``) follows the verdict: set when the file is
 damaged, cleared when its pages and canonical rows are intact (a ``repair`` verdict clears
-it too, so ``memo reindex`` can run).  Nothing else is written.
+it too, so ``memo reindex`` can run), except that indexes disagreeing with their tables set
+(or keep) a marker for ``memo reindex``: writes stay refused until it rebuilt them.
+Nothing else is written.
+
+Not damage: a read-only file or folder (a notice: searches work, writes need write
+access; the FTS5 check, which SQLite runs as a write, is skipped); a full disk that keeps
+the file from being opened (DiskFull, exit 12).  A path that is not a regular file (a
+folder, a device, a FIFO) or a file with nothing of SQLite in it is "not a memo database"
+(point --db at memo's file), never "restore a backup".
 """
 
 from __future__ import annotations
@@ -40,10 +61,26 @@ from pathlib import Path
 from typing import Any
 
 from memo.embed import DEFAULT_MODEL_ID
-from memo.errors import MemoError, StoreError
+from memo.errors import DiskFull, MemoError, StoreError
+from memo.ops.leftovers import doctor_notes
 from memo.store.connect import connect
-from memo.store.damage import check_header, clear_marker, is_corrupt_error, mark_damaged, read_marker
+from memo.store.damage import (
+    DOCTOR_GUARDED,
+    NOT_A_FILE_HINT,
+    NOT_MEMO_HINT,
+    check_header,
+    clear_marker,
+    guarded_index_lines,
+    integrity_lines,
+    is_corrupt_error,
+    is_fts_shadow,
+    mark_damaged,
+    not_a_file,
+    read_marker,
+    split_integrity,
+)
 from memo.store.db import resolve_db_path
+from memo.store.derived import keyword_index_mismatches
 from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
 
 EXIT_OK, EXIT_REPAIR, EXIT_DAMAGED = 0, 9, 10
@@ -51,6 +88,8 @@ _RANK = {"ok": 0, "notice": 0, "repair": 1, "damaged": 2}
 _EXIT = {"ok": EXIT_OK, "notice": EXIT_OK, "repair": EXIT_REPAIR, "damaged": EXIT_DAMAGED}
 
 REINDEX = "run `memo reindex` (rebuilds the keyword, exact and fact indexes from the stored rows)"
+REINDEX_BTREES = "run `memo reindex` (rebuilds every index from the stored rows: nothing is lost)"
+READ_ONLY = "read-only: searches work, writes need write access"
 RESTORE = "restore a backup: `memo restore <backup> --yes` (the current file is kept beside it)"
 MIGRATE = "run `memo stats --migrate`"
 BACKFILL = "run `memo backfill` to embed them (search works meanwhile, without their vectors)"
@@ -95,24 +134,28 @@ class _Run:
     counts: dict[str, int] = field(default_factory=dict)
     physical: bool = False   # pages or canonical rows damaged: the marker must be set
     skip: str = ""           # why the remaining checks do not run
+    bad_indexes: dict[str, str] = field(default_factory=dict)  # index -> its table, disagreeing
+    read_only: str | None = None
 
     def check(self, name: str, ok: bool | None, detail: str, t0: float) -> None:
         self.checks.append(Check(name, ok, detail, round((time.perf_counter() - t0) * 1000, 1)))
 
-    def find(self, check: str, severity: str, problem: str, action: str) -> None:
+    def find(self, check: str, severity: str, problem: str, action: str, *, physical: bool = True) -> None:
         self.findings.append(Finding(check, severity, problem, action))
-        if severity == "damaged" and check not in ("schema",):
+        if severity == "damaged" and check not in ("schema",) and physical:
             self.physical = True
 
 
-def doctor(path: str | Path | None = None) -> DoctorReport:
-    """Check the database at ``path`` (default: $MEMO_DB, else the user data dir)."""
+def doctor(path: str | Path | None = None, *, full: bool = False) -> DoctorReport:
+    """Check the database at ``path`` (default: $MEMO_DB, else the user data dir).
+    ``full``: ``integrity_check`` (every index against its table) instead of quick_check."""
     started = time.perf_counter()
     p = resolve_db_path(path)
     if not p.exists():
         raise StoreError(f"no database at {p}", hint="pass --db / MEMO_DB with the database file")
-    if p.is_dir():
-        raise StoreError(f"{p} is a folder, not a database file", hint="pass --db with the database file")
+    kind = not_a_file(p)
+    if kind:   # before any read: reading a FIFO would block, a device is never a database
+        raise StoreError(f"{p} {kind}, not a memo database file", hint=NOT_A_FILE_HINT)
     run = _Run(p)
     marker = read_marker(p)
     version: int | None = None
@@ -122,17 +165,21 @@ def doctor(path: str | Path | None = None) -> DoctorReport:
             conn = _open(run)
         if conn is not None:
             version = _schema(run, conn)
-            _quick_check(run, conn)
+            _page_check(run, conn, full)
             if not run.skip:
+                _indexes(run, conn, full)
                 _fts(run, conn)
                 _counts(run, conn)
                 _foreign_keys(run, conn)
-        for name in ("open", "schema", "quick_check", "fts", "counts", "foreign_keys"):
+        first = "integrity_check" if full else "quick_check"
+        for name in ("open", "schema", first, "indexes", "fts", "counts", "foreign_keys"):
             if not any(c.name == name for c in run.checks):
                 run.checks.append(Check(name, None, f"not run: {run.skip or 'see above'}"))
     finally:
         if conn is not None:
             conn.close()
+    for problem, action in doctor_notes(p):     # killed backups' and restores' copies
+        run.find("leftovers", "notice", problem, action)
     status = max((f.severity for f in run.findings), key=_RANK.__getitem__, default="ok")
     marker_after = _update_marker(run, marker, status)
     return DoctorReport(path=str(p), status=status, exit_code=_EXIT[status], schema_version=version,
@@ -148,6 +195,16 @@ def _update_marker(run: _Run, marker: dict[str, Any] | None, status: str) -> str
         if marker is not None:
             return "kept"
         return "set" if mark_damaged(run.path, f"memo doctor: {reason}") else "none"
+    if run.bad_indexes:
+        # Writes through a disagreeing index go wrong (a second live copy, a row missed):
+        # refused until `memo reindex`, which this marker lets through.
+        if marker is not None and marker.get("repair") == "reindex":
+            return "kept"
+        if marker is not None and not clear_marker(run.path):
+            return "kept"
+        reason = f"indexes disagree with their tables: {', '.join(sorted(run.bad_indexes))}"
+        return "set" if mark_damaged(run.path, f"memo doctor: {reason}", repair="reindex") else \
+            ("cleared" if marker is not None else "none")
     if marker is not None and status != "damaged":
         return "cleared" if clear_marker(run.path) else "kept"
     return "kept" if marker is not None else "none"
@@ -161,7 +218,9 @@ def _header(run: _Run) -> bool:
         return True
     run.check("header", False, problem, t0)
     run.skip = "the file header is not a SQLite database's"
-    if problem.startswith("is empty"):
+    if problem.startswith("is not a memo database"):
+        run.find("header", "damaged", f"{run.path} {problem}", NOT_MEMO_HINT, physical=False)
+    elif problem.startswith("is empty"):
         run.find("header", "damaged", f"{run.path} is empty (0 bytes): not a memo database",
                  "delete it to start a new database, or " + RESTORE)
     else:
@@ -174,12 +233,20 @@ def _open(run: _Run) -> sqlite3.Connection | None:
     try:
         conn = connect(run.path)
         conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except DiskFull:
+        raise    # not damage: nothing to check until there is room to open it (exit 6)
     except (MemoError, sqlite3.DatabaseError) as exc:
         run.check("open", False, str(exc), t0)
         run.skip = "the database cannot be opened"
         run.find("open", "damaged", f"cannot open the database: {exc}", RESTORE)
         return None
-    run.check("open", True, "opened with memo's settings", t0)
+    run.read_only = getattr(conn, "memo_readonly", None)
+    if run.read_only:
+        run.check("open", True, f"opened read-only: {run.read_only}", t0)
+        run.find("open", "notice", f"{READ_ONLY} ({run.read_only})",
+                 "nothing to repair; give memo write access to the file and its folder to write")
+    else:
+        run.check("open", True, "opened with memo's settings", t0)
     return conn
 
 
@@ -241,20 +308,70 @@ def _schema(run: _Run, conn: sqlite3.Connection) -> int | None:
 _TREE = re.compile(r"\b[Tt]ree (\d+)\b")
 
 
-def _quick_check(run: _Run, conn: sqlite3.Connection) -> None:
+def _page_check(run: _Run, conn: sqlite3.Connection, full: bool) -> None:
+    """quick_check, or with ``full`` integrity_check (which also compares every index
+    with its table: ``_index_findings`` sorts those lines out as repairs)."""
     t0 = time.perf_counter()
-    try:
-        lines = [str(r[0]) for r in conn.execute("PRAGMA quick_check(100)")]
-    except sqlite3.DatabaseError as exc:
-        lines = [f"quick_check stopped: {exc}"]
+    name = "integrity_check" if full else "quick_check"
+    if full:
+        lines = integrity_lines(conn)
+    else:
+        try:
+            lines = [str(r[0]) for r in conn.execute("PRAGMA quick_check(100)")]
+        except sqlite3.DatabaseError as exc:
+            lines = [f"quick_check stopped: {exc}"]
     if lines == ["ok"]:
-        run.check("quick_check", True, "ok", t0)
+        run.check(name, True, "ok", t0)
         return
-    run.check("quick_check", False, f"{len(lines)} problem(s): {lines[0][:200]}", t0)
-    where = _tables_of(conn, lines)
+    _, other = split_integrity(lines)
+    run.check(name, False, f"{len(lines)} problem(s): {lines[0][:200]}", t0)
+    _index_findings(run, conn, name, lines)
+    if not other:
+        return
+    where = _tables_of(conn, other)
     place = f" in {', '.join(where)}" if where else ""
-    run.find("quick_check", "damaged",
-             f"quick_check finds {len(lines)} problem(s){place}: {lines[0][:200]}", RESTORE)
+    if where and all(is_fts_shadow(t) for t in where):
+        # Only full-text index b-trees: derived from the rows, rebuilt by reindex.
+        run.find(name, "repair", f"{name} finds {len(other)} problem(s){place}: {other[0][:200]}", REINDEX)
+        return
+    run.find(name, "damaged", f"{name} finds {len(other)} problem(s){place}: {other[0][:200]}", RESTORE)
+
+
+def _index_findings(run: _Run, conn: sqlite3.Connection, check: str, lines: list[str]) -> None:
+    """A repair finding per index that disagrees with its table (REINDEX rebuilds it from
+    the table's rows)."""
+    indexes, _ = split_integrity(lines)
+    if not indexes:
+        return
+    tables = {r[0]: r[1] for r in conn.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index'")}
+    for index in sorted(indexes):
+        if index in run.bad_indexes:
+            continue
+        run.bad_indexes[index] = tables.get(index, "?")
+        sample = next((ln for ln in lines if ln.endswith(f" {index}")), "")
+        run.find(check, "repair", f"the index {index} of {tables.get(index, '?')} disagrees with its table "
+                 f"({sample[:120]}); writes are refused until it is rebuilt", REINDEX_BTREES)
+
+
+def _indexes(run: _Run, conn: sqlite3.Connection, full: bool) -> None:
+    t0 = time.perf_counter()
+    if full:
+        run.check("indexes", not run.bad_indexes, "covered by integrity_check" if not run.bad_indexes else
+                  "disagree: " + ", ".join(sorted(run.bad_indexes)), t0)
+        return
+    try:
+        lines = guarded_index_lines(conn, DOCTOR_GUARDED)
+    except sqlite3.DatabaseError as exc:
+        lines = [f"integrity_check stopped: {exc}"]
+    if not lines:
+        run.check("indexes", True, "ok: the UNIQUE indexes of records, passages, facts and entities match their "
+                  "tables", t0)
+        return
+    run.check("indexes", False, f"{len(lines)} problem(s): {lines[0][:200]}", t0)
+    _index_findings(run, conn, "indexes", lines)
+    _, other = split_integrity(lines)
+    if other:
+        run.find("indexes", "damaged", f"integrity_check finds {len(other)} problem(s): {other[0][:200]}", RESTORE)
 
 
 def _tables_of(conn: sqlite3.Connection, lines: list[str]) -> list[str]:
@@ -289,10 +406,24 @@ def _fts(run: _Run, conn: sqlite3.Connection) -> None:
     except sqlite3.DatabaseError as exc:
         run.check("fts", False, f"cannot list the full-text indexes: {exc}", t0)
         return
+    if run.read_only:
+        # FTS5 runs its integrity-check as an INSERT: SQLite refuses it on a read-only file.
+        run.check("fts", None, "not run: the database is read-only (FTS5's check is a write; run `memo doctor` "
+                  "on a writable copy to include it)", t0)
+        return
     for name, _content in tables:
         try:
-            # rank 1: an external-content index is compared with its content table as well.
-            conn.execute(f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)')
+            if name == "passages_fts":
+                # Its rows are index_form of the text (memo.text.cjk), not the text as stored:
+                # FTS5 checks its own structure (rank 0), memo compares it with the rows.
+                conn.execute('INSERT INTO passages_fts(passages_fts, rank) VALUES (\'integrity-check\', 0)')
+                if (off := keyword_index_mismatches(conn)):
+                    bad.append(name)
+                    run.find("fts", "repair", f"the full-text index {name} does not match its rows "
+                             f"({off} terms differ)", REINDEX)
+            else:
+                # rank 1: an external-content index is compared with its content table as well.
+                conn.execute(f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)')
         except sqlite3.DatabaseError as exc:
             if not is_corrupt_error(exc):
                 bad.append(f"{name}: could not run ({exc})")
@@ -386,10 +517,18 @@ def _foreign_keys(run: _Run, conn: sqlite3.Connection) -> None:
             run.find("foreign_keys", "damaged", f"foreign_key_check failed: {exc}", RESTORE)
         return
     by_table: dict[str, int] = {}
+    via_index: dict[str, str] = {}
+    damaged_parents = set(run.bad_indexes.values())
     for r in rows:
         by_table[r[0]] = by_table.get(r[0], 0) + 1
+        if r[2] in damaged_parents:
+            via_index[r[0]] = r[2]
     for table, n in sorted(by_table.items()):
-        if table not in _DERIVED_FK:   # vectors: reported by the counts check already
+        if table in via_index:
+            # The check looks parents up through their (damaged) indexes: not proof of lost rows.
+            run.find("foreign_keys", "repair", f"{table}: {n} row(s) whose {via_index[table]} row the damaged "
+                     f"index cannot find; run `memo doctor` again after the reindex", REINDEX_BTREES)
+        elif table not in _DERIVED_FK:   # vectors: reported by the counts check already
             run.find("foreign_keys", "damaged", f"{table}: {n} row(s) point at rows that no longer exist "
                      "(canonical rows lost)", RESTORE)
     detail = "ok" if not by_table else ", ".join(f"{t} {n}" for t, n in sorted(by_table.items()))

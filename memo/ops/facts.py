@@ -1,7 +1,9 @@
 """Fact operations behind every skin (CLI ``memo fact``, MCP tools, JSONL and LoCoMo
-imports): add, list, get, supersede, forget.  Each write is one ``BEGIN IMMEDIATE``: the
-evidence is resolved, the fact, its evidence rows and its keyword index row are written
-together, or nothing is (a bad evidence id rolls everything back).  The fact's vector is
+imports): add, list, get, supersede, forget.  The evidence is resolved first, in a read
+snapshot, before the writers' queue is joined (a long or bogus evidence list never makes
+other writers wait: issue 33.1); then each write is one ``BEGIN IMMEDIATE`` that re-checks
+the resolved passages by primary key and writes the fact, its evidence rows and its
+keyword index row together, or nothing (a bad evidence id stores nothing).  The fact's vector is
 embedded after the commit, outside any transaction; without the model it stays queued for
 ``memo backfill`` (degraded rules as for passages)."""
 
@@ -15,19 +17,21 @@ from memo.errors import ConfirmationRequired, MemoError, NotFound, ValidationErr
 from memo.ops.after_commit import EmbedQueue, queue_in
 from memo.ops.guard import store_errors
 from memo.ops.paging import check_page
-from memo.store.connect import write_tx
+from memo.store.connect import read_tx, write_tx
 from memo.store.facts import (
     fact_from_row,
     fact_hash,
     find_live_fact,
     get_fact_row,
     insert_fact,
+    recheck_evidence,
     resolve_evidence,
     validate_fact,
 )
 from memo.store.facts import get_fact as _get_fact
 from memo.store.mentions import drop_fact_mentions
 from memo.store.records import utc_now
+from memo.text.limits import MAX_IDS, check_list
 from memo.types import Fact, FactDraft
 
 
@@ -63,10 +67,22 @@ class FactImportReport:
     fact_ids: tuple[str, ...] = ()
 
 
-def _store(conn: sqlite3.Connection, draft: FactDraft) -> tuple[str, str, tuple[str, ...], int | None]:
-    """Inside the caller's write tx: (status, fact id, evidence passage ids, new pk)."""
+Evidence = list[tuple[int, str]]
+
+
+def _resolve(conn: sqlite3.Connection, draft: FactDraft) -> Evidence:
+    """Before the write transaction: validate the draft (caps included) and resolve its
+    evidence to (passage pk, passage id) in one read snapshot."""
     validate_fact(draft)
-    evidence = resolve_evidence(conn, draft.evidence, draft.namespace)
+    with read_tx(conn):
+        return resolve_evidence(conn, draft.evidence, draft.namespace)
+
+
+def _store(conn: sqlite3.Connection, draft: FactDraft,
+           evidence: Evidence) -> tuple[str, str, tuple[str, ...], int | None]:
+    """Inside the caller's write tx, with ``evidence`` from ``_resolve``: (status, fact id,
+    evidence passage ids, new pk)."""
+    recheck_evidence(conn, evidence)
     pids = tuple(pid for _, pid in evidence)
     dup = find_live_fact(conn, draft.namespace, fact_hash(draft.text, pids))
     if dup is not None:
@@ -98,8 +114,9 @@ def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True,
              background: EmbedQueue | None = None) -> FactAddReport:
     """``background``: a server's embedder takes the vector (``embedded`` False: queued,
     embedded within moments), so the add returns right after the commit."""
+    evidence = _resolve(conn, draft)
     with write_tx(conn):
-        status, fid, pids, pk = _store(conn, draft)
+        status, fid, pids, pk = _store(conn, draft, evidence)
     if status == "skipped":
         return FactAddReport("skipped", fid, pids, note=f"the same fact with the same evidence is {fid}")
     if embed and pk is not None and background is not None and queue_in(background, fact_pks=[pk]):
@@ -139,27 +156,37 @@ def list_facts(conn: sqlite3.Connection, *, namespaces: Sequence[str] = (), evid
     return tuple(fact_from_row(conn, r) for r in conn.execute(sql, (*params, limit, offset)).fetchall())
 
 
+def _check_supersedable(old_id: str, forgotten_at: str | None, superseded_by: str | None) -> None:
+    if forgotten_at is not None:
+        raise ValidationError(f"fact {old_id} is forgotten; add the text as a new fact instead")
+    if superseded_by is not None:
+        raise ValidationError(f"fact {old_id} is already superseded by {superseded_by}",
+                              hint=f"supersede the newest version: `memo fact supersede {superseded_by}`")
+
+
 @store_errors("fact supersede")
 def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *,
                    evidence: Sequence[str] = (), **changes: object) -> FactSupersedeReport:
     """A new version of a fact: fields not given (evidence included) are copied from the
-    old one, which keeps its rows (as_of) with superseded_at/by set."""
+    old one, which keeps its rows (as_of) with superseded_at/by set.  The new version's
+    evidence is resolved before the write transaction; inside it the old fact's state and
+    the evidence are checked again."""
+    row = get_fact_row(conn, old_id)
+    _check_supersedable(old_id, row["forgotten_at"], row["superseded_by"])
+    old = fact_from_row(conn, row)
+    refs = tuple(evidence) or tuple(e.passage_id for e in old.evidence)
+    if not refs:
+        raise ValidationError(f"fact {old_id} has no evidence left; give --evidence")
+    draft = FactDraft(text=text, evidence=refs, namespace=old.namespace, subject=old.subject,
+                      predicate=old.predicate, object=old.object, event_at=old.event_at, trust=old.trust,
+                      author=old.author, source=old.source, meta=old.meta)
+    draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+    resolved = _resolve(conn, draft)
     with write_tx(conn):
+        # Re-read under the write lock: another writer may have superseded or forgotten it.
         row = get_fact_row(conn, old_id)
-        if row["forgotten_at"] is not None:
-            raise ValidationError(f"fact {old_id} is forgotten; add the text as a new fact instead")
-        if row["superseded_by"] is not None:
-            raise ValidationError(f"fact {old_id} is already superseded by {row['superseded_by']}",
-                                  hint=f"supersede the newest version: `memo fact supersede {row['superseded_by']}`")
-        old = fact_from_row(conn, row)
-        refs = tuple(evidence) or tuple(e.passage_id for e in old.evidence)
-        if not refs:
-            raise ValidationError(f"fact {old_id} has no evidence left; give --evidence")
-        draft = FactDraft(text=text, evidence=refs, namespace=old.namespace, subject=old.subject,
-                          predicate=old.predicate, object=old.object, event_at=old.event_at, trust=old.trust,
-                          author=old.author, source=old.source, meta=old.meta)
-        draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
-        status, new_id, pids, pk = _store(conn, draft)
+        _check_supersedable(old_id, row["forgotten_at"], row["superseded_by"])
+        status, new_id, pids, pk = _store(conn, draft, resolved)
         if status == "skipped":
             raise ValidationError(f"fact {new_id} already says this with the same evidence; nothing to do")
         when = utc_now()
@@ -176,6 +203,7 @@ def forget_facts(conn: sqlite3.Connection, fact_ids: Iterable[str], *, confirm: 
     ids = tuple(dict.fromkeys(fact_ids))
     if not ids:
         raise ValidationError("no fact ids given")
+    check_list("fact ids", ids, MAX_IDS)
     if len(ids) > 1 and not confirm:
         raise ConfirmationRequired(f"forgetting {len(ids)} facts needs confirmation",
                                    hint="repeat with --yes to forget all of them")
@@ -209,11 +237,21 @@ def import_facts(conn: sqlite3.Connection, drafts: Iterable[tuple[str, FactDraft
     items = list(drafts)
     with store_errors("fact import"):
         for s in range(0, len(items), batch):
+            # Resolved before the batch's write transaction (lookups never hold the lock);
+            # re-checked inside it, one savepoint per fact.
+            resolved: list[tuple[str, FactDraft, Evidence]] = []
+            for where, draft in items[s:s + batch]:
+                try:
+                    resolved.append((where, draft, _resolve(conn, draft)))
+                except ValidationError as exc:
+                    rejected.append((where, str(exc)))
+            if not resolved:
+                continue
             with write_tx(conn):
-                for where, draft in items[s:s + batch]:
+                for where, draft, evidence in resolved:
                     conn.execute("SAVEPOINT fact")
                     try:
-                        status, fid, _, pk = _store(conn, draft)
+                        status, fid, _, pk = _store(conn, draft, evidence)
                     except ValidationError as exc:
                         conn.execute("ROLLBACK TO fact")
                         conn.execute("RELEASE fact")

@@ -18,6 +18,9 @@ One item never stops or hangs an import (issue 9.3): FIFOs, sockets and devices 
 rejected without being opened, symlink loops, undecodable names and folders more than
 ``MAX_FOLDER_DEPTH`` deep are rejected (memo.ingest.files); bad JSONL/BEIR lines and
 malformed LoCoMo samples or sessions are rejected (memo.ingest.jsonl/beir/locomo); a
+JSONL or BEIR line over ``max_bytes`` is rejected without ever being held whole (issue
+33.3: every line is read with a bounded ``readline``, gzip included, the progress bar's
+count too, so memory is bounded per line, not only per file); a
 draft that cannot be split or stored (not valid Unicode...) is rejected before its batch;
 an input that breaks off while being read is rejected from that point on.  Only a
 database error stops the import (that batch rolled back, as above).
@@ -33,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memo.errors import DatasetError, ImportRejected, MemoError, StoreError, ValidationError
+from memo.ingest import chat_exports
 from memo.ingest.files import (
     DEFAULT_MAX_BYTES,
     FileItem,
@@ -43,8 +47,8 @@ from memo.ingest.files import (
     read_file,
     safe_name,
 )
-from memo.ingest.jsonl import iter_jsonl
-from memo.ops.add import prepare
+from memo.ingest.jsonl import READ_ERRORS, iter_jsonl, open_lines, read_lines
+from memo.ops.add import prepare, storable_nul
 from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
@@ -52,7 +56,7 @@ from memo.ops.store_batch import PreparedItem, prepare_item, store_items
 from memo.store.connect import write_tx
 from memo.types import FactDraft, RecordDraft
 
-FORMATS = ("auto", "files", "jsonl", "beir", "locomo")
+FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat")
 DEFAULT_BATCH = 500
 log = logging.getLogger(__name__)
 
@@ -120,7 +124,11 @@ def _detect(real: Path, fmt: str) -> str:
         raise ValidationError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     if fmt != "auto":
         return fmt
-    if real.is_file() and real.suffix.lower() == ".jsonl":
+    # A chat export (ChatGPT's or Claude's conversations.json, a JSONL of messages) is
+    # told by its first 64 KiB: memo.ingest.chat_exports.detect.
+    if real.is_file() and real.suffix.lower() in (".json", ".jsonl", ".gz") and chat_exports.detect(real):
+        return "chat"
+    if real.is_file() and real.name.lower().endswith((".jsonl", ".jsonl.gz")):
         return "jsonl"
     return "files"
 
@@ -141,7 +149,8 @@ def _adapter_item(d: RecordDraft, rel: str, opts: ImportOptions) -> FileItem:
 
 def _beir_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
     from memo.ingest import beir
-    for lineno, draft, reason in beir.iter_corpus_items(real, namespace=opts.namespace or "default"):
+    for lineno, draft, reason in beir.iter_corpus_items(real, namespace=opts.namespace or "default",
+                                                        max_bytes=opts.max_bytes):
         if draft is not None:
             yield _adapter_item(draft, real.name, opts)
         else:
@@ -158,15 +167,39 @@ def _locomo_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
             yield FileItem(f"{real.name}{where}", rejected=reason)
 
 
-def _count_lines(path: Path) -> int | None:
-    """Non-blank lines, for the progress bar's total (a cheap pre-pass; gzip is read
-    through).  None when the file cannot be read (or is not a regular file: a FIFO is
-    never opened): the import reports that itself."""
+def _chat_items(real: Path, opts: ImportOptions) -> Iterator[FileItem]:
+    for where, draft, reason in chat_exports.iter_chat_items(real, namespace=opts.namespace or "default"):
+        if draft is not None:
+            yield _adapter_item(draft, real.name, opts)
+        else:
+            yield FileItem(f"{real.name}{where}", rejected=reason)
+
+
+def _refuse_non_jsonl(path: Path) -> None:
+    """``--format jsonl`` on a file whose first line is no JSON object (a markdown file):
+    one clear error, not a rejection for every line of it."""
     from memo.ingest.beir import open_binary
     try:
         with open_binary(path) as fh:
-            return sum(1 for line in fh if line.strip())
-    except (OSError, EOFError, DatasetError, ValueError):
+            first = next((line for line in iter(lambda: fh.readline(1 << 16), b"") if line.strip()), b"")
+    except (OSError, EOFError, DatasetError):
+        return                      # unreadable: the import itself reports it
+    head = first.lstrip(b"\xef\xbb\xbf \t")
+    if head and not head.startswith(b"{"):
+        raise ValidationError(f"{path.name} is not JSONL (its first line is not a JSON object)",
+                              hint="import it without --format (files are read by their type), or give a .jsonl file")
+
+
+def _count_lines(path: Path, max_bytes: int) -> int | None:
+    """Non-blank lines (an over-long one counts: it is one rejection), for the progress
+    bar's total: a pre-pass with the import's own bounded line reader, so a 1 GiB line
+    costs no more memory here than in the import (about ``max_bytes``); gzip is read
+    through.  None when the file cannot be read (or is not a regular file: a FIFO is
+    never opened): the import reports that itself."""
+    try:
+        with open_lines(path) as fh:
+            return sum(1 for _, raw in read_lines(fh, max_bytes) if raw is None or raw.strip())
+    except (*READ_ERRORS, ValueError):
         return None
 
 
@@ -181,12 +214,15 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
             walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
                 Rejection(rel, f"{why}; deleted files were not checked") for rel, why in errors))
         return gen, len(files), walk
-    if fmt in ("jsonl", "beir", "locomo") and real.is_dir():
+    if fmt in ("jsonl", "beir", "locomo", "chat") and real.is_dir():
         raise ValidationError(f"--format {fmt} needs a file, got a folder: {real}")
     if fmt == "jsonl":
-        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real), None
+        _refuse_non_jsonl(real)
+        return iter_jsonl(real, real.name, template, max_bytes=opts.max_bytes), _count_lines(real, opts.max_bytes), None
     if fmt == "beir":
-        return _beir_items(real, opts), _count_lines(real), None
+        return _beir_items(real, opts), _count_lines(real, opts.max_bytes), None
+    if fmt == "chat":
+        return _chat_items(real, opts), None, None
     return _locomo_items(real, opts), None, None
 
 
@@ -289,6 +325,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     items, total, walk = _items(real, fmt, opts)
     base = walk.root if walk else real.parent       # what the items' relative paths are under
     batcher = _Batcher(conn, opts.batch_size)
+    nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = []
     for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
@@ -299,7 +336,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
         elif item.draft is not None:
             try:
                 draft = _absolute(item.draft, base)
-                prepared = prepare_item(draft, prepare(item.draft))
+                prepared = prepare_item(draft, prepare(item.draft, nul_ok=nul_ok))
             except ValidationError as exc:
                 rejected.append(Rejection(item.rel, str(exc)))
             except Exception as exc:   # a splitter bug (RecursionError...) must not stop the import

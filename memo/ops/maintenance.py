@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import logging
 import os
-import secrets
 import sqlite3
 import time
 from pathlib import Path
 
-from memo.errors import StoreCorrupt, StoreError, ValidationError
+from memo.errors import DiskFull, StoreCorrupt, StoreError, ValidationError
 from memo.ops.guard import store_errors
+from memo.ops.leftovers import DB_FILES, SIDECARS, clean_leftovers, temp_path_beside  # noqa: F401 (re-exported)
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store.connect import connect, read_tx, write_tx
+from memo.store.damage import (
+    RESTORE_HINT,
+    clear_marker,
+    fault_from,
+    integrity_lines,
+    is_corrupt_error,
+    read_marker,
+)
 from memo.store.derived import rebuild_derived
 from memo.store.dialect import is_postgres
 from memo.store.mentions import rebuild_mentions
 from memo.store.migrations import user_version
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.connection import redact
-from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
+from memo.store.records import utc_now
+
+log = logging.getLogger(__name__)
 
 # Canonical and derived tables whose row counts a backup must reproduce.
 COUNTED_TABLES = ("records", "record_tags", "passages", "vectors", "exact_fts", "memo_meta",
@@ -93,12 +104,18 @@ def _fact_stats(conn: sqlite3.Connection, models: list[str]) -> dict[str, object
 
 @store_errors("reindex")
 def reindex(conn: sqlite3.Connection) -> ReindexReport:
-    """Rebuild the keyword and exact indexes and the entity mentions from ``passages``
-    (and live facts) in one write transaction."""
+    """Rebuild every index from the stored rows in one write transaction: SQLite's own
+    b-tree indexes (``REINDEX``: an index whose bytes disagree with its table, which
+    ``memo doctor`` reports), the keyword and exact indexes and the entity mentions from
+    ``passages`` (and live facts).  A damaged marker that names indexes only lets it write
+    (``write_tx(reindexing=True)``); it is cleared once ``integrity_check`` passes."""
     started = time.monotonic()
-    with write_tx(conn):
+    with write_tx(conn, reindexing=True):
+        if not is_postgres(conn):
+            _reindex_btrees(conn)
         result = rebuild_derived(conn)
         ments = rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
+    marker = "none" if is_postgres(conn) else _clear_index_marker(conn)
     # PostgreSQL: the keyword index is each passage's tsv (memo/store/postgres/schema.py)
     kw = int(conn.execute("SELECT count(*) FROM passages WHERE tsv IS NOT NULL" if is_postgres(conn)
                           else "SELECT count(*) FROM passages_fts").fetchone()[0])
@@ -110,7 +127,62 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
         mentions=ments["mentions"], entities=ments["entities"],
         vectors=(f"kept {n_vec} vector rows; vectors need the model: run `memo backfill` to embed "
                  "passages that have none" + sidecars),
-        seconds=round(time.monotonic() - started, 3))
+        seconds=round(time.monotonic() - started, 3), damaged_marker=marker)
+
+
+def _reindex_btrees(conn: sqlite3.Connection) -> None:
+    """``REINDEX`` every b-tree index.  A UNIQUE index that cannot be rebuilt means the
+    table holds two rows the index should have kept apart: a second live copy of a text
+    stored while the dedup index was damaged.  Nothing is deleted: every copy but the
+    oldest is forgotten (a soft delete, listed in ``memo list --forgotten`` until a purge),
+    logged with its ids, and the rebuild goes on."""
+    try:
+        conn.execute("SAVEPOINT memo_reindex")
+        conn.execute("REINDEX")
+        conn.execute("RELEASE memo_reindex")
+        return
+    except sqlite3.IntegrityError as exc:
+        conn.execute("ROLLBACK TO memo_reindex")
+        conn.execute("RELEASE memo_reindex")
+        first_error = exc
+    groups = conn.execute(
+        "SELECT namespace, content_hash FROM records NOT INDEXED WHERE forgotten_at IS NULL "
+        "GROUP BY namespace, content_hash HAVING count(*) > 1").fetchall()
+    forgotten: list[str] = []
+    for ns, chash in groups:
+        copies = [r[0] for r in conn.execute(
+            "SELECT id FROM records NOT INDEXED WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL "
+            "ORDER BY recorded_at, rowid", (ns, chash))]
+        forgotten += copies[1:]
+    if not forgotten:
+        raise StoreCorrupt(f"reindex failed: {first_error}", hint=RESTORE_HINT) from first_error
+    # The dedup index cannot take a forget through itself while it is wrong: drop it,
+    # forget the later copies, and let REINDEX recreate every index from the table.
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = 'records_dedup'").fetchone()
+    conn.execute("DROP INDEX IF EXISTS records_dedup")
+    when = utc_now()
+    for rid in forgotten:
+        conn.execute("UPDATE records SET forgotten_at = ? WHERE id = ?", (when, rid))
+    if sql is not None:
+        conn.execute(sql[0])
+    conn.execute("REINDEX")
+    log.warning("reindex: forgot %d second live copies stored while the dedup index was damaged: %s",
+                len(forgotten), " ".join(forgotten[:20]))
+
+
+def _clear_index_marker(conn: sqlite3.Connection) -> str:
+    """After a REINDEX: clear a marker that named damaged indexes once the whole file's
+    ``integrity_check`` passes ("cleared"); "kept" when it does not, "none" without one."""
+    path = _db_file(conn)
+    doc = read_marker(path) if path != ":memory:" else None
+    if doc is None:
+        return "none"
+    if doc.get("repair") != "reindex":
+        return "kept"
+    lines = integrity_lines(conn)
+    if lines != ["ok"]:
+        return "kept"
+    return "cleared" if clear_marker(path) else "kept"
 
 
 def _rebuild_vector_sidecars(conn: sqlite3.Connection) -> str:
@@ -142,8 +214,6 @@ def _counts(conn: sqlite3.Connection) -> dict[str, int]:
 # -- backup ------------------------------------------------------------------------------
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-SIDECARS = ("-wal", "-shm", "-journal")                # SQLite's own files beside a database
-DB_FILES = (*SIDECARS, WRITER_LOCK_SUFFIX)              # ... and memo's writers' queue lock
 
 
 def is_sqlite_file(path: str | Path) -> bool:
@@ -192,11 +262,6 @@ def remove_db_files(path: str | Path) -> None:
     """Delete a private temporary database and any file SQLite or memo left beside it."""
     for s in ("", *DB_FILES):
         Path(f"{path}{s}").unlink(missing_ok=True)
-
-
-def temp_path_beside(target: Path, tag: str) -> Path:
-    """A fresh hidden name in ``target``'s folder (same file system: os.replace is atomic)."""
-    return target.with_name(f".{target.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def _attached_files(conn: sqlite3.Connection) -> list[str]:
@@ -321,7 +386,19 @@ def snapshot_copy(conn: sqlite3.Connection, target_path: Path) -> tuple[dict[str
         with read_tx(conn):
             expected = _counts(conn)
             version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-            conn.backup(target)
+            try:
+                conn.backup(target)
+            except sqlite3.DatabaseError as exc:
+                # Damage in the source stays the source's (read_tx marks it); anything else
+                # here (a full disk, no write access) is the copy's, and is named so.
+                if is_corrupt_error(exc):
+                    raise
+                err = (fault_from(exc, f"writing the copy {target_path}", target_path.parent)
+                       or StoreError(f"writing the copy {target_path} failed: {exc}"))
+                err.hint = (f"free space in {target_path.parent} (or back up elsewhere); the database itself "
+                            "is fine and nothing was written at the backup path"
+                            if isinstance(err, DiskFull) else "check the backup folder's free space and permissions")
+                raise err from exc
     finally:
         target.close()
     return expected, version
@@ -368,6 +445,7 @@ def backup(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = Fals
     started = time.monotonic()
     src_path = _db_file(conn)
     real = check_backup_dest(conn, dest, overwrite=overwrite)
+    clean_leftovers(real.parent)     # copies of killed backups (memo.ops.leftovers)
     tmp = temp_path_beside(real, "backup")
     try:
         try:

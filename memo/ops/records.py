@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass, replace
 
 from memo.errors import ConfirmationRequired, NotFound, ValidationError
-from memo.ops.add import mark_superseded, prepare
+from memo.ops.add import mark_superseded, prepare, storable_nul
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
 from memo.ops.paging import check_page
@@ -16,6 +16,7 @@ from memo.store.derived import unindex_passages
 from memo.store.facts import facts_of_record, purge_fact_rows
 from memo.store.mentions import drop_record_mentions
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
+from memo.text.limits import MAX_IDS, check_list
 from memo.types import KINDS, Record, RecordDraft
 
 
@@ -99,7 +100,7 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, *, background: E
                         event_at=old.event_at, trust=old.trust, author=old.author,
                         import_path=old.import_path, ext_id=old.ext_id, meta=old.meta)
     draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
-    passages = prepare(draft)
+    passages = prepare(draft, nul_ok=storable_nul(conn))
     with write_tx(conn):
         # Re-read under the write lock: another writer may have superseded it meanwhile.
         row = conn.execute("SELECT superseded_by, forgotten_at FROM records WHERE id = ?",
@@ -131,6 +132,7 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
     ids = tuple(dict.fromkeys(record_ids))
     if not ids:
         raise ValidationError("no record ids given")
+    check_list("record ids", ids, MAX_IDS)
     if len(ids) > 1 and not confirm:
         raise ConfirmationRequired(f"forgetting {len(ids)} records needs confirmation",
                                    hint="repeat with --yes to forget all of them")

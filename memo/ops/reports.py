@@ -28,6 +28,8 @@ class AddReport:
     superseded: str | None = None     # import: the older version this one replaced
     note: str | None = None           # why it was skipped, when that is not obvious
     vectors: VectorStatus | None = None   # memo add (not import items, not skipped): the embedding outcome
+    near_duplicate_of: str | None = None  # memo add: the live record this text is near-identical to
+    near_similarity: float | None = None  # and how near (memo.ops.near_dup)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,7 @@ class ReindexReport:
     facts: int = 0                    # facts whose keyword index (facts_fts) was rebuilt
     mentions: int = 0                 # mention rows written (passages' own text and live facts)
     entities: int = 0                 # distinct entities after the rebuild
+    damaged_marker: str = "none"      # "none" | "cleared" (indexes rebuilt, integrity_check ok) | "kept"
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,9 +61,9 @@ from memo.errors import (
     StoreError,
     ValidationError,
 )
+from memo.ops.leftovers import DB_FILES, clean_leftovers, temp_path_beside
 from memo.ops.maintenance import (
     COUNTED_TABLES,
-    DB_FILES,
     _counts,
     _same_file,
     fsync_path,
@@ -72,7 +72,6 @@ from memo.ops.maintenance import (
     remove_db_files,
     sidecars_of,
     snapshot_copy,
-    temp_path_beside,
     verify_copy,
 )
 from memo.ops.reports import RestoreReport
@@ -294,6 +293,7 @@ def restore(backup_path: str | Path, db: str | Path | None = None, *, confirm: b
     except OSError as exc:
         raise ValidationError(f"cannot create the folder {live.parent}: {exc.strerror or exc}",
                               hint="pass --db with a path in a folder you can write") from exc
+    clean_leftovers(live.parent)     # copies of killed restores (memo.ops.leftovers)
     tmp = temp_path_beside(live, "restore")
     conn: sqlite3.Connection | None = None
     try:

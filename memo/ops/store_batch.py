@@ -27,6 +27,7 @@ from memo.ops.reports import AddReport
 from memo.store.records import (
     DerivedPassage,
     NewRecord,
+    check_dedup_index,
     content_hash,
     derive_passages,
     insert_records,
@@ -70,6 +71,7 @@ def live_duplicates(conn: sqlite3.Connection, keys: set[tuple[str, str]]) -> dic
             out.update(((ns, h), rid) for h, rid in conn.execute(
                 f"SELECT content_hash, id FROM records WHERE namespace = ? AND content_hash IN "
                 f"({','.join('?' * len(chunk))}) AND forgotten_at IS NULL", (ns, *chunk)))
+    check_dedup_index(conn, [k for k in keys if k not in out])     # the dedup index lost no entry
     return out
 
 

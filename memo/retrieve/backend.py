@@ -63,6 +63,11 @@ class SearchBackend(Protocol):
         """-bm25 of the keyword arm's match for these passages (the entity arm's tiebreak)."""
         ...
 
+    def passage_cosines(self, conn: Any, model_id: str, qvec: np.ndarray, pks: Sequence[int]) -> dict[int, float]:
+        """Cosine of the query vector with each of these passages' stored vectors (those that
+        have one): the relevance of a result the semantic arm did not return."""
+        ...
+
     def word_df(self, conn: Any, word: str, where: str, params: Sequence[Any]) -> int:
         """In-scope passages holding ``word`` (routing's common-word test)."""
         ...

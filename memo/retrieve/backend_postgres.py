@@ -59,6 +59,12 @@ class PostgresSearch:
             return [(int(pk), float(c)) for pk, c in svc.fact_index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)]
         return pg_vectors.fact_vector_topk(ctx.conn, svc.model_id, qvec, allowed, ctx.fetch_depth)
 
+    def passage_cosines(self, conn: Any, model_id: str, qvec: np.ndarray, pks: Sequence[int]) -> dict[int, float]:
+        keys = sorted({int(pk) for pk in pks})
+        if not keys:
+            return {}
+        return {int(pk): float(cos) for pk, cos in pg_vectors.passage_cosines(conn, model_id, qvec, keys)}
+
     def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int]) -> dict[int, float]:
         keys = sorted(set(pks))
         if not keys:

@@ -115,6 +115,17 @@ class SqliteSearch:
                 out[int(rowid)] = -float(score)
         return out
 
+    def passage_cosines(self, conn: Any, model_id: str, qvec: np.ndarray, pks: Sequence[int]) -> dict[int, float]:
+        import numpy as np
+
+        keys = sorted({int(pk) for pk in pks})
+        if not keys:
+            return {}
+        rows = conn.execute(f"SELECT passage_pk, vec FROM vectors WHERE model_id = ? AND passage_pk IN "
+                            f"({','.join('?' * len(keys))})", (model_id, *keys)).fetchall()
+        q = np.asarray(qvec, dtype=np.float32)
+        return {int(pk): float(np.frombuffer(vec, dtype="<f4") @ q) for pk, vec in rows if len(vec) == 4 * len(q)}
+
     def word_df(self, conn: Any, word: str, where: str, params: Sequence[Any]) -> int:
         # The keyword arm's impact index counts a one-token word when it matches the
         # snapshot (through FTS5 the join reads every holder's passage and record: docs/

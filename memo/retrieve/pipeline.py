@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memo import metrics
 from memo.embed import DEFAULT_MODEL_ID  # noqa: F401  (re-exported: the one definition)
 from memo.profile import Profile, load_profile
 from memo.retrieve import context, dated, heading, recency, speaker
-from memo.retrieve.abstention import abstain, abstain_weak_query
+from memo.retrieve.abstention import abstain, abstain_weak_query, relevance
 from memo.retrieve.arms import ARMS, weigh
 from memo.retrieve.arms import BY_NAME as _BY_NAME
 from memo.retrieve.arms.base import ArmContext
+from memo.retrieve.backend import backend_of
 from memo.retrieve.budget import pack
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
@@ -41,9 +42,9 @@ from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
 from memo.retrieve.results import build_results
 from memo.retrieve.run_arms import run_arms
-from memo.retrieve.scope import build_scope_sql, scope_counts
+from memo.retrieve.scope import build_scope_sql, scope_counts, unknown_namespaces
 from memo.retrieve.services import ArmServices
-from memo.retrieve.types import ArmTrace, Drop, SearchRequest, SearchResponse, Trace
+from memo.retrieve.types import ArmTrace, Candidate, Drop, SearchRequest, SearchResponse, Trace
 from memo.retrieve.validate import check_request
 from memo.store.connect import read_tx
 
@@ -153,7 +154,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
 
     # 9 results + why + trace
     results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
-                            explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds)
+                            explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
+                            cosines=_unmeasured_cosines(conn, ctx, packed, weigh, model_id))
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
@@ -180,6 +182,13 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
             why=syntax if cause == "no_searchable_word" else (semantic.reason if semantic is not None else "?"))
         if cause == "abstained" and weak.dropped:
             reason = f"all {n_before_abstention} candidates had {weak.reason}"
+        if cause == "no_scope" and total == 0:
+            reason, hint = "the database holds no memories yet", "add some with `memo add` or `memo import`"
+        elif cause == "no_scope":
+            missing, have = unknown_namespaces(conn, request.scope)
+            if missing:
+                reason = (f"no memory is in namespace {', '.join(repr(n) for n in missing)}"
+                          + (f"; the namespaces are {', '.join(have)}" if have else "; the database is empty"))
     trace = Trace(
         profile=profile.name, fusion=profile.fusion.method, mode=checked.mode, model_id=model_id,
         arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r)) for r in runs),
@@ -214,6 +223,17 @@ class _Clock:
         """Take ``parts`` (reported on their own) out of ``stage``'s time."""
         if parts:
             self.laps[stage] = round(max(0.0, self.laps[stage] - sum(parts.values())), 3)
+
+
+def _unmeasured_cosines(conn: sqlite3.Connection, ctx: ArmContext, packed: Sequence[Candidate], weigh: Any,
+                        model_id: str | None) -> dict[int, float]:
+    """Cosines for the returned passages no arm measured one for, when the query was
+    embedded (the semantic arm ran): their relevance (memo.retrieve.results)."""
+    qvec = ctx.scratch.query_vector
+    if qvec is None or model_id is None:
+        return {}
+    pks = [c.pk for c in packed if relevance(c, weigh) is None]
+    return backend_of(conn).passage_cosines(conn, model_id, qvec, pks) if pks else {}
 
 
 def _measured_similarity(runs: list) -> bool:

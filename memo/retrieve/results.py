@@ -6,7 +6,9 @@ factors in the order applied), so a reader can reproduce ``final`` exactly
 
 ``relevance`` is the best raw cosine of the passage over every arm's vote (the semantic
 arm's, for the query as embedded and as typed: ``memo.retrieve.abstention.relevance``),
-read against the model's bands.
+read against the model's bands.  A result the semantic arm did not return (a keyword or
+exact hit outside its top fetch_depth) gets the cosine of its stored vector with the query
+vector (``cosines``; none when the arm did not run, as in mode keyword).
 
 Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
 date is computed once per distinct date (a record's passages share one).
@@ -26,7 +28,7 @@ from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
                   bands: ModelBands | None, weigh: Weigh, *, explain: bool, now: datetime,
-                  aging_kinds: tuple[str, ...] = ()) -> tuple[Result, ...]:
+                  aging_kinds: tuple[str, ...] = (), cosines: Mapping[int, float] | None = None) -> tuple[Result, ...]:
     out = []
     band_of = bands.band if bands is not None else None
     ages: dict[str | None, float | None] = {}
@@ -35,6 +37,8 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
         if row is None:  # purged by another process since the candidates were read
             continue
         rel = relevance(c, weigh)
+        if rel is None and cosines:           # a result no arm measured: its stored vector's cosine
+            rel = cosines.get(c.pk)
         band = band_of(rel) if band_of is not None else None
         why = None
         if explain:
@@ -53,7 +57,7 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                 freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
                            "ages": m.kind in aging_kinds})
         out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
-                          c.score, rel, band, row.tokens, why))
+                          c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
     return tuple(out)
 
 

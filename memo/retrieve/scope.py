@@ -214,3 +214,17 @@ def scope_counts(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> tuple[int, in
     """(passages in scope, passages in total)."""
     stats = scope_stats(conn, scope_sql)
     return stats.in_scope, stats.total
+
+
+def unknown_namespaces(conn: sqlite3.Connection, scope: Scope, shown: int = 12) -> tuple[list[str], list[str]]:
+    """(requested namespaces that hold no live record, the namespaces that do: at most
+    ``shown``, most records first) -- for the reason of an empty scope.  Only run when a
+    search had nothing in scope."""
+    if not scope.namespaces:
+        return [], []
+    live, params = live_filter("r", None)
+    rows = conn.execute(f"SELECT r.namespace, count(*) AS n FROM records r WHERE {live} GROUP BY r.namespace "
+                        "ORDER BY n DESC, r.namespace", params).fetchall()
+    have = [str(row[0]) for row in rows]
+    missing = [ns for ns in scope.namespaces if ns not in set(have)]
+    return missing, have[:shown]

@@ -157,6 +157,7 @@ class Result:
     band: str | None
     tokens: int
     why: Why | None = None
+    origin: str | None = None       # where the record came from: its import path (a file), else its source
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from memo.errors import QuerySyntaxError, ValidationError
 from memo.profile import Profile
 from memo.retrieve.scope import parse_when
 from memo.retrieve.types import FORMATS, MODES, SearchRequest
+from memo.text.cjk import has_cjk, query_form
 from memo.text.folding import has_surrogates, scrub_surrogates
 from memo.text.limits import MAX_QUERY_CHARS, clip_query
 
@@ -43,7 +44,12 @@ def check_query(query: object) -> tuple[str, tuple[str, ...]]:
         clipped = scrub_surrogates(clipped)
         notes.append("lone surrogate code points in the query were replaced by U+FFFD")
     if not clipped.strip():
-        raise QuerySyntaxError("the query is empty")
+        raise QuerySyntaxError("the query is empty", hint="give what to look for: a question or a few words")
+    if has_cjk(clipped):
+        # Say what the keyword arm looks up: a CJK run is not one word to it (memo.text.cjk).
+        grams = [w for w in query_form(clipped).split() if has_cjk(w)]
+        shown = " ".join(dict.fromkeys(grams[:16])) + (" …" if len(grams) > 16 else "")
+        notes.append(f"Chinese/Japanese/Korean text is searched by keyword as character bigrams: {shown}")
     return clipped, tuple(notes)
 
 

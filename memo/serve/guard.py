@@ -8,7 +8,9 @@ that from the headers alone, socket-free, so they are tested on their own
 (tests/unit/serve/test_serve_guard.py; shape of tobi/qmd ``src/mcp/origin-guard.ts``).
 
 * ``Host`` must name a loopback authority with the server's own port: a rebinding page
-  sends its attacker host name there, so it never matches.
+  sends its attacker host name there, so it never matches.  A missing or malformed
+  ``Host`` (not ``name[:port]`` with an ASCII port) is a bad request (400), a well-formed
+  foreign one is forbidden (403).
 * ``Origin``, when present, must be one of the same loopback origins.  ``null`` (sandboxed
   frames, file: pages) and ``http://0.0.0.0:PORT`` (reaches the server on Linux, but is
   nobody's legitimate origin) are refused like any foreign origin.  A missing ``Origin`` is
@@ -32,6 +34,13 @@ SAFE_METHODS: frozenset[str] = frozenset({"GET", "HEAD", "OPTIONS"})
 # A token goes into a URL fragment and an HTTP header: keep it to URL-safe characters.
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{16,512}")
 _BEARER = re.compile(r"Bearer[ ]+(\S+)[ ]*", re.IGNORECASE)
+# ASCII digits only: str.isdigit() and int() also take '²' or '８' (issue 33.5: a Host
+# port of '²' passed isdigit() and int() then raised, a plain-text 500).
+_PORT = re.compile(r"[0-9]{1,5}")
+# RFC 3986 host: a reg-name or IPv4 address (unreserved, sub-delims, pct-encoded), or a
+# bracketed IPv6 literal; anything else (non-ASCII, controls) is malformed.
+_REG_NAME = re.compile(r"[a-z0-9._~!$&'()*+,;=%-]+")
+_IPV6 = re.compile(r"[0-9a-f:.]+")
 
 
 def is_loopback(host: str) -> bool:
@@ -63,13 +72,18 @@ def split_authority(value: str) -> tuple[str, int | None] | None:
             rest = ":" + port_text
         if ":" in name:          # an IPv6 literal must be bracketed in a Host header
             return None
-    if not name:
+    if not (_IPV6 if value.startswith("[") else _REG_NAME).fullmatch(name):
         return None
     if not rest:
         return name, None
-    if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6:
+    if not rest.startswith(":") or not _PORT.fullmatch(rest[1:]):
         return None
     return name, int(rest[1:])
+
+
+def host_malformed(host_header: str | None) -> bool:
+    """No ``Host``, or one that is not ``host[:port]`` (RFC 9112 3.2: answer 400)."""
+    return host_header is None or split_authority(host_header) is None
 
 
 def host_allowed(host_header: str | None, port: int, names: Iterable[str] = LOOPBACK_NAMES) -> bool:

@@ -27,7 +27,7 @@ length into memory).  Every line is answered or served:
 * everything else goes to the SDK unchanged (unknown methods, bad tool arguments: its
   own -32601 / -32602 / tool errors).
 
-Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill]``, or
+Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill] [--http [--host H] [--port P] [--allow-remote]]``, or
 ``memo-mcp backfill [--db PATH] [--model ID]`` (docs/mcp.md).  The database is ``--db``, else ``$MEMO_DB``, else the user data dir.
 """
 
@@ -59,8 +59,10 @@ from memo import __version__
 from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, ValidationError
 from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 from memo.profile import Profile
+from memo.serve.mcp_http import DEFAULT_PORT, MCP_PATH, TOKEN_ENV, serve_http
 from memo.serve.mcp_tools import MemoTools
 from memo.store.postgres.connection import redact
+from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_IDS, MAX_TAGS
 from memo.types import MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")
@@ -131,8 +133,8 @@ def mcp_hint(err: MemoError) -> str:
 def error_result(err: MemoError) -> CallToolResult:
     hint = mcp_hint(err)
     message = str(err).replace("\n", " ")
-    line = f"{type(err).__name__}: {message}" + (f" (hint: {hint})" if hint else "")
-    doc = {"error": type(err).__name__, "message": message, "hint": hint, "exit_code": err.exit_code}
+    line = f"{err.error_name}: {message}" + (f" (hint: {hint})" if hint else "")
+    doc = {"error": err.error_name, "message": message, "hint": hint, "exit_code": err.exit_code}
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=doc, is_error=True)
 
 
@@ -548,15 +550,16 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         source: Annotated[OptStr, Field(description="Where it came from (a system, a URL...).")] = None,
         library: Annotated[OptStr, Field(description="Library the doc or code belongs to.")] = None,
         version: Annotated[OptStr, Field(description="Library version the doc describes.")] = None,
-        tags: Annotated[StrList, Field(description="Tags.")] = None,
+        tags: Annotated[StrList, Field(max_length=MAX_TAGS, description=f"Tags (at most {MAX_TAGS}).")] = None,
         event_at: Annotated[IsoDate, Field(description="When it happened (ISO-8601).")] = None,
         trust: Annotated[Trust, Field(description="How far to trust it, 0..1 (default 1).")] = None,
         author: Annotated[OptStr, Field(description="Who or what wrote it (provenance).")] = None,
         ext_id: Annotated[OptStr, Field(description="An id in the source system.")] = None,
         meta: Annotated[dict[str, Any] | None, Field(description="Free-form JSON metadata, stored as is.")] = None,
-        entities: Annotated[StrList, Field(description=(
+        entities: Annotated[StrList, Field(max_length=MAX_ENTITIES, description=(
             "Entities the memory is about (people, places, projects...): every passage mentions them, "
-            "for the entity and graph search arms; stored as meta.entities."))] = None,
+            f"for the entity and graph search arms; stored as meta.entities (at most {MAX_ENTITIES}, "
+            "meta.entities included)."))] = None,
         wait: Wait = False,
     ) -> CallToolResult:
         """Store one memory. The same text twice in a namespace is stored once (status
@@ -596,7 +599,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         id: RecordId,  # noqa: A002
         text: Annotated[str, Field(min_length=1, description="The new text of the record.")],
         title: OptStr = None, source: OptStr = None, library: OptStr = None, version: OptStr = None,
-        tags: Annotated[StrList, Field(description="New tags (default: keep the old ones).")] = None,
+        tags: Annotated[StrList, Field(max_length=MAX_TAGS, description=(
+            f"New tags (default: keep the old ones; at most {MAX_TAGS})."))] = None,
         event_at: IsoDate = None, trust: Trust = None, author: OptStr = None,
         wait: Wait = False,
     ) -> CallToolResult:
@@ -610,7 +614,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     @tool("memory_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
     def memory_forget(
-        ids: Annotated[list[Str], Field(min_length=1, description="Record ids to forget.")],
+        ids: Annotated[list[Str], Field(min_length=1, max_length=MAX_IDS, description=(
+            f"Record ids to forget (at most {MAX_IDS:,} per call)."))],
         confirm: Annotated[int | None, Field(ge=1, description=(
             "Required when more than one id is given: the number of distinct ids, "
             "as explicit confirmation of a destructive operation."))] = None,
@@ -623,9 +628,9 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     def memory_fact_add(
         text: Annotated[str, Field(min_length=1, description="The fact: one short statement.")],
-        evidence: Annotated[list[Str], Field(min_length=1, description=(
+        evidence: Annotated[list[Str], Field(min_length=1, max_length=MAX_EVIDENCE_IDS, description=(
             "Evidence: passage ids '<record>:<n>', record ids (all their passages) or record/passage "
-            "ext_ids. The fact votes for these passages in memory_search."))],
+            f"ext_ids, at most {MAX_EVIDENCE_IDS}. The fact votes for these passages in memory_search."))],
         namespace: Annotated[str, Field(min_length=1, description="Namespace of the fact.")] = "default",
         subject: OptStr = None, predicate: OptStr = None, object: OptStr = None,  # noqa: A002
         event_at: Annotated[IsoDate, Field(description="When it happened (ISO-8601).")] = None,
@@ -657,7 +662,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     @tool("memory_fact_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
     def memory_fact_forget(
-        ids: Annotated[list[Str], Field(min_length=1, description="Fact ids to forget.")],
+        ids: Annotated[list[Str], Field(min_length=1, max_length=MAX_IDS, description=(
+            f"Fact ids to forget (at most {MAX_IDS:,} per call)."))],
         confirm: Annotated[int | None, Field(ge=1, description=(
             "Required when more than one id is given: the number of distinct ids."))] = None,
     ) -> CallToolResult:
@@ -684,7 +690,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
 
 # --- entry point ---------------------------------------------------------------------------
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="memo-mcp", description="memo as an MCP server (stdio).",
+    ap = argparse.ArgumentParser(prog="memo-mcp", description="memo as an MCP server (stdio, or Streamable HTTP "
+                                                               "with --http).",
                                  epilog="memo-mcp backfill [--db PATH] [--model ID] [--batch-size N]: embed the "
                                         "queued passages and facts, as `memo backfill --json`, and exit.")
     ap.add_argument("--db", help="database file (default: $MEMO_DB, else the user data dir)")
@@ -695,13 +702,47 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     help="stderr log level (default: $MEMO_LOG_LEVEL, else WARNING)")
     ap.add_argument("--no-backfill", action="store_true",
                     help="do not embed queued passages at start (default: a background thread does)")
+    http = ap.add_argument_group("Streamable HTTP (docs/mcp.md)")
+    http.add_argument("--http", action="store_true",
+                      help=f"serve MCP over Streamable HTTP at http://HOST:PORT{MCP_PATH} instead of stdio; every "
+                           f"request needs 'Authorization: Bearer <token>' (${TOKEN_ENV}, else a random token "
+                           "printed on stderr)")
+    http.add_argument("--host", default="127.0.0.1", help="address to listen on with --http (loopback only unless "
+                                                           "--allow-remote; default 127.0.0.1)")
+    http.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                      help=f"port with --http (0 picks a free one; default {DEFAULT_PORT})")
+    http.add_argument("--allow-remote", action="store_true",
+                      help="allow a non-loopback --host (the token is then the only lock, sent in clear text)")
     sub = ap.add_subparsers(dest="command", metavar="{backfill}")
     bf = sub.add_parser("backfill", help="embed passages and facts queued while the model was unavailable "
                                          "(the same library call as `memo backfill`), print its JSON report, exit")
     bf.add_argument("--db", dest="backfill_db", help="database file (default: as above)")
     bf.add_argument("--model", "-m", default=None, help="model id (default: $MEMO_MODEL or the registry default)")
     bf.add_argument("--batch-size", type=int, default=64, help="passages per embedding batch (1..1024)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _refuse_unknown_options(ap, sub, argv)
     return ap.parse_args(argv)
+
+
+def _refuse_unknown_options(ap: argparse.ArgumentParser, sub: Any, argv: list[str]) -> None:
+    """argparse reads ``memo-mcp --dbb x`` as the sub-command ``x`` ("invalid choice: 'x'
+    (choose from 'backfill')"); name the unknown option instead."""
+    known = set(ap._option_string_actions)
+    for parser in sub.choices.values():
+        known |= set(parser._option_string_actions)
+    for arg in argv:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        negative = name[1:].replace(".", "", 1).isdigit()       # a value such as --port -1
+        if name.startswith("-") and name != "-" and not negative and name not in known:
+            ap.error(f"unknown option {name} (memo-mcp --help lists the options)")
+
+
+def _port(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0..65535)")
+    return int(text)
 
 
 def run_backfill(db: str | None, model: str | None, batch_size: int) -> int:
@@ -740,9 +781,16 @@ def main(argv: list[str] | None = None) -> None:
     log.info("serving %s (profile %s)", redact(str(tools.db_path)), tools.default_profile.name)
     server = build_server(tools, backfill=not args.no_backfill, log_level=args.log_level)
     try:
-        server.run("stdio")
+        if args.http:
+            serve_http(server, host=args.host, port=args.port, allow_remote=args.allow_remote,
+                       log_level=args.log_level, max_body=MAX_MESSAGE_BYTES)
+        else:
+            server.run("stdio")
     except KeyboardInterrupt:
         pass
+    except MemoError as err:
+        sys.stderr.write(f"memo-mcp: error: {err.one_line()}\n")
+        raise SystemExit(err.exit_code) from None
     finally:
         tools.close()
 

@@ -35,7 +35,9 @@ from memo.retrieve import SearchRequest
 from memo.retrieve import search as run_search
 from memo.retrieve.services import ArmServices
 from memo.serialize import to_jsonable
+from memo.store.connect import release_memory
 from memo.store.db import open_db, resolve_db
+from memo.text.limits import RELEASE_AFTER_CHARS
 from memo.types import FactDraft, RecordDraft, check_fields, default_profile, scope_from
 
 if TYPE_CHECKING:
@@ -87,6 +89,14 @@ class MemoTools:
             self.read_conn.close()
 
     # --- helpers -----------------------------------------------------------------------
+    def _after_write(self, text: object) -> None:
+        """After a text over RELEASE_AFTER_CHARS (stored or refused: the refused one was
+        parsed and split too), give the memory back: a server lives on, and one 4.5 MB add
+        otherwise left it about 160 MB larger for good (issue 33.3).  Called holding
+        ``_lock`` (the write connection is not shared while it shrinks)."""
+        if isinstance(text, str) and len(text) > RELEASE_AFTER_CHARS:
+            release_memory(self.conn)
+
     def _profile(self, name: str | None) -> Profile:
         if name is None or name == self.default_profile.name:
             return self.default_profile
@@ -131,7 +141,11 @@ class MemoTools:
         draft = RecordDraft(body=text, tags=tuple(tags or ()), trust=1.0 if trust is None else trust,
                             meta=meta, **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
-            return to_jsonable(ops.add_record(self.conn, draft, background=self._background(wait)))
+            try:
+                return to_jsonable(ops.add_record(self.conn, draft, background=self._background(wait),
+                                                  profile=self.default_profile))
+            finally:
+                self._after_write(text)
 
     def get(self, record_id: str) -> dict[str, Any]:
         with self._read_lock:
@@ -153,8 +167,11 @@ class MemoTools:
         if changes.get("tags") is not None:
             changes["tags"] = tuple(changes["tags"])
         with self._lock:
-            return to_jsonable(ops.supersede(self.conn, record_id, text, background=self._background(wait),
-                                             **changes))
+            try:
+                return to_jsonable(ops.supersede(self.conn, record_id, text, background=self._background(wait),
+                                                 **changes))
+            finally:
+                self._after_write(text)
 
     def forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
         distinct = tuple(dict.fromkeys(ids))

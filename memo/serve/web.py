@@ -29,10 +29,11 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -74,6 +75,7 @@ _WEB_HINTS: dict[str, str] = {
     "NotFound": "record ids come from search results (record_id) or an add report; routes are in docs/web.md",
     "Unauthorized": "send 'Authorization: Bearer <token>'; the token is in the URL `memo web` printed",
     "Forbidden": "open the URL `memo web` printed (127.0.0.1, localhost or [::1] with its port)",
+    "BadRequest": "send a Host header of the form 127.0.0.1:PORT (the URL `memo web` printed)",
     "ContentTooLarge": f"send at most {MAX_BODY_BYTES} bytes per request",
     "UnsupportedMediaType": "send the body as JSON with 'Content-Type: application/json'",
     "MethodNotAllowed": "see docs/web.md for the method of each route",
@@ -100,7 +102,7 @@ def web_hint(err: MemoError) -> str:
 
 
 def memo_error_response(err: MemoError) -> JSONResponse:
-    return error_response(err.http_status, type(err).__name__, str(err).replace("\n", " "), web_hint(err))
+    return error_response(err.http_status, err.error_name, str(err).replace("\n", " "), web_hint(err))
 
 
 # Fixed names (HTTPStatus phrases changed between Python versions, e.g. 413).
@@ -138,8 +140,15 @@ class GuardMiddleware:
     tokens and oversized bodies before routing, and adds the security headers to every
     response (including its own rejections)."""
 
-    def __init__(self, app: ASGIApp, token: str, names: Iterable[str], max_body: int) -> None:
+    def __init__(self, app: ASGIApp, token: str, names: Iterable[str], max_body: int,
+                 hints: Mapping[str, str] | None = None) -> None:
         self.app, self.token, self.names, self.max_body = app, token, frozenset(names), max_body
+        # The skin's own wording of a refusal's hint (memo-mcp --http names its token's
+        # variable, not the URL `memo web` prints); the web UI's by default.
+        self.hints = {**_WEB_HINTS, **(hints or {})}
+
+    def refuse(self, status: int, type_name: str, message: str, **kw: Any) -> JSONResponse:
+        return error_response(status, type_name, message, self.hints.get(type_name), **kw)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":    # lifespan; websockets have no route here, the router closes them
@@ -156,7 +165,12 @@ class GuardMiddleware:
                     headers["Cache-Control"] = "no-store"
             await send(message)
 
-        rejection = self.check(scope)
+        try:
+            rejection = self.check(scope)
+        except (ValueError, UnicodeError, OverflowError):
+            # Header values no predicate foresaw: the client's request is malformed, and
+            # the answer still carries the security headers (never starlette's plain 500).
+            rejection = self.refuse(400, "BadRequest", "the request's headers are malformed")
         if rejection is not None:
             await rejection(scope, receive, send_secured)
             return
@@ -167,19 +181,21 @@ class GuardMiddleware:
         server = scope.get("server") or (None, None)
         port = server[1] if server[1] is not None else 80
         host = headers.get("host")
+        if guard.host_malformed(host):
+            return self.refuse(400, "BadRequest", f"Host {_short(host)} is not a valid host[:port]")
         if not guard.host_allowed(host, port, self.names):
-            return error_response(403, "Forbidden", f"Host {_short(host)} is not allowed")
+            return self.refuse(403, "Forbidden", f"Host {_short(host)} is not allowed")
         origin = headers.get("origin")
         if not guard.origin_allowed(origin, port, self.names, host):
-            return error_response(403, "Forbidden", f"Origin {_short(origin)} is not allowed")
+            return self.refuse(403, "Forbidden", f"Origin {_short(origin)} is not allowed")
         if guard.cross_site_write(scope["method"], headers.get("sec-fetch-site")):
-            return error_response(403, "Forbidden", "cross-site requests may not change anything")
+            return self.refuse(403, "Forbidden", "cross-site requests may not change anything")
         if not is_public(scope["path"]) and not guard.bearer_ok(headers.get("authorization"), self.token):
-            return error_response(401, "Unauthorized", "missing or wrong token",
+            return self.refuse(401, "Unauthorized", "missing or wrong token",
                                   headers={"WWW-Authenticate": 'Bearer realm="memo"'})
         length = headers.get("content-length")
-        if length is not None and length.strip().isdigit() and int(length) > self.max_body:
-            return error_response(413, "ContentTooLarge", f"request body is over {self.max_body} bytes")
+        if length is not None and length.strip().isascii() and length.strip().isdigit() and int(length) > self.max_body:
+            return self.refuse(413, "ContentTooLarge", f"request body is over {self.max_body} bytes")
         return None
 
 
@@ -211,11 +227,12 @@ def api(fn: Handler) -> Handler:
     return endpoint
 
 
-def resolve_token(token: str | None) -> str:
-    token = token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
+def resolve_token(token: str | None, env: str = TOKEN_ENV) -> str:
+    """``token``, else ``$env``, else a random one; refused unless URL-safe (16..512)."""
+    token = token or os.environ.get(env) or secrets.token_urlsafe(32)
     if not guard.TOKEN_PATTERN.fullmatch(token):
-        raise ValidationError(f"the web token must be 16 to 512 characters from A-Z a-z 0-9 . _ ~ - ({TOKEN_ENV})",
-                              hint=f"unset {TOKEN_ENV} to get a random token")
+        raise ValidationError(f"the token must be 16 to 512 characters from A-Z a-z 0-9 . _ ~ - ({env})",
+                              hint=f"unset {env} to get a random token")
     return token
 
 

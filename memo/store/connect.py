@@ -10,6 +10,16 @@
   "SQLite page cache").  ``mmap_size`` would be faster still, but turns an
   I/O error or a file truncated under the map into SIGBUS instead of an error memo can
   report (memo/store/damage.py), so it is not used.
+* Read-only files open read-only (``read_only_reason``): a file or folder memo may not
+  write (a read-only mount, file modes, an immutable file) is opened with ``mode=ro`` and
+  no PRAGMA that writes (the WAL switch is skipped), so searches work; a write is refused
+  with StoreReadOnly before it begins (``write_tx``).  In a folder that cannot take the
+  ``-shm`` file SQLite cannot open a WAL database read-only at all, so there it is opened
+  ``immutable=1`` (no locks, no shared memory) when nothing else can have it open: no
+  ``-shm`` file and no unfinished ``-wal`` beside it, and a folder nobody can write (a
+  read-only file system, or no write bit at all), so no writer can start meanwhile.
+* A long-running server gives a connection's cache back after a large write
+  (``release_memory``): a 4.5 MB note filled it with pages no search reads again.
 * ``synchronous=FULL``: chosen over NORMAL because memo promises *durable on ack*.  In WAL
   mode NORMAL is safe from corruption and survives a process crash, but the last commits may
   roll back after a power loss or OS crash; FULL fsyncs the WAL on every commit.  Commits
@@ -26,13 +36,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memo.errors import MemoError, StoreBusy, StoreCorrupt, StoreError, ValidationError
+from memo.errors import (
+    DiskFull,
+    MemoError,
+    StoreBusy,
+    StoreCorrupt,
+    StoreError,
+    StoreReadOnly,
+    ValidationError,
+)
 from memo.store.damage import (
+    NOT_A_FILE_HINT,
+    NOT_MEMO_HINT,
     RESTORE_HINT,
     check_header,
     db_path_of,
+    fault_from,
     is_corrupt_error,
     mark_damaged,
+    not_a_file,
     refuse_if_damaged,
     store_error_from,
     undecodable_text,
@@ -47,6 +69,42 @@ PAGE_CACHE_KIB = 65_536     # PRAGMA cache_size, per connection (module docstrin
 _SYNC_MODES = {"FULL", "NORMAL"}
 
 
+def release_memory(*conns: object) -> None:
+    """Hand memory a large write left behind back to the OS, in a long-running process
+    (memo-mcp, memo web; issue 33.3): each SQLite connection's page cache (``PRAGMA
+    shrink_memory``: the cache refills from the OS's file cache as pages are read), then
+    the C heap's free pages (glibc ``malloc_trim``: the megabyte strings and the thousands
+    of passage objects of one big add are freed into the heap, which glibc otherwise keeps).
+    One 4.5 MB ``memory_add`` left memo-mcp about 160 MB larger before this; measured
+    in-process: 203 MB -> 66 MB.  Best effort: a connection that cannot run it (PostgreSQL,
+    closed) and a libc without ``malloc_trim`` are skipped."""
+    for conn in conns:
+        if conn is None or is_postgres(conn):
+            continue
+        try:
+            conn.execute("PRAGMA shrink_memory")  # type: ignore[attr-defined]
+        except sqlite3.Error:
+            pass
+    _malloc_trim()
+
+
+def _malloc_trim() -> None:
+    global _TRIM
+    if _TRIM is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):     # not glibc (macOS, musl): nothing to trim
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
+
+
 def _synchronous() -> str:
     mode = os.environ.get("MEMO_SYNCHRONOUS", "FULL").upper()
     if mode not in _SYNC_MODES:
@@ -55,12 +113,61 @@ def _synchronous() -> str:
 
 
 class MemoConnection(sqlite3.Connection):
-    """A ``sqlite3.Connection`` that knows its file (``memo_path``) and whether memo's write
+    """A ``sqlite3.Connection`` that knows its file (``memo_path``), whether memo's write
     path guards it (``memo_guarded``: ``write_tx`` refuses a database marked damaged;
-    set by ``memo.store.db.open_db``).  The plain class takes no attributes."""
+    set by ``memo.store.db.open_db``) and why it was opened read-only (``memo_readonly``,
+    None when writable: ``write_tx`` refuses at once).  The plain class takes no attributes."""
 
     memo_path: Path | None = None
     memo_guarded: bool = False
+    memo_readonly: str | None = None
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why memo cannot write the existing database ``path`` (None: it can).  Writing needs
+    the file and its folder (the -wal, -shm and lock files are created beside it).
+    ``os.access`` answers for this process: it sees read-only mounts and immutable files
+    even for root, which ignores file modes."""
+    folder = path.parent
+    ro_fs = _read_only_fs(folder)
+    fs = " (a read-only file system)" if ro_fs else ""
+    if not os.access(path, os.W_OK):
+        return f"the file {path} is read-only{fs}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is read-only{fs}"
+    return None
+
+
+def _read_only_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only (module docstring: when ``immutable=1``)."""
+    folder = path.parent
+    if os.access(folder, os.W_OK | os.X_OK) or os.path.exists(f"{path}-shm"):
+        return f"file:{path}?mode=ro"
+    try:
+        unfinished = os.path.getsize(f"{path}-wal") > 0
+    except OSError:
+        unfinished = False
+    if unfinished:
+        raise StoreReadOnly(f"{path} cannot be read here: its folder is read-only and it has an unfinished "
+                            f"write-ahead log ({path.name}-wal) that SQLite can only read with a -shm file "
+                            "beside it", hint="open it once where it can be written (or copy the file, its -wal "
+                                              "included, to a writable folder), then read it")
+    try:
+        nobody_writes = _read_only_fs(folder) or not (os.stat(folder).st_mode & 0o222)
+    except OSError:
+        nobody_writes = False
+    if not nobody_writes:
+        # Another user may write here: a shared-nothing immutable open could read pages
+        # while they change.  SQLite's own error follows (unable to open), named read-only.
+        return f"file:{path}?mode=ro"
+    return f"file:{path}?mode=ro&immutable=1"
 
 
 def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -78,26 +185,42 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         raise ValidationError(f"{redact(str(path))} is a PostgreSQL URL, not a SQLite file",
                               hint="open it with memo.store.db.open_db (the CLI's --db does)")
     path = Path(path)
-    if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    # A folder, a FIFO, a device (/dev/null) is never a database: refused before SQLite
+    # opens it, which would create "<path>-journal" beside it (issue 33.5).
+    kind = not_a_file(path)
+    if kind:
+        raise StoreError(f"{path} {kind}, not a memo database file", hint=NOT_A_FILE_HINT)
+    ro_reason = read_only_reason(path) if os.path.exists(path) else None
+    if not readonly and ro_reason is None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _os_fault(exc, f"cannot create the folder {path.parent}", path.parent) from exc
         if not os.path.lexists(path):
             _create_whole(path)
     if os.path.exists(path) and os.path.getsize(path) > 0:
         _check_header_once(path)
     # mode=rw: never let SQLite create a file here (it would start empty); see above.
-    uri = f"file:{path}?mode=ro" if readonly else f"file:{path}?mode=rw"
+    if readonly or ro_reason:
+        uri = _read_only_uri(path)
+    else:
+        uri = f"file:{path}?mode=rw"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                check_same_thread=False, factory=MemoConnection)
     except sqlite3.OperationalError as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+        fault = fault_from(exc, f"opening {path}", path)
+        if ro_reason and fault is None:
+            fault = StoreReadOnly(f"cannot open {path}: {ro_reason} ({exc})")
+        raise (fault or StoreError(f"cannot open database {path}: {exc}")) from exc
     conn.memo_path = path
+    conn.memo_readonly = ro_reason or ("opened read-only" if readonly else None)
     conn.row_factory = sqlite3.Row
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
-        if not readonly and not _foreign(conn):
+        if not conn.memo_readonly and not _foreign(conn):
             _enable_wal(conn)
         conn.execute(f"PRAGMA synchronous={_synchronous()}")
     except sqlite3.DatabaseError as exc:
@@ -107,6 +230,17 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _os_fault(exc: OSError, action: str, where: Path) -> StoreError:
+    """A typed error for an OSError met creating memo's files: no room, no write access."""
+    import errno
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFull(f"{action}: disk full ({where})")
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StoreReadOnly(f"{action}: {exc.strerror} ({where})")
+    return StoreError(f"{action}: {exc.strerror or exc}")
 
 
 # (st_dev, st_ino) of database files whose header this process has read.  check_header
@@ -129,6 +263,8 @@ def _check_header_once(path: Path) -> None:
     if key is not None and key in _HEADER_CHECKED:
         return
     problem = check_header(path)
+    if problem and problem.startswith("is not a memo database"):
+        raise StoreError(f"{path} {problem}", hint=NOT_MEMO_HINT)
     if problem:
         raise StoreCorrupt(f"the database {path} {problem}", hint=RESTORE_HINT)
     if key is not None:
@@ -166,11 +302,17 @@ def _create_whole(path: Path) -> None:
                 out.write(tmp.read_bytes())
                 out.flush()
                 os.fsync(out.fileno())
-    except (OSError, sqlite3.Error) as exc:
-        raise StoreError(f"cannot create the database {path}: {exc}") from exc
+    except OSError as exc:
+        raise _os_fault(exc, f"cannot create the database {path}", path.parent) from exc
+    except sqlite3.Error as exc:
+        raise (fault_from(exc, f"creating the database {path}", path.parent)
+               or StoreError(f"cannot create the database {path}: {exc}")) from exc
     finally:
         for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+            try:
+                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+            except OSError:       # e.g. a name too long to exist: nothing to remove, keep the real error
+                pass
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -185,7 +327,8 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
                 return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
-                raise StoreError(f"cannot enable WAL: {exc}") from exc
+                raise (fault_from(exc, "switching to WAL mode", db_path_of(conn))
+                       or StoreError(f"cannot enable WAL: {exc}")) from exc
         except sqlite3.DatabaseError as exc:  # "file is not a database": not SQLite, or damaged
             raise StoreCorrupt(f"cannot open the database: {exc}") from exc
         if time.monotonic() > deadline:
@@ -194,7 +337,7 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 
 
 @contextmanager
-def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def write_tx(conn: sqlite3.Connection, *, reindexing: bool = False) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``; rollback on any error.
 
     IMMEDIATE takes the write lock up front, so the busy handler applies; a DEFERRED
@@ -206,13 +349,21 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     A connection from memo's write path (``open_db``) first checks the damaged marker
     (``memo.store.damage``): a database found damaged takes no write until ``memo doctor``
     or a restore clears it.  SQLite's corruption errors inside the transaction roll it back,
-    mark the database and come out as StoreCorrupt.
+    mark the database and come out as StoreCorrupt.  ``reindexing`` (``memo reindex``) may
+    write through a marker that names damaged indexes only.
+
+    A connection opened read-only (``memo_readonly``) is refused before anything else:
+    StoreReadOnly, not a SQLite error from the middle of the operation.  A full disk or a
+    file that became read-only meanwhile comes out as DiskFull / StoreReadOnly.
     """
     if is_postgres(conn):
         yield from pg_tx.write_tx(conn)
         return
+    ro = getattr(conn, "memo_readonly", None)
+    if ro:
+        raise StoreReadOnly(f"cannot write to {db_path_of(conn)}: {ro}")
     if getattr(conn, "memo_guarded", False):
-        refuse_if_damaged(db_path_of(conn))
+        refuse_if_damaged(db_path_of(conn), reindexing=reindexing)
     deadline = time.monotonic() + 3 * BUSY_TIMEOUT_MS / 1000
     with writer_turn(conn, deadline):
         yield from _write_tx(conn, deadline)
@@ -262,19 +413,23 @@ def _write_tx(conn: sqlite3.Connection, deadline: float) -> Iterator[sqlite3.Con
         corrupt = _corrupt_from(conn, err, "write")
         if corrupt is not None and corrupt is not err:
             raise corrupt from err
+        # A full disk or a read-only file met mid-write, raw or wrapped by an operation
+        # (the importer's "import stopped"): named for what it is.
+        fault = None if corrupt is not None else fault_from(err, "write", db_path_of(conn))
+        if fault is not None and not isinstance(err, (DiskFull, StoreReadOnly)):
+            raise fault from err
         raise
     else:
         try:
             conn.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
+            # Not StoreBusy: COMMIT in a transaction begun IMMEDIATE holds the write lock
+            # already; it fails for a full disk, an I/O error or damage (store_error_from).
             _rollback(conn)
             corrupt = _corrupt_from(conn, exc, "commit")
             if corrupt is not None:
                 raise corrupt from exc
-            raise StoreBusy(f"commit failed: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            _rollback(conn)
-            raise store_error_from(exc, "commit", path=db_path_of(conn)) from exc
+            raise store_error_from(exc, "commit (rolled back)", path=db_path_of(conn)) from exc
 
 
 @contextmanager

@@ -24,20 +24,51 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-from memo.errors import StoreBusy, StoreCorrupt, StoreError
+from memo.errors import DiskFull, StoreBusy, StoreCorrupt, StoreError, StoreReadOnly
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MARKER_SUFFIX = "-damaged"
 _CORRUPT_CODES = {11, 26}          # SQLITE_CORRUPT (and its extended codes), SQLITE_NOTADB
 _CORRUPT_WORDS = ("malformed", "not a database", "corrupt")
+_READONLY, _IOERR, _FULL, _CANTOPEN = 8, 10, 13, 14      # SQLite primary result codes
+# Below this much free space an I/O error is taken for a full disk: SQLite reports ENOSPC
+# as SQLITE_FULL only for the main file and the WAL; growing the -shm or creating a file
+# fails as a plain SQLITE_IOERR / SQLITE_CANTOPEN (Python cannot ask for the errno).
+LOW_SPACE_BYTES = 1 << 20
 
 RESTORE_HINT = ("restore a backup (`memo restore <backup> --yes`); "
                 "`memo doctor` says whether `memo reindex` is enough")
+NOT_MEMO_HINT = ("pass --db (or MEMO_DB) with memo's database file, or a new file path to start one; "
+                 "if this file was memo's database, its first page is destroyed: restore a backup "
+                 "(`memo restore <backup> --yes`)")
+
+
+NOT_A_FILE_HINT = "pass --db (or MEMO_DB) with memo's database file (a new file path starts one)"
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file ("is a folder", "is a
+    character device"...), else None.  Follows symbolic links."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return f"is {name}"
+    return "is not a regular file"
 
 
 def check_header(path: str | Path) -> str | None:
@@ -52,10 +83,19 @@ def check_header(path: str | Path) -> str | None:
         return f"cannot be read: {exc.strerror or exc}"
     if size == 0:
         return "is empty (0 bytes)"
+    if len(head) < 100 and not SQLITE_MAGIC.startswith(head[:16]):
+        what = "it holds text" if _looks_like_text(path) else f"{size} bytes"
+        return f"is not a memo database: not a SQLite database ({what})"
     if len(head) < 100:
         return f"is too short to be a SQLite database ({size} bytes)"
     if head[:16] != SQLITE_MAGIC:
-        return "is not a SQLite database (no 'SQLite format 3' header)"
+        if (head[21], head[22], head[23]) == (64, 32, 32) and sum(a != b for a, b in zip(head[:16], SQLITE_MAGIC, strict=True)) <= 2:
+            # The rest of the header is SQLite's: damage to the magic, not another file.
+            return "has a damaged header: the 'SQLite format 3' magic is damaged (not a SQLite database as it is)"
+        # Nothing of SQLite's: the wrong file (--db pointing at notes, a download...), said
+        # so first, so nobody restores a backup over their text file.
+        what = "it holds text" if _looks_like_text(path) else "no 'SQLite format 3' header"
+        return f"is not a memo database: not a SQLite database ({what})"
     page_size = int.from_bytes(head[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     if page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
@@ -71,6 +111,21 @@ def check_header(path: str | Path) -> str | None:
     if int.from_bytes(head[56:60], "big") > 3:
         return f"has a damaged header: text encoding {int.from_bytes(head[56:60], 'big')} (expected 1..3)"
     return None
+
+
+def _looks_like_text(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3     # a character cut at the 4096th byte
+    return True
 
 
 def is_corrupt_error(exc: BaseException | None) -> bool:
@@ -89,13 +144,54 @@ def is_corrupt_error(exc: BaseException | None) -> bool:
     return False
 
 
+def free_bytes(path: str | Path) -> int | None:
+    """Free bytes (for an unprivileged user) on the file system holding ``path`` (a file,
+    or a folder), or None when it cannot be asked."""
+    p = Path(path)
+    for candidate in (p, p.parent):
+        try:
+            st = os.statvfs(candidate)
+            return st.f_bavail * st.f_frsize
+        except OSError:
+            continue
+    return None
+
+
+def fault_from(exc: BaseException, action: str, path: str | Path | None) -> StoreError | None:
+    """StoreReadOnly or DiskFull when ``exc`` (or what it wraps) says the file cannot be
+    written or the disk is full: neither is damage, so nothing is marked.  None otherwise."""
+    seen = 0
+    while exc is not None and seen < 5 and not isinstance(exc, sqlite3.Error):
+        exc = exc.__cause__
+        seen += 1
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    msg = str(exc)
+    where = f" ({path})" if path else ""
+    if code == _READONLY or "readonly database" in msg:
+        return StoreReadOnly(f"{action} failed: the database{where} is read-only ({msg})")
+    if code == _FULL or "disk is full" in msg:
+        return DiskFull(f"{action} failed: disk full{where} ({msg})")
+    if code in (_IOERR, _CANTOPEN) and path:
+        free = free_bytes(path)
+        if free is not None and free < LOW_SPACE_BYTES:
+            return DiskFull(f"{action} failed: disk full{where}: {free} bytes free ({msg})")
+    return None
+
+
 def store_error_from(exc: sqlite3.DatabaseError, action: str, *, path: str | Path | None = None) -> StoreError:
-    """The typed memo error for a SQLite exception; a corruption error also marks ``path``."""
+    """The typed memo error for a SQLite exception; a corruption error also marks ``path``.
+    A read-only file or a full disk is named as such (``fault_from``), never as damage or
+    as another process's lock."""
     msg = str(exc)
     if is_corrupt_error(exc):
         if path:
             mark_damaged(path, f"{action}: {msg}")
         return StoreCorrupt(f"{action} failed: {msg}", hint=RESTORE_HINT)
+    fault = fault_from(exc, action, path)
+    if fault is not None:
+        return fault
     if "locked" in msg or "busy" in msg:
         return StoreBusy(f"{action} failed: {msg}")
     return StoreError(f"{action} failed: {msg}")
@@ -156,13 +252,17 @@ def read_marker(path: str | Path) -> dict[str, Any] | None:
     return doc
 
 
-def mark_damaged(path: str | Path, reason: str) -> bool:
+def mark_damaged(path: str | Path, reason: str, *, repair: str | None = None) -> bool:
     """Write the marker (atomically); keep the first reason if one is already there.
+    ``repair="reindex"``: only indexes disagree with their tables (``index_damage``), so
+    ``memo reindex`` may write through the marker to rebuild them.
     Returns False when it cannot be written (read-only folder): nothing else to do then."""
     if not path or str(path) == ":memory:" or read_marker(path) is not None:
         return False
     doc = {"reason": reason[:500], "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "inode": _inode(path)}
+    if repair:
+        doc["repair"] = repair
     mpath = marker_path(path)
     tmp = mpath.with_name(f".{mpath.name}.{os.getpid()}")
     try:
@@ -185,15 +285,89 @@ def clear_marker(path: str | Path) -> bool:
         return False
 
 
-def refuse_if_damaged(path: str | Path) -> None:
-    """Raise StoreCorrupt when ``path`` carries a (current) damaged marker."""
+REINDEX_HINT = ("run `memo reindex`: it rebuilds every index from the stored rows (nothing is lost), "
+                "then writes work again")
+
+
+def refuse_if_damaged(path: str | Path, *, reindexing: bool = False) -> None:
+    """Raise StoreCorrupt when ``path`` carries a (current) damaged marker.  A marker that
+    says only indexes are damaged lets ``memo reindex`` (``reindexing``) through."""
     if not os.path.exists(marker_path(path)):
         return
     doc = read_marker(path)
     if doc is None:
         return
     when = f" on {doc['at']}" if doc.get("at") else ""
+    if doc.get("repair") == "reindex":
+        if reindexing:
+            return
+        raise StoreCorrupt(f"{path}: indexes disagree with their tables (found{when}: {doc.get('reason', '?')}); "
+                           "writes are refused until they are rebuilt (a write could store a second copy of a "
+                           "record or miss one)", hint=REINDEX_HINT)
     raise StoreCorrupt(f"{path} was found damaged{when} ({doc.get('reason', 'unknown')}); writes are refused "
                        f"until it is checked",
                        hint="run `memo doctor`: it says whether `memo reindex` repairs it or a backup must be "
                             "restored (`memo restore <backup> --yes`)")
+
+
+# --- Indexes against their tables (issue 33.2) ---------------------------------------------
+#
+# ``quick_check`` reads every page but never compares an index with its table, so an index
+# entry whose key bytes changed passes it: a lookup through the index then misses the row
+# (``memo get`` says NotFound) and a UNIQUE index no longer stops a second live copy.
+# ``PRAGMA integrity_check(T)`` does compare them, for table T and its indexes only.
+
+# Canonical tables whose uniqueness indexes memo's writes rely on (dedup by content hash,
+# ids), and ``entities`` (its UNIQUE key decides whether a mention makes a new entity).
+UNIQUE_GUARDED = ("records", "facts", "entities")
+_INDEX_LINE = re.compile(r"(?:row \d+ missing from index|wrong # of entries in index|"
+                         r"non-unique entry in index) (\S+)")
+# A b-tree of a full-text index (its shadow tables): derived from the rows, rebuilt by
+# ``memo reindex`` like any index (the probe: a flip in passages_fts_idx said "restore").
+_FTS_SHADOW = re.compile(r"\b((?:passages|exact|facts)_fts_(?:data|idx|docsize|config))\b")
+
+
+def is_fts_shadow(table: str) -> bool:
+    """A shadow table of one of memo's full-text indexes (derived, rebuilt by reindex)."""
+    return _FTS_SHADOW.fullmatch(table) is not None
+
+
+def split_integrity(lines: list[str]) -> tuple[set[str], list[str]]:
+    """(names of indexes that disagree with their table, every other problem line) of
+    ``integrity_check`` output.  Only the first kind is repaired by ``REINDEX``."""
+    indexes: set[str] = set()
+    other: list[str] = []
+    for line in lines:
+        if line == "ok":
+            continue
+        m = _INDEX_LINE.search(line) or _FTS_SHADOW.search(line)
+        if m:
+            indexes.add(m.group(1))
+        else:
+            other.append(line)
+    return indexes, other
+
+
+def integrity_lines(conn: sqlite3.Connection, table: str | None = None, limit: int = 100) -> list[str]:
+    """``PRAGMA integrity_check`` of the whole file, or of ``table`` and its indexes."""
+    sql = f'PRAGMA integrity_check("{table}")' if table else f"PRAGMA integrity_check({limit})"
+    try:
+        rows = [str(r[0]) for r in conn.execute(sql)]
+    except sqlite3.DatabaseError as exc:
+        rows = [f"integrity_check stopped: {exc}"]
+    return rows[:limit]
+
+
+# ``memo doctor``'s default ``indexes`` check adds passages (its UNIQUE ids): it reads the
+# largest table, too slow for every write's open check, cheap enough when asked.
+DOCTOR_GUARDED = (*UNIQUE_GUARDED, "passages")
+
+
+def guarded_index_lines(conn: sqlite3.Connection, tables: tuple[str, ...] = UNIQUE_GUARDED) -> list[str]:
+    """``integrity_check`` lines (never "ok") of ``tables`` (those present)."""
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    out: list[str] = []
+    for table in tables:
+        if table in present:
+            out += [line for line in integrity_lines(conn, table) if line != "ok"]
+    return out

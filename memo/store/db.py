@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 
 from memo.errors import StoreCorrupt, StoreError, ValidationError
 from memo.store.connect import MemoConnection, connect
-from memo.store.damage import mark_damaged, read_marker, store_error_from
+from memo.store.damage import (
+    guarded_index_lines,
+    mark_damaged,
+    read_marker,
+    split_integrity,
+    store_error_from,
+)
 from memo.store.dialect import is_db_url
 from memo.store.migrations import check_schema, ensure_schema
 from memo.store.postgres import schema as pg_schema
@@ -29,7 +36,22 @@ def resolve_db_path(path: str | Path | None) -> Path:
     if is_db_url(path if path else os.environ.get("MEMO_DB")):
         raise ValidationError("this command works on a SQLite database file, not a PostgreSQL URL",
                               hint="use the server's own tools (pg_dump, pg_restore) for PostgreSQL")
-    return Path(path).expanduser() if path else default_db_path()
+    return _usable(Path(path).expanduser()) if path else default_db_path()
+
+
+def _usable(p: Path) -> Path:
+    """``p`` unless the system refuses the path itself (a name longer than the file system
+    allows, a folder that is a file...): a ValidationError naming the problem, not a bare
+    OSError (issue 33.5).  A missing file is fine: the write path creates it."""
+    try:
+        os.stat(p)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        shown = str(p) if len(str(p)) <= 300 else str(p)[:300] + "…"
+        raise ValidationError(f"the database path {shown} cannot be used: {exc.strerror or exc}",
+                              hint="pass --db / MEMO_DB with a usable file path") from None
+    return p
 
 
 def resolve_db(db: str | Path | None) -> str | Path:
@@ -80,8 +102,9 @@ def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Co
         conn.memo_guarded = True
     try:
         if write:
-            verify_for_write(conn, p)
-            ensure_schema(conn)
+            if not getattr(conn, "memo_readonly", None):   # read-only: no write will happen
+                verify_for_write(conn, p)
+            ensure_schema(conn)   # no write unless a migration is due (then StoreReadOnly)
         else:
             check_schema(conn)
     except sqlite3.DatabaseError as exc:
@@ -112,7 +135,14 @@ def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
     """Before memo writes into a file, ``PRAGMA quick_check`` it when it is small enough
     (``open_check_limit``): damage found marks it, and ``write_tx`` then refuses every write
     (reads stay possible).  Larger files rely on the marker set when an operation meets
-    damage, and on ``memo doctor``."""
+    damage, and on ``memo doctor``.
+
+    Then ``PRAGMA integrity_check`` of the tables whose UNIQUE indexes writes rely on
+    (``memo.store.damage.UNIQUE_GUARDED``): quick_check never compares an index with its
+    table, and a dedup index that misses a row lets ``memo add`` store a second live copy.
+    An index that disagrees marks the file for ``memo reindex`` (which may write through
+    that marker).  It reads those tables and their indexes (records: most of a database
+    without vectors): about a fifth of quick_check's time (docs/results-log.md)."""
     if read_marker(p) is not None:
         return
     try:
@@ -121,16 +151,30 @@ def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
         return
     if size == 0 or size > open_check_limit():
         return
-    try:
-        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)")]
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            return
-        rows = [str(exc)]
-    except sqlite3.DatabaseError as exc:
-        rows = [str(exc)]
+    rows = _check_lines(lambda: [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)")])
+    if rows is None:
+        return
     if rows != ["ok"]:
         mark_damaged(p, f"quick_check before writing: {'; '.join(rows)[:300]}")
+        return
+    lines = _check_lines(lambda: guarded_index_lines(conn))
+    if lines:
+        indexes, other = split_integrity(lines)
+        mark_damaged(p, f"integrity_check before writing: {'; '.join(lines)[:300]}",
+                     repair=None if other else "reindex")
+
+
+def _check_lines(check: Callable[[], list[str]]) -> list[str] | None:
+    """A check's lines; its error as one line; None when another process holds the file
+    (locked or busy: no verdict, the write's own transaction will wait or say StoreBusy)."""
+    try:
+        return check()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return None
+        return [str(exc)]
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
 
 
 def _refuse_empty(p: Path) -> None:

@@ -12,7 +12,10 @@ embedded after the commit like passage vectors (memo/embed/fact_vectors.py).  Bo
 rebuilt from the canonical rows by ``rebuild_fact_index`` (``memo reindex``).
 
 Callers hold the transaction (``write_tx``); nothing here commits, so a fact and its
-evidence rows are written together or not at all.
+evidence rows are written together or not at all.  Evidence is resolved *before* that
+transaction (``resolve_evidence``: indexed lookups only, issue 33.1), so the writers' queue
+is never held for lookups; inside it ``recheck_evidence`` confirms, by primary key, that the
+resolved passages are still there and live, so nothing dangling is stored.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from memo.errors import NotFound, ValidationError
 from memo.store.derived import bump_vectors_epoch, rebuild_fact_index  # noqa: F401  (rebuild_fact_index re-exported)
 from memo.store.mentions import index_fact_mentions
 from memo.store.records import utc_now
+from memo.text.limits import MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES, check_list
 from memo.types import Fact, FactDraft, FactEvidence, RecordFact
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
@@ -59,6 +63,8 @@ def validate_fact(draft: FactDraft) -> None:
     if not draft.evidence:
         raise ValidationError("a fact needs at least one evidence passage",
                               hint="pass --evidence ID (a passage id '<record>:<n>', a record id or an ext_id)")
+    check_list("evidence ids", draft.evidence, MAX_EVIDENCE_IDS,
+               hint=f"cite at most {MAX_EVIDENCE_IDS} passages, records or ext_ids: the ones that support the fact")
     if draft.event_at is not None:
         try:
             datetime.fromisoformat(draft.event_at)
@@ -75,7 +81,9 @@ def _passages_of_record(conn: sqlite3.Connection, rid: str) -> list[tuple[int, s
 def _resolve_one(conn: sqlite3.Connection, ref: str, namespace: str) -> tuple[list[tuple[int, str]], str | None]:
     """(passages, problem).  Order: passage id, record id, record ext_id, passage ext_id;
     ext_ids are looked up among live records of ``namespace`` first, then anywhere
-    (there they must name exactly one record)."""
+    (there they must name exactly one record).  Every query is an index lookup: the ids
+    are unique keys, ext_ids have ``records_ext``/``records_ext_id``/``passages_ext``
+    (migration 4; before it an unknown id cost a full scan of passages)."""
     row = conn.execute("SELECT p.pk, p.id, r.forgotten_at FROM passages p JOIN records r ON r.id = p.record_id "
                        "WHERE p.id = ?", (ref,)).fetchone()
     if row is not None:
@@ -124,6 +132,11 @@ def resolve_evidence(conn: sqlite3.Connection, refs: Sequence[str], namespace: s
             problems.append(problem)
         for pk, pid in found:
             out.setdefault(pk, pid)
+        if len(out) > MAX_EVIDENCE_PASSAGES:
+            raise ValidationError(
+                f"the evidence names more than {MAX_EVIDENCE_PASSAGES:,} passages (a record id stands for all "
+                f"its passages), over the cap of {MAX_EVIDENCE_PASSAGES:,}",
+                hint="cite the passages that support the fact ('<record>:<n>'); `memo get ID` lists them")
     if problems:
         raise ValidationError("bad evidence: " + "; ".join(problems),
                               hint="evidence is a passage id '<record>:<n>', a record id or a record/passage "
@@ -131,6 +144,25 @@ def resolve_evidence(conn: sqlite3.Connection, refs: Sequence[str], namespace: s
     if not out:
         raise ValidationError("the evidence names no passage")
     return list(out.items())
+
+
+def recheck_evidence(conn: sqlite3.Connection, evidence: Sequence[tuple[int, str]]) -> None:
+    """Inside the write transaction: every passage ``resolve_evidence`` found before it is
+    still there and its record is not forgotten (another writer may have forgotten or
+    purged it in between).  One primary-key probe per passage; else ``ValidationError``
+    naming them, and nothing is written."""
+    pks = [pk for pk, _ in evidence]
+    alive: set[int] = set()
+    for s in range(0, len(pks), 500):
+        chunk = pks[s:s + 500]
+        alive.update(int(r[0]) for r in conn.execute(
+            f"SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id "
+            f"WHERE p.pk IN ({','.join('?' * len(chunk))}) AND r.forgotten_at IS NULL", chunk))
+    gone = [pid for pk, pid in evidence if pk not in alive]
+    if gone:
+        shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+        raise ValidationError(f"bad evidence: {shown}: forgotten or deleted while the fact was being added",
+                              hint="check the evidence with `memo get ID` and add the fact again")
 
 
 def find_live_fact(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
@@ -142,7 +174,8 @@ def find_live_fact(conn: sqlite3.Connection, namespace: str, chash: str) -> str 
 def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[tuple[int, str]], *,
                 recorded_at: str | None = None, fact_id: str | None = None) -> tuple[str, int]:
     """Insert one fact and its evidence rows (facts_fts follows by trigger).  The caller
-    has resolved the evidence and checked for duplicates inside its write transaction."""
+    has resolved the evidence (``resolve_evidence``), re-checked it (``recheck_evidence``)
+    and checked for duplicates inside its write transaction."""
     validate_fact(draft)
     fid = fact_id or new_fact_id()
     cur = conn.execute(

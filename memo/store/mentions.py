@@ -199,11 +199,19 @@ def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int) -> int:
     if row is None:
         return 0
     found = extract(row[0], fact_terms=[t for t in (row[1], row[2]) if t])
-    n = 0
-    for (ppk,) in conn.execute("SELECT passage_pk FROM fact_evidence WHERE fact_pk = ? ORDER BY passage_pk",
-                               (fact_pk,)).fetchall():
-        n += _write(conn, int(ppk), found, fact_pk)
-    return n
+    ppks = [int(r[0]) for r in conn.execute(
+        "SELECT passage_pk FROM fact_evidence WHERE fact_pk = ? ORDER BY passage_pk", (fact_pk,))]
+    if not found or not ppks:
+        return 0
+    # The same entities on every evidence passage: their pks are looked up once and the
+    # rows go in one statement (a fact may cite up to MAX_EVIDENCE_PASSAGES passages, all
+    # inside the writers' queue); rows and their order are those of passage-by-passage.
+    epks = _entity_pks(conn, found)
+    conn.executemany(
+        "INSERT INTO mentions(passage_pk, entity_pk, count, fact_pk) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO UPDATE SET count = count + excluded.count",
+        [(ppk, epk, m.count, fact_pk) for ppk in ppks for epk, m in zip(epks, found, strict=True)])
+    return len(found) * len(ppks)
 
 
 def bump_mentions_epoch(conn: sqlite3.Connection) -> None:

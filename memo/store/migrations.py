@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
 from memo.store.connect import write_tx
-from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged
+from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
+from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
 from memo.store.mentions import m003_entities
 
 
@@ -185,8 +186,36 @@ def m003_mentions(conn: sqlite3.Connection) -> None:
     m003_entities(conn, _run_script)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions]
+def m004_ext_indexes(conn: sqlite3.Connection) -> None:
+    """Indexes for evidence ids given as ext_ids (``memo.store.facts.resolve_evidence``):
+    ``records_ext`` leads with the namespace, so a record ext_id looked up in every
+    namespace, and any passage ext_id, was a full table scan; 20,000 bogus evidence ids
+    took 22 s on 4,156 passages (issue 33.1).  Partial: most rows have no ext_id, and an
+    ``ext_id = ?`` lookup implies ``ext_id IS NOT NULL``, so SQLite uses them."""
+    _run_script(conn,
+        """
+        CREATE INDEX records_ext_id ON records(ext_id) WHERE ext_id IS NOT NULL;
+        CREATE INDEX passages_ext ON passages(ext_id) WHERE ext_id IS NOT NULL;
+        """
+    )
+
+
+def m005_hash_index(conn: sqlite3.Connection) -> None:
+    """A second, plain index on ``records.content_hash``: a write cross-checks the dedup
+    index through it (``memo.store.records.find_live_duplicate``), so a dedup index that
+    lost an entry is caught at the write on a file of any size, not only by the open
+    check on files up to 64 MiB (issue 33.2: on a 364 MB file a damaged ``records_dedup``
+    let ``memo add`` store a second live copy)."""
+    _run_script(conn, "CREATE INDEX records_hash ON records(content_hash);")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
+                                                          m005_hash_index]
 LATEST = len(MIGRATIONS)
+# The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
+# add only indexes that writes use (m004), so a database from the previous memo searches
+# before anything writes to it; the first write migrates it.
+READ_FROM = 3
 
 
 def user_version(conn: sqlite3.Connection) -> int:
@@ -201,11 +230,14 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
     current = user_version(conn)
     if current == LATEST:
         check_tables(conn, LATEST)
+        _ensure_keyword_form(conn)
         return LATEST
     _refuse_negative(current)
     if current <= LATEST:
         check_tables(conn, current, lost_ok=True)   # refuse a foreign database before any lock
-    with write_tx(conn):
+    # reindexing=True: a file marked for `memo reindex` (indexes only) still migrates, or
+    # reindex itself could never open it; migrations only add tables and indexes.
+    with write_tx(conn, reindexing=True):
         current = user_version(conn)  # re-read under the lock: another process may have won
         if current > LATEST:
             raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
@@ -215,7 +247,28 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
+        if not keyword_form_current(conn) and not _marked(conn):
+            reindex_cjk_passages(conn)
+            note_keyword_form(conn)
     return LATEST
+
+
+def _marked(conn: sqlite3.Connection) -> bool:
+    """A damaged marker is set: leave the keyword index to `memo reindex`, which rebuilds it
+    in memo's form (rebuild_derived) once it may write."""
+    path = db_path_of(conn)
+    return bool(path) and read_marker(path) is not None
+
+
+def _ensure_keyword_form(conn: sqlite3.Connection) -> None:
+    """Bring ``passages_fts`` to ``memo.store.derived.KEYWORD_FORM`` (one indexed read
+    when it already is)."""
+    if keyword_form_current(conn) or _marked(conn):
+        return
+    with write_tx(conn):
+        if not keyword_form_current(conn):     # another process may have done it meanwhile
+            reindex_cjk_passages(conn)
+            note_keyword_form(conn)
 
 
 def check_schema(conn: sqlite3.Connection) -> None:
@@ -225,7 +278,7 @@ def check_schema(conn: sqlite3.Connection) -> None:
         raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
     _refuse_negative(current)
     check_tables(conn, current)
-    if current < LATEST:
+    if current < READ_FROM:
         raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
                          hint="run any write command (e.g. `memo stats --migrate` or `memo import`) to migrate")
 

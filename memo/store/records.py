@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memo.errors import NotFound, ValidationError
+from memo.errors import NotFound, StoreCorrupt, ValidationError
+from memo.store.damage import db_path_of, mark_damaged
 from memo.store.derived import index_passage_range, index_passages, passage_terms
+from memo.store.dialect import is_postgres
 from memo.store.mentions import (
     explicit_entities,
     index_passage_mentions,
@@ -20,7 +22,7 @@ from memo.store.mentions import (
     write_passage_mentions,
 )
 from memo.text.entities import EntityMention
-from memo.text.limits import MAX_BODY_CHARS
+from memo.text.limits import MAX_BODY_CHARS, MAX_ENTITIES, MAX_TAGS, check_list
 from memo.text.tokens import count_tokens
 from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
 
@@ -54,16 +56,53 @@ def validate_draft(draft: RecordDraft) -> None:
         raise ValidationError(f"trust {draft.trust} is outside 0..1")
     if not draft.namespace or not draft.namespace.strip():
         raise ValidationError("namespace is empty")
+    check_list("tags", draft.tags, MAX_TAGS)
     for tag in draft.tags:
         if not tag.strip():
             raise ValidationError("a tag is empty")
+    check_list("entities", explicit_entities(draft.meta), MAX_ENTITIES,
+               hint=f"name at most {MAX_ENTITIES} entities (--entity, entities, meta.entities) per record; "
+                    "names in the text are found without being listed")
 
 
 def find_live_duplicate(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
     row = conn.execute(
         "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL",
         (namespace, chash)).fetchone()
-    return row["id"] if row else None
+    if row is not None:
+        return row["id"]
+    check_dedup_index(conn, [(namespace, chash)])
+    return None
+
+
+def check_dedup_index(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> None:
+    """The dedup index (``records_dedup``) said no live record holds these (namespace,
+    content hash) keys: ask the plain ``records_hash`` index too (SQLite; migration 5).  A
+    live record it finds means the dedup index lost entries, and the write about to store a
+    second live copy is refused, the file marked for ``memo reindex`` (StoreCorrupt)."""
+    if not keys or is_postgres(conn):
+        return
+    wanted = set(keys)
+    hashes = sorted({h for _, h in keys})
+    found: list[str] = []
+    try:
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start:start + 500]
+            found += [str(r[0]) for r in conn.execute(
+                "SELECT id, namespace, content_hash FROM records INDEXED BY records_hash WHERE content_hash IN "
+                f"({','.join('?' * len(chunk))}) AND forgotten_at IS NULL", chunk) if (r[1], r[2]) in wanted]
+    except sqlite3.OperationalError as exc:
+        if "no such index" in str(exc):     # a file not yet migrated (reads only get here)
+            return
+        raise
+    if found:
+        path = db_path_of(conn)
+        reason = (f"the dedup index records_dedup misses live records {' '.join(found[:5])}: "
+                  "a write would store a second live copy")
+        if path:
+            mark_damaged(path, reason, repair="reindex")
+        raise StoreCorrupt(reason + "; writes are refused",
+                           hint="run `memo reindex` (rebuilds the indexes from the table; nothing is lost)")
 
 
 def insert_record(conn: sqlite3.Connection, draft: RecordDraft,

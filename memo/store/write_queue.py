@@ -82,9 +82,11 @@ def writer_turn(conn: sqlite3.Connection, deadline: float) -> Iterator[None]:
         try:
             try:
                 _flock(fd, deadline, path)
-            except _GaveUp:
+            except _GaveUp as exc:
                 owned = False
-                raise
+                # The private class only tells this function who owns ``fd``; callers
+                # see the public StoreBusy (its name is what JSON and MCP errors show).
+                raise StoreBusy(str(exc)) from None
             held.add(path)
             try:
                 yield
@@ -175,4 +177,5 @@ class _Waiter:
 
 
 class _GaveUp(StoreBusy):
-    """StoreBusy after the helper took over the lock file (the caller must not close it)."""
+    """StoreBusy after the helper took over the lock file (the caller must not close it).
+    Never leaves this module: ``writer_turn`` re-raises it as a plain StoreBusy."""

@@ -39,6 +39,7 @@ import unicodedata
 from itertools import zip_longest
 
 from memo.errors import QuerySyntaxError
+from memo.text.cjk import query_form
 from memo.text.folding import scrub_surrogates, unicode61_tokens
 from memo.text.identifiers import encode_token, identifier_tokens, looks_like_identifier
 from memo.text.limits import MAX_QUERY_CHARS, clip_query
@@ -84,7 +85,8 @@ def _terms(text: str) -> list[str]:
 def query_words(query: str) -> list[str]:
     """Distinct terms of ``query`` folded as ``passages_fts`` folds them (stop words
     dropped unless that empties it), at most ``MAX_TERMS``."""
-    words = _terms(_clip(query))
+    # CJK runs as character bigrams, as passages_fts indexes them (memo.text.cjk).
+    words = _terms(query_form(_clip(query)))
     kept = [w for w in words if w not in STOP_WORDS]
     return (kept or words)[:MAX_TERMS]
 

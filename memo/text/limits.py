@@ -1,4 +1,4 @@
-"""Size caps on text coming in: one definition each, used by every skin.
+"""Size caps on input coming in: one definition each, used by every skin.
 
 * ``MAX_QUERY_CHARS`` (10,000 characters): a longer query is cut (at the last whitespace
   before the cap, so no word is cut in half) once, at the top of the search pipeline
@@ -15,12 +15,57 @@
   committed in batches).  The number equals ``memo import``'s default per-file cap
   (``--max-bytes`` 5 MiB; a character is at least one byte), so any file that import
   accepts by default also passes this check.
+
+Caps on the lists a write takes (issue 33.1).  Why: a write works through its lists while
+it holds the writers' queue (memo.store.write_queue), so an unbounded list stalls every
+other writer; 60,000 bogus evidence ids held the lock for 65 s and another process's add
+failed with StoreBusy.  Each cap is checked by the library before any lock is taken
+(``check_list``: a ``ValidationError`` naming the list, its length and the cap), so the
+CLI, MCP (whose tool schemas carry the same numbers as ``maxItems``), the web API and
+every line of ``memo import`` refuse the same requests.  Each is far above real use:
+
+* ``MAX_EVIDENCE_IDS`` (100): evidence references of one fact (``memo fact add
+  --evidence``, MCP ``memory_fact_add``/``evidence``, JSONL fact lines, ``fact
+  supersede``).  LoCoMo's 2,541 observations cite at most 4 turns.
+* ``MAX_EVIDENCE_PASSAGES`` (1,000): the passages those references resolve to (a record
+  id stands for all its passages).  Every one gets an evidence row and its mentions inside
+  the write; past a thousand the fact is about no passage in particular, cite the passages
+  (``'<record>:<n>'``) that support it.
+* ``MAX_TAGS`` (100): tags of one record (``memo add/supersede --tag``, MCP and web
+  ``tags``, ``memo import --tag`` plus a JSONL line's own).
+* ``MAX_ENTITIES`` (100): explicit entities of one record (``memo add --entity``, MCP
+  ``entities``, ``meta.entities`` from any skin or JSONL line); each becomes a mention on
+  every passage of the record.
+* ``MAX_IDS`` (1,000): ids one forget takes (``memo forget``, ``memo fact forget``, MCP
+  ``memory_forget``/``memory_fact_forget``); larger clean-ups go in several calls.
+
+* ``RELEASE_AFTER_CHARS`` (1 MiB): a long-running server (memo-mcp, memo web) that stored
+  a text longer than this gives the memory the write used back to the OS afterwards
+  (``memo.store.connect.release_memory``); smaller writes keep their caches warm.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sized
+
+from memo.errors import ValidationError
+
 MAX_QUERY_CHARS = 10_000
 MAX_BODY_CHARS = 5 * 1024 * 1024
+MAX_EVIDENCE_IDS = 100
+MAX_EVIDENCE_PASSAGES = 1_000
+MAX_TAGS = 100
+MAX_ENTITIES = 100
+MAX_IDS = 1_000
+
+
+def check_list(what: str, values: Sized, cap: int, hint: str | None = None) -> None:
+    """Refuse a list over its cap (``ValidationError``), before anything is looked up."""
+    if len(values) > cap:
+        raise ValidationError(f"{len(values):,} {what} given, over the cap of {cap:,} per request",
+                              hint=hint or f"send at most {cap:,} {what} per request (docs/cli-json.md, caps)")
+
+RELEASE_AFTER_CHARS = 1024 * 1024
 
 
 def clip_query(query: str, cap: int = MAX_QUERY_CHARS) -> str:

@@ -12,7 +12,7 @@ A few real subprocess calls check what CliRunner cannot see: native code writing
 under ``--json`` (captured and sent to stderr), and argv bytes that are not UTF-8.
 
 Commands that would serve forever, download or replay a whole data set (``web``,
-``models fetch``, ``eval run|tune|regress|fetch``) get their one long-running library
+``models fetch``, ``eval run|suite|tune|regress|fetch``) get their one long-running library
 call replaced by a stub that raises a plain ``RuntimeError``: their options are still
 parsed and validated for real, and the stub checks the catch-all for unexpected errors.
 """
@@ -41,7 +41,7 @@ ROOT = typer.main.get_command(app)
 # Names a JSON error document may carry: memo's error classes.
 ERROR_NAMES = {name for name, obj in vars(memo_errors).items()
                if isinstance(obj, type) and issubclass(obj, memo_errors.MemoError)}
-EXIT_CODES = set(range(0, 9)) | {9, 10}   # 9, 10: `memo doctor` verdicts (docs/cli-json.md)
+EXIT_CODES = set(range(0, 9)) | {9, 10, 12}   # 9, 10: `memo doctor` verdicts; 12: DiskFull (docs/cli-json.md)
 
 
 def _subcommands(cmd: Any) -> dict[str, Any]:
@@ -188,11 +188,14 @@ def _no_long_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     import memo_eval.datasets.fetch
     import memo_eval.regress
     import memo_eval.run
+    import memo_eval.suite
     import memo_eval.tune
 
     monkeypatch.setattr(memo.serve.web, "serve", stub)
     monkeypatch.setattr("memo.cli.embed_cmds.fetch_model", stub)
     monkeypatch.setattr(memo_eval.run, "run_eval", stub)
+    # `memo eval suite` replays nine domains (hours on a clean clone, which builds every index)
+    monkeypatch.setattr(memo_eval.suite, "run_suite", stub)
     monkeypatch.setattr(memo_eval.tune, "tune", stub)
     monkeypatch.setattr(memo_eval.regress, "regress", stub)
     monkeypatch.setattr(memo_eval.datasets.fetch, "fetch", stub)
@@ -332,3 +335,11 @@ def test_real_process_plain_error_is_one_line(tmp_path: Path) -> None:
     assert proc.stdout == b""
     lines = proc.stderr.decode(errors="replace").strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
+
+
+def test_help_shows_words_not_python_types() -> None:
+    """Issue 32: `--help` showed `<bool>`, `<str>`, `<list[str]>` (typer's Python types)."""
+    for path, _ in LEAVES:
+        out = CliRunner().invoke(app, [*path, "--help"], terminal_width=200).stdout
+        for python in ("<str>", "<bool>", "<int>", "<float>", "<list[", "<Path>"):
+            assert python not in out, (path, python, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -117,3 +118,52 @@ def test_profiles_show_and_diff():
     assert diff["differences"] == [{"key": "fusion.method", "a": "rrf", "b": "minmax"}]
     assert "fusion.method: 'rrf' -> 'minmax'" in run("profiles", "diff", "rrf", "minmax").stdout
     assert js("profiles", "show", "nope", code=2)["error"] == "ProfileError"
+
+
+def test_text_output_says_what_json_says(tmp_path):
+    """Issue 32: a cut query and the CJK bigram lookup are said in text output too (stderr),
+    and the narrow hint names what it would leave out."""
+    db = str(tmp_path / "m.db")
+    conn = open_db(db)
+    with write_tx(conn):
+        for i in range(6):
+            insert_record(conn, RecordDraft(body=f"deploy note {i}", namespace="ops" if i < 4 else "home"),
+                          (PassageDraft(text=f"deploy note {i}"),))
+    conn.close()
+    long = run("search", "deploy " * 3000, "--db", db, "--mode", "keyword")
+    assert "note: query cut from 21,000 to" in long.stderr
+    cjk = run("search", "数据库备份", "--db", db, "--mode", "keyword", code=0)
+    assert "note: Chinese/Japanese/Korean text is searched by keyword as character bigrams: 数据 据库 库备 备份" \
+        in cjk.stderr
+    narrow = run("search", "deploy", "--db", db, "--mode", "keyword", "--limit", "2")
+    assert "4 more ranked results did not fit (limit/budget)" in narrow.stdout
+    assert re.search(r"to narrow: --namespace (ops|home) would leave out the [24] ranked results from elsewhere",
+                     narrow.stdout), narrow.stdout
+
+
+def test_an_unknown_namespace_names_the_ones_that_exist(db):
+    doc = js("search", "deploy", "--namespace", "nosuch", "--db", db)
+    assert doc["cause"] == "no_scope" and not doc["abstained"]
+    assert doc["reason"] == "no memory is in namespace 'nosuch'; the namespaces are ops, kitchen"
+
+
+def test_an_empty_database_says_so_and_is_not_degraded(tmp_path):
+    db = str(tmp_path / "m.db")
+    rid = js("add", "a note to purge", "--db", db)["record_id"]
+    run("forget", rid, "--yes", "--db", db)
+    run("purge", "--yes", "--db", db)
+    for mode in ("auto", "semantic", "keyword"):
+        result = run("search", "note", "--db", db, "--mode", mode)
+        assert "degraded" not in result.stderr, (mode, result.stderr)
+        assert result.stdout.startswith("No results: the database holds no memories yet."), result.stdout
+
+
+def test_a_result_says_which_file_it_came_from(tmp_path):
+    """Issue 32: text output did not say which file a result came from."""
+    db = str(tmp_path / "m.db")
+    doc = tmp_path / "runbook.md"
+    doc.write_text("# Keys\n\nRotate the staging deploy key every 30 days.\n")
+    run("import", str(doc), "--db", db, "--no-embed")
+    out = run("search", "rotate deploy key", "--db", db, "--mode", "keyword").stdout
+    assert f"from {doc}" in out, out
+    assert js("search", "rotate deploy key", "--db", db, "--mode", "keyword")["results"][0]["origin"] == str(doc)

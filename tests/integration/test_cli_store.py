@@ -214,3 +214,36 @@ def test_import_options_root_max_bytes_kind(db, tmp_path):
     rec = js("get", rep["record_ids"][0], "--db", db)
     assert rec["kind"] == "conversation" and [p["speaker"] for p in rec["passages"]] == ["Ann", "Bob"]
     assert (rec["tags"], rec["author"], rec["trust"]) == (["t"], "me", 0.5)
+
+
+def test_stats_text_reads_as_words_not_python(tmp_path):
+    db = str(tmp_path / "m.db")
+    run("add", "an ops note", "--namespace", "ops", "--db", db)
+    run("add", "another ops note", "--namespace", "ops", "--db", db)
+    run("add", "a home note", "--namespace", "home", "--db", db)
+    out = run("stats", "--db", db).stdout
+    assert "{" not in out and "'" not in out, out
+    assert "namespaces    ops 2, home 1" in out and "kinds         note 3" in out
+
+
+def test_format_jsonl_on_a_markdown_file_is_one_error(tmp_path):
+    """Issue 32: `--format jsonl` on markdown listed a rejection per line (72 of them)."""
+    md = tmp_path / "notes.md"
+    md.write_text("# Title\n\n" + "\n".join(f"line {i}" for i in range(72)) + "\n")
+    err = js("import", str(md), "--format", "jsonl", "--db", str(tmp_path / "m.db"), code=2)
+    assert err["error"] == "ValidationError" and "is not JSONL" in err["message"]
+
+
+def test_a_closed_pipe_ends_the_listing_quietly(tmp_path):
+    """Issue 32: `memo list | head -1` exited 1 with "failed: Broken pipe ... check the path"."""
+    src = tmp_path / "many.jsonl"
+    src.write_text("".join(json.dumps({"text": f"note number {i} about deploy keys"}) + "\n" for i in range(3000)))
+    db = str(tmp_path / "m.db")
+    run("import", str(src), "--db", db, "--no-embed", "--no-progress")
+    proc = subprocess.Popen([sys.executable, "-m", "memo", "list", "--db", db, "--limit", "3000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()                                   # what `head -1` does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert b"error" not in err and b"Traceback" not in err, err.decode()

@@ -100,11 +100,11 @@ def test_embedding_the_names_again_fails_the_gate(tmp_path, monkeypatch):
     assert ("sample-chat-default", "ranking.agreement") in _failed(res)
 
 
-def test_never_abstaining_on_a_weak_query_fails_the_gate(tmp_path, monkeypatch):
+def test_never_abstaining_fails_the_gate(tmp_path, monkeypatch):
+    # abstention rule 1 broken: a candidate whose only evidence is a weak cosine is kept
     import memo.retrieve.pipeline as pipeline
-    from memo.retrieve.abstention import WeakQuery
 
-    monkeypatch.setattr(pipeline, "abstain_weak_query", lambda *a, **k: WeakQuery([], None, None))
+    monkeypatch.setattr(pipeline, "abstain", lambda ranked, floor, weigh=None: (list(ranked), []))
     res = _fast(tmp_path)
     assert not res["passed"]
     assert ("sample-chat-default", "abstain_recall") in _failed(res)

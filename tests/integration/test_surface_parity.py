@@ -1,5 +1,5 @@
 """Surface parity (issue 12.5): the same searches through the CLI (a subprocess), the MCP
-server over stdio (the official SDK client), the web API (starlette TestClient) and
+server over stdio and over Streamable HTTP (the official SDK client, issue 32.2), the web API (starlette TestClient) and
 ``memo.search`` give identical JSON documents, latency fields aside, with a pinned "now" and
 ``$MEMO_PROFILE`` honoured by every surface.  Also: /metrics after a degraded search (12.2),
 the MCP metrics resource and stats, and ``memo-mcp backfill`` (12.4)."""
@@ -30,6 +30,7 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
 from memo.types import PassageDraft, RecordDraft
+from tests.integration.mcp_http_server import mcp_http, session
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -125,6 +126,21 @@ def _mcp(db: Path) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
     return docs, extra["stats"], extra["metrics"]
 
 
+def _mcp_over_http(db: Path) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    with mcp_http(db, env={"MEMO_PROFILE": PROFILE}) as url:
+        async def main() -> None:
+            with anyio.fail_after(120):
+                async with session(url) as s:
+                    for query, f in QUERIES:
+                        res = await s.call_tool("memory_search", _mcp_args(query, f))
+                        assert not res.is_error, res.content
+                        docs.append(res.structured_content)
+
+        anyio.run(main)
+    return docs
+
+
 def _web_params(query: str, f: dict[str, Any]) -> list[tuple[str, str]]:
     params = [("q", query), ("now", NOW)]
     params += [("namespace", v) for v in f.get("namespaces", ())]
@@ -140,6 +156,7 @@ def _web_params(query: str, f: dict[str, Any]) -> list[tuple[str, str]]:
 def test_cli_mcp_web_and_library_give_identical_documents(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cli = [_cli(db, q, f) for q, f in QUERIES]
     mcp, stats, metrics_text = _mcp(db)
+    mcp_http_docs = _mcp_over_http(db)
     monkeypatch.setenv("MEMO_PROFILE", PROFILE)
     with TestClient(create_app(db, token=TOKEN), base_url="http://127.0.0.1:8765") as client:
         web = []
@@ -152,6 +169,7 @@ def test_cli_mcp_web_and_library_give_identical_documents(db: Path, monkeypatch:
         assert cli[i]["trace"]["profile"] == PROFILE, query
         want = _strip_latency(cli[i])
         assert _strip_latency(mcp[i]) == want, f"MCP differs from the CLI for {query!r}"
+        assert _strip_latency(mcp_http_docs[i]) == want, f"MCP over HTTP differs from the CLI for {query!r}"
         assert _strip_latency(web[i]) == want, f"web differs from the CLI for {query!r}"
         assert _strip_latency(lib[i]) == want, f"memo.search differs from the CLI for {query!r}"
     # The pinned now reaches recency: an aging note's age is counted from NOW.

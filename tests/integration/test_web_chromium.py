@@ -9,6 +9,7 @@ used innerHTML on stored markup would trip the CSP even when the CSP stops the s
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,15 @@ SEED = [
                      "## pool.end()\n\nCloses every client. After pool.end, pool.query throws; pool.query never "
                      "retries a failed pool.query call.", kind="doc", namespace="api"),
 ]
+# A record with every optional field set (issue 32: the record view showed no library,
+# version or import_path), and a fact citing it.
+RICH = RecordDraft(body="The orchard sensor SDK reads ORCHARD_INTERVAL at start; unset, it samples every five minutes.",
+                   kind="doc", namespace="garden", title="Orchard sensors", source="vendor-docs",
+                   library="orchard-sdk", version="2.3.1", tags=("sensors", "sdk"), event_at="2024-06-01",
+                   trust=0.8, author="Ana", import_path="/home/ana/notes/orchard.md", ext_id="orchard-1",
+                   meta={"lang": "en", "pages": 2})
+SEED.append(RICH)
+RICH_FACT = "Orchard sensors sample every five minutes unless ORCHARD_INTERVAL is set."
 PEOPLE = SEED[4].body
 CI = SEED[3].body
 FACT = "A cron job on the build farm reboots the runner machines."
@@ -66,6 +76,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebServer
     ids = {draft.body: ops.add_record(conn, draft).record_id for draft in SEED}
     # A fact (issue 10) whose evidence is the CI runners note: its words are not the note's.
     ids[FACT] = add_fact(conn, FactDraft(FACT, (ids[CI],), namespace="ops")).fact_id
+    ids[RICH_FACT] = add_fact(conn, FactDraft(RICH_FACT, (ids[RICH.body],), namespace="garden")).fact_id
     conn.close()
     with memo_web(db) as srv:
         yield srv, ids
@@ -343,7 +354,7 @@ def test_api_errors_show_message_and_hint(page: Page) -> None:
     p.wait_for_selector("#error:not([hidden])")
     assert p.text_content("#error-type") == "QuerySyntaxError"
     assert p.text_content("#error-message") == "the query is empty"
-    assert "plain words" in (p.text_content("#error-hint") or "")
+    assert "a question or a few words" in (p.text_content("#error-hint") or "")
     page.search("pizza")         # a good search clears the error
     assert p.locator("#error").is_hidden()
     # Chromium logs every non-2xx fetch as a console error; this one was asked for.
@@ -358,3 +369,153 @@ def test_without_a_token_the_page_asks_for_one(page: Page, server: tuple[WebServ
     p.click("#token-btn")
     p.wait_for_selector("body[data-ready='1']")
     assert "live records" in (p.text_content("#status") or "")
+
+
+# --- issue 32: record view, header stats, search address ------------------------------------
+def test_the_record_view_shows_every_field_of_the_record_document(page: Page,
+                                                                   server: tuple[WebServer, dict[str, str]]) -> None:
+    _, ids = server
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    doc = page.search("orchard sensor interval")
+    hit = next(i for i, r in enumerate(doc["results"]) if r["record_id"] == ids[RICH.body])
+    with p.expect_response(lambda r: "/api/records/" in r.url) as info:
+        p.locator(".result").nth(hit).locator(".record-id").click()
+    rec = info.value.json()
+    p.wait_for_selector("#record:not([hidden])")
+    empty = (None, "", [], {})
+    expected = [k for k, v in rec.items() if k not in ("body", "passages", "facts") and v not in empty]
+    shown = p.locator("#record-fields dt").all_text_contents()
+    assert shown == [*expected, "passages", "facts"]     # every non-empty field, in the API's order
+    assert {"library", "version", "import_path", "ext_id", "meta", "content_hash", "event_at"} <= set(expected)
+    for key in expected:
+        text = p.text_content(f"#record-fields .field-{key}")
+        if isinstance(rec[key], list):
+            assert text == ", ".join(rec[key]), key
+        elif isinstance(rec[key], dict):
+            assert json.loads(text or "") == rec[key], key
+        elif isinstance(rec[key], float):
+            assert float(text or "") == rec[key], key
+        else:
+            assert text == rec[key], key
+    assert p.text_content("#record-fields .field-library") == "orchard-sdk"
+    assert p.text_content("#record-fields .field-version") == "2.3.1"
+    assert p.text_content("#record-fields .field-import_path") == "/home/ana/notes/orchard.md"
+    assert p.text_content("#record-fields .field-passages") == str(len(rec["passages"]))
+    fact = p.locator("#record-fields .field-facts .record-fact")
+    assert fact.count() == 1 and fact.get_attribute("data-fact") == ids[RICH_FACT]
+    assert RICH_FACT in (fact.text_content() or "")
+    assert p.text_content("#record-body") == RICH.body
+    # empty fields are left out, never shown blank
+    assert "superseded_by" not in shown and "forgotten_at" not in shown
+
+
+def test_opening_a_record_brings_the_record_view_into_sight(browser: Any,
+                                                             server: tuple[WebServer, dict[str, str]]) -> None:
+    page = Page(browser, server[0])
+    p = page.page
+    p.set_viewport_size({"width": 1000, "height": 500})
+    page.open()
+    p.select_option("#mode", "keyword")
+    doc = page.search("the")
+    assert len(doc["results"]) >= 6
+    p.locator(".result").last.locator(".record-id").click()     # far below the record view
+    p.wait_for_selector("#record:not([hidden])")
+    top, height = p.evaluate("[document.getElementById('record').getBoundingClientRect().top, innerHeight]")
+    assert 0 <= top < height
+    page.check_clean()
+
+
+def _live(text: str | None) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+) live records, (\d+) passages", text or "")
+    assert m, text
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_the_header_stats_stay_after_a_search_and_follow_an_add(page: Page) -> None:
+    from playwright.sync_api import expect
+
+    p = page.open()
+    live, passages = _live(p.text_content("#status"))
+    page.search("deploy key")
+    assert _live(p.text_content("#status")) == (live, passages)     # a search leaves them alone
+    assert p.locator("#busy").is_hidden()
+    p.fill("#add-text", "The greenhouse door sticks when it rains.")
+    with p.expect_response(lambda r: "/api/memories" in r.url):
+        p.click("#add-btn")
+    expect(p.locator("#status")).to_have_text(f"{live + 1} live records, {passages + 1} passages")
+
+
+def test_a_search_address_runs_its_search_and_never_holds_the_token(page: Page,
+                                                                     server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, ids = server
+    p = page.page
+    requests: list[str] = []
+    p.on("request", lambda r: requests.append(r.url))
+    query = "?q=deploy+key&mode=keyword&namespace=ops"
+    with p.expect_response(lambda r: "/api/search" in r.url) as info:
+        p.goto(srv.base + query + "#token=" + srv.token)
+    p.wait_for_selector("body[data-ready='1']")
+    doc = info.value.json()
+    assert doc["trace"]["mode"] == "keyword"
+    assert p.url == srv.base + query                 # the search stays, the token left
+    assert p.evaluate("sessionStorage.getItem('memo-token')") == srv.token
+    assert p.input_value("#q") == "deploy key" and p.input_value("#mode") == "keyword"
+    assert p.input_value("#namespace") == "ops"
+    first = p.locator(".result").first
+    assert first.get_attribute("data-record-id") == ids[NOTE]
+    assert {r["namespace"] for r in doc["results"]} == {"ops"}
+    assert p.locator(".result").count() == len(doc["results"])
+    assert "live records" in (p.text_content("#status") or "")
+
+    # A search from the form writes the address (a new history entry) without the token.
+    p.fill("#q", "CI runners restart")
+    p.select_option("#kind", "note")
+    with p.expect_response(lambda r: "/api/search" in r.url):
+        p.click("#search-btn")
+    p.wait_for_selector(f".result[data-record-id='{ids[CI]}']")
+    assert p.url == srv.base + "?q=CI+runners+restart&mode=keyword&namespace=ops&kind=note"
+    p.check("#explain")              # changes the shown search's address, no new entry
+    assert p.url == srv.base + "?q=CI+runners+restart&mode=keyword&namespace=ops&kind=note&explain=1"
+
+    # Back re-runs the previous search, forward the next; no entry holds the token.
+    with p.expect_response(lambda r: "/api/search" in r.url):
+        p.go_back()
+    assert p.url == srv.base + query
+    p.wait_for_selector(f".result[data-record-id='{ids[NOTE]}']")
+    assert p.input_value("#q") == "deploy key" and p.input_value("#kind") == "" and not p.is_checked("#explain")
+    with p.expect_response(lambda r: "/api/search" in r.url):
+        p.go_forward()
+    p.wait_for_selector(f".result[data-record-id='{ids[CI]}']")
+    assert p.input_value("#q") == "CI runners restart" and p.is_checked("#explain")
+    p.wait_for_selector("#trace:not([hidden])")
+    p.fill("#q", "words not searched yet")
+    p.uncheck("#explain")            # the address keeps the search shown, not the edited form
+    assert p.url == srv.base + "?q=CI+runners+restart&mode=keyword&namespace=ops&kind=note"
+    assert srv.token not in p.url
+    assert requests and not [u for u in requests if srv.token in u]     # never in a request URL
+    page.check_clean()
+
+
+def test_a_search_address_the_form_cannot_hold_is_refused(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    p = page.page
+    searches: list[str] = []
+    p.on("request", lambda r: searches.append(r.url) if "/api/search" in r.url else None)
+    page.open()
+    default = p.get_attribute("#profile", "data-default")
+    for query, message in [("?q=deploy&tags=ops", "unknown parameter 'tags'"),
+                           ("?q=deploy&mode=fuzzy", "mode 'fuzzy' is not one of"),
+                           ("?q=deploy&namespace=ops&namespace=infra", "parameter 'namespace' given more than once")]:
+        p.goto(srv.base + query)         # same tab: the token is in sessionStorage
+        p.wait_for_selector("body[data-ready='1']")
+        p.wait_for_selector("#error:not([hidden])")
+        assert p.text_content("#error-type") == "ValidationError"
+        assert message in (p.text_content("#error-message") or ""), query
+        assert p.locator(".result").count() == 0
+    assert searches == []                 # a wider search than the address says never ran
+    # The server's default profile by name is the form's "(default)" choice.
+    with p.expect_response(lambda r: "/api/search" in r.url):
+        p.goto(srv.base + f"?q=pizza&profile={default}")
+    p.wait_for_selector(".result")
+    assert p.input_value("#profile") == "" and p.locator("#error").is_hidden()

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from starlette.testclient import TestClient
@@ -55,10 +56,54 @@ def assert_error(resp: httpx.Response, status: int, type_name: str | None = None
 
 # --- Host / Origin / cross-site ----------------------------------------------------------
 @pytest.mark.parametrize("host", ["evil.example:8765", "evil.example", "127.0.0.1:9999", "0.0.0.0:8765",
-                                  "localhost.evil.example:8765", "127.0.0.1.nip.io:8765", "[::2]:8765", ""])
+                                  "localhost.evil.example:8765", "127.0.0.1.nip.io:8765", "[::2]:8765",
+                                  "127.0.0.1:99999"])
 @pytest.mark.parametrize("path", ["/", "/healthz", "/api/stats", "/static/app.js"])
 def test_foreign_host_is_forbidden(client: TestClient, host: str, path: str) -> None:
     assert_error(client.get(path, headers={"Host": host, **AUTH}), 403, "Forbidden")
+
+
+# Issue 33.5: '127.0.0.1:²' passed str.isdigit() and int() raised: a plain-text 500 without
+# the security headers.  Latin-1 bytes, as a client can send them.
+MALFORMED_HOSTS = ["127.0.0.1:\u00b2", "127.0.0.1:8765\u00b2", "127.0.0.1:\u00b9\u00b2", "127.0.0.1:", ":8765",
+                   "127.0.0.1:87 65", "127.0.0.1:+8765", "127.0.0.1:-1", "127.0.0.1:0x2", "[::1", "::1:8765",
+                   "127.0.0.1/x:8765", "user@127.0.0.1:8765", "127.0.0.1:8765:8765", "\u00ff\u00fe", ""]
+
+
+@pytest.mark.parametrize("host", MALFORMED_HOSTS)
+@pytest.mark.parametrize("path", ["/", "/healthz", "/api/stats"])
+def test_malformed_host_is_a_bad_request_with_security_headers(client: TestClient, host: str, path: str) -> None:
+    resp = client.get(path, headers={"Host": host.encode("latin-1"), **AUTH})
+    assert_error(resp, 400, "BadRequest")
+    assert resp.headers["content-security-policy"] == CSP
+    assert resp.headers["x-content-type-options"] == "nosniff"
+
+
+def test_unicode_digits_in_content_length_are_not_a_crash(tmp_path: Path) -> None:
+    """Raw ASGI (an HTTP client would set Content-Length itself): the guard's size check
+    read '²' with str.isdigit() and int()."""
+    app = create_app(tmp_path / "memo.db", token=TOKEN)
+    sent: list[dict[str, object]] = []
+    scope = {"type": "http", "http_version": "1.1", "method": "POST", "scheme": "http", "path": "/api/memories",
+             "raw_path": b"/api/memories", "root_path": "", "query_string": b"", "server": ("127.0.0.1", 8765),
+             "client": ("127.0.0.1", 50000),
+             "headers": [(b"host", b"127.0.0.1:8765"), (b"authorization", f"Bearer {TOKEN}".encode()),
+                         (b"content-type", b"application/json"), (b"content-length", "\u00b2".encode("latin-1"))]}
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    try:
+        anyio.run(app, scope, receive, send)
+    finally:
+        app.state.tools.close()
+    start = sent[0]
+    headers = {k.decode(): v.decode() for k, v in start["headers"]}  # type: ignore[union-attr]
+    assert start["status"] < 500, sent
+    assert headers["x-content-type-options"] == "nosniff"
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765"])

@@ -35,6 +35,23 @@ class WebServer:
         return self.stderr_path.read_text(errors="replace")
 
 
+def wait_for_line(proc: subprocess.Popen[bytes], err_path: Path, pattern: re.Pattern[str], timeout: float,
+                  what: str) -> re.Match[str]:
+    """The first match of ``pattern`` in what ``proc`` writes to ``err_path`` (its stderr);
+    fails when it exits or ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = err_path.read_text(errors="replace")
+        m = pattern.search(text)
+        if m:
+            return m
+        if proc.poll() is not None:
+            raise AssertionError(f"{what} exited with {proc.returncode} before printing its address:\n{text}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} printed no address within {timeout}s:\n{text}")
+        time.sleep(0.05)
+
+
 @contextmanager
 def memo_web(db: Path, *args: str, timeout: float = 60.0) -> Iterator[WebServer]:
     """``memo web --port 0 ARGS`` with MEMO_DB=db; yields once the URL line is printed."""
@@ -46,17 +63,7 @@ def memo_web(db: Path, *args: str, timeout: float = 60.0) -> Iterator[WebServer]
         proc = subprocess.Popen([sys.executable, "-m", "memo", "web", "--port", "0", *args], cwd=REPO, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            text = err_path.read_text(errors="replace")
-            m = URL_LINE.search(text)
-            if m:
-                break
-            if proc.poll() is not None:
-                raise AssertionError(f"memo web exited with {proc.returncode} before printing its URL:\n{text}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"memo web printed no URL within {timeout}s:\n{text}")
-            time.sleep(0.05)
+        m = wait_for_line(proc, err_path, URL_LINE, timeout, "memo web")
         yield WebServer(proc, m.group(0).split(": ", 1)[1], m.group(1), m.group(2), int(m.group(3)),
                         m.group(4), err_path)
     finally:

@@ -20,7 +20,7 @@ passage" | runs always).
    of voting facts (more first), then pk.  ``votes`` lists the voting facts (``why``).
 
 The profile's ``[fact]`` keys vary steps 3-4 (docs/profiles.md): ``merge`` ("rrf": Σ
-1 / (fusion.k + rank) instead of min-max) and ``top`` (only the best N facts vote; 0 = all).
+1 / (fusion.k + rank) instead of min-max).  Every matched fact votes.
 (A decayed sum of votes, a meaning-list weight and votes spread to neighbouring turns were
 measured on LoCoMo and never shipped; docs/eval.md keeps the figures.)
 
@@ -195,22 +195,22 @@ def fact_scores(lists: tuple[dict[int, tuple[int, float]], ...], merge: str = "m
     return score
 
 
-def _fact_cfg(ctx: ArmContext) -> tuple[str, int, int]:
-    """(merge, k, top) from the profile's [fact] and fusion.k (without a profile: minmax, 60, 0 = all)."""
+def _fact_cfg(ctx: ArmContext) -> tuple[str, int]:
+    """(merge, k) from the profile's [fact] and fusion.k (without a profile: minmax, 60)."""
     p = ctx.profile
     cfg = getattr(p, "fact", None)
     if cfg is None:
-        return "minmax", 60, 0
-    return cfg.merge, p.fusion.k, cfg.top
+        return "minmax", 60
+    return cfg.merge, p.fusion.k
 
 
 def _votes(conn: sqlite3.Connection, ctx: ArmContext, kw: dict[int, tuple[int, float]],
            sem: dict[int, tuple[int, float]]) -> list[ArmHit]:
-    merge, k, top = _fact_cfg(ctx)
+    merge, k = _fact_cfg(ctx)
     score = fact_scores((kw, sem), merge, k, (1.0, 1.0))
     if not score:
         return []
-    order = sorted(score, key=lambda f: (-score[f], f))[:top or None]
+    order = sorted(score, key=lambda f: (-score[f], f))
     frank = {f: i for i, f in enumerate(order, 1)}
     fpks = list(order)
     marks = ",".join("?" * len(fpks))

@@ -136,6 +136,12 @@ class GraphArm:
             if len(cache) > 64:
                 cache.clear()
             masks = cache[key] = transitions(graph.W, graph.WT, p_mask, e_mask)
+        # A seed the transitions mask out (an entity with no allowed passage, or common in
+        # this scope by the graph's own count) starts no walk: the walks' columns are the
+        # seeds kept, in order, and each vote below names the seed of its column.
+        seeds = [(i, e) for i, e in seeds if masks.entity_mask[i]]
+        if not seeds:
+            return []
         cfg = ctx.profile.graph
         if cfg.epsilon > 0:
             walks = push_walk(masks, [i for i, _ in seeds], damping=cfg.damping, epsilon=cfg.epsilon)

@@ -16,6 +16,7 @@
   const $ = (id) => document.getElementById(id);
   let token = null;
   let lastSearch = null; // the last search document; re-rendered when "explain" toggles
+  let searchSeq = 0;     // only the newest search renders (back/forward can overlap one)
 
   // --- small DOM helpers (text only) ----------------------------------------------------
   function el(tag, className, text) {
@@ -105,32 +106,114 @@
   }
 
   // --- search ---------------------------------------------------------------------------------
-  async function runSearch() {
+  // The page's own address holds the search as query parameters (a link to a search can be
+  // shared or bookmarked): q, mode, profile, namespace, kind, explain.  The form is the one
+  // source of truth: an address fills the form, the form writes the address.  The token
+  // never goes there: it stays in the fragment until takeToken moves it to sessionStorage.
+  const FORM_FIELDS = ["q", "mode", "profile", "namespace", "kind"];
+  const PAGE_PARAMS = [...FORM_FIELDS, "explain"];
+
+  // The form's search as page parameters (empty fields left out; mode always written).
+  function formParams() {
+    const params = new URLSearchParams();
+    for (const key of FORM_FIELDS) {
+      const value = key === "q" ? $(key).value : $(key).value.trim();
+      if (value || key === "q") params.set(key, value);
+    }
+    if ($("explain").checked) params.set("explain", "1");
+    return params;
+  }
+
+  function badAddress(message) {
+    return { type: "ValidationError", error: message + " in the page address",
+             hint: "the address takes q, mode, profile, namespace, kind and explain=1 (docs/web.md, The page)" };
+  }
+
+  // Fill the form from the address.  True when it holds a search (q) to run.  A value the
+  // form cannot hold is refused rather than dropped: a shared link never runs a wider
+  // search than it says.
+  function formFromAddress() {
+    const params = new URLSearchParams(location.search);
+    for (const key of new Set(params.keys())) {
+      if (!PAGE_PARAMS.includes(key)) throw badAddress("unknown parameter '" + key + "'");
+      if (params.getAll(key).length > 1) throw badAddress("parameter '" + key + "' given more than once");
+    }
+    for (const id of ["mode", "profile", "kind"]) {
+      let value = params.get(id) || (id === "mode" ? "auto" : "");
+      const select = $(id);
+      if (value === select.dataset.default) value = "";   // the server's default profile, by name
+      if (![...select.options].some((o) => o.value === value)) {
+        throw badAddress(id + " '" + value + "' is not one of " + [...select.options].map((o) => o.value || "(default)").join(", "));
+      }
+      select.value = value;
+    }
+    $("q").value = params.get("q") || "";
+    $("namespace").value = params.get("namespace") || "";
+    $("explain").checked = ["1", "true"].includes(params.get("explain"));
+    return params.has("q");
+  }
+
+  // "push": a new history entry for a search the user asked for; "replace": the address
+  // already says it (page load, back/forward).  Never a fragment: never the token.
+  function writeAddress(how, params) {
+    const url = location.pathname + "?" + params.toString();
+    if (url === location.pathname + location.search) return;
+    if (how === "push") history.pushState(null, "", url);
+    else history.replaceState(null, "", url);
+  }
+
+  // The explain toggle changes only that parameter of the shown search's address (the form
+  // may hold an edited query not searched yet).
+  function writeExplain() {
+    const params = new URLSearchParams(location.search);
+    if (!params.has("q")) return;
+    if ($("explain").checked) params.set("explain", "1");
+    else params.delete("explain");
+    writeAddress("replace", params);
+  }
+
+  async function runSearch(how = "push") {
     clearError();
-    const params = new URLSearchParams({ q: $("q").value, mode: $("mode").value, explain: "1" });
+    writeAddress(how, formParams());
+    const params = formParams();
     // The page always asks for explain: `why` carries the dates shown in every row, and the
     // toggle then shows or hides the details without a second request.
-    for (const [key, id] of [["profile", "profile"], ["namespace", "namespace"], ["kind", "kind"]]) {
-      const value = $(id).value.trim();
-      if (value) params.set(key, value);
-    }
-    $("status").textContent = "searching…";
+    params.set("explain", "1");
+    const seq = ++searchSeq;
+    $("busy").hidden = false;
     try {
-      lastSearch = await call("GET", "/api/search?" + params.toString());
+      const doc = await call("GET", "/api/search?" + params.toString());
+      if (seq !== searchSeq) return;
+      lastSearch = doc;
       render();
     } finally {
-      $("status").textContent = "";
+      if (seq === searchSeq) $("busy").hidden = true;
+    }
+  }
+
+  // Run the search the address holds (page load, back/forward); none: an empty page.
+  async function searchFromAddress() {
+    if (formFromAddress()) {
+      await runSearch("replace");
+    } else {
+      ++searchSeq;
+      lastSearch = null;
+      clearError();
+      render();
     }
   }
 
   function render() {
     const doc = lastSearch;
     const list = $("results");
-    list.replaceChildren();
-    if (!doc) return;
-    const explain = $("explain").checked;
     const summary = $("summary");
+    list.replaceChildren();
     summary.replaceChildren();
+    const explain = $("explain").checked;
+    if (!doc) {
+      renderTrace(null, explain);
+      return;
+    }
     summary.append(el("span", null, doc.results.length + " result" + (doc.results.length === 1 ? "" : "s")));
     if (doc.abstained || doc.results.length === 0) {
       summary.append(el("span", "reason", " · " + (doc.reason || "nothing relevant stored")));
@@ -253,7 +336,7 @@
   function renderTrace(doc, explain) {
     const box = $("trace");
     box.replaceChildren();
-    box.hidden = !explain || !doc.trace;
+    box.hidden = !explain || !doc || !doc.trace;
     if (box.hidden) return;
     const tr = doc.trace;
     box.append(el("h2", null, "Trace"));
@@ -306,21 +389,40 @@
   }
 
   // --- one record -----------------------------------------------------------------------------
+  // Every field of the record document (memo get --json) in its order, empty ones (null,
+  // "", [], {}) left out; body below; passages counted; facts listed by id and text.
+  const RECORD_APART = new Set(["body", "passages", "facts"]);
+
+  function fieldText(value) {
+    if (value === null || value === undefined || value === "") return null;
+    if (Array.isArray(value)) return value.length ? value.join(", ") : null;
+    if (typeof value === "object") return Object.keys(value).length ? JSON.stringify(value) : null;
+    return String(value);
+  }
+
   async function showRecord(id) {
     clearError();
     const rec = await call("GET", "/api/records/" + encodeURIComponent(id));
     const fields = $("record-fields");
     fields.replaceChildren();
-    const shown = ["id", "namespace", "kind", "title", "source", "author", "tags", "event_at", "recorded_at",
-      "trust", "superseded_by", "forgotten_at"];
-    for (const key of shown) {
-      const value = rec[key];
-      if (value === null || value === undefined || (Array.isArray(value) && !value.length)) continue;
-      fields.append(el("dt", null, key), el("dd", "field-" + key, Array.isArray(value) ? value.join(", ") : value));
+    for (const [key, value] of Object.entries(rec)) {
+      const text = RECORD_APART.has(key) ? null : fieldText(value);
+      if (text !== null) fields.append(el("dt", null, key), el("dd", "field-" + key, text));
     }
-    fields.append(el("dt", null, "passages"), el("dd", null, (rec.passages || []).length));
+    fields.append(el("dt", null, "passages"), el("dd", "field-passages", (rec.passages || []).length));
+    if (rec.facts && rec.facts.length) {
+      const facts = el("dd", "field-facts");
+      for (const f of rec.facts) {
+        const line = el("div", "record-fact");
+        line.dataset.fact = f.id;
+        line.append(el("code", null, f.id), el("span", null, " " + f.text));
+        facts.append(line);
+      }
+      fields.append(el("dt", null, "facts"), facts);
+    }
     $("record-body").textContent = rec.body;
     $("record").hidden = false;
+    $("record").scrollIntoView({ block: "nearest" });
   }
 
   // --- add ------------------------------------------------------------------------------------
@@ -347,6 +449,7 @@
   async function loadProfiles() {
     const doc = await call("GET", "/api/profiles");
     const select = $("profile");
+    select.dataset.default = doc.default;
     select.replaceChildren(el("option", null, doc.default + " (default)"));
     select.options[0].value = "";   // "" = the server's default: no profile parameter sent
     for (const name of doc.profiles) {
@@ -357,9 +460,15 @@
     }
   }
 
+  // Stats and profiles, then the search the address holds (the profile list must be
+  // there before the address can pick one).
   async function loadAll() {
     await Promise.all([loadStats(), loadProfiles()]);
-    document.body.dataset.ready = "1";
+    try {
+      await searchFromAddress();
+    } finally {
+      document.body.dataset.ready = "1";
+    }
   }
 
   function on(formId, action) {
@@ -371,7 +480,7 @@
 
   function start() {
     token = takeToken();
-    on("search-form", runSearch);
+    on("search-form", () => runSearch("push"));
     on("add-form", addMemory);
     on("token-form", async () => {
       token = $("token-input").value.trim();
@@ -380,7 +489,11 @@
       $("token-form").hidden = true;
       await loadAll();
     });
-    $("explain").addEventListener("change", render);
+    $("explain").addEventListener("change", () => {
+      if (lastSearch) writeExplain();
+      render();
+    });
+    window.addEventListener("popstate", () => { if (token) searchFromAddress().catch(showError); });
     $("record-close").addEventListener("click", () => { $("record").hidden = true; });
     if (!token) {
       $("token-form").hidden = false;

@@ -16,7 +16,14 @@ are not copied:
 * rows answer to both ``row[0]`` and ``row["name"]`` (as ``sqlite3.Row``);
 * ``total_changes`` and ``in_transaction`` mean what they mean on SQLite;
 * every driver error comes out as memo's typed ``StoreError`` family (``StoreBusy`` for
-  lock and serialization failures), never a psycopg traceback.
+  lock and serialization failures, ``StoreUnavailable`` when the server is gone,
+  ``DiskFull`` for SQLSTATE 53100), never a psycopg traceback;
+* a session the server dropped (a restart, a crash) is reconnected by the next statement
+  that runs outside a transaction (the ``BEGIN`` of the next ``write_tx`` / ``read_tx``
+  included): a long-lived process (memo-mcp, memo web) keeps working once the server is
+  back.  Inside a transaction it is never reconnected: the statements after the break
+  would run in autocommit on a new session and commit half a transaction.  Those get
+  ``StoreUnavailable``, the transaction's caller rolls back, and the next one reconnects.
 
 Transactions are explicit (``BEGIN`` / ``COMMIT``, as on SQLite): the driver runs in
 autocommit mode and ``memo.store.connect.write_tx`` / ``read_tx`` open them.
@@ -29,7 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from memo.errors import StoreBusy, StoreError
+from memo.errors import DiskFull, StoreBusy, StoreError, StoreUnavailable, ValidationError
 
 
 def _driver() -> Any:
@@ -127,6 +134,13 @@ def _row_class(names: tuple[str, ...]) -> type[Row]:
     return type("Row", (Row,), {"_names": {n: i for i, n in enumerate(names)}})
 
 
+@lru_cache(maxsize=1)
+def _idle() -> Any:
+    from psycopg.pq import TransactionStatus
+
+    return TransactionStatus.IDLE
+
+
 def _row_factory(cursor: Any) -> Any:
     desc = cursor.description
     if desc is None:
@@ -135,13 +149,33 @@ def _row_factory(cursor: Any) -> Any:
     return lambda values: cls(values)
 
 
-def typed_error(exc: BaseException, action: str) -> StoreError:
+# SQLSTATEs meaning "the server is going away or not there yet": admin_shutdown (an
+# immediate or fast shutdown), crash_shutdown (another backend crashed, the server resets),
+# cannot_connect_now (starting up, in recovery); class 08 is "connection exception".
+_GONE = ("57P01", "57P02", "57P03")
+# psycopg's own message for a str holding U+0000 (PostgreSQL's text type cannot store it);
+# raised by the driver before anything reaches the server, so it carries no SQLSTATE.
+_NUL_TEXT = "cannot contain NUL"
+
+
+def typed_error(exc: BaseException, action: str, *, broken: bool = False) -> StoreError | ValidationError:
     """A psycopg error as memo's typed error: lock waits, deadlocks and serialization
-    failures are ``StoreBusy`` (retry later); the rest ``StoreError``."""
+    failures are ``StoreBusy`` (retry later); a lost or refused connection
+    ``StoreUnavailable`` (``broken``: the driver says the session is gone, which a
+    server killed mid-statement reports with no SQLSTATE at all); a full disk or
+    tablespace (53100) ``DiskFull``; a NUL character in a text value ``ValidationError``
+    (PostgreSQL's text cannot hold one); the rest ``StoreError``."""
     code = getattr(exc, "sqlstate", None) or ""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if code in ("40001", "40P01", "55P03", "57014") or code.startswith("08"):
+    if code == "53100":
+        return DiskFull(f"{action}: disk full, the write was rolled back: {text}")
+    if broken or code in _GONE or code.startswith("08"):
+        return StoreUnavailable(f"{action}: the server is unreachable, the statement was rolled back: {text}")
+    if code in ("40001", "40P01", "55P03", "57014"):
         return StoreBusy(f"{action}: {text}", hint="the server is busy or unreachable: try again")
+    if not code and _NUL_TEXT in text:
+        return ValidationError(f"{action}: a text value holds a NUL character (U+0000), which PostgreSQL "
+                               "cannot store", hint="remove the NUL characters (\\x00) from the input")
     return StoreError(f"{action}: {text}")
 
 
@@ -182,68 +216,126 @@ class PgConnection:
     memo_dialect = "postgresql"
 
     def __init__(self, url: str, *, application: str = "memo") -> None:
-        psycopg = _driver()
-        from psycopg.types.numeric import FloatLoader
-
-        try:
-            self._pg = psycopg.connect(url, autocommit=True, application_name=application,
-                                       connect_timeout=10)
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL: {str(exc).strip().splitlines()[0]}",
-                             hint="check the URL (postgresql://user@host:port/dbname) and that the server runs") \
-                from None
-        # numeric (sum/avg of integers) reads as float, as SQLite's REAL would.
-        self._pg.adapters.register_loader("numeric", FloatLoader)
         self.url = url
+        self._application = application
+        self._pg = self._connect()
+        # Was a transaction open when the last statement ended?  Kept because a dropped
+        # session can no longer say (psycopg reports its status as UNKNOWN): a break inside
+        # a transaction must fail its remaining statements, not reconnect under them.
+        self._tx_open = False
         self.total_changes = 0
         self.snapshot_generation: int | None = None   # inside read_tx: the snapshot's generation (tx.py)
         self.memo_guarded = False
 
+    def _connect(self) -> Any:
+        psycopg = _driver()
+        from psycopg.types.numeric import FloatLoader
+
+        try:
+            pg = psycopg.connect(self.url, autocommit=True, application_name=self._application,
+                                 connect_timeout=10)
+        except psycopg.Error as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            code = getattr(exc, "sqlstate", None) or ""
+            if code.startswith("28") or code == "3D000":
+                # Wrong user, password or database name: retrying will not help.
+                raise StoreError(f"cannot connect to PostgreSQL: {text}",
+                                 hint="check the URL (postgresql://user@host:port/dbname)") from None
+            # Refused, no socket, timed out, "the database system is starting up": the
+            # server is down or coming back (or the URL names the wrong host or port).
+            raise StoreUnavailable(f"cannot connect to PostgreSQL: {text}",
+                                   hint="check that the server runs and the URL's host and port; "
+                                        "retry once it is up, nothing acknowledged was lost") from None
+        # numeric (sum/avg of integers) reads as float, as SQLite's REAL would.
+        pg.adapters.register_loader("numeric", FloatLoader)
+        return pg
+
+    def _session(self) -> Any:
+        """The live session: a dropped one is replaced outside a transaction (see the
+        module's docstring), refused inside one."""
+        if not self._pg.closed:
+            return self._pg
+        if self._tx_open:
+            raise StoreUnavailable("PostgreSQL: the connection to the server was lost inside a transaction; "
+                                   "nothing of it was committed")
+        self._pg = self._connect()
+        return self._pg
+
+    def _run(self, run: Any, *, begins: bool = False) -> Any:
+        """``run(session)`` with psycopg's errors typed.  ``begins``: the statement opens a
+        transaction (``BEGIN ...``), so it is retried once on a new session when the old
+        one turns out to be dead: a BEGIN changes nothing, so running it twice cannot
+        double a write, and the first search or write after a server restart works
+        instead of failing once (the dead session is only noticed when used)."""
+        psycopg = _driver()
+        pg = self._session()
+        try:
+            return run(pg)
+        except psycopg.Error as exc:
+            broken = bool(pg.broken or pg.closed)
+            if not (broken and begins):
+                raise typed_error(exc, "PostgreSQL", broken=broken) from exc
+            first = exc
+        finally:
+            if not pg.closed:
+                self._tx_open = pg.info.transaction_status != _idle()
+        self._tx_open = False
+        pg = self._session()
+        try:
+            return run(pg)
+        except psycopg.Error as exc:
+            raise typed_error(exc, "PostgreSQL", broken=bool(pg.broken or pg.closed)) from first
+        finally:
+            if not pg.closed:
+                self._tx_open = pg.info.transaction_status != _idle()
+
     # -- the sqlite3.Connection surface memo uses ------------------------------------
     def execute(self, sql: str, params: Sequence[Any] | None = ()) -> Cursor:
-        psycopg = _driver()
-        cur = self._pg.cursor(row_factory=_row_factory)
         text = translate(sql)
-        try:
+
+        def run(pg: Any) -> Any:
+            cur = pg.cursor(row_factory=_row_factory)
             cur.execute(text, tuple(params or ()))
-        except psycopg.Error as exc:
-            raise typed_error(exc, "PostgreSQL") from exc
+            return cur
+
+        cur = self._run(run)
         returned_pk = text.endswith(" RETURNING pk")
         if (cur.description is None or returned_pk) and cur.rowcount > 0:
             self.total_changes += cur.rowcount
         return Cursor(cur, returned_pk)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
-        psycopg = _driver()
         rows = [tuple(r) for r in rows]
-        cur = self._pg.cursor(row_factory=_row_factory)
-        if rows:
-            try:
+
+        def run(pg: Any) -> Any:
+            cur = pg.cursor(row_factory=_row_factory)
+            if rows:
                 cur.executemany(translate(sql), rows)
-            except psycopg.Error as exc:
-                raise typed_error(exc, "PostgreSQL") from exc
-            if cur.rowcount > 0:
-                self.total_changes += cur.rowcount
+            return cur
+
+        cur = self._run(run)
+        if rows and cur.rowcount > 0:
+            self.total_changes += cur.rowcount
         return Cursor(cur)
 
     def execute_native(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = ()) -> Cursor:
         """A statement written for PostgreSQL (``%s`` placeholders; no translation).
         ``params=None``: no placeholders at all, several statements allowed (migrations)."""
-        psycopg = _driver()
-        cur = self._pg.cursor(row_factory=_row_factory)
-        try:
+        def run(pg: Any) -> Any:
+            cur = pg.cursor(row_factory=_row_factory)
             cur.execute(sql, params)
-        except psycopg.Error as exc:
-            raise typed_error(exc, "PostgreSQL") from exc
+            return cur
+
+        cur = self._run(run, begins=sql.lstrip()[:5].upper() == "BEGIN")
         if cur.description is None and cur.rowcount > 0:
             self.total_changes += cur.rowcount
         return Cursor(cur)
 
     @property
     def in_transaction(self) -> bool:
-        from psycopg.pq import TransactionStatus
-
-        return self._pg.info.transaction_status != TransactionStatus.IDLE
+        if self._pg.closed:
+            return self._tx_open       # dropped inside a transaction: open until rolled back
+        return self._pg.info.transaction_status != _idle()
 
     def commit(self) -> None:
         if self.in_transaction:
@@ -255,6 +347,9 @@ class PgConnection:
                 self._pg.execute("ROLLBACK")
             except Exception:  # noqa: BLE001 - a broken session: nothing left to roll back
                 pass
+        # A dropped session's transaction died with it on the server: the next statement
+        # may reconnect.
+        self._tx_open = False
 
     def close(self) -> None:
         try:

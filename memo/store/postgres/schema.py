@@ -1,6 +1,6 @@
 """PostgreSQL schema: numbered migrations, gated by ``memo_meta.schema_version``.
 
-The tables and columns are SQLite's (``memo.store.migrations`` v1-v3, ``memo.store.mentions``)
+The tables and columns are SQLite's (``memo.store.migrations`` v1-v4, ``memo.store.mentions``)
 so the canonical statements run unchanged on both engines; times stay ISO-8601 text
 (the scope filter compares them as text on both).  What differs:
 
@@ -262,8 +262,16 @@ M001 = M001.replace("{postings_passage_terms}", _POSTINGS.format(name="passage_t
            .replace("{postings_exact_terms}", _POSTINGS.format(name="exact_terms", parent="exact_fts(rowid)")) \
            .replace("{postings_fact_terms}", _POSTINGS.format(name="fact_terms", parent="facts(pk)"))
 
-MIGRATIONS: tuple[str, ...] = (M001,)
+# Evidence ids given as ext_ids are index lookups (SQLite's migration 4, issue 33.1).
+M002 = """
+CREATE INDEX records_ext_id ON records(ext_id) WHERE ext_id IS NOT NULL;
+CREATE INDEX passages_ext ON passages(ext_id) WHERE ext_id IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (M001, M002)
 LATEST = len(MIGRATIONS)
+# The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use).
+READ_FROM = 1
 
 
 def schema_version(conn: Any) -> int:
@@ -316,6 +324,6 @@ def check_schema(conn: Any) -> None:
         _check_not_foreign(conn, 0)
         raise StoreError("no memo database at this PostgreSQL URL yet",
                          hint="add something first (`memo add` / `memo import`) with the same --db")
-    if current < LATEST:
+    if current < READ_FROM:
         raise StoreError(f"database schema is v{current}, this memo needs v{LATEST}",
                          hint="run any write command (e.g. `memo stats --migrate`) to migrate")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memo.errors import StoreBusy, StoreError
+from memo.errors import DiskFull, StoreBusy, StoreError, StoreUnavailable
 
 WRITER_LOCK = 0x6D656D6F    # "memo": the advisory lock key writers share
 LOCK_TIMEOUT_MS = 15_000    # SQLite's busy wait is 3 x BUSY_TIMEOUT_MS; a server gets longer
@@ -29,6 +29,8 @@ def write_tx(conn: Any) -> Iterator[Any]:
         conn.execute_native(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'", None)
         try:
             conn.execute_native("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+        except (StoreUnavailable, DiskFull):
+            raise                      # the server went away (or has no room): not another writer
         except StoreError as exc:
             raise StoreBusy(f"another writer held the database for {LOCK_TIMEOUT_MS / 1000:g} s: {exc}",
                             hint="try again; a long import holds the writers' lock until it commits") from exc

@@ -84,6 +84,14 @@ def build_ann_index(conn: Any, model_id: str, dimensions: int) -> bool:
     return True
 
 
+def passage_cosines(conn: Any, model_id: str, qvec: np.ndarray, pks: Sequence[int]) -> list[tuple[int, float]]:
+    """[(passage pk, cosine)] for those of ``pks`` with a vector of ``model_id`` (unit
+    vectors: the cosine is minus pgvector's negative inner product)."""
+    return [(int(r[0]), float(r[1])) for r in conn.execute_native(
+        "SELECT passage_pk, -(vec <#> %s::vector) FROM vectors WHERE model_id = %s AND passage_pk = ANY(%s)",
+        (literal(qvec), model_id, list(pks))).fetchall()]
+
+
 def vector_topk(conn: Any, model_id: str, qvec: np.ndarray, where: str, params: Sequence[Any], k: int,
                 *, in_scope: int = 0, cfg: Any = None, cache: dict[str, Any] | None = None,
                 plan_out: list[str] | None = None) -> list[tuple[int, float]]:

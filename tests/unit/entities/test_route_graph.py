@@ -227,3 +227,28 @@ def test_entity_df_from_the_mentions_index_equals_the_joined_count(db_path):
         assert entity_df(conn, pks, sql.where, sql.params) == scoped_df(conn, pks, sql.where, sql.params)
     # no scope at all (a condition that is true on both backends: PostgreSQL's WHERE takes no integer)
     assert entity_df(conn, pks, "1 = 1", ()) == scoped_df(conn, pks, "1 = 1", ())
+
+
+def test_a_seed_the_walk_masks_out_starts_no_walk_and_breaks_nothing(fresh_db, monkeypatch):
+    """A routed entity the graph's transitions mask out (no allowed passage, or common by
+    the graph's own count) used to shift the walks' columns against the seeds: the arm's
+    vote for the second seed read column 1 of a one-column mass (IndexError in the suite's
+    LoCoMo replay under the seed's profile).  Now such a seed starts no walk."""
+    import memo.graph.ppr as ppr
+
+    for b in BODIES:
+        add_record(fresh_db, RecordDraft(body=b))
+    real = ppr.transitions
+
+    def mask_first_routed(W, WT, p_mask, e_mask):
+        t = real(W, WT, p_mask, e_mask)
+        alice = next(i for i, ok in enumerate(t.entity_mask) if ok)     # mask out one walkable entity
+        t.entity_mask[alice] = False
+        return t
+
+    monkeypatch.setattr(ppr, "transitions", mask_first_routed)
+    got, r = arm_pks(fresh_db, "Alice and Paris", "graph")      # must not raise
+    for res in r.results:
+        g = res.why.arms.get("graph")
+        if g is not None:
+            assert all(v.mass >= 0 for v in g.votes)

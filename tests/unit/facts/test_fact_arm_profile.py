@@ -28,13 +28,12 @@ def arm_hits(resp):
 
 
 def test_shipped_profiles():
-    # the seed's profiles: every matched fact votes; fact_top is an extra (off in base)
-    for name in ("rrf", "minmax"):
-        f = load_profile(name).fact
-        assert (f.merge, f.top) == ("minmax", 0)
+    # every matched fact votes (fact.top, once rrf's 10, is retired: no profile limits them)
+    for name in ("rrf", "minmax", "zscore"):
+        assert load_profile(name).fact.merge == "minmax"
 
 
-@pytest.mark.parametrize("key,value", [("merge", "max"), ("top", -1), ("top", 1.5)])
+@pytest.mark.parametrize("key,value", [("merge", "max"), ("merge", 3)])
 def test_bad_fact_keys_are_refused(key, value):
     with pytest.raises(ProfileError, match=f"fact.{key}"):
         prof(**{key: value})
@@ -63,10 +62,3 @@ def test_merge_rrf(conn):
     assert got[f"{b}:0"].raw == pytest.approx(1 / (k + 1))
 
 
-def test_top_keeps_only_the_best_facts(conn):
-    a = rec(conn, "first")
-    b = rec(conn, "second")
-    fact(conn, "zebra crossing", [a])
-    fact(conn, "zebra", [b])
-    assert len(arm_hits(run(conn, "zebra crossing", profile=prof()))) == 2
-    assert list(arm_hits(run(conn, "zebra crossing", profile=prof(top=1)))) == [f"{a}:0"]

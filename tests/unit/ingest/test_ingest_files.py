@@ -28,7 +28,7 @@ def test_walk_kinds_titles_and_ignores(tmp_path: Path):
     assert items["img.png"].ignored
 
 
-def test_rejects_oversize_binary_undecodable_empty(tmp_path: Path):
+def test_rejects_oversize_binary_undecodable_skips_empty(tmp_path: Path):
     (tmp_path / "big.md").write_text("x" * 100)
     (tmp_path / "bin.txt").write_bytes(b"a\x00b")
     (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
@@ -39,7 +39,8 @@ def test_rejects_oversize_binary_undecodable_empty(tmp_path: Path):
     assert "binary" in items["bin.txt"].rejected
     assert items["latin.txt"].draft.body == "caf\xe9"              # detected (issue 15.4)
     assert items["latin.txt"].draft.meta == {"encoding": "cp1252", "encoding_source": "detected"}
-    assert "empty" in items["empty.md"].rejected
+    assert items["empty.md"].rejected is None and items["empty.md"].ignored      # skipped (issue 32)
+    assert "empty" in items["empty.md"].why_ignored
     assert items["ok.md"].draft is not None
 
 

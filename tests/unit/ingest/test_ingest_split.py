@@ -1,8 +1,8 @@
 import re
 
+from memo.ingest.budget import WINDOW, passage_pieces
 from memo.ingest.split import split_record
 from memo.ingest.split_code import module_name
-from memo.ingest.budget import WINDOW, passage_pieces
 from memo.ingest.split_markdown import MAX_TOKENS, MIN_TOKENS, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
 from memo.ingest.windows import MAX_WORDS, split_words

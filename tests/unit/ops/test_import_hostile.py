@@ -245,10 +245,10 @@ def test_unexpected_error_on_one_item_rejects_only_that_item(fresh_db, tmp_path,
     monkeypatch.setattr(importer, "read_file", flaky)
     real_split = importer.prepare
 
-    def split(draft):
+    def split(draft, **kw):
         if "c.md" in draft.body:
             raise IndexError("splitter bug")
-        return real_split(draft)
+        return real_split(draft, **kw)
 
     monkeypatch.setattr(importer, "prepare", split)
     rep = ops.import_path(fresh_db, root)
@@ -268,3 +268,22 @@ def test_reading_that_breaks_off_keeps_what_was_read(fresh_db, tmp_path):
     assert 0 < rep.added < 200
     [rej] = rep.rejected
     assert rej.path.startswith("corpus.jsonl.gz:") and "truncated or corrupt" in rej.reason
+
+
+def test_a_python_package_folder_imports_with_its_empty_init_files_skipped(db_path, tmp_path):
+    """Issue 32: empty ``__init__.py`` files were "rejected: file is empty", so importing a
+    package exited 5.  An empty (or whitespace-only) file is skipped and listed as ignored
+    with its reason; the import succeeds (exit 0)."""
+    from memo.cli import app
+
+    pkg = tmp_path / "mypkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("\n  \n")
+    (pkg / "core.py").write_text("def rotate_key(days: int) -> int:\n    return days * 2\n")
+    result = CliRunner().invoke(app, ["import", str(pkg), "--db", str(db_path), "--json", "--no-embed"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    doc = json.loads(result.stdout)
+    assert doc["added"] == 1 and doc["rejected"] == []
+    assert {(f["path"], f["reason"]) for f in doc["ignored_files"]} == {
+        ("__init__.py", "empty file (no text to import)"), ("sub/__init__.py", "empty file (no text to import)")}

@@ -41,7 +41,7 @@ def test_no_scope(conn, pks):
     resp = search(conn, SearchRequest("pool", scope=Scope(namespaces=("nowhere",)), now=NOW), "rrf",
                   {"semantic": FakeSemantic({})})
     _empty(resp, "no_scope")
-    assert resp.reason == "no passage is in scope" and "widen" in resp.hint
+    assert resp.reason.startswith("no memory is in namespace 'nowhere'; the namespaces are ") and "widen" in resp.hint
     assert _counted("no_scope") == before + 1
 
 

@@ -23,10 +23,10 @@ from memo.retrieve.types import Candidate, Meta
     ("Event: 'connection'", "connection"),
     ("shlex.split", "shlex.split"),
     ("require(id)", "require"),
-    ("__dirname in the injected main script", ""),                    # prose after the name
-    ("require(id) in the injected main script is not file based", ""),
-    ("Common system errors", ""),
-    ("session 24", ""),
+    ("__dirname in the injected main script", "__dirname"),           # the identifier it starts with
+    ("require(id) in the injected main script is not file based", "require"),
+    ("Common system errors", "common"),
+    ("session 24", "session"),
     ("", ""),
 ])
 def test_name_of_a_heading(heading, name):
@@ -35,7 +35,7 @@ def test_name_of_a_heading(heading, name):
 
 def test_heading_name_is_the_last_part_of_the_section_path():
     assert heading_name("File system > Callback API > fs.readFile(path[, options], callback)") == "fs.readfile"
-    assert heading_name("File system > fs.readFile(path) > File descriptors") == ""
+    assert heading_name("File system > fs.readFile(path) > File descriptors") == "file"   # its own heading
     assert heading_name("") == ""
 
 
@@ -57,9 +57,9 @@ def test_query_identifiers(query, min_share, names):
     assert query_identifiers(query, min_share) == names
 
 
-def test_an_exact_heading_wins_over_dotted_suffixes():
+def test_a_heading_names_an_identifier_it_is_or_ends_with():
     assert named_headings({"require", "module.require", "require.cache"}, frozenset({"require"})) == {
-        "require": "require"}
+        "require": "require", "module.require": "require"}
     assert named_headings({"server.keepalivetimeout", "http.server"}, frozenset({"keepalivetimeout"})) == {
         "server.keepalivetimeout": "keepalivetimeout"}
     assert named_headings({"fs.readfile", "fsreadfile"}, frozenset({"readfile"})) == {"fs.readfile": "readfile"}

@@ -191,7 +191,7 @@ def test_wordless_query_still_runs_the_semantic_arm(conn):
 def test_empty_database_answers_no_scope_not_abstained(conn):
     resp = search(conn, SearchRequest("anything", mode="keyword"), "rrf")
     assert not resp.abstained and resp.cause == "no_scope" and resp.results == ()
-    assert resp.reason == "no passage is in scope" and "widen" in resp.hint
+    assert resp.reason == "the database holds no memories yet" and "memo add" in resp.hint
 
 
 @pytest.mark.sqlite_only   # PostgreSQL keeps the keyword index in the passage row: it cannot fall out of step
@@ -205,3 +205,26 @@ def test_index_rows_without_a_passage_are_not_results(conn):
         conn.execute("DELETE FROM passages WHERE pk = ?", (pk,))
     resp = search(conn, SearchRequest("lighthouse", mode="keyword"), "rrf", {})
     assert [r.record_id for r in resp.results] == [keep]
+
+
+def test_a_result_the_semantic_arm_did_not_return_still_has_a_relevance(backend_db):
+    """Issue 32: keyword-only hits showed no relevance.  With the semantic arm cut to one
+    passage, the other results' relevance is their stored vector's cosine with the query."""
+    import memo as _memo
+    from memo.ops import add_record as _add
+    from memo.profile import load_profile as _load
+    from memo.store.db import open_db as _open
+    from memo.types import RecordDraft as _Draft
+
+    db = backend_db
+    c = _open(db, write=True)
+    for text in ("the deploy key rotates weekly", "deploy the service with the key from vault",
+                 "key lime pie recipe with a deploy of whipped cream"):
+        _add(c, _Draft(body=text))
+    c.close()
+    narrow = _load("zscore").with_overrides({"retrieve.fetch_depth": 1}, name="narrow")
+    auto = _memo.search("deploy key", db=db, profile=narrow)
+    assert len(auto.results) >= 2 and all(r.relevance is not None for r in auto.results)
+    assert all(r.band is not None for r in auto.results)
+    keyword = _memo.search("deploy key", db=db, mode="keyword")
+    assert all(r.relevance is None for r in keyword.results)     # nothing embedded the query

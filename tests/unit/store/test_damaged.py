@@ -97,8 +97,10 @@ def test_a_text_file_is_refused_and_left_alone(db_path):
     db_path.write_text("these are my notes, not a database\n" * 20)
     before = _digest(db_path)
     for write in (True, False):
-        with pytest.raises(StoreCorrupt, match="not a SQLite database"):
+        # Not damage (issue 32): the wrong file, said so; no "restore a backup" over it.
+        with pytest.raises(StoreError, match="is not a memo database: not a SQLite database") as info:
             open_db(db_path, write=write)
+        assert not isinstance(info.value, StoreCorrupt)
     assert _digest(db_path) == before
 
 

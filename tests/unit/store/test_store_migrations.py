@@ -90,3 +90,28 @@ def test_default_path_env_and_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("MEMO_DB")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert default_db_path() == tmp_path / "data" / "memo" / "memo.db"
+
+
+def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -> None:
+    """v4 only adds the ext_id indexes writes use: a v3 file (the previous memo's) answers
+    searches as it is, and the first write migrates it."""
+    import sqlite3 as _sqlite3
+
+    import memo
+    from memo.ops import add_record
+    from memo.store.db import open_db as _open
+    from memo.store.migrations import LATEST as _LATEST
+    from memo.types import RecordDraft as _Draft
+
+    db = tmp_path / "old.db"
+    conn = _open(db, write=True)
+    add_record(conn, _Draft(body="the deploy key rotates weekly"))
+    conn.close()
+    raw = _sqlite3.connect(db)
+    raw.executescript("DROP INDEX records_ext_id; DROP INDEX passages_ext; DROP INDEX records_hash; "
+                      "PRAGMA user_version = 3;")
+    raw.close()
+    assert memo.search("deploy key", db=db, mode="keyword").results
+    conn = _open(db, write=True)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == _LATEST
+    conn.close()

@@ -149,3 +149,30 @@ def test_a_writer_that_gives_up_leaves_no_lock_and_no_open_file_behind(db):
     assert len(os.listdir("/proc/self/fd")) <= fds_before - 1   # `other` and the helper's file closed
     with write_tx(conn):
         conn.execute("INSERT INTO t VALUES (4)")
+
+
+def test_a_writer_that_gives_up_in_the_kernel_wait_reports_storebusy_by_name(db):
+    """Issue 33.1: a writer that timed out in the kernel wait surfaced as the private
+    ``_GaveUp`` in ``--json`` and MCP errors; callers must see the public StoreBusy."""
+    import fcntl
+    import os
+
+    conn = connect(db)
+    other = os.open(str(db) + write_queue.SUFFIX, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(StoreBusy) as info, write_queue.writer_turn(conn, time.monotonic() + 0.2):
+            pass
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    assert type(info.value) is StoreBusy, type(info.value)
+    assert info.value.to_dict()["error"] == "StoreBusy"
+
+
+def test_error_documents_never_show_a_private_class_name():
+    class _Private(StoreBusy):
+        pass
+
+    err = _Private("held")
+    assert err.error_name == "StoreBusy" and err.to_dict()["error"] == "StoreBusy"
