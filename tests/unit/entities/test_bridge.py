@@ -1,7 +1,9 @@
 """Issue 29.2: a two-hop chain is reached.  Alice's note names the Lighthouse project, the
 project's note names Kestrel DB, Bruno's note names Kestrel DB: asked how Alice relates to
-Bruno, the default profile returns the bridge ("Lighthouse ... Kestrel DB") in the top 5,
-found by the graph's walks (real pipeline, SQLite; no embedding model in the unit tests)."""
+Bruno, the default profile with the extra graph_bridges on returns the bridge ("Lighthouse
+... Kestrel DB") in the top 5, found by the graph's walks (real pipeline, SQLite; no embedding
+model in the unit tests).  graph_bridges is off in the default: it failed the suite's rule
+(docs/eval.md, issue 29)."""
 
 from __future__ import annotations
 
@@ -22,11 +24,15 @@ OTHER = [f"Unrelated note number {i}: the weather was mild and the garden needed
 QUERY = "How is Alice Moreau related to Bruno Ferreira?"
 
 
-def test_the_bridge_is_in_the_top_5_under_the_default(fresh_db):
+BRIDGES = {"graph.bridge_share": 0.01}
+
+
+def test_the_bridge_is_in_the_top_5_with_graph_bridges(fresh_db):
     ids = [add_record(fresh_db, RecordDraft(body=b)).record_id for b in CHAIN + OTHER]
     keys = {r[0] for r in fresh_db.execute("SELECT key FROM entities WHERE kind != 'initial'")}
     assert keys == {"alice moreau", "lighthouse", "kestrel db", "bruno ferreira"}   # not "Unrelated"
-    r = search(fresh_db, SearchRequest(QUERY, response_format="explain", limit=5), "zscore")
+    r = search(fresh_db, SearchRequest(QUERY, response_format="explain", limit=5),
+               load_profile("zscore").with_overrides(BRIDGES))
     top = [x.passage_id.split(":")[0] for x in r.results]
     assert ids[1] in top[:5]
     bridge = next(x for x in r.results if x.passage_id.startswith(ids[1]))
