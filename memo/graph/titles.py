@@ -22,13 +22,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from scipy import sparse
 
 from memo.graph.cache import MentionGraph
-from memo.text.entities import entity_key, title_name
+from memo.text.entities import title_key
 
 _CHUNK = 500
 
@@ -49,13 +48,6 @@ class TitleIndex:
 
     of_passage: np.ndarray         # passage index -> entity index of its record's title, -1 = none
     passages: sparse.csr_matrix    # (entities, passages): 1 where the passage's record is titled so
-
-
-@lru_cache(maxsize=65536)
-def title_key(title: str | None) -> str | None:
-    """The entity key of a record's title when the title is shaped like a name."""
-    name = title_name(title)
-    return entity_key(name) if name else None
 
 
 def seed_weights(hit_lists: Sequence[Sequence[int]], n: int) -> dict[int, float]:

@@ -36,6 +36,7 @@ import re
 import unicodedata
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memo.text.fts_query import STOP_WORDS
 from memo.text.identifiers import looks_like_identifier
@@ -376,6 +377,13 @@ def title_name(title: str | None) -> str | None:
     while len(words) > 1 and words[0].casefold() in _LEADING:    # "The Flower of Hawaii", as the text names it
         words = words[1:]
     return " ".join(words) if any(w[:1].isupper() for w in words) else None
+
+
+@lru_cache(maxsize=65536)
+def title_key(title: str | None) -> str | None:
+    """The entity key of a record's title when the title is shaped like a name."""
+    name = title_name(title)
+    return entity_key(name) if name else None
 
 
 def _dotted(text: str) -> bool:

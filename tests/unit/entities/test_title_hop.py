@@ -6,14 +6,14 @@ pipeline, SQLite; no embedding model in the unit tests, so the keyword arm's hit
 
 from __future__ import annotations
 
-from memo.graph.titles import seed_weights, title_key
+from memo.graph.titles import seed_weights
 from memo.ops.add import add_record
 from memo.profile import load_profile
 from memo.retrieve import search
 from memo.retrieve.arms.graph import merge_title_hops, title_seed_lists
 from memo.retrieve.arms.semantic import TypedVote
-from memo.retrieve.types import ArmHit
-from memo.retrieve.types import SearchRequest
+from memo.retrieve.types import ArmHit, SearchRequest
+from memo.text.entities import title_key
 from memo.types import RecordDraft
 
 ARTICLES = [
