@@ -91,6 +91,13 @@ KEYS: tuple[Key, ...] = (
     Key("graph.report_floor", "float",
         "report a passage only if its walk mass is at least this x the largest passage mass; 0 = all",
         0.0, 1.0, extra="graph_floor"),
+    Key("graph.bridge_share", "float",
+        "also report a passage (whatever the floor) that at least two walks reach with at least this share of "
+        "their own largest passage mass: a bridge between the seeds; 0 = off", 0.0, 1.0, extra="graph_bridges"),
+    Key("graph.title_hits", "int",
+        "the graph arm also reports passages whose record's title names an entity that one of the keyword and "
+        "semantic arms' first this-many hits mentions (the second hop of a bridge question); 0 = off",
+        0, 100, extra="graph_titles"),
     Key("fact.merge", "choice", "one fact ranking from the keyword and meaning fact lists", choices=FACT_MERGES),
     # --- stage 3: fusion ---------------------------------------------------------------
     Key("fusion.method", "choice", "rrf: sum of weight / (k + rank); minmax: sum of weight x min-max "
@@ -187,6 +194,8 @@ EXTRAS: dict[str, str] = {
     "route_share": "route only when the named entities are a real share of the query",
     "graph_floor": "the graph arm reports only passages with a real share of the walk's mass",
     "adaptive": "stage 3: the keyword arm weighs less on a query its best hit covers little of",
+    "graph_bridges": "the graph arm reports the passages that connect two seeds' walks, however small their mass",
+    "graph_titles": "the graph arm reports the articles whose title the keyword and semantic arms' best hits mention",
 }
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}

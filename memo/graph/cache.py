@@ -57,6 +57,15 @@ class MentionGraph:
             mask[self.order[pos[hit]]] = True
         return mask
 
+    def entity_mask(self, pks: np.ndarray) -> np.ndarray:
+        """Boolean mask over entity indices for these entity pks (absent pks ignored)."""
+        mask = np.zeros(len(self.entity_pks), dtype=bool)
+        for pk in pks.tolist():
+            i = self.entity_index.get(int(pk))
+            if i is not None:
+                mask[i] = True
+        return mask
+
 
 MAX_GRAPHS = 8
 

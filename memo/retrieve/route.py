@@ -27,7 +27,10 @@ phrasing".
      technical term (``term_shaped``: an acronym in capitals, "DNA", or a word holding a
      digit or an inner hyphen, "E4", "N-cadherin"), mentioned in more than
      ``entities.identifier_share`` of the in-scope passages.  Identifiers always count for
-     the exact arm; for routing only when rare.
+     the exact arm; for routing only when rare;
+   * *sentence-initial only*: a capitalised word the store has only ever seen starting a
+     sentence (kind ``initial``, ``memo.text.entities``: "Unrelated note ..."): never
+     written as a name, so it names nothing.
 
    Speakers, ``@handles``, ``#tags``, ``[[wiki]]`` links, explicit entities, fact
    subjects / objects and multi-word capitalised phrases are only subject to *common*.
@@ -202,6 +205,8 @@ def ignored_because(kind: str, name: str, df: int, in_scope: int, word_df: int |
                     identifier_share: float) -> str | None:
     """Why a recognised, not common entity does not count (None: it counts; pure).
     ``word_df``: in-scope passages holding the word in any case (single-word names only)."""
+    if kind == "initial":
+        return "sentence-initial only"
     if kind == "name" and word_df is not None and df < name_share * word_df:
         return "common word"
     if (kind == "identifier" or (kind == "name" and term_shaped(name))) and df > identifier_share * in_scope:

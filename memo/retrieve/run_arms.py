@@ -6,6 +6,10 @@ matrix-vector product, a few milliseconds, and a thread pool's hand-off would co
 as much as it saves on 2 cores (docs/results-log.md "Arms in one thread, the arm-hit cache,
 the candidate fetch").
 
+Each arm's hits go into ``ctx.scratch.hits`` as it finishes, so an arm later in ``ARMS``
+may read those of the arms before it: the graph arm's title hop reads the keyword and
+semantic arms' best (``graph.title_hits``), and declares their keys in its ``reads``.
+
 Failures: a query an arm cannot compile (``QuerySyntaxError``, e.g. "???" has no words)
 only skips that arm; if no arm ran at all, the error reaches the caller.  A model that
 fails mid-query (``ModelUnavailable``) marks the arm degraded.  SQLite errors are store
@@ -53,6 +57,7 @@ def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
             hit = cache.get(key)
             if hit is not None:
                 runs.append(ArmRun(arm.name, True, plan.reason, False, hit[0], hit[1]))
+                ctx.scratch.hits[arm.name] = hit[0]
                 continue
         t0 = time.perf_counter()
         try:
@@ -75,6 +80,7 @@ def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
             if len(cache) >= ARM_CACHE_MAX:
                 cache.clear()
             cache[key] = (run.hits, run.latency_ms)
+        ctx.scratch.hits[arm.name] = run.hits
         runs.append(run)
     if syntax_error is not None and not any(r.ran for r in runs):
         raise syntax_error

@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 
 from memo.store.dialect import is_postgres
-from memo.text.entities import EntityMention, aliases, extract
+from memo.text.entities import EntityMention, aliases, extract, extract_record
 
 DDL = """
 CREATE TABLE entities (
@@ -84,8 +84,22 @@ def _entity_pks(conn: sqlite3.Connection, found: Sequence[EntityMention]) -> lis
                              [(a, pk) for a in aliases(m.key)])
         else:
             pk = int(row[0])
+            if m.kind != INITIAL:
+                confirm(conn, [pk])
         out.append(pk)
     return out
+
+
+INITIAL = "initial"
+
+
+def confirm(conn: sqlite3.Connection, pks: Sequence[int]) -> None:
+    """Entities first seen only as a sentence-initial capitalised word (kind ``initial``)
+    become names once a passage mentions them otherwise (in the store, whatever the order)."""
+    for s in range(0, len(pks), _CHUNK):
+        chunk = list(pks[s:s + _CHUNK])
+        conn.execute(f"UPDATE entities SET kind = 'name' WHERE kind = 'initial' AND pk IN ({','.join('?' * len(chunk))})",
+                     chunk)
 
 
 def _write(conn: sqlite3.Connection, passage_pk: int, found: Sequence[EntityMention], fact_pk: int | None) -> int:
@@ -99,19 +113,40 @@ def _write(conn: sqlite3.Connection, passage_pk: int, found: Sequence[EntityMent
     return len(found)
 
 
+HEADED_KINDS = ("doc", "code")   # kinds whose passage section is a heading path or a symbol
+
+
 def passage_mentions(text: str, speaker: str | None, explicit: Sequence[str] = ()) -> list[EntityMention]:
-    """The entities a passage mentions (its text, its speaker, its record's explicit ones)."""
+    """The entities one passage mentions read alone (its text, its speaker, explicit ones)."""
     return extract(text, speaker=speaker, explicit=explicit)
 
 
+def record_mentions(kind: str, title: str | None, passages: Sequence[tuple[str, str | None, str]],
+                    explicit: Sequence[str] = ()) -> list[list[EntityMention]]:
+    """The entities each passage of one record mentions, the record read as a whole
+    (``memo.text.entities.extract_record``): ``passages`` holds (text, speaker, section) in
+    order; the title is an entity of every passage; a doc's or code's section (heading
+    path, symbol) is read with its passage."""
+    heads = [sec or "" for _, _, sec in passages] if kind in HEADED_KINDS else None
+    return extract_record([t for t, _, _ in passages], speakers=[sp for _, sp, _ in passages],
+                          title=title, headings=heads, explicit=explicit)
+
+
 def index_passage_mentions(conn: sqlite3.Connection, pks: Iterable[int], explicit: Sequence[str] = ()) -> int:
-    """Extract and store the mentions of passages just inserted (caller's transaction)."""
-    n = 0
+    """Extract and store the mentions of passages just inserted (caller's transaction):
+    the passages of each record are read together (``record_mentions``)."""
+    by_record: dict[str, list] = {}
     for pk in pks:
-        row = conn.execute("SELECT text, speaker FROM passages WHERE pk = ?", (pk,)).fetchone()
-        if row is None:
-            continue
-        n += _write(conn, int(pk), passage_mentions(row[0], row[1], explicit), None)
+        row = conn.execute("SELECT p.text, p.speaker, p.section, p.record_id, r.kind, r.title FROM passages p "
+                           "JOIN records r ON r.id = p.record_id WHERE p.pk = ?", (pk,)).fetchone()
+        if row is not None:
+            by_record.setdefault(row[3], []).append((int(pk), row))
+    n = 0
+    for rows in by_record.values():
+        kind, title = rows[0][1][4], rows[0][1][5]
+        found = record_mentions(kind, title, [(r[0], r[1], r[2]) for _, r in rows], explicit)
+        for (pk, _), mentions in zip(rows, found, strict=True):
+            n += _write(conn, pk, mentions, None)
     return n
 
 
@@ -135,7 +170,11 @@ def write_passage_mentions(conn: sqlite3.Connection,
         chunk = keys[s:s + _CHUNK]
         pks.update((key, int(pk)) for pk, key in conn.execute(
             f"SELECT pk, key FROM entities WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+    confirmed = {m.key for _, mentions in found for m in mentions if m.kind != INITIAL}
     new = [m for key, m in first.items() if key not in pks]
+    first = {k: (EntityMention(m.key, m.name, "name", m.count) if m.kind == INITIAL and k in confirmed else m)
+             for k, m in first.items()}
+    new = [first[m.key] for m in new]
     if new:
         # What INSERT without a pk would give, one row after the other: max(pk) + 1.
         base = int(conn.execute("SELECT ifnull(max(pk), 0) FROM entities").fetchone()[0])
@@ -144,6 +183,8 @@ def write_passage_mentions(conn: sqlite3.Connection,
         conn.executemany("INSERT INTO entities(pk, key, name, kind) VALUES (?, ?, ?, ?)", rows)
         conn.executemany("INSERT OR IGNORE INTO entity_aliases(alias, entity_pk) VALUES (?, ?)",
                          [(a, pk) for pk, key, _, _ in rows for a in aliases(key)])
+    fresh = {m.key for m in new}
+    confirm(conn, [pks[k] for k in confirmed if k not in fresh])
     rows_m = [(ppk, pks[m.key], m.count, None) for ppk, mentions in found for m in mentions]
     conn.executemany(
         "INSERT INTO mentions(passage_pk, entity_pk, count, fact_pk) VALUES (?, ?, ?, ?) "

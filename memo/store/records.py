@@ -18,7 +18,7 @@ from memo.store.dialect import is_postgres
 from memo.store.mentions import (
     explicit_entities,
     index_passage_mentions,
-    passage_mentions,
+    record_mentions,
     write_passage_mentions,
 )
 from memo.text.entities import EntityMention
@@ -149,13 +149,14 @@ class DerivedPassage:
     draft: PassageDraft
     tokens: int                           # passage_tokens
     terms: str                            # memo.store.derived.passage_terms
-    mentions: tuple[EntityMention, ...]   # memo.store.mentions.passage_mentions
+    mentions: tuple[EntityMention, ...]   # memo.store.mentions.record_mentions
 
 
 def derive_passages(draft: RecordDraft, passages: Sequence[PassageDraft]) -> tuple[DerivedPassage, ...]:
-    explicit = explicit_entities(draft.meta)
-    return tuple(DerivedPassage(p, passage_tokens(p), passage_terms(p.section, p.text),
-                                tuple(passage_mentions(p.text, p.speaker, explicit))) for p in passages)
+    found = record_mentions(draft.kind, draft.title, [(p.text, p.speaker, p.section) for p in passages],
+                            explicit_entities(draft.meta))
+    return tuple(DerivedPassage(p, passage_tokens(p), passage_terms(p.section, p.text), tuple(m))
+                 for p, m in zip(passages, found, strict=True))
 
 
 @dataclass(frozen=True, slots=True)

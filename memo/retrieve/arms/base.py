@@ -47,6 +47,9 @@ class Scratch:
     embedded: tuple[str, tuple[str, ...]] | None = None   # (text the semantic arm embeds, names left out)
     query_vector: Any = None       # the typed query's unit vector
     own_vector: Any = None         # the embedded text's vector when it is not the typed query
+    # The hits of the arms that already ran, by arm name (memo.retrieve.run_arms): the graph
+    # arm's title hop reads the keyword and semantic arms' best (graph.title_hits).
+    hits: dict[str, tuple[ArmHit, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

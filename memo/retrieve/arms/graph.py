@@ -8,7 +8,8 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
 4. Mask, before top-k: passages inside the scope (the same WHERE as every arm: live
    filter or as_of, namespaces, kinds, ...; cached per connection until the data
    changes); entities that are common in the scope (``entities.common_share`` of the
-   in-scope passages) carry no walk.  The walks never enter a masked node.
+   in-scope passages) and entities only ever seen starting a sentence (kind ``initial``)
+   carry no walk.  The walks never enter a masked node.
 5. One walk per seed (``memo.graph.ppr``): local push (``push_walk``, ``graph.epsilon``:
    touches only the seed's neighbourhood), or with ``graph.epsilon = 0`` the exact power
    iteration over the whole graph (``walk``, its own iteration cap and tolerance);
@@ -16,10 +17,24 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    it, in seed
    order (by linearity, the one walk HippoRAG runs from all seeds at once, times the
    number of seeds).  ``votes`` holds each walk's mass (``why``), which sum to raw.
-6. Reported: passages with mass > 0 and at least ``graph.report_floor`` times the largest
-   passage mass of the search (before the next rule: usually a seed's own passage) that
-   do not mention every seed directly (those are the entity arm's), best first, ties by
-   pk, at most ``fetch_depth``.
+6. Reported: passages with mass > 0 that do not mention every seed directly (those are
+   the entity arm's; the seed's rule) and either hold at least ``graph.report_floor``
+   times the largest passage mass of the search (usually a seed's own passage) or are a
+   *bridge* (``graph.bridge_share`` > 0): at least two walks each put on it at least
+   that share of their own largest passage mass (issue 29: "Lighthouse ... Kestrel DB"
+   between a note naming Alice and one naming Bruno holds 0.037 against 0.31 for a
+   seed's own note, yet 5-7% of each walk's top; passages reached through one seed's
+   own note get under 0.5% of the other walk's).  Best first (raw), ties by pk, at most
+   ``fetch_depth``.
+7. Title hop (``graph.title_hits`` > 0, extra ``graph_titles``, issue 29.3;
+   ``memo.graph.titles``): the passages whose record's title is an entity that one of the
+   keyword and semantic arms' first ``title_hits`` hits mentions (seed weight: 1/rank in
+   each arm; a semantic hit below the model's semantic_floor seeds nothing), never the
+   hit's own article.  The second passage of a bridge question shares few words with it
+   but is the article about a thing the first one names: this adds candidates no other
+   arm found.  With the hop on, the arm runs on every auto search (not only routed ones);
+   its score is put on the walk's scale (``merge_title_hops``) and its votes name the
+   entity each hop went through.
 """
 
 from __future__ import annotations
@@ -28,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
-from memo.retrieve.arms.shared import plan_routed, routed
+from memo.retrieve.arms.shared import AUTO_ONLY, plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
 from memo.retrieve.scope import scope_counts
@@ -70,44 +85,111 @@ def in_scope_pks(ctx: ArmContext) -> np.ndarray:
     return hit
 
 
+def unconfirmed_pks(ctx: ArmContext) -> np.ndarray:
+    """Entities only ever seen as a sentence-initial capitalised word (kind ``initial``,
+    ``memo.text.entities``): they carry no walk (they name nothing)."""
+    import numpy as np
+
+    rows = ctx.conn.execute("SELECT pk FROM entities WHERE kind = 'initial'").fetchall()
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
+def bridges(mass: np.ndarray, share: float) -> np.ndarray:
+    """Per passage, how many walks put on it at least ``share`` of their own largest passage
+    mass (pure; ``mass``: passages x walks).  A passage two walks reach so is a bridge
+    between their seeds (graph.bridge_share): its mass is small next to a seed's own
+    passage, but each walk reaches it through a distinctive entity."""
+    import numpy as np
+
+    top = mass.max(axis=0) if len(mass) else np.zeros(mass.shape[1])
+    rel = np.divide(mass, top, out=np.zeros_like(mass), where=top > 0)
+    return (rel >= share).sum(axis=1)
+
+
+# The arms whose first hits seed the title hop (graph.title_hits); they run before this one
+# (memo.retrieve.arms.ARMS), and their hits depend on the keys below, which this arm
+# therefore reads too (the arm-hit cache keys its hits by them).
+TITLE_HOP_ARMS = ("keyword", "semantic")
+
+
 class GraphArm:
     name = "graph"
     evidence = frozenset({"structural"})
-    reads = ("retrieve.fetch_depth", "entities", "graph")
+    reads = ("retrieve.fetch_depth", "entities", "graph", "retrieve.keyword_section_weight", "index")
 
     def weigh(self, ev: Any) -> VoteEvidence:
         return default_weigh(self.evidence, ev)
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
-        return plan_routed(ctx)
+        plan = plan_routed(ctx)
+        if not plan.runs and ctx.mode == AUTO_ONLY and ctx.profile is not None and ctx.profile.graph.title_hits > 0:
+            return ArmPlan(runs=True, reason=f"{plan.reason}; title hop from the best keyword and semantic hits")
+        return plan
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
+        if ctx.profile is None:
+            return []
         decision = routed(ctx)
-        if not decision.fired or ctx.profile is None:
+        cfg = ctx.profile.graph
+        if not decision.fired and cfg.title_hits <= 0:
             return []
         import numpy as np
 
         from memo.graph.cache import mention_graph
-        from memo.graph.ppr import push_walk, transitions, walk
 
         graph = mention_graph(ctx.conn, ctx.services.graph_cache)
-        seeds = [(graph.entity_index[e.pk], e) for e in decision.distinctive if e.pk in graph.entity_index]
-        if not seeds:
-            return []
         # The masked, normalised transitions depend only on the graph and the scope: cached
         # per connection until the data changes.
         cache = conn_cache(ctx.conn).setdefault("graph_mask", {})
         key = (graph.epoch, graph.seq, ctx.scope_sql.where, ctx.scope_sql.params)
         masks = cache.get(key)
         if masks is None:
+            from memo.graph.ppr import transitions
+
             p_mask = graph.passage_mask(in_scope_pks(ctx))
             in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
             df = graph.WT @ p_mask.astype(np.float64)
             cfg_e = ctx.profile.entities
             e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
+            e_mask &= ~graph.entity_mask(unconfirmed_pks(ctx))
             if len(cache) > 64:
                 cache.clear()
-            masks = cache[key] = transitions(graph.W, graph.WT, p_mask, e_mask)
+            masks = cache[key] = (transitions(graph.W, graph.WT, p_mask, e_mask), p_mask)
+        rows = self._walk(ctx, graph, masks[0], decision) if decision.fired else []
+        if cfg.title_hits > 0:
+            rows = merge_title_hops(rows, self._title_hops(ctx, graph, masks))
+        rows.sort(key=lambda t: (-t[0], t[1]))
+        return [ArmHit(pk=pk, rank=rank, raw=raw, votes=votes)
+                for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1)]
+
+    @staticmethod
+    def _title_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
+        from memo.graph.titles import seed_weights, title_hop, title_index
+
+        n = ctx.profile.graph.title_hits
+        # A semantic hit abstention rule 1 would drop (every cosine below the model's
+        # semantic_floor) seeds nothing: else an off-topic query's weak neighbours would
+        # hand structural votes, which abstention keeps, to the articles they name.
+        svc = ctx.services.semantic
+        bands = ctx.profile.models.get(getattr(svc, "model_id", None)) if svc is not None else None
+        floor = bands.semantic_floor if bands is not None else None
+        seeds = seed_weights(title_seed_lists(ctx.scratch.hits, floor), n)
+        cache = conn_cache(ctx.conn).setdefault("graph_titles", {})
+        titles = cache.get((graph.epoch, graph.seq))
+        if titles is None:
+            cache.clear()
+            titles = cache[(graph.epoch, graph.seq)] = title_index(ctx.conn, graph)
+        hops = title_hop(ctx.conn, graph, titles, seeds, masks[1], masks[0].entity_mask)
+        return [(h.score, int(graph.passage_pks[h.index]), tuple(GraphVote(k, nm, w) for k, nm, w in h.via))
+                for h in hops[:ctx.fetch_depth]]
+
+    @staticmethod
+    def _walk(ctx: ArmContext, graph: Any, masks: Any, decision: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
+        import numpy as np
+
+        from memo.graph.ppr import push_walk, walk
+
+        seeds = [(graph.entity_index[e.pk], e) for e in decision.distinctive if e.pk in graph.entity_index]
         # A seed the transitions mask out (an entity with no allowed passage, or common in
         # this scope by the graph's own count) starts no walk: the walks' columns are the
         # seeds kept, in order, and each vote below names the seed of its column.
@@ -131,13 +213,15 @@ class GraphArm:
         # times the largest passage mass of the walks (the seeds' own passages included).
         floor = cfg.report_floor * float(total.max()) if len(total) else 0.0
         total[direct] = 0.0
-        candidates = np.flatnonzero((total > 0) & (total >= floor))
+        keep = (total > 0) & (total >= floor)
+        if cfg.bridge_share > 0 and mass.shape[1] >= 2 and len(total):
+            keep |= (total > 0) & (bridges(mass, cfg.bridge_share) >= 2)
+        candidates = np.flatnonzero(keep)
         if not len(candidates):
             return []
         if len(candidates) > ctx.fetch_depth * 2:
             keep = np.argpartition(-total[candidates], ctx.fetch_depth * 2)[:ctx.fetch_depth * 2]
             candidates = candidates[keep]
-        out = []
         rows = []
         for idx in candidates.tolist():
             votes = tuple(GraphVote(e.key, e.name, float(mass[idx, j])) for j, (_, e) in enumerate(seeds))
@@ -146,6 +230,34 @@ class GraphArm:
                 raw += v.mass
             rows.append((raw, int(graph.passage_pks[idx]), votes))
         rows.sort(key=lambda t: (-t[0], t[1]))
-        for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1):
-            out.append(ArmHit(pk=pk, rank=rank, raw=raw, votes=votes))
-        return out
+        return rows[:ctx.fetch_depth]
+
+
+def title_seed_lists(hits: dict[str, tuple[ArmHit, ...]], floor: float | None) -> list[list[int]]:
+    """The passage pks, best first, of each arm whose hits seed the title hop
+    (``TITLE_HOP_ARMS``); semantic hits whose every cosine is below ``floor`` left out (pure)."""
+    lists = []
+    for arm in TITLE_HOP_ARMS:
+        got = hits.get(arm, ())
+        if arm == "semantic" and floor is not None:
+            got = tuple(h for h in got if max((h.raw, *(v.cosine for v in h.votes))) >= floor)
+        lists.append([h.pk for h in got])
+    return lists
+
+
+def merge_title_hops(walked: list[tuple[float, int, tuple]], hops: list[tuple[float, int, tuple]]) \
+        -> list[tuple[float, int, tuple]]:
+    """One list from the walk's passages and the title hop's (pure).  A hop's score (sum of
+    1/rank of the hits pointing to it) is put on the walk's scale: the best hop ties with
+    the best walked passage (1.0 when no walk ran), so z-score and min-max fusion see one
+    spread; a passage both found adds the two, its votes the walk's then the hop's."""
+    if not hops:
+        return list(walked)
+    top_walk = max((r for r, _, _ in walked), default=0.0) or 1.0
+    top_hop = max(r for r, _, _ in hops)
+    by_pk = {pk: (raw, votes) for raw, pk, votes in walked}
+    for raw, pk, votes in hops:
+        scaled = top_walk * raw / top_hop
+        old = by_pk.get(pk)
+        by_pk[pk] = (scaled, votes) if old is None else (old[0] + scaled, old[1] + votes)
+    return [(raw, pk, votes) for pk, (raw, votes) in by_pk.items()]

@@ -77,7 +77,7 @@ def embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:
 def _embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:
     if ctx.profile is None or not ctx.profile.entities.strip_common:
         return ctx.query, ()
-    common = [e for e in routed(ctx).entities if e.common]
+    common = [e for e in routed(ctx).entities if e.common and written_as_name(ctx.query, e.span)]
     if not common:
         return ctx.query, ()
     text = strip_spans(ctx.query, [e.span for e in common])
@@ -87,6 +87,19 @@ def _embedded_text(ctx: ArmContext) -> tuple[str, tuple[str, ...]]:
 
 
 _WORD = re.compile(r"\w")
+
+
+def written_as_name(query: str, span: str) -> bool:
+    """Does ``query`` write the words ``span`` (case-folded) capitalised, as a name (pure)?
+    "What did Caroline paint?" names a speaker; "make git blame skip ..." uses a word that
+    the corpus also holds as a name ("GIT" in every release-notes heading of git's), and
+    that word says which passages answer: ``strip_common`` leaves it in the embedded query
+    (relnotes train: 0.7449 with "git" stripped, 0.7771 kept)."""
+    words = span.split()
+    if not words:
+        return False
+    pattern = r"(?<!\w)" + r"\W+".join(re.escape(w) for w in words) + r"(?!\w)"
+    return any(m.group(0)[:1].isupper() for m in re.finditer(pattern, query, flags=re.IGNORECASE))
 
 
 def strip_spans(query: str, spans: list[str]) -> str:

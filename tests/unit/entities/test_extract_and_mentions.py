@@ -7,7 +7,7 @@ from memo.ops.add import add_record
 from memo.ops.facts import add_fact, forget_facts, supersede_fact
 from memo.ops.maintenance import reindex
 from memo.ops.records import forget, purge
-from memo.text.entities import entity_key, extract
+from memo.text.entities import entity_key, extract, extract_record
 from memo.types import FactDraft, RecordDraft
 
 
@@ -18,8 +18,42 @@ def keys(text: str, **kw) -> dict[str, str]:
 def test_names_and_function_words():
     got = keys("Caroline: I went to the LGBTQ support group with Melanie. Yesterday it was great! "
                "What did John Smith's dog do? We saw the Lord of the Rings in New York in May.")
-    assert got == {"caroline": "name", "lgbtq": "name", "melanie": "name", "john smith": "name",
+    # "Caroline" only starts a sentence here: kind "initial" (a name once the store sees it as one)
+    assert got == {"caroline": "initial", "lgbtq": "name", "melanie": "name", "john smith": "name",
                    "lord of the rings": "name", "new york": "name"}
+    assert keys("Caroline met Melanie. Then Caroline left.", speaker="Caroline")["caroline"] == "speaker"
+
+
+def test_sentence_initial_words_need_the_record_or_the_store():
+    """Issue 29.1: a capitalised word that only starts sentences is not a name ("Unrelated
+    note ..."); one the record also writes inside a sentence, its title or a speaker is;
+    a sentence-initial common word is not part of a multi-word name."""
+    assert keys("Unrelated note number 3: the weather was mild.") == {"unrelated": "initial"}
+    assert keys("Paris is large. We went to Paris.") == {"paris": "name"}
+    assert keys("When Alice Moreau arrived, everyone cheered.") == {"alice moreau": "name"}
+    (first, second) = extract_record(["Gallu is a demon.", "Lilu is another. Gallu and Lilu met."], title="Gallu")
+    assert {m.key: m.kind for m in first} == {"gallu": "name"}
+    assert {m.key: m.kind for m in second} == {"gallu": "name", "lilu": "name"}
+
+
+def test_title_heading_and_surname_aliases():
+    (p,) = extract_record(["Moreau wrote the release notes. Alice Moreau's team shipped it."],
+                          title="Kestrel DB", headings=["Storage Engines > net/http"])
+    got = {m.key: m.count for m in p}
+    assert got["kestrel db"] == 1 and got["alice moreau"] == 2      # the surname alone is her
+    assert "moreau" not in got and got["storage engines"] == 1 and got["net/http"] == 1   # the heading path
+    # two names share the surname in the record: "Smith" alone stays ambiguous (linked to neither)
+    (q,) = extract_record(["Smith arrived. John Smith and Jane Smith left."])
+    assert {m.key: m.kind for m in q}["smith"] == "name"          # its own entity, not either full name
+
+
+def test_initial_entities_are_confirmed_by_a_later_mention(fresh_db):
+    add_record(fresh_db, RecordDraft(body="Bob lives in Paris with Carol."))
+    kind = dict(fresh_db.execute("SELECT key, kind FROM entities").fetchall())
+    assert kind["bob"] == "initial"
+    add_record(fresh_db, RecordDraft(body="Alice met Bob in Paris."))
+    kind = dict(fresh_db.execute("SELECT key, kind FROM entities").fetchall())
+    assert kind["bob"] == "name"
 
 
 def test_markers_identifiers_speaker_explicit():

@@ -1,4 +1,4 @@
-"""The ingest speed-ups of issue 16.4 change no answer: entity extraction against the
+"""The ingest speed-ups of issue 16.4 change no answer: the seed's entity extraction (extract_seed: no record context) against the
 frozen copy of the word-by-word extractor (entities_v1.py), exact-arm terms against the
 token-by-token encoding, the markdown heading pre-check against the parser.  Inputs:
 SciFact abstracts, LoCoMo turns, the markdown sample documents, and seeded random strings
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memo.ingest import markdown_parse
-from memo.text.entities import extract
+from memo.text.entities import extract_seed as extract
 from memo.text.identifiers import encode_token, exact_terms, identifier_tokens
 
 from . import entities_v1

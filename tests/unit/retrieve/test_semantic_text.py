@@ -9,7 +9,7 @@ from retrieve_helpers import FakeSemantic
 
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.retrieve.arms.shared import strip_spans
+from memo.retrieve.arms.shared import strip_spans, written_as_name
 from memo.store.connect import write_tx
 from memo.store.records import insert_record
 from memo.types import PassageDraft, RecordDraft
@@ -69,6 +69,21 @@ def test_common_names_are_left_out_of_the_embedded_query_and_the_trace_says_so(c
     # nothing but the name: embedded as typed
     texts, _ = _semantic(chat, "Nate", profile)
     assert texts == ["Nate"]
+
+
+def test_a_common_name_written_as_a_word_stays(chat):
+    """Issue 29: "git" in a question over git's release notes is a word that says which
+    passages answer, although the corpus holds "GIT" as a common name; only a name the
+    query writes capitalised is left out."""
+    texts, reason = _semantic(chat, "what are nate's favorite desserts?", load_profile("zscore"))
+    assert texts == ["what are nate's favorite desserts?"] and "without" not in reason
+
+
+@pytest.mark.parametrize(("query", "span", "named"), [
+    ("What did Caroline paint?", "caroline", True), ("make git blame skip", "git", False),
+    ("Jon Snow said", "jon snow", True), ("what is jon snow's dog", "jon snow", False), ("no", "", False)])
+def test_written_as_name(query, span, named):
+    assert written_as_name(query, span) is named
 
 
 def test_a_name_that_is_not_common_stays(conn):
