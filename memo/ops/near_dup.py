@@ -90,15 +90,20 @@ def similarity(a: list[str], b: list[str], at_least: float = 0.0) -> float:
     return matcher.ratio()
 
 
+def _keyword_context(conn: sqlite3.Connection, text: str, namespace: str, profile: Any) -> ArmContext:
+    """A keyword search for ``text`` in its namespace: where notes and facts find candidates."""
+    scope = Scope(namespaces=(namespace,))
+    return ArmContext(conn=conn, query=clip_query(text), mode="keyword", scope_sql=build_scope_sql(scope),
+                      fetch_depth=CANDIDATES * 4, scope=scope, profile=profile)
+
+
 def find_near_duplicate(conn: sqlite3.Connection, draft: RecordDraft, threshold: float,
                         profile: Any = None) -> NearDuplicate | None:
     """The live record of ``draft``'s namespace most like it, if at least ``threshold``."""
     mine = words(draft.body)
     if not mine:
         return None
-    scope = Scope(namespaces=(draft.namespace,))
-    ctx = ArmContext(conn=conn, query=clip_query(draft.body), mode="keyword", scope_sql=build_scope_sql(scope),
-                     fetch_depth=CANDIDATES * 4, scope=scope, profile=profile)
+    ctx = _keyword_context(conn, draft.body, draft.namespace, profile)
     try:
         with read_tx(conn):
             hits = KeywordArm().run(ctx)
@@ -125,9 +130,7 @@ def find_near_fact(conn: sqlite3.Connection, draft: FactDraft, threshold: float,
     mine = words(draft.text)
     if not mine:
         return None
-    scope = Scope(namespaces=(draft.namespace,))
-    ctx = ArmContext(conn=conn, query=clip_query(draft.text), mode="keyword", scope_sql=build_scope_sql(scope),
-                     fetch_depth=CANDIDATES * 4, scope=scope, profile=profile)
+    ctx = _keyword_context(conn, draft.text, draft.namespace, profile)
     try:
         match = keyword_match(draft.text)
         with read_tx(conn):
