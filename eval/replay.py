@@ -33,6 +33,7 @@ import numpy as np
 
 from memo.errors import DatasetError
 from memo.retrieve.services import ArmServices
+from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
 from memo_eval.grid import RunSpec
@@ -115,19 +116,22 @@ def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], l
                         mode=spec.mode, limit=min(EVAL_LIMIT, profile.limit.max), max_tokens=EVAL_MAX_TOKENS,
                         response_format="explain", now=q.now)
     conn = _W["conn"]
-    before = _arm_cache(conn) if services.arm_cache else None
-    n_before = len(before) if before is not None else 0
-    t0 = time.perf_counter()
-    resp = search(conn, req, profile, services)
-    wall = (time.perf_counter() - t0) * 1000.0
-    fresh: set[str] | None = None
-    if before is not None:
-        after = _arm_cache(conn)
-        if after is before and len(after) >= n_before:
-            new = len(after) - n_before
-            fresh = {key[0] for key in itertools.islice(reversed(after), new)} if new else set()
-        else:                  # emptied (full) or replaced (data changed): every entry is this search's
-            fresh = {key[0] for key in after}
+    # One read snapshot around the search and the arm-cache bookkeeping: the search's own
+    # read_tx joins it, and the per-connection caches read the data version once.
+    with read_tx(conn):
+        before = _arm_cache(conn) if services.arm_cache else None
+        n_before = len(before) if before is not None else 0
+        t0 = time.perf_counter()
+        resp = search(conn, req, profile, services)
+        wall = (time.perf_counter() - t0) * 1000.0
+        fresh: set[str] | None = None
+        if before is not None:
+            after = _arm_cache(conn)
+            if after is before and len(after) >= n_before:
+                new = len(after) - n_before
+                fresh = {key[0] for key in itertools.islice(reversed(after), new)} if new else set()
+            else:              # emptied (full) or replaced (data changed): every entry is this search's
+                fresh = {key[0] for key in after}
     return _query_row(q, resp, wall, fresh), _result_rows(q, resp)
 
 

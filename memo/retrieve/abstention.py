@@ -69,11 +69,13 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
         return list(ranked), []
     floor = semantic_floor
     kept, dropped = [], []
-    for c in ranked:
-        if all(_weak_semantic(weigh(name, ev), floor) for name, ev in c.arms.items()):
-            dropped.append(c.pk)
+    for c in ranked:                # a plain loop: this runs for every candidate of every search
+        for name, ev in c.arms.items():
+            if not _weak_semantic(weigh(name, ev), floor):
+                kept.append(c)
+                break
         else:
-            kept.append(c)
+            dropped.append(c.pk)
     return kept, dropped
 
 
@@ -81,7 +83,7 @@ def _weak_semantic(v: VoteEvidence, floor: float) -> bool:
     """Is this vote only a similarity (of the passage or of its facts) below the floor?"""
     if v.lexical or v.structural or v.fact_ids:
         return False
-    cosines = (*v.cosines, *v.fact_cosines)
+    cosines = v.cosines + v.fact_cosines if v.fact_cosines else v.cosines
     return bool(cosines) and max(cosines) < floor
 
 

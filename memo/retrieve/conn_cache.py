@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from memo.store.connect import snapshot_data_version
 from memo.store.dialect import is_postgres
 from memo.store.postgres.tx import generation
 
@@ -27,8 +28,11 @@ def conn_cache(conn: sqlite3.Connection) -> dict[str, Any]:
     """A dict private to ``conn`` and to the current state of its data."""
     if is_postgres(conn):   # the data generation every write moves (memo.store.postgres.tx)
         state = (generation(conn), conn.total_changes)
-    else:
-        state = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    else:   # inside a search's read snapshot the version was read once (memo.store.connect.read_tx)
+        version = snapshot_data_version(conn)
+        if version is None:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+        state = (version, conn.total_changes)
     entry = _ENTRIES.get(id(conn))
     if entry is not None and entry[0] is conn and entry[1] == state:
         return entry[2]

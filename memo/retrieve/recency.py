@@ -20,7 +20,12 @@ from memo.retrieve.rescore import Rescored, RescoreInput
 from memo.retrieve.types import Candidate, Factor
 
 
+@lru_cache(maxsize=65536)
 def parse_ts(text: str | None) -> datetime | None:
+    """A stored ISO date as an aware datetime (UTC when naive); None when absent or not a
+    date.  Cached: results + why and recency ask it for every dated candidate, and eval
+    replay asks the same dates in every run of a grid (``now`` differs per query, so the
+    age itself is not worth caching)."""
     if not text:
         return None
     try:
@@ -30,11 +35,8 @@ def parse_ts(text: str | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
-@lru_cache(maxsize=65536)
 def age_days(when: str | None, now: datetime) -> float | None:
-    """Days from ``when`` to ``now`` (0 when later; None when undated).  Cached: results
-    + why ask it for every dated result, and eval replay asks the same (date, now) pairs
-    in every run of a grid."""
+    """Days from ``when`` to ``now`` (0 when later; None when undated)."""
     moment = parse_ts(when)
     if moment is None:
         return None

@@ -23,7 +23,7 @@ from memo.profile import ModelBands
 from memo.retrieve.abstention import Weigh, relevance
 from memo.retrieve.fetch import PassageRow
 from memo.retrieve.recency import age_days
-from memo.retrieve.types import ArmWhy, Candidate, Meta, Result, Why
+from memo.retrieve.types import Candidate, Meta, new_arm_why, new_result, new_why
 
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
@@ -56,17 +56,16 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                 age = ages[when]
             else:
                 age = ages[when] = _round(age_days(when, now))
-            why = Why(
-                arms={name: ArmWhy(ev.rank, ev.raw, ev.contribution, ev.votes or None)
-                      for name, ev in c.arms.items()},
-                fused=c.fused, factors=c.factors, final=c.score, relevance=rel, band=band, tiebreak=c.tiebreak,
-                provenance={"source": row.source, "author": row.author, "import_path": row.import_path,
-                            "recorded_at": row.recorded_at, "content_hash": row.content_hash},
-                freshness={"event_at": row.p_event_at or row.r_event_at, "age_days": age,
-                           "ages": m.kind in aging_kinds},
-                fusion=fusion)
-        out.append(Result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
-                          c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
+            # Positional, in field order (memo.retrieve.types.new_*: the hot constructors).
+            why = new_why(
+                {name: new_arm_why(ev.rank, ev.raw, ev.contribution, ev.votes or None) for name, ev in c.arms.items()},
+                c.fused, c.factors, c.score, rel, band, c.tiebreak,
+                {"source": row.source, "author": row.author, "import_path": row.import_path,
+                 "recorded_at": row.recorded_at, "content_hash": row.content_hash},
+                {"event_at": row.p_event_at or row.r_event_at, "age_days": age, "ages": m.kind in aging_kinds},
+                fusion)
+        out.append(new_result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
+                              c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
     return tuple(out)
 
 

@@ -218,3 +218,27 @@ class SearchResponse:
     truncated: int
     narrow_hint: dict[str, Any] | None
     trace: Trace
+
+
+# --- fast construction for the hot records ------------------------------------------------
+def _positional_new(cls: type) -> Any:
+    """A constructor taking every field of the frozen, slotted dataclass ``cls`` positionally
+    (in field order, no defaults) that builds the same object as ``cls(...)``, about twice as
+    fast: the dataclass's ``__init__`` goes through the frozen guard (``object.__setattr__``
+    looked up per field); this sets each slot through its descriptor, bound once.  Results
+    + why builds three of these per result and eval replay asks for 100 results a search
+    (docs/eval.md "What a grid costs"); tests/unit/retrieve/test_types_fast.py holds that
+    both constructors give equal objects."""
+    names = cls.__slots__
+    args = ", ".join(f"a{i}" for i in range(len(names)))
+    body = "".join(f"    s{i}(o, a{i})\n" for i in range(len(names)))
+    src = f"def new_{cls.__name__}({args}):\n    o = make(cls)\n{body}    return o\n"
+    scope: dict[str, Any] = {"make": object.__new__, "cls": cls,
+                             **{f"s{i}": getattr(cls, n).__set__ for i, n in enumerate(names)}}
+    exec(src, scope)   # noqa: S102  (generated from the class's own slot names, nothing external)
+    return scope[f"new_{cls.__name__}"]
+
+
+new_arm_why = _positional_new(ArmWhy)
+new_why = _positional_new(Why)
+new_result = _positional_new(Result)

@@ -432,6 +432,18 @@ def _write_tx(conn: sqlite3.Connection, deadline: float) -> Iterator[sqlite3.Con
             raise store_error_from(exc, "commit (rolled back)", path=db_path_of(conn)) from exc
 
 
+# id(conn) -> (conn, PRAGMA data_version) while ``read_tx`` holds a snapshot on conn (the
+# connection is held so its id cannot be reused while the entry lives).
+_SNAPSHOT_VERSION: dict[int, tuple[sqlite3.Connection, int]] = {}
+
+
+def snapshot_data_version(conn: sqlite3.Connection) -> int | None:
+    """``PRAGMA data_version`` of the read snapshot ``read_tx`` holds on ``conn``, read when
+    the snapshot began; None outside one (ask the connection)."""
+    entry = _SNAPSHOT_VERSION.get(id(conn))
+    return entry[1] if entry is not None and entry[0] is conn else None
+
+
 @contextmanager
 def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One read snapshot: every statement inside sees the same committed state.
@@ -453,6 +465,10 @@ def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         conn.execute("BEGIN")
         conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+        # The snapshot's data version, read once: per-connection caches (memo.retrieve.
+        # conn_cache) key on it, and a search asked PRAGMA data_version ~10 times (a tenth of
+        # an eval replay's time per search) for a value that cannot move inside the snapshot.
+        _SNAPSHOT_VERSION[id(conn)] = (conn, conn.execute("PRAGMA data_version").fetchone()[0])
     except sqlite3.OperationalError as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -478,5 +494,6 @@ def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise corrupt from err
         raise
     finally:
+        _SNAPSHOT_VERSION.pop(id(conn), None)
         # A read transaction commits nothing; ROLLBACK also ends it if a write slipped in.
         _rollback(conn)

@@ -113,3 +113,35 @@ def test_stored_cosines_are_read_once_per_query_vector_with_the_arm_cache(conn, 
     again = search(conn, req, load_rrf_k(20), services)
     assert len(asked) == 1
     assert {r.pk: r.relevance for r in first.results} == {r.pk: r.relevance for r in again.results}
+
+
+def test_cache_reads_the_data_version_once_per_snapshot(tmp_path):
+    """Inside a search's read snapshot the per-connection caches key on the data version
+    read when the snapshot began (memo.store.connect.snapshot_data_version), not on a new
+    PRAGMA per lookup; outside one they ask the connection, and a commit by another
+    connection still empties them."""
+    from memo.store.connect import read_tx, snapshot_data_version
+    from memo.store.db import open_db
+
+    conn = open_db(tmp_path / "memo.db")     # SQLite's data_version (PostgreSQL: its generation)
+    _corpus(conn)
+    asked: list[str] = []
+    # FTS5 runs its own "-- PRAGMA 'main'.data_version" inside its queries: not ours
+    conn.set_trace_callback(lambda sql: asked.append(sql) if sql.startswith("PRAGMA data_version") else None)
+    try:
+        assert snapshot_data_version(conn) is None
+        with read_tx(conn):
+            version = snapshot_data_version(conn)
+            assert isinstance(version, int)
+            n = len(asked)
+            for _ in range(5):
+                conn_cache(conn)
+            assert len(asked) == n                       # no PRAGMA per lookup inside
+        assert snapshot_data_version(conn) is None      # gone with the snapshot
+        conn_cache(conn)
+        assert len(asked) == n + 1                      # outside: asked again
+        search(conn, SearchRequest("pool filter", now=NOW), "rrf")
+        assert len(asked) == n + 2                      # a whole search: once, at its snapshot
+    finally:
+        conn.set_trace_callback(None)
+        conn.close()
