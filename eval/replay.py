@@ -184,6 +184,7 @@ _N = len(RESULT_FIELDS)
 _HEAD = ("run_id", "qid", "rank", "passage_id", "pk", "record_id", "doc_id", "namespace", "kind",
          "score", "fused", "factors", "final", "tiebreak", "relevance", "band", "tokens")
 _TAIL = _N - len(_HEAD)                  # arm columns + relevant
+_TAIL_NONES = (None,) * _TAIL
 _ARM_COLS = {arm: RESULT_INDEX[f"{arm}_rank"] for arm in ARM_NAMES}   # then _raw, _contribution
 if RESULT_FIELDS[:len(_HEAD)] != _HEAD or any(
         RESULT_FIELDS[i:i + 3] != (f"{a}_rank", f"{a}_raw", f"{a}_contribution") for a, i in _ARM_COLS.items()):
@@ -206,7 +207,7 @@ def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
                    r.kind, float(r.score), float(why.fused),
                    [{"name": f.name, "value": float(f.value), "label": f.label} for f in why.factors],
                    float(why.final), float(why.tiebreak), r.relevance, r.band, int(r.tokens)]
-            row.extend([None] * _TAIL)
+            row.extend(_TAIL_NONES)
             for arm, ev in why.arms.items():
                 i = _ARM_COLS.get(arm)
                 if i is not None:

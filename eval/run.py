@@ -115,10 +115,16 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
     """Per-query metrics (unit rankings de-duplicated) and the run's aggregate."""
     qi, di = RESULT_INDEX["qid"], RESULT_INDEX["doc_id"]
     ranked: dict[str, list[str]] = {}
+    seen: dict[str, set[str]] = {}        # membership in O(1): 100 units a query, every run of a grid
     for r in out.results:
-        lst = ranked.setdefault(r[qi], [])
-        if r[di] not in lst:
-            lst.append(r[di])
+        q, d = r[qi], r[di]
+        had = seen.get(q)
+        if had is None:
+            had = seen[q] = set()
+            ranked[q] = []
+        if d not in had:
+            had.add(d)
+            ranked[q].append(d)
     perq = M.per_query(es.qrels, ranked)
     answerable = {q.qid: q.answerable for q in es.queries}
     abstained = {q["qid"]: q["abstained"] for q in out.queries}
