@@ -10,7 +10,8 @@ traces hold the why columns for every result.
 
 Workers ask the pipeline for its arm-hit cache (``memo.retrieve.run_arms``): a grid varies
 fusion/recency constants, never what the arms return, so each arm runs once per query
-per worker instead of once per run.  ``MEMO_EVAL_ARM_CACHE=0`` turns it off (to time the
+instead of once per run: a task takes a few queries through every run of its group
+(``plan_tasks``), so one worker sees all of a query's runs.  ``MEMO_EVAL_ARM_CACHE=0`` turns it off (to time the
 arms themselves in every run).  Each query row says which arms were served from the cache
 (``<arm>_cached``, ``arm_cached``): such a search's latency is not a real search's, so its
 arm latency is null and the latency of the search that produced the hits is kept apart
@@ -41,7 +42,10 @@ from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
-CHUNK = 24                      # queries per task: small enough to balance, big enough to amortise IPC
+CHUNK = 24                      # searches per task: small enough to balance, big enough to amortise IPC
+# Runs replayed together (a task takes a chunk of queries through all of them): at most
+# this many result rows of a group are held before its runs are scored and written.
+GROUP_ROWS_MAX = 2_000_000
 
 Tick = Callable[[int], None]
 
@@ -66,7 +70,10 @@ _W: dict[str, Any] = {}
 GC_THRESHOLDS = (50_000, 20, 20)
 
 
-def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
+def _init_worker(cfg: ReplayConfig, barrier: Any = None, keyword_index: bool = True) -> None:
+    """Open what a worker searches with.  ``keyword_index`` False: the parent's pre-flight
+    check (it closes the connection at once; building the index there would only delay
+    the workers)."""
     os.environ.setdefault("MEMO_ONNX_THREADS", "1")
     gc.set_threshold(*GC_THRESHOLDS)
     from memo.store.db import open_db
@@ -83,6 +90,13 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None) -> None:
         svc.status()                       # loads the model check + the vector matrix now
         if getattr(svc, "index", None) is not None and not is_postgres(conn):
             svc.index.refresh(conn)        # PostgreSQL searches its vectors in the server
+    if keyword_index and not is_postgres(conn):
+        # The keyword arm's impact index, built now rather than in the background thread
+        # the first search would start (memo.retrieve.impact: meanwhile FTS5 answers, ~2x
+        # slower, and the build competes for the same cores); setup, like the matrix load.
+        from memo.retrieve.impact import ensure_index
+
+        ensure_index(conn)
     if os.environ.get("MEMO_EVAL_ARM_CACHE", "1") != "0":
         services = services.with_(arm_cache=True)
     _W.clear()
@@ -216,12 +230,21 @@ def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
     return rows
 
 
-def _task(task: tuple[int, RunSpec, list[int]]) -> tuple[int, list[tuple[dict, list[dict]]], float]:
-    run_idx, spec, qidx = task
+def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]
+          ) -> tuple[list[tuple[int, list[tuple[dict, list[list]]]]], float]:
+    """One chunk of queries through every run of a group, query by query: a query's arms
+    run at its first run and every later run of the group takes them from this worker's
+    arm-hit cache (a chunk of one run per task let both workers run the arms of most
+    queries: tasks of one chunk went to either)."""
+    runs, qidx = task
     queries = _W["cfg"].es.queries
     t0 = time.perf_counter()
-    out = [_search_one(spec, i, queries[i]) for i in qidx]
-    return run_idx, out, time.perf_counter() - t0
+    out: list[tuple[int, list[tuple[dict, list[list]]]]] = [(ri, []) for ri, _ in runs]
+    for i in qidx:
+        q = queries[i]
+        for (_, spec), (_, rows) in zip(runs, out, strict=True):
+            rows.append(_search_one(spec, i, q))
+    return out, time.perf_counter() - t0
 
 
 # --- driver side -------------------------------------------------------------------------
@@ -242,6 +265,19 @@ class ReplayStats:
     warmup_s: float
 
 
+def plan_tasks(specs: Sequence[RunSpec], n_q: int) -> list[tuple[list[tuple[int, RunSpec]], list[int]]]:
+    """Tasks of (runs, query indices): runs in groups of at most GROUP_ROWS_MAX result rows,
+    in order (each group is scored and written as it ends), and per group the queries in
+    chunks of about CHUNK searches (one query through every run of its group)."""
+    per_group = max(1, min(len(specs), GROUP_ROWS_MAX // max(1, n_q * EVAL_LIMIT)))
+    tasks = []
+    for g in range(0, len(specs), per_group):
+        runs = [(ri, specs[ri]) for ri in range(g, min(g + per_group, len(specs)))]
+        step = max(1, CHUNK // len(runs))
+        tasks.extend((runs, list(range(s, min(s + step, n_q)))) for s in range(0, n_q, step))
+    return tasks
+
+
 def default_workers() -> int:
     env = os.environ.get("MEMO_EVAL_WORKERS")
     if env:
@@ -254,8 +290,8 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
            ) -> tuple[list[Any], ReplayStats]:
     """Run every spec over every query of ``cfg.es``; results keep query order per run.
 
-    Tasks are queued run by run, so runs complete roughly in order.  With ``on_run`` each
-    run is handed over (to be scored and written) as soon as its last chunk is in, and
+    Tasks are queued group by group (``plan_tasks``), so runs complete roughly in order.
+    With ``on_run`` each run is handed over (to be scored and written) as soon as its last chunk is in, and
     only ``on_run``'s return value is kept: a 46-point grid over 809 queries x 100 results
     would otherwise hold millions of rows in memory."""
     n_q = len(cfg.es.queries)
@@ -264,13 +300,13 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
     workers = default_workers() if workers is None else max(1, workers)
     total = n_q * len(specs)
     workers = min(workers, max(1, total // CHUNK))
-    tasks = [(ri, spec, list(range(s, min(s + CHUNK, n_q))))
-             for ri, spec in enumerate(specs) for s in range(0, n_q, CHUNK)]
+    tasks = plan_tasks(specs, n_q)
     outs: list[Any] = [RunOutput(spec, [None] * n_q, []) for spec in specs]  # type: ignore[list-item]
     buckets: list[dict[str, list[list[Any]]]] = [{} for _ in specs]
     pending = [0] * len(specs)
-    for ri, _, _ in tasks:
-        pending[ri] += 1
+    for runs, _ in tasks:
+        for ri, _ in runs:
+            pending[ri] += 1
     pos = {q.qid: i for i, q in enumerate(cfg.es.queries)}
     t_warm = time.perf_counter()
 
@@ -282,17 +318,19 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
         if on_run is not None:
             outs[ri] = on_run(out)
 
-    def collect(item: tuple[int, list, float]) -> None:
-        ri, rows, busy = item
-        outs[ri].busy_s += busy
-        for qrow, rrows in rows:
-            buckets[ri][qrow["qid"]] = rrows
-            outs[ri].queries[pos[qrow["qid"]]] = qrow
-        pending[ri] -= 1
-        if pending[ri] == 0:
-            finish(ri)
-        if tick:
-            tick(len(rows))
+    def collect(item: tuple[list[tuple[int, list]], float]) -> None:
+        per_run, busy = item
+        share = busy / len(per_run)
+        for ri, rows in per_run:
+            outs[ri].busy_s += share
+            for qrow, rrows in rows:
+                buckets[ri][qrow["qid"]] = rrows
+                outs[ri].queries[pos[qrow["qid"]]] = qrow
+            pending[ri] -= 1
+            if pending[ri] == 0:
+                finish(ri)
+            if tick:
+                tick(len(rows))
 
     if workers == 1:
         thresholds = gc.get_threshold()     # this process is the caller's: put them back
@@ -311,7 +349,7 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
         # (a test process, a notebook), and a forked child that inherits them crashed
         # (segfaults in a clean-clone CI run).  Each worker opens its own connection and
         # loads the vector matrix itself (well under a second for SciFact).
-        _init_worker(cfg)
+        _init_worker(cfg, keyword_index=False)
         _W.pop("conn").close()
         _W.clear()
         ctx = mp.get_context("spawn")

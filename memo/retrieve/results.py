@@ -23,7 +23,7 @@ from memo.profile import ModelBands
 from memo.retrieve.abstention import Weigh, relevance
 from memo.retrieve.fetch import PassageRow
 from memo.retrieve.recency import age_days
-from memo.retrieve.types import Candidate, Meta, new_arm_why, new_result, new_why
+from memo.retrieve.types import Candidate, Meta, Result, new_arm_why, new_result, new_why
 
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],

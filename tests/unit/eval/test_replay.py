@@ -128,3 +128,41 @@ def test_query_rows_carry_the_adaptive_weights_and_their_evidence():
     row = _query_row(q, resp, 1.0)
     assert row["keyword_weight"] == 0.25 and row["semantic_weight"] == 0.5
     assert row["keyword_multiplier"] == 0.5 and row["keyword_coverage"] == 0.3
+
+
+def test_plan_tasks_takes_each_query_through_every_run_of_its_group(monkeypatch):
+    """A query's runs of one group are in one task (one worker, so its arms run once there),
+    every (run, query) is planned exactly once, and groups respect GROUP_ROWS_MAX."""
+    from memo_eval import replay as R
+
+    specs = [object() for _ in range(7)]
+    monkeypatch.setattr(R, "GROUP_ROWS_MAX", 3 * 10 * R.EVAL_LIMIT)      # 3 runs of 10 queries
+    tasks = R.plan_tasks(specs, 10)
+    seen = [(ri, qi) for runs, qidx in tasks for ri, _ in runs for qi in qidx]
+    assert sorted(seen) == [(ri, qi) for ri in range(7) for qi in range(10)]
+    groups = {tuple(ri for ri, _ in runs) for runs, _ in tasks}
+    assert groups == {(0, 1, 2), (3, 4, 5), (6,)}
+    firsts = [runs[0][0] for runs, _ in tasks]
+    assert firsts == sorted(firsts)                 # groups in order: runs end roughly in order
+    monkeypatch.setattr(R, "GROUP_ROWS_MAX", 10**9)
+    (only_runs, _), *_ = R.plan_tasks(specs, 10)
+    assert len(only_runs) == 7 and all(len(runs) == 7 for runs, _ in R.plan_tasks(specs, 10))
+
+
+def test_each_query_runs_its_arms_once_across_workers(tiny, monkeypatch):
+    """Two workers, a four-run grid: every query's keyword arm ran in exactly one search of
+    the grid (before plan_tasks, tasks of one run's chunk went to either worker, and both
+    ran the arms of most queries)."""
+    import duckdb
+
+    from memo_eval import replay as R
+
+    monkeypatch.setattr(R, "CHUNK", 2)            # several tasks, so both workers take some
+    res = _run(tiny, expand(["rrf", "minmax"], ["cutoff.gap=0.2,1.0"], mode="keyword"), workers=2)
+    assert res["replay"]["workers"] == 2
+    folders = resolve_runs([res["batch_id"]])
+    assert len(folders) == 4
+    con = duck(folders)
+    per_query = con.execute("SELECT qid, count(*) FILTER (WHERE NOT keyword_cached) FROM queries GROUP BY qid").fetchall()
+    assert per_query and all(n == 1 for _, n in per_query), per_query
+    assert isinstance(con, duckdb.DuckDBPyConnection)
