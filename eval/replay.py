@@ -44,8 +44,10 @@ EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
 CHUNK = 24                      # searches per task: small enough to balance, big enough to amortise IPC
 # Runs replayed together (a task takes a chunk of queries through all of them): at most
-# this many result rows of a group are held before its runs are scored and written.
-GROUP_ROWS_MAX = 2_000_000
+# this many result rows of a group are held before its runs are scored and written (~1 KB
+# each in the parent: ~0.5 GB).  Later groups find most queries' hits in the cache of the
+# worker that took them before, so a query's arms run at most once per worker.
+GROUP_ROWS_MAX = 500_000
 
 Tick = Callable[[int], None]
 
