@@ -31,6 +31,8 @@ def narrow_hint(ranked: Sequence[Candidate], returned: Sequence[Candidate], meta
     for field, scope_field, option in _FIELDS:
         if len(getattr(scope, scope_field)) == 1:
             continue
+        if len({getattr(meta[c.pk], field) for c in ranked if c.pk in meta}) <= 1:
+            continue            # one value over every candidate: narrowing by it drops nothing
         values = [getattr(meta[c.pk], field) for c in basis if c.pk in meta]
         counts = Counter(v for v in values if v is not None)
         if not counts:
