@@ -113,18 +113,27 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
 
 def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """Per-query metrics (unit rankings de-duplicated) and the run's aggregate."""
-    qi, di = RESULT_INDEX["qid"], RESULT_INDEX["doc_id"]
+    qi, di, rel_i = RESULT_INDEX["qid"], RESULT_INDEX["doc_id"], RESULT_INDEX["relevant"]
     ranked: dict[str, list[str]] = {}
-    seen: dict[str, set[str]] = {}        # membership in O(1): 100 units a query, every run of a grid
+    seen_units: dict[str, set[str]] = {}
+    # One pass (the replay's parent does this for every run of a grid, next to the
+    # workers): a query's rows are contiguous, so its ranking, seen units and qrels are
+    # looked up once per query; each row gets its grade ("relevant") on the way.
+    qid = lst = had = grades = None
     for r in out.results:
         q, d = r[qi], r[di]
-        had = seen.get(q)
-        if had is None:
-            had = seen[q] = set()
-            ranked[q] = []
+        if q != qid:
+            qid, grades = q, es.qrels.get(q, {})
+            lst = ranked.get(q)
+            if lst is None:
+                lst = ranked[q] = []
+                had = seen_units[q] = set()
+            else:
+                had = seen_units[q]
+        r[rel_i] = int(grades.get(d, 0))
         if d not in had:
             had.add(d)
-            ranked[q].append(d)
+            lst.append(d)
     perq = M.per_query(es.qrels, ranked)
     answerable = {q.qid: q.answerable for q in es.queries}
     abstained = {q["qid"]: q["abstained"] for q in out.queries}
@@ -137,9 +146,6 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
         first = next((i + 1 for i, d in enumerate(ranked.get(q["qid"], [])) if d in rel), None)
         q["first_relevant_rank"] = first
         q.update(perq.get(q["qid"], dict.fromkeys(M.MEASURES)))
-    rel_i = RESULT_INDEX["relevant"]
-    for r in out.results:
-        r[rel_i] = int(es.qrels.get(r[qi], {}).get(r[di], 0))
     agg["degraded_queries"] = sum(1 for q in out.queries if q["degraded"])
     agg["by_arm"] = arm_coverage(out)
     agg["by_factor"] = factor_coverage(out)
