@@ -135,7 +135,15 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
     stationary mass and falls short of it at node v by less than ``epsilon * degree(v)``
     (the residuals left, each below its threshold, spread by the symmetric walk).
     ``iterations`` of the result counts rounds.  A seed with no allowed passage gives its
-    walk no passage mass (as ``walk``)."""
+    walk no passage mass (as ``walk``).
+
+    Speed (issue 29.5): the nodes that push in a round are found by one comparison of the
+    side's residuals with its thresholds (``epsilon * degree``), not by keeping the set of
+    nodes touched since the side last pushed (``np.unique`` and ``np.union1d`` of the
+    neighbour lists: 7x the time at 100k passages).  Same nodes, same order (ascending),
+    same sums: a node left below its threshold stays below until it is touched again, so
+    the nodes above it are exactly those of the old active set that are above it
+    (tests/unit/entities/test_graph_fast.py compares both bit for bit)."""
     n_p, n_e = t.to_passages.shape
     seeds = [s for s in seeds if t.entity_mask[s]]
     n_s = len(seeds)
@@ -150,6 +158,7 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
     ptrs = (t.to_entities.indptr, t.to_passages.indptr)
     idxs = (t.to_entities.indices, t.to_passages.indices)
     degs = (np.diff(ptrs[0]), np.diff(ptrs[1]))                 # (entities, passages)
+    limits = (epsilon * degs[0], epsilon * degs[1])             # a node pushes while its residual is above
     sizes = (n_e, n_p)
     rounds = 0
     for col, seed in enumerate(seeds):
@@ -159,24 +168,21 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
             continue
         res = [np.zeros(n_e), np.zeros(n_p)]
         res[0][seed] = 1.0
-        active = [np.array([seed]), np.zeros(0, dtype=np.int64)]   # nodes that may be above threshold
+        touched = [True, False]          # the side got residual since it last pushed
         side = 0
-        while len(active[0]) or len(active[1]):
-            nodes = active[side]
-            active[side] = np.zeros(0, dtype=np.int64)
-            if len(nodes):
-                r = res[side][nodes]
-                deg = degs[side][nodes]
-                over = r > epsilon * deg
-                nodes, r, deg = nodes[over], r[over], deg[over]
+        while touched[0] or touched[1]:
+            if touched[side]:
+                touched[side] = False
+                nodes = np.flatnonzero(res[side] > limits[side])
                 if len(nodes):
                     rounds += 1
+                    r = res[side][nodes]
+                    deg = degs[side][nodes]
                     est[side][nodes] += keep * r
                     res[side][nodes] = 0.0
                     nbrs = _gather(ptrs[side], idxs[side], nodes, deg)
                     other = 1 - side
                     res[other] += np.bincount(nbrs, weights=np.repeat(d * r / deg, deg), minlength=sizes[other])
-                    touched = np.unique(nbrs)
-                    active[other] = np.union1d(active[other], touched)
+                    touched[other] = True
             side = 1 - side
     return Walks(x_p, x_e, rounds)
