@@ -15,6 +15,12 @@ snapshot (two indexed lookups):
 
 Edges are unweighted (a passage that names an entity three times is linked once):
 ``mentions.count`` is kept for ``memo entities show``, the walk does not use it.
+
+Speed (issue 29.5, the first search of a process): the matrices are ``memo.graph.csr.CSR``
+(numpy only: importing scipy.sparse cost more than the rest of a first search on 10k
+passages) and the rows read are indexed in bulk (``_index``: numpy sorts and searches
+instead of a dict lookup per edge); indices are still given in first-seen order, so the
+graph is the one the per-edge loop built.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
+from memo.graph.csr import CSR
 from memo.store.dialect import is_postgres
 
 
@@ -33,8 +39,8 @@ from memo.store.dialect import is_postgres
 class MentionGraph:
     epoch: int
     seq: int
-    W: sparse.csr_matrix          # (passages, entities), 1.0 per mention edge
-    WT: sparse.csr_matrix         # (entities, passages)
+    W: CSR                        # (passages, entities), 1.0 per mention edge
+    WT: CSR                       # (entities, passages)
     passage_pks: np.ndarray       # index -> passages.pk
     entity_pks: np.ndarray        # index -> entities.pk
     passage_index: dict[int, int]
@@ -124,43 +130,52 @@ def _db_key(conn: sqlite3.Connection) -> str:
     return path or f":memory:{id(conn)}"
 
 
-def _build(epoch: int, seq: int, passage_pks: list[int], entity_pks: list[int], p_index: dict[int, int],
-           e_index: dict[int, int], rows: np.ndarray, cols: np.ndarray) -> MentionGraph:
+def _build(epoch: int, seq: int, passage_pks: np.ndarray, entity_pks: np.ndarray, rows: np.ndarray,
+           cols: np.ndarray) -> MentionGraph:
     shape = (len(passage_pks), len(entity_pks))
-    W = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
-    W.sum_duplicates()
-    W.data[:] = 1.0                          # unweighted: duplicates (own + fact mentions) are one edge
-    WT = W.T.tocsr()
-    ppks = np.asarray(passage_pks, dtype=np.int64)
-    return MentionGraph(epoch, seq, W, WT, ppks, np.asarray(entity_pks, dtype=np.int64), p_index, e_index,
-                        rows, cols, np.argsort(ppks, kind="stable"))
+    W = CSR.from_edges(rows, cols, shape)    # unweighted: duplicates (own + fact mentions) are one edge
+    WT = W.transpose()
+    p_list, e_list = passage_pks.tolist(), entity_pks.tolist()
+    return MentionGraph(epoch, seq, W, WT, passage_pks, entity_pks, {pk: i for i, pk in enumerate(p_list)},
+                        {pk: i for i, pk in enumerate(e_list)}, rows, cols, np.argsort(passage_pks, kind="stable"))
+
+
+def _index(known: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The index of every pk of ``new`` among ``known`` (index -> pk), the pks not known
+    yet appended in the order they first appear in ``new``: (indices, the pks extended)."""
+    idx = np.empty(len(new), dtype=np.int64)
+    found = np.zeros(len(new), dtype=bool)
+    if len(known) and len(new):
+        sorter = np.argsort(known, kind="stable")
+        pos = np.minimum(np.searchsorted(known, new, sorter=sorter), len(known) - 1)
+        found = known[sorter[pos]] == new
+        idx[found] = sorter[pos[found]]
+    unseen = new[~found]
+    if not len(unseen):
+        return idx, known
+    uniq, first = np.unique(unseen, return_index=True)
+    order = np.argsort(first, kind="stable")          # the new pks in first-seen order
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq))
+    idx[~found] = len(known) + rank[np.searchsorted(uniq, unseen)]
+    return idx, np.concatenate([known, uniq[order]])
+
+
+def _pairs(rows: list) -> tuple[np.ndarray, np.ndarray]:
+    """(passage pks, entity pks) of the rows read."""
+    flat = np.fromiter((v for r in rows for v in r), dtype=np.int64, count=2 * len(rows))
+    return flat[0::2], flat[1::2]
 
 
 def _append(base: MentionGraph | None, epoch: int, seq: int, new: list[tuple[int, int]]) -> MentionGraph:
-    if base is None:
-        passage_pks: list[int] = []
-        entity_pks: list[int] = []
-        p_index: dict[int, int] = {}
-        e_index: dict[int, int] = {}
-        old_rows = old_cols = np.zeros(0, dtype=np.int64)
-    else:
-        passage_pks, entity_pks = base.passage_pks.tolist(), base.entity_pks.tolist()
-        p_index, e_index = dict(base.passage_index), dict(base.entity_index)
-        old_rows, old_cols = base.rows, base.cols
-    rows = np.empty(len(new), dtype=np.int64)
-    cols = np.empty(len(new), dtype=np.int64)
-    for i, (ppk, epk) in enumerate(new):
-        r = p_index.get(ppk)
-        if r is None:
-            r = p_index[ppk] = len(passage_pks)
-            passage_pks.append(ppk)
-        c = e_index.get(epk)
-        if c is None:
-            c = e_index[epk] = len(entity_pks)
-            entity_pks.append(epk)
-        rows[i], cols[i] = r, c
-    return _build(epoch, seq, passage_pks, entity_pks, p_index, e_index,
-                  np.concatenate([old_rows, rows]), np.concatenate([old_cols, cols]))
+    empty = np.zeros(0, dtype=np.int64)
+    known_p, known_e = (empty, empty) if base is None else (base.passage_pks, base.entity_pks)
+    old_rows, old_cols = (empty, empty) if base is None else (base.rows, base.cols)
+    ppks, epks = _pairs(new)
+    rows, passage_pks = _index(known_p, ppks)
+    cols, entity_pks = _index(known_e, epks)
+    return _build(epoch, seq, passage_pks, entity_pks, np.concatenate([old_rows, rows]),
+                  np.concatenate([old_cols, cols]))
 
 
 def mention_graph(conn: sqlite3.Connection, cache: GraphCache | None = None) -> MentionGraph:

@@ -35,9 +35,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import sparse
+
+from memo.graph.csr import CSR
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,25 +51,27 @@ class Walks:
 
 @dataclass(frozen=True, slots=True)
 class Transitions:
-    to_passages: sparse.csr_matrix   # (P, E): entity -> allowed passage, columns sum to 1 (0 for dead ends)
-    to_entities: sparse.csr_matrix   # (E, P): passage -> allowed entity
+    to_passages: CSR                 # (P, E): entity -> allowed passage, columns sum to 1 (0 for dead ends)
+    to_entities: CSR                 # (E, P): passage -> allowed entity
     entity_mask: np.ndarray          # entities a walk may be at (seeds must be among them)
     entity_alive: np.ndarray         # allowed entities with at least one allowed passage
 
 
-def transitions(W: sparse.csr_matrix, WT: sparse.csr_matrix, passage_mask: np.ndarray,
-                entity_mask: np.ndarray) -> Transitions:
+def transitions(W: Any, WT: Any, passage_mask: np.ndarray, entity_mask: np.ndarray) -> Transitions:
+    """The masked, normalised transitions (``W``, ``WT``: ``memo.graph.csr.CSR`` or scipy
+    sparse matrices).  An entry of ``to_passages`` is ``(m_p[i] * W[i, j]) * inv_e[j]``, the
+    product scipy's ``diags(m_p) @ W @ diags(inv_e)`` computed before issue 29.5, zeros
+    dropped, indices ascending within each row as there."""
+    W, WT = CSR.of(W), CSR.of(WT)
     m_p = passage_mask.astype(np.float64)
     m_e = entity_mask.astype(np.float64)
-    deg_p = m_p * (W @ m_e)                     # allowed entities of each allowed passage
-    deg_e = m_e * (WT @ m_p)                    # allowed passages of each allowed entity
+    deg_p = m_p * W.row_sums(m_e)               # allowed entities of each allowed passage
+    deg_e = m_e * WT.row_sums(m_p)              # allowed passages of each allowed entity
     inv_p = np.divide(1.0, deg_p, out=np.zeros(len(deg_p)), where=deg_p > 0)
     inv_e = np.divide(1.0, deg_e, out=np.zeros(len(deg_e)), where=deg_e > 0)
-    to_p = (sparse.diags(m_p) @ W @ sparse.diags(inv_e)).tocsr()
-    to_e = (sparse.diags(m_e) @ WT @ sparse.diags(inv_p)).tocsr()
-    to_p.eliminate_zeros()
-    to_e.eliminate_zeros()
-    return Transitions(to_p, to_e, entity_mask.astype(bool), deg_e > 0)
+    to_p = (m_p[W.row_of()] * W.data) * inv_e[W.indices]
+    to_e = (m_e[WT.row_of()] * WT.data) * inv_p[WT.indices]
+    return Transitions(W.keep(to_p != 0, to_p), WT.keep(to_e != 0, to_e), entity_mask.astype(bool), deg_e > 0)
 
 
 def steps_for(damping: float, iterations: int, tolerance: float) -> int:
@@ -88,6 +92,8 @@ def walk(t: Transitions, seeds: Sequence[int], *, damping: float, iterations: in
     n_s = len(seeds)
     if n_s == 0:
         return Walks(np.zeros((n_p, 0)), np.zeros((n_e, 0)), 0)
+    # scipy's products (the exact walk is not the default: only it imports scipy)
+    to_passages, to_entities = t.to_passages.to_scipy(), t.to_entities.to_scipy()
     cols = np.arange(n_s)
     x_e = np.zeros((n_e, n_s))
     x_e[seeds, cols] = 1.0
@@ -98,15 +104,15 @@ def walk(t: Transitions, seeds: Sequence[int], *, damping: float, iterations: in
     steps = steps_for(d, iterations, tolerance)
     for _ in range(steps):
         stuck = x_e[seeds, cols] * dead
-        x_p = t.to_passages @ x_e
+        x_p = to_passages @ x_e
         x_p *= d
-        x_e = t.to_entities @ x_p
+        x_e = to_entities @ x_p
         x_e *= d
         x_e[seeds, cols] += (1.0 - d) + d * stuck
     return Walks(x_p, x_e, steps)
 
 
-def personalized_pagerank(W: sparse.csr_matrix, WT: sparse.csr_matrix, seeds: Sequence[int],
+def personalized_pagerank(W: Any, WT: Any, seeds: Sequence[int],
                           passage_mask: np.ndarray, entity_mask: np.ndarray, *, damping: float,
                           iterations: int, tolerance: float) -> Walks:
     """``walk`` over ``transitions(W, WT, masks)``; seeds are always allowed."""

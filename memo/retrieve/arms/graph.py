@@ -51,9 +51,10 @@ from memo.retrieve.scope import scope_counts
 if TYPE_CHECKING:
     import numpy as np
 
-# numpy, scipy and memo.graph (which needs both) are imported by the functions that walk:
-# a search the arm does not run (keyword or exact mode, not routed) loads neither
-# (tests/integration/test_startup.py).
+# numpy and memo.graph (which needs it) are imported by the functions that walk: a search
+# the arm does not run (keyword or exact mode, not routed) loads neither
+# (tests/integration/test_startup.py).  scipy is loaded only by the exact walk
+# (graph.epsilon = 0): its import alone cost more than a first search may take (issue 29.5).
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,7 @@ class GraphArm:
 
             p_mask = graph.passage_mask(in_scope_pks(ctx))
             in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
-            df = graph.WT @ p_mask.astype(np.float64)
+            df = graph.WT.row_sums(p_mask.astype(np.float64))
             cfg_e = ctx.profile.entities
             e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
             e_mask &= ~graph.entity_mask(unconfirmed_pks(ctx))

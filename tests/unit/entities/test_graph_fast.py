@@ -1,7 +1,9 @@
-"""The graph arm's speed-ups of issue 29.5 change no answer: the local push against the
-frozen copy of the one before (graph_v1.py), bit for bit, on seeded random bipartite graphs
-with Zipf-like popularity, masked passages and entities, and seeds that are masked out or
-have no allowed passage."""
+"""The graph arm's speed-ups of issue 29.5 change no answer: the mention graph, the masked
+transitions (numpy CSR instead of scipy.sparse), the local push and the exact walk against
+the frozen copies of the ones before (graph_v1.py), bit for bit, on seeded random bipartite
+graphs with Zipf-like popularity, duplicate edges, masked passages and entities, and seeds
+that are masked out or have no allowed passage.  The whole arm on the bench's synthetic
+graph and on HotpotQA: tests/unit/entities/test_graph_arm_golden.py."""
 
 from __future__ import annotations
 
@@ -9,47 +11,92 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from memo.graph.ppr import push_walk, transitions
+from memo.graph import cache
+from memo.graph.ppr import push_walk, transitions, walk
 
 from . import graph_v1
 
 
-def _random_graph(rng: np.random.Generator, n_p: int, n_e: int):
+def _edges(rng: np.random.Generator, n_p: int, n_e: int) -> list[tuple[int, int]]:
+    """(passage pk, entity pk) rows as the mentions table holds them: pks not dense, rows
+    in seq order (records' passages one after the other), some pairs twice (a passage's own
+    mention and a fact's)."""
     weights = 1.0 / np.arange(1, n_e + 1) ** 0.8
     weights /= weights.sum()
-    rows, cols = [], []
+    e_pks = rng.permutation(n_e * 3)[:n_e] + 1
+    out = []
     for p in range(n_p):
         for e in set(rng.choice(n_e, size=int(rng.integers(1, 7)), p=weights).tolist()):
-            rows.append(p)
-            cols.append(e)
-    W = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_p, n_e))
-    return W, W.T.tocsr()
+            out.append((int(p * 2 + 5), int(e_pks[e])))
+    dup = rng.choice(len(out), size=len(out) // 20, replace=False)
+    out.extend(out[i] for i in dup.tolist())
+    return out
+
+
+def _same_matrix(new, old) -> None:
+    old = old.tocsr()
+    assert new.shape == old.shape
+    assert np.array_equal(new.indptr, old.indptr)
+    assert np.array_equal(new.indices, old.indices)
+    assert np.array_equal(new.data, old.data)
+
+
+def _graphs(seed: int):
+    rng = np.random.default_rng(seed)
+    n_p, n_e = int(rng.integers(50, 2500)), int(rng.integers(10, 500))
+    edges = _edges(rng, n_p, n_e)
+    cut = int(rng.integers(0, len(edges)))
+    # the new graph built in two reads (rows appended after a write), the old one in one
+    new = cache._append(cache._append(None, 0, 1, edges[:cut]), 0, 2, edges[cut:])
+    old = graph_v1._append(None, 0, 2, edges)
+    return rng, new, old
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_push_walk_is_the_frozen_one_bit_for_bit(seed):
-    rng = np.random.default_rng(seed)
-    n_p, n_e = int(rng.integers(50, 3000)), int(rng.integers(10, 600))
-    W, WT = _random_graph(rng, n_p, n_e)
+def test_mention_graph_and_transitions_are_the_frozen_ones(seed):
+    rng, new, old = _graphs(seed)
+    assert np.array_equal(new.passage_pks, old.passage_pks) and np.array_equal(new.entity_pks, old.entity_pks)
+    assert new.passage_index == old.passage_index and new.entity_index == old.entity_index
+    assert np.array_equal(new.order, old.order)
+    assert np.array_equal(new.rows, old.rows) and np.array_equal(new.cols, old.cols)
+    _same_matrix(new.W, old.W)
+    _same_matrix(new.WT, old.WT)
+    n_p, n_e = old.W.shape
     p_mask = rng.random(n_p) > rng.choice([0.0, 0.1, 0.5])
     e_mask = rng.random(n_e) > rng.choice([0.0, 0.05, 0.3])
-    t = transitions(W, WT, p_mask, e_mask)
-    for _ in range(8):
+    assert np.array_equal(new.WT.row_sums(p_mask.astype(np.float64)), old.WT @ p_mask.astype(np.float64))
+    t_new = transitions(new.W, new.WT, p_mask, e_mask)
+    t_old = graph_v1.transitions(old.W, old.WT, p_mask, e_mask)
+    _same_matrix(t_new.to_passages, t_old.to_passages)
+    _same_matrix(t_new.to_entities, t_old.to_entities)
+    assert np.array_equal(t_new.entity_mask, t_old.entity_mask)
+    assert np.array_equal(t_new.entity_alive, t_old.entity_alive)
+    for _ in range(6):
         seeds = [int(s) for s in rng.choice(n_e, size=int(rng.integers(1, 4)), replace=False)]
         for eps in (1e-3, 1e-5, 1e-6, 1e-8):
             for d in (0.5, 0.85):
-                new = push_walk(t, seeds, damping=d, epsilon=eps)
-                old = graph_v1.push_walk(t, seeds, damping=d, epsilon=eps)
-                assert new.iterations == old.iterations
-                assert np.array_equal(new.passages, old.passages)
-                assert np.array_equal(new.entities, old.entities)
+                a = push_walk(t_new, seeds, damping=d, epsilon=eps)
+                b = graph_v1.push_walk(t_old, seeds, damping=d, epsilon=eps)
+                assert a.iterations == b.iterations
+                assert np.array_equal(a.passages, b.passages) and np.array_equal(a.entities, b.entities)
+        a = walk(t_new, seeds, damping=0.5)
+        b = graph_v1.walk(t_old, seeds, damping=0.5)
+        assert np.array_equal(a.passages, b.passages) and np.array_equal(a.entities, b.entities)
 
 
 def test_push_walk_seeds_without_allowed_passages():
     # e0 - p0 - e1 - p1, p1 masked out, e2 mentioned only by p1: e2 has no allowed passage
     W = sparse.csr_matrix((np.ones(4), ([0, 0, 1, 1], [0, 1, 1, 2])), shape=(2, 3))
-    t = transitions(W, W.T.tocsr(), np.array([True, False]), np.ones(3, bool))
+    t_new = transitions(W, W.T.tocsr(), np.array([True, False]), np.ones(3, bool))
+    t_old = graph_v1.transitions(W, W.T.tocsr(), np.array([True, False]), np.ones(3, bool))
     for seeds in ([2], [0, 2], [2, 1]):
-        new = push_walk(t, seeds, damping=0.5, epsilon=1e-9)
-        old = graph_v1.push_walk(t, seeds, damping=0.5, epsilon=1e-9)
-        assert np.array_equal(new.passages, old.passages) and np.array_equal(new.entities, old.entities)
+        a = push_walk(t_new, seeds, damping=0.5, epsilon=1e-9)
+        b = graph_v1.push_walk(t_old, seeds, damping=0.5, epsilon=1e-9)
+        assert np.array_equal(a.passages, b.passages) and np.array_equal(a.entities, b.entities)
+
+
+def test_empty_graph():
+    g = cache._append(None, 0, 0, [])
+    assert g.W.shape == (0, 0) and g.edges == 0
+    g = cache._append(g, 0, 1, [(3, 9)])
+    assert g.passage_index == {3: 0} and g.entity_index == {9: 0} and g.edges == 1
