@@ -25,8 +25,10 @@ graph is the one the per-edge loop built.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,13 +97,9 @@ class GraphCache:
         if cached is not None and cached.epoch == epoch and cached.seq == seq:
             return cached
         if cached is not None and cached.epoch == epoch and cached.seq < seq:
-            new = conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq > ? AND seq <= ? ORDER BY seq",
-                               (cached.seq, seq)).fetchall()
-            graph = _append(cached, epoch, seq, new)
+            graph = _append(cached, epoch, seq, _read(conn, cached.seq, seq))
         else:
-            rows = conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq <= ? ORDER BY seq",
-                                (seq,)).fetchall()
-            graph = _append(None, epoch, seq, rows)
+            graph = _append(None, epoch, seq, _read(conn, 0, seq))
         with self._lock:
             if key not in self._graphs and len(self._graphs) >= self.max_graphs:
                 del self._graphs[next(iter(self._graphs))]
@@ -161,17 +159,41 @@ def _index(known: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, np.concatenate([known, uniq[order]])
 
 
-def _pairs(rows: list) -> tuple[np.ndarray, np.ndarray]:
-    """(passage pks, entity pks) of the rows read."""
-    flat = np.fromiter((v for r in rows for v in r), dtype=np.int64, count=2 * len(rows))
+def _pairs(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(passage pks, entity pks) of (passage pk, entity pk) rows."""
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
     return flat[0::2], flat[1::2]
 
 
-def _append(base: MentionGraph | None, epoch: int, seq: int, new: list[tuple[int, int]]) -> MentionGraph:
+READ_CHUNK = 1_000_000      # mention rows (seq values) per read of SQLite
+
+
+def _read(conn: sqlite3.Connection, after: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
+    """(passage pks, entity pks) of the mentions with ``after < seq <= upto``, in seq order.
+    SQLite hands them over as two comma-separated strings per ``READ_CHUNK`` seq values,
+    which numpy parses: half the time of building a Python tuple per row."""
+    if is_postgres(conn):
+        return _pairs(conn.execute("SELECT passage_pk, entity_pk FROM mentions WHERE seq > ? AND seq <= ? "
+                                   "ORDER BY seq", (after, upto)).fetchall())
+    ps, es = [], []
+    for lo in range(after, upto, READ_CHUNK):
+        p, e = conn.execute("SELECT group_concat(passage_pk, ','), group_concat(entity_pk, ',') FROM "
+                            "(SELECT passage_pk, entity_pk FROM mentions WHERE seq > ? AND seq <= ? ORDER BY seq)",
+                            (lo, min(lo + READ_CHUNK, upto))).fetchone()
+        if p:
+            ps.append(np.fromstring(p, dtype=np.int64, sep=","))
+            es.append(np.fromstring(e, dtype=np.int64, sep=","))
+    empty = np.zeros(0, dtype=np.int64)
+    return (np.concatenate(ps), np.concatenate(es)) if ps else (empty, empty)
+
+
+def _append(base: MentionGraph | None, epoch: int, seq: int, new: tuple[np.ndarray, np.ndarray]) -> MentionGraph:
+    """``base`` (None: an empty graph) with the mention rows ``new`` (passage pks, entity
+    pks: ``_read``, ``_pairs``) added."""
     empty = np.zeros(0, dtype=np.int64)
     known_p, known_e = (empty, empty) if base is None else (base.passage_pks, base.entity_pks)
     old_rows, old_cols = (empty, empty) if base is None else (base.rows, base.cols)
-    ppks, epks = _pairs(new)
+    ppks, epks = new
     rows, passage_pks = _index(known_p, ppks)
     cols, entity_pks = _index(known_e, epks)
     return _build(epoch, seq, passage_pks, entity_pks, np.concatenate([old_rows, rows]),

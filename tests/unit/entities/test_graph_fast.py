@@ -47,7 +47,7 @@ def _graphs(seed: int):
     edges = _edges(rng, n_p, n_e)
     cut = int(rng.integers(0, len(edges)))
     # the new graph built in two reads (rows appended after a write), the old one in one
-    new = cache._append(cache._append(None, 0, 1, edges[:cut]), 0, 2, edges[cut:])
+    new = cache._append(cache._append(None, 0, 1, cache._pairs(edges[:cut])), 0, 2, cache._pairs(edges[cut:]))
     old = graph_v1._append(None, 0, 2, edges)
     return rng, new, old
 
@@ -96,7 +96,37 @@ def test_push_walk_seeds_without_allowed_passages():
 
 
 def test_empty_graph():
-    g = cache._append(None, 0, 0, [])
+    g = cache._append(None, 0, 0, cache._pairs([]))
     assert g.W.shape == (0, 0) and g.edges == 0
-    g = cache._append(g, 0, 1, [(3, 9)])
+    g = cache._append(g, 0, 1, cache._pairs([(3, 9)]))
     assert g.passage_index == {3: 0} and g.entity_index == {9: 0} and g.edges == 1
+
+
+def test_graph_read_from_the_store_in_one_go_and_after_writes(fresh_db):
+    """The mention rows read by ``_read`` (group_concat strings on SQLite) give the graph the
+    frozen per-row loop builds from ``fetchall``, loaded at once or brought up to date."""
+    from memo.graph.cache import GraphCache
+    from memo.ops.add import add_record
+    from memo.types import RecordDraft
+
+    rng = np.random.default_rng(11)
+    names = [f"Place{i}" for i in range(40)]
+
+    def add(n: int, start: int) -> None:
+        for r in range(start, start + n):
+            picked = rng.choice(names, size=4)
+            add_record(fresh_db, RecordDraft(body=f"We met {picked[0]} and {picked[1]} in {picked[2]}.\n\n"
+                                                  f"Later {picked[3]} wrote to {picked[0]}.", id=f"r{r}"))
+
+    add(30, 0)
+    incremental = GraphCache()
+    incremental.graph(fresh_db)
+    add(25, 30)
+    g = incremental.graph(fresh_db)                 # the rows added since, appended
+    full = GraphCache().graph(fresh_db)             # read in one go
+    rows = fresh_db.execute("SELECT passage_pk, entity_pk FROM mentions ORDER BY seq").fetchall()
+    old = graph_v1._append(None, 0, len(rows), [tuple(r) for r in rows])
+    for new in (g, full):
+        assert np.array_equal(new.passage_pks, old.passage_pks) and np.array_equal(new.entity_pks, old.entity_pks)
+        _same_matrix(new.W, old.W)
+        _same_matrix(new.WT, old.WT)
