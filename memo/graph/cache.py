@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memo.graph.csr import CSR
+from memo.graph.csr import CSR, distinct
 from memo.store.dialect import is_postgres
 
 
@@ -151,12 +151,16 @@ def _index(known: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     unseen = new[~found]
     if not len(unseen):
         return idx, known
-    uniq, first = np.unique(unseen, return_index=True)
-    order = np.argsort(first, kind="stable")          # the new pks in first-seen order
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(len(uniq))
-    idx[~found] = len(known) + rank[np.searchsorted(uniq, unseen)]
-    return idx, np.concatenate([known, uniq[order]])
+    by_pk = np.argsort(unseen, kind="stable")        # equal pks in the order they appear
+    start = distinct(unseen[by_pk])
+    first = by_pk[start]                              # where each distinct pk first appears
+    group = np.empty(len(unseen), dtype=np.int64)
+    group[by_pk] = np.cumsum(start) - 1               # each row's distinct pk (in pk order)
+    order = np.argsort(first, kind="stable")          # the distinct pks in first-seen order
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[order] = np.arange(len(first))
+    idx[~found] = len(known) + rank[group]
+    return idx, np.concatenate([known, unseen[first[order]]])
 
 
 def _pairs(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

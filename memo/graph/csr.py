@@ -18,6 +18,14 @@ from typing import Any
 import numpy as np
 
 
+def distinct(sorted_values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted array starts (bool mask).  ``np.unique``
+    does the same but its first call imports numpy.ma (60 ms of a process's first search)."""
+    start = np.ones(len(sorted_values), dtype=bool)
+    start[1:] = sorted_values[1:] != sorted_values[:-1]
+    return start
+
+
 @dataclass(frozen=True, slots=True)
 class CSR:
     indptr: np.ndarray       # (rows + 1,) int64
@@ -66,7 +74,8 @@ class CSR:
         """1.0 at every (row, col) given, duplicates counted once (canonical)."""
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
-        keys = np.unique(rows * max(shape[1], 1) + cols)
+        keys = np.sort(rows * max(shape[1], 1) + cols)
+        keys = keys[distinct(keys)]
         r, c = np.divmod(keys, max(shape[1], 1))
         indptr = np.zeros(shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=shape[0]), out=indptr[1:])

@@ -47,6 +47,7 @@ from memo.retrieve.arms.shared import AUTO_ONLY, plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
 from memo.retrieve.scope import scope_counts
+from memo.store.dialect import is_postgres
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,11 +79,18 @@ def in_scope_pks(ctx: ArmContext) -> np.ndarray:
     key = (ctx.scope_sql.where, ctx.scope_sql.params)
     hit = cache.get(key)
     if hit is None:
-        rows = ctx.conn.execute("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
-                                + (ctx.scope_sql.where or "1"), ctx.scope_sql.params).fetchall()
+        where = ctx.scope_sql.where or "1"
+        if is_postgres(ctx.conn):
+            rows = ctx.conn.execute("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
+                                    + where, ctx.scope_sql.params).fetchall()
+            hit = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        else:   # one string numpy parses, not a tuple per passage (issue 29.5: first search)
+            text = ctx.conn.execute("SELECT group_concat(p.pk, ',') FROM passages p JOIN records r "
+                                    "ON r.id = p.record_id WHERE " + where, ctx.scope_sql.params).fetchone()[0]
+            hit = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
         if len(cache) > 64:
             cache.clear()
-        hit = cache[key] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        cache[key] = hit
     return hit
 
 
