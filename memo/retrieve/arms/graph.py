@@ -210,20 +210,31 @@ class GraphArm:
             walks = push_walk(masks, [i for i, _ in seeds], damping=cfg.damping, epsilon=cfg.epsilon)
         else:
             walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping)
-        mass = walks.passages
+        # Only the passages some walk reached (mass > 0) can be reported: the rest of the work
+        # runs on them alone (issue 29.5: at 100k passages the whole-graph arrays cost as much
+        # as the walk).  Every quantity below is the one computed over all passages before:
+        # the others hold no mass, so they change no maximum and pass no test.
+        nz = walks.passages[:, 0] != 0
+        for j in range(1, walks.passages.shape[1]):
+            nz |= walks.passages[:, j] != 0
+        support = np.flatnonzero(nz)
+        if not len(support):
+            return []
+        mass = walks.passages[support]
         total = mass.sum(axis=1)
         # Passages every seed mentions directly are not reported.
         direct = np.ones(len(total), dtype=bool)
+        row = np.zeros(walks.passages.shape[0], dtype=bool)
         for i, _ in seeds:
-            row = np.zeros(len(total), dtype=bool)
+            row[:] = False
             row[graph.WT.indices[graph.WT.indptr[i]:graph.WT.indptr[i + 1]]] = True
-            direct &= row
+            direct &= row[support]
         # The floor: a passage is reported only if its mass is at least graph.report_floor
         # times the largest passage mass of the walks (the seeds' own passages included).
-        floor = cfg.report_floor * float(total.max()) if len(total) else 0.0
+        floor = cfg.report_floor * float(total.max())
         total[direct] = 0.0
         keep = (total > 0) & (total >= floor)
-        if cfg.bridge_share > 0 and mass.shape[1] >= 2 and len(total):
+        if cfg.bridge_share > 0 and mass.shape[1] >= 2:
             keep |= (total > 0) & (bridges(mass, cfg.bridge_share) >= 2)
         candidates = np.flatnonzero(keep)
         if not len(candidates):
@@ -231,15 +242,16 @@ class GraphArm:
         if len(candidates) > ctx.fetch_depth * 2:
             keep = np.argpartition(-total[candidates], ctx.fetch_depth * 2)[:ctx.fetch_depth * 2]
             candidates = candidates[keep]
-        rows = []
-        for idx in candidates.tolist():
-            votes = tuple(GraphVote(e.key, e.name, float(mass[idx, j])) for j, (_, e) in enumerate(seeds))
+        # raw: the walks' masses added in seed order; votes built for the passages kept only
+        scored = []
+        for idx, masses in zip(support[candidates].tolist(), mass[candidates].tolist(), strict=True):
             raw = 0.0
-            for v in votes:
-                raw += v.mass
-            rows.append((raw, int(graph.passage_pks[idx]), votes))
-        rows.sort(key=lambda t: (-t[0], t[1]))
-        return rows[:ctx.fetch_depth]
+            for m in masses:
+                raw += m
+            scored.append((raw, int(graph.passage_pks[idx]), masses))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return [(raw, pk, tuple(GraphVote(e.key, e.name, m) for (_, e), m in zip(seeds, masses, strict=True)))
+                for raw, pk, masses in scored[:ctx.fetch_depth]]
 
 
 def title_seed_lists(hits: dict[str, tuple[ArmHit, ...]], floor: float | None) -> list[list[int]]:
