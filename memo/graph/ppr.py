@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from memo.graph.csr import CSR
+from memo.graph.csr import CSR, distinct
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +130,12 @@ def _gather(ptr: np.ndarray, idx: np.ndarray, nodes: np.ndarray, lens: np.ndarra
     return idx[offsets]
 
 
+# A round's spread is added to the whole residual vector of the other side (one bincount
+# over it) when it reaches more than this share of that side's nodes, else to the nodes it
+# reaches only (sorted, summed per node: cost proportional to the spread, not the graph).
+DENSE_SHARE = 1 / 8
+
+
 def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: float) -> Walks:
     """Approximate ``walk`` by local push (Andersen, Chung and Lang 2006), per seed: a
     residual starts as 1 on the seed; every node whose residual r exceeds ``epsilon`` times
@@ -143,13 +149,15 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
     ``iterations`` of the result counts rounds.  A seed with no allowed passage gives its
     walk no passage mass (as ``walk``).
 
-    Speed (issue 29.5): the nodes that push in a round are found by one comparison of the
-    side's residuals with its thresholds (``epsilon * degree``), not by keeping the set of
-    nodes touched since the side last pushed (``np.unique`` and ``np.union1d`` of the
-    neighbour lists: 7x the time at 100k passages).  Same nodes, same order (ascending),
-    same sums: a node left below its threshold stays below until it is touched again, so
-    the nodes above it are exactly those of the old active set that are above it
-    (tests/unit/entities/test_graph_fast.py compares both bit for bit)."""
+    Speed (issue 29.5): the nodes that push in a round are those the previous round (on
+    the other side) reached whose residual is now above their threshold (``epsilon *
+    degree``): a node left below its threshold stays below until it is reached again.  A
+    round that reaches few nodes adds its spread to those nodes only (``DENSE_SHARE``);
+    one that reaches many adds a bincount over the whole side and the next round compares
+    the whole side with its thresholds.  Either way the same nodes push, in ascending order,
+    and each residual gets the same sum, added in the same order as one bincount over all
+    nodes did before: the results are those of the push before, bit for bit
+    (tests/unit/entities/test_graph_fast.py against the frozen copy, both ways forced)."""
     n_p, n_e = t.to_passages.shape
     seeds = [s for s in seeds if t.entity_mask[s]]
     n_s = len(seeds)
@@ -166,6 +174,7 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
     degs = (np.diff(ptrs[0]), np.diff(ptrs[1]))                 # (entities, passages)
     limits = (epsilon * degs[0], epsilon * degs[1])             # a node pushes while its residual is above
     sizes = (n_e, n_p)
+    everyone = np.zeros(0, dtype=np.int64)                      # marker: compare the whole side
     rounds = 0
     for col, seed in enumerate(seeds):
         est = (x_e[:, col], x_p[:, col])
@@ -174,12 +183,18 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
             continue
         res = [np.zeros(n_e), np.zeros(n_p)]
         res[0][seed] = 1.0
-        touched = [True, False]          # the side got residual since it last pushed
+        # per side: None (not reached since it last pushed), the nodes reached (ascending,
+        # distinct), or ``everyone``
+        reached: list[np.ndarray | None] = [np.array([seed], dtype=np.int64), None]
         side = 0
-        while touched[0] or touched[1]:
-            if touched[side]:
-                touched[side] = False
-                nodes = np.flatnonzero(res[side] > limits[side])
+        while reached[0] is not None or reached[1] is not None:
+            cand = reached[side]
+            if cand is not None:
+                reached[side] = None
+                if cand is everyone:
+                    nodes = np.flatnonzero(res[side] > limits[side])
+                else:
+                    nodes = cand[res[side][cand] > limits[side][cand]]
                 if len(nodes):
                     rounds += 1
                     r = res[side][nodes]
@@ -187,8 +202,17 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
                     est[side][nodes] += keep * r
                     res[side][nodes] = 0.0
                     nbrs = _gather(ptrs[side], idxs[side], nodes, deg)
+                    spread = np.repeat(d * r / deg, deg)
                     other = 1 - side
-                    res[other] += np.bincount(nbrs, weights=np.repeat(d * r / deg, deg), minlength=sizes[other])
-                    touched[other] = True
+                    if len(nbrs) > DENSE_SHARE * sizes[other]:
+                        res[other] += np.bincount(nbrs, weights=spread, minlength=sizes[other])
+                        reached[other] = everyone
+                    else:
+                        by_node = np.argsort(nbrs, kind="stable")     # a node's shares in spread order
+                        sorted_nbrs = nbrs[by_node]
+                        start = distinct(sorted_nbrs)
+                        hit = sorted_nbrs[start]
+                        res[other][hit] += np.bincount(np.cumsum(start) - 1, weights=spread[by_node])
+                        reached[other] = hit
             side = 1 - side
     return Walks(x_p, x_e, rounds)

@@ -52,8 +52,13 @@ def _graphs(seed: int):
     return rng, new, old
 
 
+@pytest.mark.parametrize("dense_share", [None, 0.0, float("inf")])     # shipped, always dense, always sparse
 @pytest.mark.parametrize("seed", range(6))
-def test_mention_graph_and_transitions_are_the_frozen_ones(seed):
+def test_mention_graph_and_transitions_are_the_frozen_ones(seed, dense_share, monkeypatch):
+    from memo.graph import ppr
+
+    if dense_share is not None:
+        monkeypatch.setattr(ppr, "DENSE_SHARE", dense_share)
     rng, new, old = _graphs(seed)
     assert np.array_equal(new.passage_pks, old.passage_pks) and np.array_equal(new.entity_pks, old.entity_pks)
     assert new.passage_index == old.passage_index and new.entity_index == old.entity_index
