@@ -48,8 +48,8 @@ class CSR:
 
     def transpose(self) -> CSR:
         """The transpose, canonical (indices ascending within each row)."""
-        rows = self.row_of()
-        order = np.lexsort((rows, self.indices))      # by column, then row: stable
+        rows = self.row_of()                          # ascending: a stable sort by column keeps
+        order = np.argsort(self.indices, kind="stable")   # each column's rows ascending
         counts = np.bincount(self.indices, minlength=self.shape[1])
         indptr = np.zeros(self.shape[1] + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
@@ -86,7 +86,7 @@ class CSR:
         """A CSR of this one or of a scipy sparse matrix (canonical form)."""
         if isinstance(m, CSR):
             return m
-        m = m.tocsr()
+        m = m.tocsr().copy()                          # sum_duplicates sorts in place
         m.sum_duplicates()
         return cls(np.asarray(m.indptr, dtype=np.int64), np.asarray(m.indices, dtype=np.int64),
                    np.asarray(m.data, dtype=np.float64), (int(m.shape[0]), int(m.shape[1])))
