@@ -135,3 +135,30 @@ def test_graph_read_from_the_store_in_one_go_and_after_writes(fresh_db):
         assert np.array_equal(new.passage_pks, old.passage_pks) and np.array_equal(new.entity_pks, old.entity_pks)
         _same_matrix(new.W, old.W)
         _same_matrix(new.WT, old.WT)
+
+
+def test_the_graph_arm_runs_without_scipy(tmp_path):
+    """scipy.sparse's import alone took 160-200 ms, more than a process's whole first search
+    may (issue 29.5): a routed search whose graph arm walks (push) and hops (title) must not
+    load it.  In a fresh process, since this one has scipy from the frozen copies."""
+    import json
+    import subprocess
+    import sys
+
+    from memo.ops.add import add_record
+    from memo.store.db import open_db
+    from memo.types import RecordDraft
+
+    db = tmp_path / "g.db"
+    conn = open_db(db)
+    for i, body in enumerate(["Alice works at Initech with Bob.", "Bob lives in Paris.", "Paris has the Louvre.",
+                              "Carol met Alice in Berlin.", "Alice and Bob went to Paris together."]):
+        add_record(conn, RecordDraft(body=body, title="Paris" if i == 2 else None))
+    conn.close()
+    code = ("import json, sys\nfrom memo.retrieve import SearchRequest, search\nfrom memo.store.db import open_db\n"
+            f"r = search(open_db({str(db)!r}, write=False), SearchRequest('Alice and Paris', limit=10), 'zscore')\n"
+            "arm = next(a for a in r.trace.arms if a.name == 'graph')\n"
+            "print(json.dumps({'ran': arm.ran, 'scipy': sorted(m for m in sys.modules if m.startswith('scipy'))}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"ran": True, "scipy": []}, got
