@@ -16,6 +16,12 @@ to a floor measured in the same run on the same rows.
           transactions of the same batch size, same PRAGMAs (WAL, synchronous=FULL).
           Its rows are what memo stores (passage text, section, exact terms computed
           before the clock starts), so the ratio is memo's cost over SQLite's own.
+* ``--entities``: memo once more with entity extraction switched off for the bench only
+          (``memo.store.records.record_mentions`` returns no mention, so no mention row
+          is written): ``entity_share`` = 1 - (best without) / (best with), wall and CPU
+          (issue 29.5: at most 0.2).  ``entity_direct_share``: the time spent inside
+          ``record_mentions`` and ``write_passage_mentions`` during the best memo run
+          (timed directly) over that run.
 The machine is shared: the two runs alternate (floor, memo, floor, memo...) and each
 reports its best; the ratio is floor seconds / memo seconds, for wall time and for the
 CPU time of this process (user + system, ``resource.getrusage``), which a loaded machine
@@ -25,6 +31,7 @@ inflates far less than wall time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -41,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import memo.store.records as records_mod  # noqa: E402
 from memo.ops.importer import DEFAULT_BATCH, ImportOptions, import_path  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
 from memo.text.identifiers import exact_terms  # noqa: E402
@@ -126,10 +134,40 @@ def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> tu
     return secs, cpu
 
 
-def memo_run(src: Path, db: Path, batch: int) -> tuple[float, float, int]:
+@contextlib.contextmanager
+def entities(mode: str, spent: list[float]):
+    """``mode`` "off": no passage mentions anything (extraction and mention writes skipped);
+    "timed": the time spent extracting and writing mentions is added to ``spent``."""
+    names = ("record_mentions", "write_passage_mentions")
+    real = {n: getattr(records_mod, n) for n in names}
+
+    def timed(fn):  # noqa: ANN001, ANN202
+        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent.append(time.perf_counter() - t0)
+        return wrapper
+
+    if mode == "off":
+        records_mod.record_mentions = lambda kind, title, passages, explicit=(): [[] for _ in passages]
+    else:
+        for n in names:
+            setattr(records_mod, n, timed(real[n]))
+    try:
+        yield
+    finally:
+        for n in names:
+            setattr(records_mod, n, real[n])
+
+
+def memo_run(src: Path, db: Path, batch: int, mode: str = "timed",
+             spent: list[float] | None = None) -> tuple[float, float, int]:
     conn = open_db(db)
     c0, t0 = _cpu(), time.perf_counter()
-    rep = import_path(conn, src, ImportOptions(namespace="bench", batch_size=batch))
+    with entities(mode, spent if spent is not None else []):
+        rep = import_path(conn, src, ImportOptions(namespace="bench", batch_size=batch))
     secs, cpu = time.perf_counter() - t0, _cpu() - c0
     conn.close()
     assert not rep.rejected, rep.rejected[:3]
@@ -144,19 +182,27 @@ def cli_run(src: Path, db: Path, batch: int) -> float:
     return time.perf_counter() - t0
 
 
-def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool) -> dict[str, object]:
+def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool,
+            with_entities: bool = False) -> dict[str, object]:
     src = build_input(work / f"in{n}.jsonl", n, seed)
     rows = _rows(src)
     floors, memos, clis = [], [], []
     floor_cpu, memo_cpu = [], []
+    spent, offs, off_cpu = [], [], []
     passages = 0
     for r in range(rounds):
         secs, cpu = floor_run(rows, work / f"floor{n}-{r}.db", batch)
         floors.append(secs)
         floor_cpu.append(cpu)
-        secs, cpu, passages = memo_run(src, work / f"memo{n}-{r}.db", batch)
+        got: list[float] = []
+        secs, cpu, passages = memo_run(src, work / f"memo{n}-{r}.db", batch, "timed", got)
         memos.append(secs)
         memo_cpu.append(cpu)
+        spent.append(sum(got))
+        if with_entities:
+            secs, cpu, _ = memo_run(src, work / f"off{n}-{r}.db", batch, "off")
+            offs.append(secs)
+            off_cpu.append(cpu)
         if cli:
             clis.append(cli_run(src, work / f"cli{n}-{r}.db", batch))
         for f in work.glob(f"*{n}-{r}.db*"):
@@ -170,6 +216,14 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
         "floor_runs_s": [round(x, 2) for x in floors], "memo_runs_s": [round(x, 2) for x in memos],
         "floor_cpu_s": [round(x, 2) for x in floor_cpu], "memo_cpu_s": [round(x, 2) for x in memo_cpu],
         "load_avg_1m": round(os.getloadavg()[0], 1)}
+    best = memos.index(min(memos))
+    out["entity_s"] = round(spent[best], 2)
+    out["entity_direct_share"] = round(spent[best] / memos[best], 3)
+    if offs:
+        out["memo_without_entities_per_s"] = round(passages / min(offs))
+        out["entity_share"] = round(1 - min(offs) / min(memos), 3)
+        out["entity_cpu_share"] = round(1 - min(off_cpu) / min(memo_cpu), 3)
+        out["memo_without_entities_runs_s"] = [round(x, 2) for x in offs]
     if clis:
         out["cli_per_s"] = round(passages / min(clis))
         out["cli_runs_s"] = [round(x, 2) for x in clis]
@@ -184,6 +238,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--cli", action="store_true", help="also time `memo import --no-embed` as a process")
     ap.add_argument("--input-only", type=Path, help="write the JSONL for --n to this path and stop")
+    ap.add_argument("--entities", action="store_true",
+                    help="also import with entity extraction off (same run) and report its share")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.input_only:
@@ -191,7 +247,8 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.n:
-            res = measure(n, Path(tmp), rounds=args.rounds, batch=args.batch, seed=args.seed, cli=args.cli)
+            res = measure(n, Path(tmp), rounds=args.rounds, batch=args.batch, seed=args.seed, cli=args.cli,
+                          with_entities=args.entities)
             print(json.dumps(res) if args.json else "\n".join(f"{k}: {v}" for k, v in res.items()), flush=True)
 
 

@@ -7,14 +7,21 @@
 * memo:   the write path as ingest runs it: records committed in batches of 256
           (insert_record in one BEGIN IMMEDIATE), then ``embed_records`` for each batch
           (embedding outside any transaction, vectors written per 64 in short transactions).
+* memo without entities (``--entities``): the same, with entity extraction and the
+          mention writes switched off (``memo.store.records.index_passage_mentions``
+          replaced by a no-op for the bench only).  ``entity_share`` = 1 - (best without) /
+          (best with): what extraction costs of import time (issue 29.5: at most 0.2).
+          ``entity_s``: the time spent inside ``index_passage_mentions`` during the best
+          run with it (timed directly), and ``entity_direct_share`` = that / the run.
 Both embed "title\\n\\nabstract" for the first N SciFact documents.  Target: memo >= 0.8x bare.
-The machine is shared and noisy: the two runs alternate (bare, memo, bare, memo) and each
-side reports its best run.
+The machine is shared and noisy: the runs alternate (bare, memo[, memo without entities],
+bare, ...) and each side reports its best run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -28,6 +35,7 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
+import memo.store.records as records_mod  # noqa: E402
 from memo.embed.backfill import embed_records  # noqa: E402
 from memo.embed.model import passage_text, session_options  # noqa: E402
 from memo.embed.registry import load_registry  # noqa: E402
@@ -59,16 +67,37 @@ def bare_loop(texts: list[str], spec, batch: int = 64) -> float:
     return time.perf_counter() - t0
 
 
-def memo_ingest(drafts, spec) -> float:
+@contextlib.contextmanager
+def entities(mode: str, spent: list[float]):
+    """``mode`` "off": insert_record extracts and writes no mention; "timed": the time spent
+    extracting and writing them is added to ``spent``."""
+    real = records_mod.index_passage_mentions
+
+    def timed(*a, **k):  # noqa: ANN002, ANN003
+        t0 = time.perf_counter()
+        try:
+            return real(*a, **k)
+        finally:
+            spent.append(time.perf_counter() - t0)
+
+    records_mod.index_passage_mentions = (lambda *a, **k: 0) if mode == "off" else timed
+    try:
+        yield
+    finally:
+        records_mod.index_passage_mentions = real
+
+
+def memo_ingest(drafts, spec, mode: str = "timed", spent: list[float] | None = None) -> float:
     load_model(spec)                           # model load is not ingest (server keeps it loaded)
     with tempfile.TemporaryDirectory() as tmp:
         conn = open_db(Path(tmp) / "ingest.db")
         t0 = time.perf_counter()
-        for s in range(0, len(drafts), 256):
-            with write_tx(conn):
-                ids = [insert_record(conn, d, d.passages) for d in drafts[s:s + 256]]
-            rep = embed_records(conn, ids, spec.id)
-            assert rep.error is None, rep.error
+        with entities(mode, spent if spent is not None else []):
+            for s in range(0, len(drafts), 256):
+                with write_tx(conn):
+                    ids = [insert_record(conn, d, d.passages) for d in drafts[s:s + 256]]
+                rep = embed_records(conn, ids, spec.id)
+                assert rep.error is None, rep.error
         secs = time.perf_counter() - t0
         n = conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
         conn.close()
@@ -80,6 +109,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--entities", action="store_true",
+                    help="also run memo with entity extraction off (same run) and report its share")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     spec = load_registry().get()
@@ -89,14 +120,25 @@ def main() -> None:
         if len(drafts) >= args.n:
             break
     texts = [passage_text(d.passages[0].section, d.passages[0].text) for d in drafts]
-    bare, memo = [], []
+    bare, memo, off, spent = [], [], [], []
     for _ in range(args.rounds):
         bare.append(bare_loop(texts, spec))
-        memo.append(memo_ingest(drafts, spec))
+        got: list[float] = []
+        memo.append(memo_ingest(drafts, spec, "timed", got))
+        spent.append(sum(got))
+        if args.entities:
+            off.append(memo_ingest(drafts, spec, "off"))
     out = {"n": len(texts), "bare_per_s": round(len(texts) / min(bare), 1),
            "memo_per_s": round(len(texts) / min(memo), 1),
            "ratio": round(min(bare) / min(memo), 3),
            "bare_runs_s": [round(x, 1) for x in bare], "memo_runs_s": [round(x, 1) for x in memo]}
+    best = memo.index(min(memo))
+    out["entity_s"] = round(spent[best], 2)
+    out["entity_direct_share"] = round(spent[best] / memo[best], 3)
+    if off:
+        out["memo_without_entities_per_s"] = round(len(texts) / min(off), 1)
+        out["entity_share"] = round(1 - min(off) / min(memo), 3)
+        out["memo_without_entities_runs_s"] = [round(x, 1) for x in off]
     print(json.dumps(out) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
 
 

@@ -35,9 +35,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import sparse
+
+from memo.graph.csr import CSR, distinct
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,25 +51,27 @@ class Walks:
 
 @dataclass(frozen=True, slots=True)
 class Transitions:
-    to_passages: sparse.csr_matrix   # (P, E): entity -> allowed passage, columns sum to 1 (0 for dead ends)
-    to_entities: sparse.csr_matrix   # (E, P): passage -> allowed entity
+    to_passages: CSR                 # (P, E): entity -> allowed passage, columns sum to 1 (0 for dead ends)
+    to_entities: CSR                 # (E, P): passage -> allowed entity
     entity_mask: np.ndarray          # entities a walk may be at (seeds must be among them)
     entity_alive: np.ndarray         # allowed entities with at least one allowed passage
 
 
-def transitions(W: sparse.csr_matrix, WT: sparse.csr_matrix, passage_mask: np.ndarray,
-                entity_mask: np.ndarray) -> Transitions:
+def transitions(W: Any, WT: Any, passage_mask: np.ndarray, entity_mask: np.ndarray) -> Transitions:
+    """The masked, normalised transitions (``W``, ``WT``: ``memo.graph.csr.CSR`` or scipy
+    sparse matrices).  An entry of ``to_passages`` is ``(m_p[i] * W[i, j]) * inv_e[j]``, the
+    product scipy's ``diags(m_p) @ W @ diags(inv_e)`` computed before issue 29.5, zeros
+    dropped, indices ascending within each row as there."""
+    W, WT = CSR.of(W), CSR.of(WT)
     m_p = passage_mask.astype(np.float64)
     m_e = entity_mask.astype(np.float64)
-    deg_p = m_p * (W @ m_e)                     # allowed entities of each allowed passage
-    deg_e = m_e * (WT @ m_p)                    # allowed passages of each allowed entity
+    deg_p = m_p * W.row_sums(m_e)               # allowed entities of each allowed passage
+    deg_e = m_e * WT.row_sums(m_p)              # allowed passages of each allowed entity
     inv_p = np.divide(1.0, deg_p, out=np.zeros(len(deg_p)), where=deg_p > 0)
     inv_e = np.divide(1.0, deg_e, out=np.zeros(len(deg_e)), where=deg_e > 0)
-    to_p = (sparse.diags(m_p) @ W @ sparse.diags(inv_e)).tocsr()
-    to_e = (sparse.diags(m_e) @ WT @ sparse.diags(inv_p)).tocsr()
-    to_p.eliminate_zeros()
-    to_e.eliminate_zeros()
-    return Transitions(to_p, to_e, entity_mask.astype(bool), deg_e > 0)
+    to_p = (m_p[W.row_of()] * W.data) * inv_e[W.indices]
+    to_e = (m_e[WT.row_of()] * WT.data) * inv_p[WT.indices]
+    return Transitions(W.keep(to_p != 0, to_p), WT.keep(to_e != 0, to_e), entity_mask.astype(bool), deg_e > 0)
 
 
 def steps_for(damping: float, iterations: int, tolerance: float) -> int:
@@ -88,6 +92,8 @@ def walk(t: Transitions, seeds: Sequence[int], *, damping: float, iterations: in
     n_s = len(seeds)
     if n_s == 0:
         return Walks(np.zeros((n_p, 0)), np.zeros((n_e, 0)), 0)
+    # scipy's products (the exact walk is not the default: only it imports scipy)
+    to_passages, to_entities = t.to_passages.to_scipy(), t.to_entities.to_scipy()
     cols = np.arange(n_s)
     x_e = np.zeros((n_e, n_s))
     x_e[seeds, cols] = 1.0
@@ -98,15 +104,15 @@ def walk(t: Transitions, seeds: Sequence[int], *, damping: float, iterations: in
     steps = steps_for(d, iterations, tolerance)
     for _ in range(steps):
         stuck = x_e[seeds, cols] * dead
-        x_p = t.to_passages @ x_e
+        x_p = to_passages @ x_e
         x_p *= d
-        x_e = t.to_entities @ x_p
+        x_e = to_entities @ x_p
         x_e *= d
         x_e[seeds, cols] += (1.0 - d) + d * stuck
     return Walks(x_p, x_e, steps)
 
 
-def personalized_pagerank(W: sparse.csr_matrix, WT: sparse.csr_matrix, seeds: Sequence[int],
+def personalized_pagerank(W: Any, WT: Any, seeds: Sequence[int],
                           passage_mask: np.ndarray, entity_mask: np.ndarray, *, damping: float,
                           iterations: int, tolerance: float) -> Walks:
     """``walk`` over ``transitions(W, WT, masks)``; seeds are always allowed."""
@@ -124,6 +130,12 @@ def _gather(ptr: np.ndarray, idx: np.ndarray, nodes: np.ndarray, lens: np.ndarra
     return idx[offsets]
 
 
+# A round's spread is added to the whole residual vector of the other side (one bincount
+# over it) when it reaches more than this share of that side's nodes, else to the nodes it
+# reaches only (sorted, summed per node: cost proportional to the spread, not the graph).
+DENSE_SHARE = 1 / 8
+
+
 def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: float) -> Walks:
     """Approximate ``walk`` by local push (Andersen, Chung and Lang 2006), per seed: a
     residual starts as 1 on the seed; every node whose residual r exceeds ``epsilon`` times
@@ -135,7 +147,17 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
     stationary mass and falls short of it at node v by less than ``epsilon * degree(v)``
     (the residuals left, each below its threshold, spread by the symmetric walk).
     ``iterations`` of the result counts rounds.  A seed with no allowed passage gives its
-    walk no passage mass (as ``walk``)."""
+    walk no passage mass (as ``walk``).
+
+    Speed (issue 29.5): the nodes that push in a round are those the previous round (on
+    the other side) reached whose residual is now above their threshold (``epsilon *
+    degree``): a node left below its threshold stays below until it is reached again.  A
+    round that reaches few nodes adds its spread to those nodes only (``DENSE_SHARE``);
+    one that reaches many adds a bincount over the whole side and the next round compares
+    the whole side with its thresholds.  Either way the same nodes push, in ascending order,
+    and each residual gets the same sum, added in the same order as one bincount over all
+    nodes did before: the results are those of the push before, bit for bit
+    (tests/unit/entities/test_graph_fast.py against the frozen copy, both ways forced)."""
     n_p, n_e = t.to_passages.shape
     seeds = [s for s in seeds if t.entity_mask[s]]
     n_s = len(seeds)
@@ -150,7 +172,9 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
     ptrs = (t.to_entities.indptr, t.to_passages.indptr)
     idxs = (t.to_entities.indices, t.to_passages.indices)
     degs = (np.diff(ptrs[0]), np.diff(ptrs[1]))                 # (entities, passages)
+    limits = (epsilon * degs[0], epsilon * degs[1])             # a node pushes while its residual is above
     sizes = (n_e, n_p)
+    everyone = np.zeros(0, dtype=np.int64)                      # marker: compare the whole side
     rounds = 0
     for col, seed in enumerate(seeds):
         est = (x_e[:, col], x_p[:, col])
@@ -159,24 +183,36 @@ def push_walk(t: Transitions, seeds: Sequence[int], *, damping: float, epsilon: 
             continue
         res = [np.zeros(n_e), np.zeros(n_p)]
         res[0][seed] = 1.0
-        active = [np.array([seed]), np.zeros(0, dtype=np.int64)]   # nodes that may be above threshold
+        # per side: None (not reached since it last pushed), the nodes reached (ascending,
+        # distinct), or ``everyone``
+        reached: list[np.ndarray | None] = [np.array([seed], dtype=np.int64), None]
         side = 0
-        while len(active[0]) or len(active[1]):
-            nodes = active[side]
-            active[side] = np.zeros(0, dtype=np.int64)
-            if len(nodes):
-                r = res[side][nodes]
-                deg = degs[side][nodes]
-                over = r > epsilon * deg
-                nodes, r, deg = nodes[over], r[over], deg[over]
+        while reached[0] is not None or reached[1] is not None:
+            cand = reached[side]
+            if cand is not None:
+                reached[side] = None
+                if cand is everyone:
+                    nodes = np.flatnonzero(res[side] > limits[side])
+                else:
+                    nodes = cand[res[side][cand] > limits[side][cand]]
                 if len(nodes):
                     rounds += 1
+                    r = res[side][nodes]
+                    deg = degs[side][nodes]
                     est[side][nodes] += keep * r
                     res[side][nodes] = 0.0
                     nbrs = _gather(ptrs[side], idxs[side], nodes, deg)
+                    spread = np.repeat(d * r / deg, deg)
                     other = 1 - side
-                    res[other] += np.bincount(nbrs, weights=np.repeat(d * r / deg, deg), minlength=sizes[other])
-                    touched = np.unique(nbrs)
-                    active[other] = np.union1d(active[other], touched)
+                    if len(nbrs) > DENSE_SHARE * sizes[other]:
+                        res[other] += np.bincount(nbrs, weights=spread, minlength=sizes[other])
+                        reached[other] = everyone
+                    else:
+                        by_node = np.argsort(nbrs, kind="stable")     # a node's shares in spread order
+                        sorted_nbrs = nbrs[by_node]
+                        start = distinct(sorted_nbrs)
+                        hit = sorted_nbrs[start]
+                        res[other][hit] += np.bincount(np.cumsum(start) - 1, weights=spread[by_node])
+                        reached[other] = hit
             side = 1 - side
     return Walks(x_p, x_e, rounds)

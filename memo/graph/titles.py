@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 from memo.graph.cache import MentionGraph
+from memo.graph.csr import CSR
 from memo.text.entities import title_key
 
 _CHUNK = 500
@@ -47,7 +47,7 @@ class TitleIndex:
     """Which entity each passage's record title is (built once per mention graph)."""
 
     of_passage: np.ndarray         # passage index -> entity index of its record's title, -1 = none
-    passages: sparse.csr_matrix    # (entities, passages): 1 where the passage's record is titled so
+    passages: CSR                  # (entities, passages): 1 where the passage's record is titled so
 
 
 def seed_weights(hit_lists: Sequence[Sequence[int]], n: int) -> dict[int, float]:
@@ -81,8 +81,7 @@ def title_index(conn: sqlite3.Connection, graph: MentionGraph) -> TitleIndex:
     for q, key in keys.items():
         of_passage[q] = entity_of.get(key, -1)
     q = np.flatnonzero(of_passage >= 0)
-    passages = sparse.csr_matrix((np.ones(len(q)), (of_passage[q], q)),
-                                 shape=(len(graph.entity_pks), len(graph.passage_pks)))
+    passages = CSR.from_edges(of_passage[q], q, (len(graph.entity_pks), len(graph.passage_pks)))
     return TitleIndex(of_passage, passages)
 
 

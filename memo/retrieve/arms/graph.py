@@ -47,13 +47,15 @@ from memo.retrieve.arms.shared import AUTO_ONLY, plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
 from memo.retrieve.scope import scope_counts
+from memo.store.dialect import is_postgres
 
 if TYPE_CHECKING:
     import numpy as np
 
-# numpy, scipy and memo.graph (which needs both) are imported by the functions that walk:
-# a search the arm does not run (keyword or exact mode, not routed) loads neither
-# (tests/integration/test_startup.py).
+# numpy and memo.graph (which needs it) are imported by the functions that walk: a search
+# the arm does not run (keyword or exact mode, not routed) loads neither
+# (tests/integration/test_startup.py).  scipy is loaded only by the exact walk
+# (graph.epsilon = 0): its import alone cost more than a first search may take (issue 29.5).
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +79,18 @@ def in_scope_pks(ctx: ArmContext) -> np.ndarray:
     key = (ctx.scope_sql.where, ctx.scope_sql.params)
     hit = cache.get(key)
     if hit is None:
-        rows = ctx.conn.execute("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
-                                + (ctx.scope_sql.where or "1"), ctx.scope_sql.params).fetchall()
+        where = ctx.scope_sql.where or "1"
+        if is_postgres(ctx.conn):
+            rows = ctx.conn.execute("SELECT p.pk FROM passages p JOIN records r ON r.id = p.record_id WHERE "
+                                    + where, ctx.scope_sql.params).fetchall()
+            hit = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        else:   # one string numpy parses, not a tuple per passage (issue 29.5: first search)
+            text = ctx.conn.execute("SELECT group_concat(p.pk, ',') FROM passages p JOIN records r "
+                                    "ON r.id = p.record_id WHERE " + where, ctx.scope_sql.params).fetchone()[0]
+            hit = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
         if len(cache) > 64:
             cache.clear()
-        hit = cache[key] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        cache[key] = hit
     return hit
 
 
@@ -148,7 +157,7 @@ class GraphArm:
 
             p_mask = graph.passage_mask(in_scope_pks(ctx))
             in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
-            df = graph.WT @ p_mask.astype(np.float64)
+            df = graph.WT.row_sums(p_mask.astype(np.float64))
             cfg_e = ctx.profile.entities
             e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
             e_mask &= ~graph.entity_mask(unconfirmed_pks(ctx))
@@ -201,20 +210,31 @@ class GraphArm:
             walks = push_walk(masks, [i for i, _ in seeds], damping=cfg.damping, epsilon=cfg.epsilon)
         else:
             walks = walk(masks, [i for i, _ in seeds], damping=cfg.damping)
-        mass = walks.passages
+        # Only the passages some walk reached (mass > 0) can be reported: the rest of the work
+        # runs on them alone (issue 29.5: at 100k passages the whole-graph arrays cost as much
+        # as the walk).  Every quantity below is the one computed over all passages before:
+        # the others hold no mass, so they change no maximum and pass no test.
+        nz = walks.passages[:, 0] != 0
+        for j in range(1, walks.passages.shape[1]):
+            nz |= walks.passages[:, j] != 0
+        support = np.flatnonzero(nz)
+        if not len(support):
+            return []
+        mass = walks.passages[support]
         total = mass.sum(axis=1)
         # Passages every seed mentions directly are not reported.
         direct = np.ones(len(total), dtype=bool)
+        row = np.zeros(walks.passages.shape[0], dtype=bool)
         for i, _ in seeds:
-            row = np.zeros(len(total), dtype=bool)
+            row[:] = False
             row[graph.WT.indices[graph.WT.indptr[i]:graph.WT.indptr[i + 1]]] = True
-            direct &= row
+            direct &= row[support]
         # The floor: a passage is reported only if its mass is at least graph.report_floor
         # times the largest passage mass of the walks (the seeds' own passages included).
-        floor = cfg.report_floor * float(total.max()) if len(total) else 0.0
+        floor = cfg.report_floor * float(total.max())
         total[direct] = 0.0
         keep = (total > 0) & (total >= floor)
-        if cfg.bridge_share > 0 and mass.shape[1] >= 2 and len(total):
+        if cfg.bridge_share > 0 and mass.shape[1] >= 2:
             keep |= (total > 0) & (bridges(mass, cfg.bridge_share) >= 2)
         candidates = np.flatnonzero(keep)
         if not len(candidates):
@@ -222,15 +242,16 @@ class GraphArm:
         if len(candidates) > ctx.fetch_depth * 2:
             keep = np.argpartition(-total[candidates], ctx.fetch_depth * 2)[:ctx.fetch_depth * 2]
             candidates = candidates[keep]
-        rows = []
-        for idx in candidates.tolist():
-            votes = tuple(GraphVote(e.key, e.name, float(mass[idx, j])) for j, (_, e) in enumerate(seeds))
+        # raw: the walks' masses added in seed order; votes built for the passages kept only
+        scored = []
+        for idx, masses in zip(support[candidates].tolist(), mass[candidates].tolist(), strict=True):
             raw = 0.0
-            for v in votes:
-                raw += v.mass
-            rows.append((raw, int(graph.passage_pks[idx]), votes))
-        rows.sort(key=lambda t: (-t[0], t[1]))
-        return rows[:ctx.fetch_depth]
+            for m in masses:
+                raw += m
+            scored.append((raw, int(graph.passage_pks[idx]), masses))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return [(raw, pk, tuple(GraphVote(e.key, e.name, m) for (_, e), m in zip(seeds, masses, strict=True)))
+                for raw, pk, masses in scored[:ctx.fetch_depth]]
 
 
 def title_seed_lists(hits: dict[str, tuple[ArmHit, ...]], floor: float | None) -> list[list[int]]:
