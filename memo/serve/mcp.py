@@ -57,11 +57,11 @@ from pydantic import Field
 
 from memo import __version__
 from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, ValidationError
-from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 from memo.profile import Profile
 from memo.serve.mcp_http import DEFAULT_PORT, MCP_PATH, TOKEN_ENV, serve_http
 from memo.serve.mcp_tools import MemoTools
 from memo.store.postgres.connection import redact
+from memo.text.json_value import MAX_JSON_DEPTH, json_problem
 from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_IDS, MAX_TAGS
 from memo.types import MODES, SEARCH_FIELDS, SearchField
 
