@@ -15,18 +15,25 @@ written at once, so the times below are the server's):
 
 and beside them, measured in the same rounds, the floors:
 
-    sqlite         python -c "import sqlite3"           (interpreter start-up)
-    sdk            python -c "import mcp.server.lowlevel"  (the official SDK's import: `import mcp`
-                   runs the package's __init__, which imports the client, both servers and
-                   mcp_types' pydantic models, whichever submodule is asked for)
+    sqlite         python -c "import sqlite3"           (interpreter start-up, the whole process)
+    sdk            python -c "import mcp.server.lowlevel; print()" until the line arrives (the
+                   official SDK's import: `import mcp` runs the package's __init__, which
+                   imports the client, both servers and mcp_types' pydantic models, whichever
+                   submodule is asked for).  Timed to its output, as the server is, not to
+                   its exit: tearing down that many modules takes 0.2-0.5 s more.
+    types          python -c "import mcp_types; print()" to its line: the protocol's pydantic
+                   models alone, which any server built on the SDK must load to parse and
+                   answer initialize (the least the SDK could cost, were its package lighter).
 
 Prints medians, min/max, ratios to the sqlite floor, and how each first search was
 answered (degraded or not, and why); ``--json`` prints one JSON document instead.
 
-    .venv/bin/python bench/mcp_start.py [--rounds 5] [--db PATH] [--json]
+    .venv/bin/python bench/mcp_start.py [--rounds 5] [--db PATH] [--code LABEL=DIR ...] [--json]
 
-Run against another checkout's code by putting it first on PYTHONPATH (the server
-subprocess inherits the environment), e.g. PYTHONPATH=/path/to/main for the before figures.
+``--code LABEL=DIR`` (repeatable) runs the server with DIR first on PYTHONPATH, each
+variant in every round, interleaved (the fair before/after on a machine whose load
+changes: --code before=/path/to/main --code after=.); without it the server runs with the
+environment as it is.
 """
 
 from __future__ import annotations
@@ -47,6 +54,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "datasets" / "sample" / "scifact" / "corpus.jsonl"
 QUERY = "ADAR1 binds to Dicer to cleave pre-miRNA"   # SciFact test claim 49
 READY_TIMEOUT = 60.0
+
+
+def _to_line(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    """ms from the process start to its first line on stdout."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    ms = (time.perf_counter() - t0) * 1000.0
+    proc.stdout.close()
+    if proc.wait(timeout=60) != 0 or not line:
+        raise SystemExit(f"{' '.join(cmd)} failed")
+    return ms
 
 
 def _wall(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -164,54 +184,74 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--db", type=Path, default=None, help="an existing database (default: the sample, imported)")
+    ap.add_argument("--code", action="append", default=[], metavar="LABEL=DIR",
+                    help="run the server with DIR first on PYTHONPATH (repeatable; interleaved per round)")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
     py = sys.executable
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    variants: dict[str, dict[str, str]] = {}
+    for spec in args.code or ["server="]:
+        label, _, path = spec.partition("=")
+        env = dict(os.environ)
+        if path:
+            env["PYTHONPATH"] = os.pathsep.join([str(Path(path).resolve()), *filter(None, [env.get("PYTHONPATH")])])
+        variants[label] = env
     with tempfile.TemporaryDirectory(prefix="memo-mcp-start-") as tmp:
         work = Path(tmp)
         db = args.db.resolve() if args.db else work / "memo.db"
-        env = dict(os.environ, MEMO_DB=str(db))
+        base = dict(next(iter(variants.values())), MEMO_DB=str(db))
         if args.db is None:
             t0 = time.perf_counter()
             _wall([py, "-m", "memo", "import", str(SAMPLE), "--format", "beir", "--namespace", "scifact", "--json"],
-                  env, work)
+                  base, work)
             say(f"sample imported and embedded in {time.perf_counter() - t0:.1f} s ({SAMPLE.relative_to(ROOT)})")
-        floors = {"sqlite": [py, "-c", "import sqlite3"], "sdk": [py, "-c", "import mcp.server.lowlevel"]}
-        times: dict[str, list[float]] = {k: [] for k in (*floors, "initialize", "tools_list", "first_search",
-                                                          "next_search", "hybrid_ready")}
-        firsts: list[dict[str, Any]] = []
-        one_round(py, db, env, work)              # warm the OS page cache once (not counted)
+        floors: dict[str, list[float]] = {"sqlite": [], "sdk": [], "types": []}
+        stages = ("initialize", "tools_list", "first_search", "next_search", "hybrid_ready")
+        times = {label: {k: [] for k in stages} for label in variants}
+        firsts: dict[str, list[dict[str, Any]]] = {label: [] for label in variants}
+        for env in variants.values():
+            one_round(py, db, env, work)          # warm the OS page cache once (not counted)
         for _ in range(args.rounds):
-            for name, cmd in floors.items():
-                times[name].append(_wall(cmd, env, work))
-            got = one_round(py, db, env, work)
-            for k in times:
-                if k in got:
-                    times[k].append(got[k])
-            firsts.append({"degraded": got["first_degraded"], "results": got["first_results"]})
-    summary = {k: _summary(v) for k, v in times.items()}
-    med = {k: v["median"] for k, v in summary.items()}
-    ratios = {k: round(med[k] / med["sqlite"], 2) for k in med if k != "next_search"}
-    doc = {"rounds": args.rounds, "cores": os.cpu_count(), "ms": summary, "x_sqlite_floor": ratios,
-           "initialize_minus_sdk_ms": round(med["initialize"] - med["sdk"], 1), "first_searches": firsts,
-           "python": sys.version.split()[0]}
+            floors["sqlite"].append(_wall([py, "-c", "import sqlite3"], base, work))
+            floors["sdk"].append(_to_line([py, "-c", "import mcp.server.lowlevel; print()"], base, work))
+            floors["types"].append(_to_line([py, "-c", "import mcp_types; print()"], base, work))
+            for label, env in variants.items():
+                got = one_round(py, db, env, work)
+                for k in stages:
+                    times[label][k].append(got[k])
+                firsts[label].append({"degraded": got["first_degraded"], "results": got["first_results"]})
+    floor = {k: _summary(v) for k, v in floors.items()}
+    sqlite = floor["sqlite"]["median"]
+    out: dict[str, Any] = {}
+    for label in variants:
+        summary = {k: _summary(v) for k, v in times[label].items()}
+        out[label] = {"ms": summary,
+                      "x_sqlite_floor": {k: round(v["median"] / sqlite, 2) for k, v in summary.items()
+                                         if k != "next_search"},
+                      "initialize_minus_sdk_ms": round(summary["initialize"]["median"] - floor["sdk"]["median"], 1),
+                      "first_searches": firsts[label]}
+    doc = {"rounds": args.rounds, "cores": os.cpu_count(), "python": sys.version.split()[0],
+           "floors_ms": floor, "sdk_x_sqlite": round(floor["sdk"]["median"] / sqlite, 2), "variants": out}
     if args.json:
         print(json.dumps(doc, indent=2))
         return
     print(f"\nmemo-mcp start-up, median of {args.rounds} rounds (ms from process start), {os.cpu_count()} cores")
-    print(f"{'':<14} {'median':>9} {'min':>9} {'max':>9} {'x sqlite':>9}")
-    for name, s in summary.items():
-        ratio = f"{ratios[name]:9.2f}" if name in ratios else f"{'':>9}"
-        label = "next search" if name == "next_search" else name.replace("_", " ")
-        print(f"{label:<14} {s['median']:9.1f} {s['min']:9.1f} {s['max']:9.1f} {ratio}")
-    print("(next search: that search alone; the floors are whole processes: sqlite = python -c 'import sqlite3', "
-          "sdk = python -c 'import mcp.server.lowlevel')")
-    print(f"initialize - sdk import: {doc['initialize_minus_sdk_ms']:.1f} ms")
-    for i, f in enumerate(firsts, 1):
-        d = f["degraded"]
-        print(f"round {i}: first search {f['results']} results, "
-              + (f"degraded: {d['reason']}" if d["flag"] else "not degraded"))
+    print(f"{'':<22} {'median':>9} {'min':>9} {'max':>9} {'x sqlite':>9}")
+    for name, f in floor.items():
+        print(f"{'floor ' + name:<22} {f['median']:9.1f} {f['min']:9.1f} {f['max']:9.1f} {f['median'] / sqlite:9.2f}")
+    for label, v in out.items():
+        for name, s in v["ms"].items():
+            ratio = f"{v['x_sqlite_floor'][name]:9.2f}" if name in v["x_sqlite_floor"] else f"{'':>9}"
+            print(f"{label + ' ' + name.replace('_', ' '):<22} {s['median']:9.1f} {s['min']:9.1f} {s['max']:9.1f} {ratio}")
+    print("(next search: that search alone; floor sqlite: python -c 'import sqlite3', the whole process; floor sdk: "
+          "python -c 'import mcp.server.lowlevel; print()' to its line; floor types: the same with mcp_types)")
+    for label, v in out.items():
+        print(f"{label}: initialize - sdk floor {v['initialize_minus_sdk_ms']:.1f} ms")
+        for i, f in enumerate(v["first_searches"], 1):
+            d = f["degraded"]
+            print(f"  round {i}: first search {f['results']} results, "
+                  + (f"degraded: {d['reason']}" if d["flag"] else "not degraded"))
 
 
 if __name__ == "__main__":
