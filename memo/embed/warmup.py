@@ -127,7 +127,8 @@ def _wait_for_gate() -> None:
 def resolve_model(warmup: Warmup) -> None:
     """The model id from the registry ($MEMO_MODEL, else its default), so the searches that
     run while the rest loads name it (an unknown id raises: the warm-up ends with that error)."""
-    from memo.embed.registry import load_registry  # deferred with the rest (module docstring)
+    deferred.load("memo.embed.registry")           # deferred with the rest (module docstring)
+    from memo.embed.registry import load_registry
 
     warmup.model_id = load_registry().get(warmup.model_id).id
 
