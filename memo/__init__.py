@@ -12,7 +12,16 @@ import os as _os
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
 
-from memo.search_api import search  # noqa: E402
-
 __version__ = "0.1.0"
 __all__ = ["search", "__version__"]
+
+
+def __getattr__(name: str) -> object:
+    # Load-time deferral (not a cycle): ``memo.search`` is the whole search pipeline
+    # (memo.retrieve, its arms, prometheus), ~0.3 s of imports that every ``import memo.x``
+    # paid before; memo-mcp imports memo modules before it answers ``initialize`` and must
+    # not (issue 31.2).  ``memo.search`` and ``from memo import search`` load it on first use.
+    if name == "search":
+        from memo.search_api import search
+        return search
+    raise AttributeError(f"module 'memo' has no attribute {name!r}")

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memo.embed import backfill as _backfill  # module, not names: tests replace load_model there
+from memo import deferred
 from memo.errors import MemoError
 from memo.store.connect import release_memory
 from memo.store.db import open_db
@@ -90,6 +90,17 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE)
     except OSError as exc:   # a sandbox without setpriority: run at the process's priority
         log.debug("background embedder keeps its priority: %s", exc)
+
+
+def _backfill_module():  # noqa: ANN202 - memo.embed.backfill
+    """``memo.embed.backfill``, imported on first use (load-time deferral, not a cycle): it
+    imports numpy and the model's modules, and memo-mcp creates this embedder on its event
+    loop right after answering initialize (issue 31.2): the thread imports them instead.
+    The module, not names: tests replace ``load_model`` there.  Through memo.deferred: other
+    threads may be importing the same modules for the first time."""
+    deferred.load("memo.embed.backfill")
+    from memo.embed import backfill
+    return backfill
 
 
 def _describe(exc: BaseException) -> str:
@@ -224,7 +235,7 @@ class BackgroundEmbedder:
     def _backfill(self, conn) -> None:  # noqa: ANN001
         """What was queued before this start (model unavailable, a crash, --no-embed)."""
         try:
-            report = _backfill.backfill(conn, self.model_id, progress=False, batch_size=self.batch_size)
+            report = _backfill_module().backfill(conn, self.model_id, progress=False, batch_size=self.batch_size)
             if report.embedded or report.facts_embedded:
                 log.info("embedded %d queued passages and %d facts at start", report.embedded,
                          report.facts_embedded)
@@ -246,6 +257,7 @@ class BackgroundEmbedder:
         fact_pks = list(dict.fromkeys(pk for j in jobs for pk in j.fact_pks))
         embedded = facts = 0
         error: str | None = None
+        _backfill = _backfill_module()
         try:
             if record_ids:
                 report = _backfill.embed_records(conn, record_ids, self.model_id, batch_size=self.batch_size,

@@ -46,7 +46,8 @@ from typing import Any
 
 from memo.errors import DatasetError
 from memo.ingest.beir import open_binary
-from memo.ingest.jsonl import json_problem, load_json, read_lines
+from memo.ingest.jsonl import load_json, read_lines
+from memo.text.json_value import json_problem
 from memo.types import PassageDraft, RecordDraft
 
 EXPORTS = ("chatgpt", "claude", "chat-jsonl")

@@ -19,7 +19,6 @@ breaks off rejects the rest of the file.
 from __future__ import annotations
 
 import json
-import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
@@ -27,13 +26,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memo.ingest.files import FileItem, NotRegularFile, gunzipped, open_regular
+from memo.text.json_value import MAX_JSON_DEPTH, json_problem
 from memo.types import KINDS, RecordDraft
 
 _STR_FIELDS = ("kind", "namespace", "title", "source", "library", "version", "author")
 KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", "type", "entities",
                 *_STR_FIELDS}
-MAX_JSON_DEPTH = 64                # nesting levels of one JSON value (line, BEIR doc, LoCoMo file)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _CHUNK = 1 << 16
 # What reading a file on can raise once it is open: an I/O error, or a gzip stream that is
 # truncated (EOFError) or corrupt (zlib.error, gzip.BadGzipFile is an OSError).
@@ -58,33 +56,6 @@ def load_json(text: str | bytes) -> object:
         return json.loads(text)
     except RecursionError:
         raise ValueError(f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
-
-
-def json_problem(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
-    """Why a parsed JSON value cannot be stored, or None: a string (or key) holding a
-    lone surrogate, or nesting deeper than ``max_depth``.  Iterative: any depth is safe."""
-    stack: list[tuple[object, str, int]] = [(value, "", 0)]
-    while stack:
-        obj, where, depth = stack.pop()
-        if depth > max_depth:
-            return f"JSON nested too deeply (more than {max_depth} levels)"
-        if isinstance(obj, str):
-            m = _SURROGATE.search(obj)
-            if m:
-                at = f" in {where.lstrip('.')}" if where else ""
-                return (f"lone surrogate escape \\u{ord(m.group()):04x}{at}: not valid Unicode text "
-                        f"(fix the producer; a pair such as \\ud83d\\ude00 is fine)")
-        elif isinstance(obj, dict):
-            for k, v in obj.items():
-                stack.append((k, where, depth + 1))
-                stack.append((v, f"{where}.{safe_key(k)}", depth + 1))
-        elif isinstance(obj, list):
-            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj))
-    return None
-
-
-def safe_key(key: str) -> str:
-    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def read_lines(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:

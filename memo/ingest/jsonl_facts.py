@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memo.ingest.files import NotRegularFile
-from memo.ingest.jsonl import READ_ERRORS, json_problem, load_json, open_lines, read_lines
+from memo.ingest.jsonl import READ_ERRORS, load_json, open_lines, read_lines
+from memo.text.json_value import json_problem
 from memo.types import FactDraft
 
 FACT_FIELDS = {"type", "text", "evidence", "namespace", "subject", "predicate", "object", "event_date",

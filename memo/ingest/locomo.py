@@ -25,7 +25,8 @@ from typing import Any
 
 from memo.errors import DatasetError
 from memo.ingest.beir import open_binary
-from memo.ingest.jsonl import json_problem, load_json
+from memo.ingest.jsonl import load_json
+from memo.text.json_value import json_problem
 from memo.types import PassageDraft, RecordDraft
 
 _SESSION_KEY = re.compile(r"session_(\d+)")

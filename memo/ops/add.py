@@ -8,7 +8,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from memo.errors import ValidationError
-from memo.ingest.jsonl import json_problem
 from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
@@ -28,6 +27,7 @@ from memo.store.records import (
     utc_now,
     validate_draft,
 )
+from memo.text.json_value import json_problem
 from memo.types import PassageDraft, RecordDraft, default_profile
 
 

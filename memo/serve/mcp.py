@@ -27,6 +27,15 @@ length into memory).  Every line is answered or served:
 * everything else goes to the SDK unchanged (unknown methods, bad tool arguments: its
   own -32601 / -32602 / tool errors).
 
+Start-up (issue 31.2): ``initialize`` is answered once the SDK is imported and the tools
+are registered; nothing else waits.  memo's modules that searches and writes need are
+imported by the tools when called (memo.serve.mcp_tools), and the model, the vector
+matrices and the mention graph load on a warm-up thread (memo.embed.warmup) started with
+the server: a search that arrives before the model is loaded runs without the semantic arm
+and says so in ``trace.degraded`` ("model … is loading …").  The SDK's own import (``import
+mcp`` loads the client, both servers and every protocol model) is most of what is left
+(docs/mcp.md, "Start-up"; bench/mcp_start.py).
+
 Usage: ``memo-mcp [--db PATH] [--profile NAME|PATH] [--log-level LEVEL] [--no-backfill] [--http [--host H] [--port P] [--allow-remote]]``, or
 ``memo-mcp backfill [--db PATH] [--model ID]`` (docs/mcp.md).  The database is ``--db``, else ``$MEMO_DB``, else the user data dir.
 """
@@ -57,11 +66,11 @@ from pydantic import Field
 
 from memo import __version__
 from memo.errors import ConfirmationRequired, MemoError, NotFound, StoreError, ValidationError
-from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
 from memo.profile import Profile
 from memo.serve.mcp_http import DEFAULT_PORT, MCP_PATH, TOKEN_ENV, serve_http
 from memo.serve.mcp_tools import MemoTools
 from memo.store.postgres.connection import redact
+from memo.text.json_value import MAX_JSON_DEPTH, json_problem
 from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_IDS, MAX_TAGS
 from memo.types import MODES, SEARCH_FIELDS, SearchField
 
@@ -383,10 +392,32 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+# stdio: the server's background threads start once the first reply is out (normally the
+# answer to initialize), or this long after the transport opened if no message came.
+START_AFTER_S = 1.0
+
+
 @asynccontextmanager
-async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any]]]:
-    """The (read, write) stream pair ``Server.run`` takes, over the process's stdio."""
+async def stdio_transport(on_serving: Callable[[], None] | None = None,
+                          ) -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any]]]:
+    """The (read, write) stream pair ``Server.run`` takes, over the process's stdio.
+
+    ``on_serving`` is called once, on the event loop, right after the first reply is written
+    (or ``START_AFTER_S`` after the start without one): the warm-up and embedder threads
+    start there, so they do not compete with the answer to initialize for the GIL (issue
+    31.2; about 0.1 s on the loaded 2-core VM)."""
     in_fd, out_fd, restore = _claim_stdio()
+    started = False
+
+    def serving() -> None:
+        nonlocal started
+        if started or on_serving is None:
+            return
+        started = True
+        try:
+            on_serving()
+        except Exception:  # noqa: BLE001 - the server goes on without its background threads
+            log.exception("starting the background threads failed")
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     out_limiter = anyio.CapacityLimiter(1)
@@ -420,16 +451,22 @@ async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any
             async with write_recv:
                 async for session_message in write_recv:
                     await write_message(session_message.message)
+                    serving()
         except OSError as exc:          # the client closed its end: stop serving, quietly
             log.info("stdout closed (%s); stopping", exc)
             scope.cancel()
         finally:
             writer_done.set()
 
+    async def serving_anyway() -> None:
+        await anyio.sleep(START_AFTER_S)
+        serving()
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader, write_send.clone())
             tg.start_soon(writer, tg.cancel_scope)
+            tg.start_soon(serving_anyway)
             yield read_recv, write_send
             write_send.close()
             with anyio.move_on_after(5):       # replies already queued still go out
@@ -443,8 +480,12 @@ class MemoMCPServer(MCPServer[Any]):
     """``MCPServer`` whose schema failures read like memo's own errors (one line with a
     hint instead of pydantic's multi-line report), served over ``stdio_transport``."""
 
+    on_serving: Callable[[], None] | None = None   # build_server: starts the background threads
+    stdio = False                                   # served over stdio_transport (it calls on_serving)
+
     async def run_stdio_async(self) -> None:
-        async with stdio_transport() as (read_stream, write_stream):
+        self.stdio = True
+        async with stdio_transport(self.on_serving) as (read_stream, write_stream):
             await self._lowlevel_server.run(read_stream, write_stream,
                                             self._lowlevel_server.create_initialization_options())
 
@@ -490,20 +531,33 @@ def _search_options(profile: Profile) -> list[inspect.Parameter]:
 
 # --- the server ----------------------------------------------------------------------------
 def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "WARNING") -> MemoMCPServer:
-    @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+    def start_background() -> None:
+        # The warm-up (memo.embed.warmup): the model, the vector matrices and the mention
+        # graph load on a daemon thread, so no call waits for them; searches before it is
+        # done run without the semantic arm, degraded with that reason.
+        tools.start_warmup()
         # The background embedder (memo.embed.background): one daemon thread with its own
         # connection, started once the transport owns stdout.  Adds are acknowledged after
-        # their commit and embedded by it; with ``backfill`` it first embeds what was
-        # queued while the model was unavailable.
+        # their commit and embedded by it (or, before it starts, embedded by the add
+        # itself); with ``backfill`` it first embeds what was queued while the model was
+        # unavailable.
         tools.start_embedder(backfill=backfill)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        # Over stdio the transport starts them once initialize is answered (on_serving);
+        # over HTTP, now.
+        if not server.stdio:
+            start_background()
         try:
             yield {}
         finally:
-            tools.embedder.stop(drain=True, timeout=10.0)  # type: ignore[union-attr]
+            if tools.embedder is not None:
+                tools.embedder.stop(drain=True, timeout=10.0)
 
     server = MemoMCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                            log_level=log_level, lifespan=lifespan)  # type: ignore[arg-type]
+    server.on_serving = start_background
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Callable[..., CallToolResult]], Any]:
         def register(fn: Callable[..., CallToolResult]) -> Any:

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import os
 import sys
-
-from mcp.server.transport_security import TransportSecuritySettings
-from starlette.applications import Starlette
+from typing import TYPE_CHECKING
 
 from memo.errors import ValidationError
 from memo.serve import guard
-from memo.serve.web import GuardMiddleware, bind_socket, resolve_token
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 TOKEN_ENV = "MEMO_MCP_TOKEN"
 MCP_PATH = "/mcp"
@@ -48,6 +48,11 @@ HINTS = {
 def create_http_app(server: object, token: str, *, names: frozenset[str] = guard.LOOPBACK_NAMES,
                     max_body: int) -> Starlette:
     """The ASGI app serving ``server`` (a ``MemoMCPServer``) at ``/mcp`` behind the guard."""
+    # Load-time deferral: memo-mcp imports this module for its constants at every start;
+    # the web UI's middleware (starlette and memo.serve.web) only when serving HTTP.
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from memo.serve.web import GuardMiddleware
     app: Starlette = server.streamable_http_app(  # type: ignore[attr-defined]
         streamable_http_path=MCP_PATH, max_request_body_size=max_body,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
@@ -69,6 +74,8 @@ def serve_http(server: object, *, host: str, port: int, allow_remote: bool, log_
     """Serve until interrupted.  Prints one line on stderr: the endpoint, and the token
     unless it came from ``$MEMO_MCP_TOKEN``."""
     import uvicorn  # only when serving over HTTP
+
+    from memo.serve.web import bind_socket, resolve_token  # as uvicorn (create_http_app)
 
     if not guard.is_loopback(host) and not allow_remote:
         raise ValidationError(f"--host {host} is not a loopback address; refusing to expose memo to the network",

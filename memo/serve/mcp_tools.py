@@ -16,6 +16,17 @@ must not run two statements (or an explicit transaction) from two threads at onc
   ``_read_lock``, so a search never waits for an add (WAL: readers see the last commit);
   searches take milliseconds and run one at a time.  The semantic service (in-memory
   vector index, per-connection scope caches) is bound to it and stays warm across calls.
+
+The model and the vector matrices load in the background (``start_warmup``;
+memo.embed.warmup): a search that arrives before they are loaded runs without the semantic
+arm and says so in ``trace.degraded`` ("model … is loading …"); the ones after are hybrid.
+
+Load-time deferral (issue 31.2): ``memo.ops``, ``memo.retrieve`` and ``memo.metrics`` (the
+search pipeline, the write path, prometheus: about 0.4 s of imports on the loaded 2-core VM)
+are imported by the methods that use them, not at the top, so memo-mcp answers
+``initialize`` without them; the warm-up thread imports them right after the server starts
+(``preload``, through memo.deferred: one thread at a time), and a tool call that comes
+sooner waits for that import instead of running its own beside it.
 """
 
 from __future__ import annotations
@@ -27,13 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memo import metrics, ops
+from memo import deferred
+from memo.embed.warmup import Warmup, load_semantic, resolve_model
 from memo.errors import ConfirmationRequired, ProfileError, ValidationError
-from memo.ops.guard import store_errors
 from memo.profile import Profile, load_profile
-from memo.retrieve import SearchRequest
-from memo.retrieve import search as run_search
-from memo.retrieve.services import ArmServices
 from memo.serialize import to_jsonable
 from memo.store.connect import release_memory
 from memo.store.db import open_db, resolve_db
@@ -42,10 +50,49 @@ from memo.types import FactDraft, RecordDraft, check_fields, default_profile, sc
 
 if TYPE_CHECKING:
     from memo.embed.background import BackgroundEmbedder
+    from memo.retrieve.services import ArmServices
+
+# What the methods import when called (module docstring), loaded through memo.deferred
+# (one thread at a time: two first imports of memo.retrieve at once break) by ``preload``,
+# which every method calls first and the warm-up thread calls right after the start.  A
+# search also needs what its arms import as they run (the graph arm: scipy, memo.graph).
+DEFERRED = ("memo.metrics", "memo.retrieve", "memo.retrieve.services", "memo.ops", "memo.ops.guard",
+            "memo.ops.facts")
+SEARCH_DEFERRED = (*DEFERRED, "memo.graph.cache", "memo.graph.ppr", "memo.graph.titles")
 
 # Profiles arrive from the client by name only: a path would let a tool call read any
 # TOML file on the machine.  The operator picks a path with `memo-mcp --profile`.
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def preload(names: tuple[str, ...] = DEFERRED) -> None:
+    """Import the modules the methods defer (``DEFERRED``; a search: ``SEARCH_DEFERRED``)."""
+    deferred.load(*names)
+
+
+def _warm(warmup: Warmup) -> None:
+    """The server's warm-up: the model's id (the degraded searches name it), the tools'
+    modules, the graph arm's mention graph, then the model and the matrices."""
+    resolve_model(warmup)
+    preload(SEARCH_DEFERRED)
+    warm_graph(warmup.db_path)
+    load_semantic(warmup)
+
+
+def warm_graph(db_path: str | Path) -> None:
+    """The graph arm's mention graph into its process cache (``memo.graph.cache``): scipy
+    and the graph, about 0.4 s on the loaded VM that the first routed search paid, model or
+    not.  PostgreSQL walks no in-process graph."""
+    preload(SEARCH_DEFERRED)
+    from memo.graph.cache import mention_graph  # deferred: start-up (module docstring)
+    from memo.store.dialect import is_postgres
+
+    conn = open_db(db_path, write=False)
+    try:
+        if not is_postgres(conn):
+            mention_graph(conn)
+    finally:
+        conn.close()
 
 
 class MemoTools:
@@ -66,6 +113,14 @@ class MemoTools:
         self._read_lock = threading.Lock()     # the read connection
         self._services: ArmServices | None = None
         self.embedder: BackgroundEmbedder | None = None
+        self.warmup: Warmup | None = None
+
+    def start_warmup(self) -> Warmup:
+        """Load the model and the vector matrices on a background thread (once); until
+        it is done, searches run without the semantic arm, degraded with the reason."""
+        if self.warmup is None:
+            self.warmup = Warmup(self.db_path, index_cfg=self.default_profile.index, load=_warm).start()
+        return self.warmup
 
     def start_embedder(self, *, backfill: bool = True) -> BackgroundEmbedder:
         """Start the server's background embedder (one thread, its own connection); with
@@ -106,10 +161,16 @@ class MemoTools:
         return load_profile(name)
 
     def _semantic(self) -> ArmServices:
-        # Built once: the service is lazy (the model loads on the first semantic query)
-        # and keeps the vector matrix resident between calls.
+        # Built once: the service is lazy (the model loads on the first semantic query,
+        # unless the warm-up thread loaded it) and keeps the vector matrix resident between
+        # calls.  While the warm-up is loading, a stand-in that reports it (not cached).
+        preload()
+        from memo.retrieve.services import ArmServices  # deferred: start-up (module docstring)
         if self._services is None:
-            from memo.embed.service import semantic_services  # numpy/onnx only when searching
+            if self.warmup is not None and self.warmup.loading:
+                return ArmServices(semantic=self.warmup.stand_in())
+            deferred.load("memo.embed.service")           # numpy/onnx only when searching
+            from memo.embed.service import semantic_services
             self._services = ArmServices.of(semantic_services(self.read_conn))
         return self._services
 
@@ -117,6 +178,10 @@ class MemoTools:
     def search(self, query: str, *, mode: str = "auto", profile: str | None = None, limit: int | None = None,
                max_tokens: int | None = None, response_format: str = "compact", **fields: Any) -> dict[str, Any]:
         """``fields``: the search fields of ``memo.types.SEARCH_FIELDS`` (scope fields and ``now``)."""
+        preload(SEARCH_DEFERRED)
+        from memo.ops.guard import store_errors  # deferred: start-up (module docstring)
+        from memo.retrieve import SearchRequest
+        from memo.retrieve import search as run_search
         check_fields(fields, "MemoTools.search()")
         prof = self._profile(profile)
         request = SearchRequest(query=query, scope=scope_from(fields), mode=mode, limit=limit,
@@ -128,6 +193,8 @@ class MemoTools:
     def add(self, text: str, *, wait: bool = False, **fields: Any) -> dict[str, Any]:
         """``wait``: embed before returning (a semantic search finds the memory at once);
         else the background embedder does it right after (keyword search finds it at once)."""
+        preload()
+        from memo import ops  # deferred: start-up (module docstring)
         tags = fields.pop("tags", None)
         trust = fields.pop("trust", None)
         meta = dict(fields.pop("meta", None) or {})
@@ -148,6 +215,8 @@ class MemoTools:
                 self._after_write(text)
 
     def get(self, record_id: str) -> dict[str, Any]:
+        preload()
+        from memo import ops  # deferred: start-up (module docstring)
         with self._read_lock:
             return to_jsonable(ops.get(self.read_conn, record_id))
 
@@ -155,6 +224,8 @@ class MemoTools:
              library: str | None = None, version: str | None = None, tags: Sequence[str] = (),
              include_forgotten: bool = False, include_superseded: bool = False,
              limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        preload()
+        from memo import ops  # deferred: start-up (module docstring)
         flt = ops.ListFilter(namespaces=tuple(namespaces), kinds=tuple(kinds), sources=tuple(sources),
                              library=library, version=version, tags=tuple(tags),
                              include_forgotten=include_forgotten, include_superseded=include_superseded,
@@ -164,6 +235,8 @@ class MemoTools:
         return {"count": len(rows), "records": to_jsonable(rows)}
 
     def supersede(self, record_id: str, text: str, *, wait: bool = False, **changes: Any) -> dict[str, Any]:
+        preload()
+        from memo import ops  # deferred: start-up (module docstring)
         if changes.get("tags") is not None:
             changes["tags"] = tuple(changes["tags"])
         with self._lock:
@@ -174,6 +247,8 @@ class MemoTools:
                 self._after_write(text)
 
     def forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
+        preload()
+        from memo import ops  # deferred: start-up (module docstring)
         distinct = tuple(dict.fromkeys(ids))
         if not distinct:
             raise ValidationError("no record ids given", hint="pass ids: a list of record ids")
@@ -193,7 +268,8 @@ class MemoTools:
 
     # --- facts (memo.ops.facts) -----------------------------------------------------------
     def fact_add(self, text: str, evidence: Sequence[str], *, wait: bool = False, **fields: Any) -> dict[str, Any]:
-        from memo.ops.facts import add_fact
+        preload()
+        from memo.ops.facts import add_fact  # deferred: start-up (module docstring)
         draft = FactDraft(text=text, evidence=tuple(evidence),
                           **{k: v for k, v in fields.items() if v is not None})
         with self._lock:
@@ -203,7 +279,8 @@ class MemoTools:
     def fact_list(self, *, namespaces: Sequence[str] = (), evidence: str | None = None,
                   include_forgotten: bool = False, include_superseded: bool = False,
                   limit: int = 50, offset: int = 0) -> dict[str, Any]:
-        from memo.ops.facts import list_facts
+        preload()
+        from memo.ops.facts import list_facts  # deferred: start-up (module docstring)
         with self._read_lock:      # a read: never waits behind a long add
             facts = list_facts(self.read_conn, namespaces=tuple(namespaces), evidence=evidence,
                                include_forgotten=include_forgotten, include_superseded=include_superseded,
@@ -211,7 +288,8 @@ class MemoTools:
         return {"count": len(facts), "facts": to_jsonable(facts)}
 
     def fact_forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
-        from memo.ops.facts import forget_facts
+        preload()
+        from memo.ops.facts import forget_facts  # deferred: start-up (module docstring)
         distinct = tuple(dict.fromkeys(ids))
         if not distinct:
             raise ValidationError("no fact ids given", hint="pass ids: a list of fact ids")
@@ -226,6 +304,8 @@ class MemoTools:
     def stats(self) -> dict[str, Any]:
         """``memo stats --json``'s document plus ``metrics``: this server's search metrics
         (memo.metrics.snapshot; the pending-vector gauge refreshed from the database)."""
+        preload()
+        from memo import metrics, ops  # deferred: start-up (module docstring)
         with self._read_lock:
             report = ops.stats(self.read_conn)
         return {**to_jsonable(report), "metrics": metrics.stats_metrics(report.pending_vectors)}
@@ -233,6 +313,8 @@ class MemoTools:
     def metrics_text(self) -> str:
         """The Prometheus text exposition (``/metrics``, the MCP resource ``memo://metrics``),
         the pending-vector gauge refreshed from the database first."""
+        preload()
+        from memo import metrics, ops  # deferred: start-up (module docstring)
         with self._read_lock:
             report = ops.stats(self.read_conn)
         metrics.set_pending(report.pending_vectors)

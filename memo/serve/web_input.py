@@ -10,7 +10,7 @@ nesting (a 100,000-deep body would overflow the parser's stack), no lone surroga
 (``"\\ud800"``: not Unicode text; a pair such as ``"\\ud83d\\ude00"`` is fine), only finite
 numbers (``NaN``, ``Infinity``, ``1e309``) and integers of at most 4,300 digits; each of
 those is a 400, like invalid JSON.  The rules are the JSONL importer's
-(``memo.ingest.jsonl.json_problem``), so a record refused here is refused there too.
+(``memo.text.json_value.json_problem``), so a record refused here is refused there too.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from memo.errors import ValidationError
-from memo.ingest.jsonl import MAX_JSON_DEPTH, json_problem
+from memo.text.json_value import MAX_JSON_DEPTH, json_problem
 from memo.types import SEARCH_FIELDS, SearchField
 
 

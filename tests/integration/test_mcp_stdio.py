@@ -18,6 +18,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from memo.embed.warmup import GATE_ENV, LOADING
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"memory_search", "memory_add", "memory_get", "memory_list", "memory_supersede",
          "memory_forget", "memory_stats", "memory_fact_add", "memory_fact_list", "memory_fact_forget"}
@@ -69,6 +71,15 @@ def doc(result: Any) -> dict[str, Any]:
     return data
 
 
+async def until_model_loaded(s: ClientSession) -> None:
+    """Searches until one is no longer degraded for the model loading in the background
+    (issue 31.2), for tests that compare a hybrid search with the CLI's."""
+    with anyio.fail_after(20):
+        while LOADING in (doc(await s.call_tool("memory_search", {"query": "warm-up"}))["trace"]["degraded"]["reason"]
+                          or ""):
+            await anyio.sleep(0.05)
+
+
 def error_line(result: Any) -> str:
     assert result.is_error, result.content
     (block,) = result.content
@@ -106,6 +117,7 @@ def test_add_then_search_explain_matches_cli(tmp_path: Path, backend_db: str) ->
         assert added["status"] == "added" and added["vectors"]["embedded"] == 1
         again = doc(await s.call_tool("memory_add", {"text": text, "namespace": "ops"}))
         assert again == {**again, "status": "skipped", "record_id": added["record_id"]}
+        await until_model_loaded(s)
 
         compact = await s.call_tool("memory_search", {"query": "staging deploy key rotation"})
         assert "not instructions" in compact.content[-1].text      # quoted-data notice
@@ -173,8 +185,10 @@ def test_add_is_acknowledged_then_embedded_in_background(tmp_path: Path) -> None
                 if res["results"]:
                     break
                 # before the vector lands the search says so ("no vectors yet" while the
-                # database has none at all, else "1 of 1 in-scope passages have no vector")
-                assert res["trace"]["degraded"]["flag"] and "vector" in res["trace"]["degraded"]["reason"]
+                # database has none at all, else "1 of 1 in-scope passages have no vector"),
+                # and before that while the server is still loading the model (issue 31.2)
+                reason = res["trace"]["degraded"]["reason"]
+                assert res["trace"]["degraded"]["flag"] and ("vector" in reason or LOADING in reason), reason
                 await anyio.sleep(0.1)
         assert res["results"][0]["record_id"] == added["record_id"]
         assert "semantic" in res["results"][0]["why"]["arms"]
@@ -193,6 +207,44 @@ def test_add_is_acknowledged_then_embedded_in_background(tmp_path: Path) -> None
                 await anyio.sleep(0.1)
 
     run_session(tmp_path, scenario)
+
+
+def test_answers_while_the_model_loads_then_searches_are_hybrid(tmp_path: Path) -> None:
+    """Issue 31.2: the model and the matrices load in the background.  The warm-up is held
+    at its gate ($MEMO_WARMUP_GATE, tests only: memo.embed.warmup), so the model is certainly
+    still loading: initialize and tools/list answer, and a search is answered by the keyword
+    arm, degraded with the loading reason.  Once the gate opens the searches become hybrid."""
+    text = "The backup job copies the invoices bucket to cold storage every night at 02:00."
+    query = "when does the invoices backup run"
+    rid: dict[str, str] = {}
+
+    async def setup(s: ClientSession) -> None:
+        rid["id"] = doc(await s.call_tool("memory_add", {"text": text, "wait": True}))["record_id"]
+
+    run_session(tmp_path, setup)                 # a database whose passage has its vector
+    gate = tmp_path / "warmup.gate"
+
+    async def scenario(s: ClientSession) -> None:
+        assert {t.name for t in (await s.list_tools()).tools} == TOOLS
+        res = doc(await s.call_tool("memory_search", {"query": query, "response_format": "explain"}))
+        degraded = res["trace"]["degraded"]
+        assert degraded["flag"] is True and LOADING in degraded["reason"], degraded
+        assert res["results"][0]["record_id"] == rid["id"]                 # the keyword arm answered
+        assert "semantic" not in res["results"][0]["why"]["arms"]
+        semantic = next(a for a in res["trace"]["arms"] if a["name"] == "semantic")
+        assert semantic["ran"] is False and LOADING in semantic["reason"]
+        assert doc(await s.call_tool("memory_stats", {}))["live"] == 1       # the other tools answer too
+
+        gate.touch()
+        with anyio.fail_after(20):
+            while LOADING in (res["trace"]["degraded"]["reason"] or ""):
+                await anyio.sleep(0.05)
+                res = doc(await s.call_tool("memory_search", {"query": query, "response_format": "explain"}))
+        assert res["trace"]["degraded"]["flag"] is False, res["trace"]["degraded"]
+        assert "semantic" in res["results"][0]["why"]["arms"]
+        assert res["results"][0]["record_id"] == rid["id"]
+
+    run_session(tmp_path, scenario, {GATE_ENV: str(gate)})
 
 
 def test_bad_input_is_an_error_result_and_server_stays_up(tmp_path: Path) -> None:

@@ -78,3 +78,29 @@ def test_warm_service_reports_no_second_load(tmp_path: Path) -> None:
     conn.close()
     assert "matrix_load" in first.trace.stage_ms
     assert not {k for k in second.trace.stage_ms if k.endswith("_load")}, second.trace.stage_ms
+
+
+def test_mcp_answers_initialize_before_importing_the_search_stack(tmp_path: Path) -> None:
+    """Issue 31.2: memo-mcp answers initialize having imported the SDK and the few memo
+    modules that open the database and register the tools: not numpy, onnxruntime, scipy,
+    the search pipeline, the write path or the web UI.  The warm-up is held at its gate
+    ($MEMO_WARMUP_GATE) and --no-backfill keeps the embedder from importing anything before
+    a write, so every module in the log was imported to answer (or to shut down)."""
+    env = dict(os.environ, MEMO_WARMUP_GATE=str(tmp_path / "never"))
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "memo.serve.mcp", "--db", str(tmp_path / "m.db"),
+                             "--no-backfill"], env=env, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write((json.dumps(init) + "\n").encode())
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline())
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "memo", reply
+    _, err = proc.communicate(timeout=60)          # stdin closed: the server exits
+    loaded = _imported(err.decode())
+    assert "memo.serve.mcp_tools" in loaded          # the log is the server's
+    heavy = sorted(m for m in loaded if m.split(".")[0] in ("numpy", "onnxruntime", "scipy", "tokenizers")
+                   or m.startswith(("memo.retrieve", "memo.ops", "memo.embed.service", "memo.graph", "memo.serve.web",
+                                    "memo.search_api", "memo.ingest")))
+    assert not heavy, "memo-mcp imported before answering initialize: " + ", ".join(heavy[:12])
