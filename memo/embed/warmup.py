@@ -81,6 +81,7 @@ class Warmup:
         self.seconds: float | None = None
         self._load = load or load_semantic
         self._done = threading.Event()
+        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
@@ -99,14 +100,23 @@ class Warmup:
         """Block until the thread has finished (loaded or failed); False on timeout."""
         return self._done.wait(timeout)
 
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Before the process exits: a load not begun is skipped, one under way is waited
+        for (bounded).  An interpreter that finalises while onnxruntime builds a session on
+        this daemon thread aborts ("terminate called without an active exception", exit
+        -6): a client that connects and leaves at once must not crash the server."""
+        self._stopping.set()
+        return self._thread is None or self._done.wait(timeout)
+
     def stand_in(self) -> LoadingService:
         return LoadingService(self.model_id)
 
     def _main(self) -> None:
         t0 = time.perf_counter()
         try:
-            _wait_for_gate()
-            self._load(self)
+            _wait_for_gate(self._stopping)
+            if not self._stopping.is_set():
+                self._load(self)
         except Exception as exc:  # noqa: BLE001 - a model that cannot load must not stop the server
             self.error = exc.one_line() if isinstance(exc, MemoError) else f"{type(exc).__name__}: {exc}"
             log.warning("the embedding model did not load; searches run without the semantic arm: %s",
@@ -117,10 +127,10 @@ class Warmup:
             self._done.set()
 
 
-def _wait_for_gate() -> None:
+def _wait_for_gate(stopping: threading.Event) -> None:
     gate = os.environ.get(GATE_ENV)
     if gate:
-        while not os.path.exists(gate):
+        while not os.path.exists(gate) and not stopping.is_set():
             time.sleep(0.02)
 
 

@@ -134,6 +134,8 @@ class MemoTools:
         return None if wait else self.embedder
 
     def close(self) -> None:
+        if self.warmup is not None:
+            self.warmup.stop()               # never exit while the model is half loaded
         if self.embedder is not None:
             # Embed what was acknowledged but not embedded yet (bounded); the rest stays
             # queued in the database for `memo backfill` / the next start.

@@ -350,6 +350,30 @@ def test_raw_jsonrpc_over_pipes(tmp_path: Path) -> None:
     assert "Traceback" not in stderr, stderr
 
 
+def test_a_client_that_leaves_at_once_does_not_crash_the_server(tmp_path: Path) -> None:
+    """initialize, then stdin closes while the warm-up thread may be loading the model: the
+    server waits for the load it began and exits 0 (it aborted with "terminate called
+    without an active exception", -6, when the interpreter finalised mid-load)."""
+    from memo.ops.add import add_record
+    from memo.store.db import open_db
+    from memo.types import RecordDraft
+
+    db = tmp_path / "leave.db"
+    conn = open_db(db)
+    add_record(conn, RecordDraft(body="a passage for the vector matrix"))
+    conn.close()
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-m", "memo.serve.mcp", "--db", str(db)], cwd=REPO,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        _, stderr = proc.communicate(timeout=60)      # closes stdin at once
+        assert proc.returncode == 0 and "terminate called" not in stderr, stderr
+
+
 def test_unexpected_exception_becomes_error_result(tmp_path: Path) -> None:
     """In process: a crash inside a tool is an isError result, and the next call works."""
     from memo.serve.mcp import build_server
