@@ -143,7 +143,8 @@ KEYS: tuple[Key, ...] = (
     # --- index: storage and speed (never change a ranking) -----------------------------
     Key("index.keyword", "choice", "impact: from impact_min_passages on, the keyword arm ranks with the impact "
         "index derived from FTS5 (same bm25, same top-k); fts5: never", choices=KEYWORD_INDEXES, group="index"),
-    Key("index.impact_min_passages", "int", "below this many passages FTS5's own OR query answers",
+    Key("index.impact_min_passages", "int", "below this many passages FTS5's own OR query answers "
+        "(unless the process already holds a current index: same ranking)",
         0, 1_000_000_000, group="index"),
     Key("index.quantised_min", "int", "a model with at least this many vectors: int8 scan, then exact float32 "
         "rescoring of the shortlist", 1, 1_000_000_000, group="index"),

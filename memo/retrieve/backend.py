@@ -59,8 +59,11 @@ class SearchBackend(Protocol):
         """Fact arm, meaning list: [(fact pk, cosine)] best first among ``allowed``."""
         ...
 
-    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int]) -> dict[int, float]:
-        """-bm25 of the keyword arm's match for these passages (the entity arm's tiebreak)."""
+    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int],
+                       words: Sequence[str] | None = None) -> dict[int, float]:
+        """-bm25 of the keyword arm's match for these passages (the entity arm's tiebreak);
+        ``words``: the match's words (``query_words``), for a backend that can score them
+        without running the match."""
         ...
 
     def passage_cosines(self, conn: Any, model_id: str, qvec: np.ndarray, pks: Sequence[int]) -> dict[int, float]:

@@ -65,7 +65,8 @@ class PostgresSearch:
             return {}
         return {int(pk): float(cos) for pk, cos in pg_vectors.passage_cosines(conn, model_id, qvec, keys)}
 
-    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int]) -> dict[int, float]:
+    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int],
+                       words: Sequence[str] | None = None) -> dict[int, float]:
         keys = sorted(set(pks))
         if not keys:
             return {}

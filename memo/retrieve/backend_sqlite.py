@@ -9,7 +9,8 @@ Text top-k (keyword and exact arms): two exact plans over an FTS5 table (see
 
 ``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.  For the
 keyword arm, when the profile allows it (``index.keyword = "impact"``, at least
-``index.impact_min_passages`` passages) and an impact index matches this snapshot,
+``index.impact_min_passages`` passages, or fewer when this process already built one) and
+an impact index matches this snapshot,
 ``memo.retrieve.impact`` answers with the same ranking without scoring every matching row
 in SQLite; otherwise FTS5 does.
 
@@ -57,7 +58,11 @@ class SqliteSearch:
         idx = ctx.profile.index if ctx.profile is not None else None
         stats = scope_stats(ctx.conn, ctx.scope_sql)
         section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
-        if words and idx is not None and idx.keyword == "impact" and stats.total >= idx.impact_min_passages:
+        # Below impact_min_passages a process does not *build* the index for one search, but
+        # one that already holds a current index (the eval's workers build it at start:
+        # hundreds of searches each) uses it: the ranking is the same, bit for bit.
+        if words and idx is not None and idx.keyword == "impact" and (
+                stats.total >= idx.impact_min_passages or impact.current_index(ctx.conn, table) is not None):
             hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
                                       section_weight=section_weight)
             if hits is not None:
@@ -106,8 +111,15 @@ class SqliteSearch:
                          allowed: Sequence[int]) -> list[tuple[int, float]]:
         return [(int(pk), float(cos)) for pk, cos in svc.fact_index.search(ctx.conn, qvec, allowed, ctx.fetch_depth)]
 
-    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int]) -> dict[int, float]:
+    def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int],
+                       words: Sequence[str] | None = None) -> dict[int, float]:
         wanted = set(pks)
+        if words:
+            # A current impact index scores the rows FTS5 would (bm25 of the same phrases,
+            # the same doubles) without scoring every row the OR query matches.
+            fast = impact.scores_of(ctx.conn, "passages_fts", tuple(words), wanted)
+            if fast is not None:
+                return fast
         out: dict[int, float] = {}
         for rowid, score in ctx.conn.execute(
                 "SELECT rowid, bm25(passages_fts) FROM passages_fts WHERE passages_fts MATCH ?", (match,)):

@@ -467,6 +467,29 @@ def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int |
     return len(rows) if mask is None else int(mask[rows].sum())
 
 
+def scores_of(conn: sqlite3.Connection, table: str, words: tuple[str, ...],
+              pks: set[int]) -> dict[int, float] | None:
+    """-bm25 (unweighted columns) of the rows ``pks`` that match any of ``words``, as
+    ``bm25(table)`` of FTS5's OR query gives them; None when no index matches the snapshot
+    or a word is not one token (then FTS5 scores)."""
+    import numpy as np
+
+    index = current_index(conn, table)
+    if index is None:
+        return None
+    stems = _STEMMER.stems(index.tokenizer, words)
+    if stems is None:
+        return None
+    score = scores(index, stems, 1.0)
+    keys = np.fromiter(pks, dtype=np.int64, count=len(pks))
+    pos = np.searchsorted(index.pks, keys)
+    ok = pos < len(index.pks)
+    ok[ok] = index.pks[pos[ok]] == keys[ok]
+    got = score[pos[ok]]
+    hit = got > 0.0
+    return dict(zip(keys[ok][hit].tolist(), got[hit].tolist(), strict=True))
+
+
 def impact_topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, table: str,
                 words: list[str], *, section_weight: float = 1.0) -> list[ArmHit] | None:
     """The arm's hits from the index, or None when it cannot answer for this snapshot

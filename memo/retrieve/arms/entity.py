@@ -34,7 +34,7 @@ from memo.retrieve.arms.shared import plan_routed, routed
 from memo.retrieve.backend import backend_of
 from memo.retrieve.scope import scope_counts
 from memo.store.mentions import scoped_mentions
-from memo.text.fts_query import keyword_match
+from memo.text.fts_query import keyword_match, query_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,4 +104,4 @@ def keyword_scores(ctx: ArmContext, pks: dict[int, set[int]] | list[int]) -> dic
         match = keyword_match(ctx.query)
     except QuerySyntaxError:
         return {}
-    return backend_of(ctx.conn).keyword_scores(ctx, match, list(pks))
+    return backend_of(ctx.conn).keyword_scores(ctx, match, list(pks), query_words(ctx.query))

@@ -4,7 +4,7 @@
 The scope filter sits in the same query, before ``LIMIT fetch_depth`` (seed section 1).
 From ``index.impact_min_passages`` passages on, a derived impact index may answer
 instead with the same ranking (``memo.retrieve.impact``; ``memo.retrieve.backend_sqlite``
-decides).  On PostgreSQL the same bm25 over postings tables (``memo.retrieve.backend``).
+decides), and below that count when the process already holds a current one.  On PostgreSQL the same bm25 over postings tables (``memo.retrieve.backend``).
 """
 
 from __future__ import annotations

@@ -55,8 +55,13 @@ def test_profile_switch_threshold_and_equal_results(fresh_db) -> None:
     assert impact.STATS["impact"] == before["impact"] + 1
     off = _keyword(fresh_db, "cell binding", _profile("fts5"))
     above = _keyword(fresh_db, "cell binding", _profile("impact", minimum=7))   # 6 passages < 7
-    assert impact.STATS["impact"] == before["impact"] + 1                       # neither used it
-    assert on == off == above and on
+    # below the threshold a current index still serves (it is never built for it: below)
+    assert impact.STATS["impact"] == before["impact"] + 2
+    impact.forget_indexes()
+    below = _keyword(fresh_db, "cell binding", _profile("impact", minimum=7))
+    assert impact.STATS["impact"] == before["impact"] + 2                       # FTS5 answered
+    assert impact.current_index(fresh_db) is None
+    assert on == off == above == below and on
 
 
 def test_a_write_makes_the_index_stale_until_rebuilt(fresh_db) -> None:
