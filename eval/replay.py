@@ -38,6 +38,7 @@ from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
 from memo_eval.grid import RunSpec
+from memo_eval.partials import Merged, RunPart, merge, summarise
 from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX
 
 EVAL_LIMIT = 100
@@ -232,20 +233,23 @@ def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
     return rows
 
 
-def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]
-          ) -> tuple[list[tuple[int, list[tuple[dict, list[list]]]]], float]:
+def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]) -> tuple[list[tuple[int, RunPart]], float]:
     """One chunk of queries through every run of a group, query by query: a query's arms
     run at its first run and every later run of the group takes them from this worker's
     arm-hit cache (a chunk of one run per task let both workers run the arms of most
-    queries: tasks of one chunk went to either)."""
+    queries: tasks of one chunk went to either).  Each run's share comes back summarised
+    (``memo_eval.partials``): graded rows as one Arrow table, the unit rankings and the
+    coverage figures, not a list per result row for the parent to walk."""
     runs, qidx = task
-    queries = _W["cfg"].es.queries
+    es = _W["cfg"].es
+    queries = es.queries
     t0 = time.perf_counter()
-    out: list[tuple[int, list[tuple[dict, list[list]]]]] = [(ri, []) for ri, _ in runs]
+    searched: list[list[tuple[dict, list[list]]]] = [[] for _ in runs]
     for i in qidx:
         q = queries[i]
-        for (_, spec), (_, rows) in zip(runs, out, strict=True):
+        for (_, spec), rows in zip(runs, searched, strict=True):
             rows.append(_search_one(spec, i, q))
+    out = [(ri, summarise(qidx[0], rows, es.qrels)) for (ri, _), rows in zip(runs, searched, strict=True)]
     return out, time.perf_counter() - t0
 
 
@@ -254,8 +258,9 @@ def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]
 class RunOutput:
     spec: RunSpec
     queries: list[dict[str, Any]]
-    results: list[list[Any]]       # rows in memo_eval.traces.RESULT_FIELDS order
+    parts: list[RunPart]           # the workers' summaries; ``merged`` once the run is complete
     busy_s: float = 0.0
+    merged: Merged | None = None
 
 
 @dataclass(frozen=True)
@@ -304,35 +309,32 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
     workers = min(workers, max(1, total // CHUNK))
     tasks = plan_tasks(specs, n_q)
     outs: list[Any] = [RunOutput(spec, [None] * n_q, []) for spec in specs]  # type: ignore[list-item]
-    buckets: list[dict[str, list[list[Any]]]] = [{} for _ in specs]
     pending = [0] * len(specs)
     for runs, _ in tasks:
         for ri, _ in runs:
             pending[ri] += 1
-    pos = {q.qid: i for i, q in enumerate(cfg.es.queries)}
     t_warm = time.perf_counter()
 
     def finish(ri: int) -> None:
         out = outs[ri]
-        for q in out.queries:
-            out.results.extend(buckets[ri].get(q["qid"], []))
-        buckets[ri] = {}
+        out.merged = merge(out.parts)
+        out.parts = []
         if on_run is not None:
             outs[ri] = on_run(out)
 
-    def collect(item: tuple[list[tuple[int, list]], float]) -> None:
+    def collect(item: tuple[list[tuple[int, RunPart]], float]) -> None:
         per_run, busy = item
         share = busy / len(per_run)
-        for ri, rows in per_run:
-            outs[ri].busy_s += share
-            for qrow, rrows in rows:
-                buckets[ri][qrow["qid"]] = rrows
-                outs[ri].queries[pos[qrow["qid"]]] = qrow
+        for ri, part in per_run:
+            out = outs[ri]
+            out.busy_s += share
+            out.queries[part.first:part.first + len(part.queries)] = part.queries
+            out.parts.append(part)
             pending[ri] -= 1
             if pending[ri] == 0:
                 finish(ri)
             if tick:
-                tick(len(rows))
+                tick(len(part.queries))
 
     if workers == 1:
         thresholds = gc.get_threshold()     # this process is the caller's: put them back

@@ -30,8 +30,9 @@ from memo_eval.index import (
     ensure_passage_vectors,
     query_vectors,
 )
+from memo_eval.partials import fill_run_columns
 from memo_eval.replay import ReplayConfig, RunOutput, replay
-from memo_eval.traces import RESULT_INDEX, runs_root, write_run_row, write_traces
+from memo_eval.traces import runs_root, write_run_row, write_traces
 
 Status = Callable[[str], None]
 
@@ -112,28 +113,12 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
 
 
 def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
-    """Per-query metrics (unit rankings de-duplicated) and the run's aggregate."""
-    qi, di, rel_i = RESULT_INDEX["qid"], RESULT_INDEX["doc_id"], RESULT_INDEX["relevant"]
-    ranked: dict[str, list[str]] = {}
-    seen_units: dict[str, set[str]] = {}
-    # One pass (the replay's parent does this for every run of a grid, next to the
-    # workers): a query's rows are contiguous, so its ranking, seen units and qrels are
-    # looked up once per query; each row gets its grade ("relevant") on the way.
-    qid = lst = had = grades = None
-    for r in out.results:
-        q, d = r[qi], r[di]
-        if q != qid:
-            qid, grades = q, es.qrels.get(q, {})
-            lst = ranked.get(q)
-            if lst is None:
-                lst = ranked[q] = []
-                had = seen_units[q] = set()
-            else:
-                had = seen_units[q]
-        r[rel_i] = int(grades.get(d, 0))
-        if d not in had:
-            had.add(d)
-            lst.append(d)
+    """Per-query metrics (unit rankings de-duplicated) and the run's aggregate, from the
+    run's merged parts (the workers graded the rows and kept the rankings:
+    ``memo_eval.partials``)."""
+    merged = out.merged
+    assert merged is not None, "score_run needs a complete run"
+    ranked = merged.ranked
     perq = M.per_query(es.qrels, ranked)
     answerable = {q.qid: q.answerable for q in es.queries}
     abstained = {q["qid"]: q["abstained"] for q in out.queries}
@@ -152,48 +137,36 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
     return perq, agg
 
 
-def arm_coverage(out: RunOutput, top: int = 10) -> dict[str, dict[str, float]]:
+def arm_coverage(out: RunOutput) -> dict[str, dict[str, float]]:
     """Per arm, over the run's queries: ``ran`` = share of queries the arm ran on, ``top10``
     = share whose top 10 holds a result it voted for, ``share`` = its part of the fused
     score summed over every top-10 result (the report's per-arm contribution).  What the
     regression checks use to cover every arm of a profile."""
     from memo.types import ARM_NAMES
 
+    merged = out.merged
+    assert merged is not None
     n = len(out.queries) or 1
-    rank_i = RESULT_INDEX["rank"]
-    qid_i = RESULT_INDEX["qid"]
-    contrib = {a: RESULT_INDEX[f"{a}_contribution"] for a in ARM_NAMES}
-    voted: dict[str, set[str]] = {a: set() for a in ARM_NAMES}
     sums = dict.fromkeys(ARM_NAMES, 0.0)
-    for r in out.results:
-        if r[rank_i] > top:
-            continue
-        for a, i in contrib.items():
-            if r[i] is not None and r[i] > 0:
-                voted[a].add(r[qid_i])
-                sums[a] += r[i]
+    for a in ARM_NAMES:
+        for c in merged.contributions[a]:     # row order, as one walk over the rows added them
+            sums[a] += c
     total = sum(sums.values()) or 1.0
     return {a: {"ran": sum(1 for q in out.queries if q.get(f"{a}_ran")) / n,
-                "top10": len(voted[a]) / n, "share": sums[a] / total} for a in ARM_NAMES}
+                "top10": len(merged.voted[a]) / n, "share": sums[a] / total} for a in ARM_NAMES}
 
 
-def factor_coverage(out: RunOutput, top: int = 10) -> dict[str, dict[str, float]]:
+def factor_coverage(out: RunOutput) -> dict[str, dict[str, float]]:
     """Per stage-4 factor seen in the run (recency, speaker, dates, heading, context, ...):
     ``top10`` = share of queries whose top 10 holds a result it changed (value != 1), ``mean``
     = its mean value over those results.  What the fast gate pins so every shipped rescorer
     is seen to fire (issue 28.3)."""
+    merged = out.merged
+    assert merged is not None
     n = len(out.queries) or 1
-    rank_i, qid_i, fac_i = RESULT_INDEX["rank"], RESULT_INDEX["qid"], RESULT_INDEX["factors"]
-    hit: dict[str, set[str]] = {}
-    vals: dict[str, list[float]] = {}
-    for r in out.results:
-        if r[rank_i] > top or not r[fac_i]:
-            continue
-        for f in r[fac_i]:
-            if f["value"] != 1.0:
-                hit.setdefault(f["name"], set()).add(r[qid_i])
-                vals.setdefault(f["name"], []).append(f["value"])
-    return {name: {"top10": len(q) / n, "mean": sum(vals[name]) / len(vals[name])} for name, q in sorted(hit.items())}
+    return {name: {"top10": len(merged.factor_qids[name]) / n,
+                   "mean": sum(merged.factor_values[name]) / len(merged.factor_values[name])}
+            for name in sorted(merged.factor_qids)}
 
 
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
@@ -234,10 +207,9 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
             label = out.spec.label          # a property that formats the overrides: once, not per row
             for q in out.queries:
                 q["run_id"], q["label"], q["profile"] = run_id, label, profile.name
-            run_i, label_i, prof_i = RESULT_INDEX["run_id"], RESULT_INDEX["label"], RESULT_INDEX["profile"]
-            for r in out.results:
-                r[run_i], r[label_i], r[prof_i] = run_id, label, profile.name
-            write_traces(out_dir, run_id, out.queries, out.results)
+            assert out.merged is not None
+            write_traces(out_dir, run_id, out.queries,
+                         fill_run_columns(out.merged.table, run_id, label, profile.name).combine_chunks())
         return row
 
     status("replay")

@@ -201,12 +201,13 @@ def _write(folder: Path, name: str, table: pa.Table) -> None:
 
 
 def write_traces(out_dir: Path, run_id: str, queries: Sequence[Mapping[str, Any]],
-                 results: Sequence[Sequence[Any]]) -> Path:
-    """Write one run's queries (dicts) and results (lists in ``RESULT_FIELDS`` order)."""
+                 results: Sequence[Sequence[Any]] | pa.Table) -> Path:
+    """Write one run's queries (dicts) and results (lists in ``RESULT_FIELDS`` order, or
+    the Arrow table of them the replay's workers built: ``memo_eval.partials``)."""
     folder = out_dir / run_id
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder, "queries", _table(queries, QUERIES_SCHEMA))
-    _write(folder, "results", results_table(results))
+    _write(folder, "results", results if isinstance(results, pa.Table) else results_table(results))
     return folder
 
 
