@@ -4,13 +4,14 @@ A grid's parent process used to receive every result row as a Python list (~100 
 search, 360k for a 12-run grid over SciFact), unpickle them, walk them three times (grades
 and unit rankings, arm coverage, factor coverage) and turn them into Arrow columns: 5 CPU s
 on one of the two cores the workers search on.  Now the worker that searched a chunk of
-queries does that work once for its chunk (``summarise``): it grades the rows, keeps each
-query's unit ranking and the few numbers the coverage tables need, and hands over the rows
-as one Arrow table (pickled as its buffers).  The parent only concatenates the parts of a
+queries does that work once for its chunk (``PartBuilder``): it takes each response's
+results column by column (no list per result), grades them, keeps each query's unit
+ranking and the few numbers the coverage tables need, and hands over the rows as one Arrow
+table (pickled as its buffers).  The parent only concatenates the parts of a
 run in query order (``merge``), scores the rankings and writes the table.
 
-The figures are the same as the row walk's, bit for bit: each part keeps its values in row
-order and ``merge`` adds them up in query order, as the walk over all the rows did.
+The figures are the same as the row walk's, bit for bit (tests/unit/eval/test_partials.py):
+each part keeps its values in row order and ``merge`` adds them up in query order, as the walk over all the rows did.
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from typing import Any
 import pyarrow as pa
 
 from memo.types import ARM_NAMES
-from memo_eval.traces import RESULT_INDEX, RESULTS_SCHEMA, results_table
+from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, RESULTS_SCHEMA
 
 TOP = 10   # the coverage tables read each query's top 10 (memo_eval.run.arm_coverage)
 
-_QID, _DOC, _REL, _RANK, _FAC = (RESULT_INDEX[k] for k in ("qid", "doc_id", "relevant", "rank", "factors"))
-_CONTRIB = tuple((a, RESULT_INDEX[f"{a}_contribution"]) for a in ARM_NAMES)
 
 
 @dataclass
@@ -45,47 +44,76 @@ class RunPart:
     factor_qids: dict[str, list[str]] = field(default_factory=dict)
 
 
-def summarise(first: int, searched: Sequence[tuple[dict[str, Any], list[list[Any]]]],
-              qrels: Mapping[str, Mapping[str, int]]) -> RunPart:
-    """One pass over a chunk's rows (a query's rows are contiguous): each row gets its grade
-    ("relevant"), each query its unit ranking, the coverage tables their numbers."""
-    ranked: dict[str, list[str]] = {}
-    contributions: dict[str, list[float]] = {a: [] for a in ARM_NAMES}
-    voted: dict[str, list[str]] = {a: [] for a in ARM_NAMES}
-    factor_values: dict[str, list[float]] = {}
-    factor_qids: dict[str, list[str]] = {}
-    rows: list[list[Any]] = []
-    queries = []
-    for qrow, rrows in searched:
-        queries.append(qrow)
+_STR_COLS = ("passage_id", "record_id", "namespace", "kind", "band")
+
+
+class PartBuilder:
+    """One run's share of a task, built column by column as its searches come in (no list
+    per result row: a comprehension per column over the response's results, then one
+    Arrow array per column for the chunk), with the grades, unit rankings and coverage
+    numbers taken from the same columns."""
+
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], keys: Mapping[int, str]) -> None:
+        self.qrels, self.keys = qrels, keys
+        self.cols: list[list[Any]] = [[] for _ in RESULT_FIELDS]
+        self.queries: list[dict[str, Any]] = []
+        self.ranked: dict[str, list[str]] = {}
+        self.contributions: dict[str, list[float]] = {a: [] for a in ARM_NAMES}
+        self.voted: dict[str, list[str]] = {a: [] for a in ARM_NAMES}
+        self.factor_values: dict[str, list[float]] = {}
+        self.factor_qids: dict[str, list[str]] = {}
+
+    def add(self, qrow: dict[str, Any], results: Sequence[Any]) -> None:
+        """One search: its query row and its response's results (``memo.retrieve.Result``)."""
+        self.queries.append(qrow)
+        n = len(results)
+        if not n:
+            return
         qid = qrow["qid"]
-        grades = qrels.get(qid, {})
-        if rrows:                       # a query without results has no ranking (not an empty one)
-            lst = ranked.setdefault(qid, [])
-        had: set[str] = set()
-        for r in rrows:
-            d = r[_DOC]
-            r[_REL] = int(grades.get(d, 0))
-            if d not in had:
-                had.add(d)
-                lst.append(d)
-            if r[_RANK] > TOP:
-                continue
-            for a, i in _CONTRIB:
-                c = r[i]
-                if c is not None and c > 0:
-                    contributions[a].append(c)
-                    voted[a].append(qid)
-            facs = r[_FAC]
-            if facs:
-                for f in facs:
-                    if f["value"] != 1.0:
-                        factor_values.setdefault(f["name"], []).append(f["value"])
-                        factor_qids.setdefault(f["name"], []).append(qid)
-        rows.extend(rrows)
-    return RunPart(first=first, queries=queries, table=results_table(rows), ranked=ranked,
-                   contributions=contributions, voted=voted, factor_values=factor_values,
-                   factor_qids=factor_qids)
+        cols, keys = self.cols, self.keys
+        docs = [keys.get(r.pk, r.record_id) for r in results]
+        whys = [r.why for r in results]
+        got: dict[str, list[Any]] = {
+            "qid": [qid] * n, "rank": list(range(1, n + 1)), "pk": [r.pk for r in results], "doc_id": docs,
+            "score": [float(r.score) for r in results], "relevance": [r.relevance for r in results],
+            "tokens": [int(r.tokens) for r in results],
+            "fused": [None if w is None else float(w.fused) for w in whys],
+            "factors": [None if w is None else [{"name": f.name, "value": float(f.value), "label": f.label}
+                                                for f in w.factors] for w in whys],
+            "final": [None if w is None else float(w.final) for w in whys],
+            "tiebreak": [None if w is None else float(w.tiebreak) for w in whys],
+        }
+        for name in _STR_COLS:
+            got[name] = [getattr(r, name) for r in results]
+        grades = self.qrels.get(qid, {})
+        got["relevant"] = [int(grades.get(d, 0)) for d in docs]
+        top = min(TOP, n)
+        for a in ARM_NAMES:
+            evs = [None if w is None else w.arms.get(a) for w in whys]
+            contrib = [None if e is None else float(e.contribution) for e in evs]
+            got[f"{a}_rank"] = [None if e is None else int(e.rank) for e in evs]
+            got[f"{a}_raw"] = [None if e is None else float(e.raw) for e in evs]
+            got[f"{a}_contribution"] = contrib
+            pos = [c for c in contrib[:top] if c is not None and c > 0]
+            if pos:
+                self.contributions[a].extend(pos)
+                self.voted[a].extend([qid] * len(pos))
+        for facs in got["factors"][:top]:
+            for f in facs or ():
+                if f["value"] != 1.0:
+                    self.factor_values.setdefault(f["name"], []).append(f["value"])
+                    self.factor_qids.setdefault(f["name"], []).append(qid)
+        self.ranked[qid] = list(dict.fromkeys(docs))      # units in first-seen order
+        for i, name in enumerate(RESULT_FIELDS):
+            col = got.get(name)
+            cols[i].extend(col if col is not None else [None] * n)
+
+    def part(self, first: int) -> RunPart:
+        table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(self.cols, RESULTS_SCHEMA, strict=True)],
+                                     schema=RESULTS_SCHEMA)
+        return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked,
+                       contributions=self.contributions, voted=self.voted, factor_values=self.factor_values,
+                       factor_qids=self.factor_qids)
 
 
 @dataclass

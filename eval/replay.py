@@ -20,12 +20,13 @@ arm latency is null and the latency of the search that produced the hits is kept
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,7 @@ from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
 from memo_eval.grid import RunSpec
-from memo_eval.partials import Merged, RunPart, merge, summarise
-from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX
+from memo_eval.partials import Merged, PartBuilder, RunPart, merge
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
@@ -120,7 +120,8 @@ def _profile(spec: RunSpec):
     return cache[spec]
 
 
-def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], Sequence[Any]]:
+    """(the query row, the response's results)."""
     from memo.retrieve import SearchRequest, search
     from memo.types import Scope
 
@@ -149,7 +150,7 @@ def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], l
                 fresh = {key[0] for key in itertools.islice(reversed(after), new)} if new else set()
             else:              # emptied (full) or replaced (data changed): every entry is this search's
                 fresh = {key[0] for key in after}
-    return _query_row(q, resp, wall, fresh), _result_rows(q, resp)
+    return _query_row(q, resp, wall, fresh), resp.results
 
 
 def _arm_cache(conn: Any) -> dict:
@@ -195,44 +196,6 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float, fresh: set[str] | None =
     return row
 
 
-_N = len(RESULT_FIELDS)
-# The columns a result fills, in schema order: each row is built as one list display
-# (the replay's hottest Python after search itself: 100 rows per query).
-_HEAD = ("run_id", "qid", "rank", "passage_id", "pk", "record_id", "doc_id", "namespace", "kind",
-         "score", "fused", "factors", "final", "tiebreak", "relevance", "band", "tokens")
-_TAIL = _N - len(_HEAD)                  # arm columns + relevant
-_TAIL_NONES = (None,) * _TAIL
-_ARM_COLS = {arm: RESULT_INDEX[f"{arm}_rank"] for arm in ARM_NAMES}   # then _raw, _contribution
-if RESULT_FIELDS[:len(_HEAD)] != _HEAD or any(
-        RESULT_FIELDS[i:i + 3] != (f"{a}_rank", f"{a}_raw", f"{a}_contribution") for a, i in _ARM_COLS.items()):
-    raise ImportError("memo_eval.traces.RESULTS_SCHEMA changed: update memo_eval.replay._HEAD/_ARM_COLS")
-
-
-def _result_rows(q: EvalQuery, resp: Any) -> list[list[Any]]:
-    """One list per result in ``RESULT_FIELDS`` order (run_id and relevant filled later)."""
-    keys = _W["keys"]
-    qid = q.qid
-    rows = []
-    for rank, r in enumerate(resp.results, start=1):
-        why = r.why
-        if why is None:
-            row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
-                   r.kind, float(r.score), None, None, None, None, r.relevance, r.band, int(r.tokens)]
-            row.extend([None] * _TAIL)
-        else:
-            row = [None, qid, rank, r.passage_id, r.pk, r.record_id, keys.get(r.pk, r.record_id), r.namespace,
-                   r.kind, float(r.score), float(why.fused),
-                   [{"name": f.name, "value": float(f.value), "label": f.label} for f in why.factors],
-                   float(why.final), float(why.tiebreak), r.relevance, r.band, int(r.tokens)]
-            row.extend(_TAIL_NONES)
-            for arm, ev in why.arms.items():
-                i = _ARM_COLS.get(arm)
-                if i is not None:
-                    row[i:i + 3] = (int(ev.rank), float(ev.raw), float(ev.contribution))
-        rows.append(row)
-    return rows
-
-
 def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]) -> tuple[list[tuple[int, RunPart]], float]:
     """One chunk of queries through every run of a group, query by query: a query's arms
     run at its first run and every later run of the group takes them from this worker's
@@ -244,12 +207,13 @@ def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]) -> tuple[list[tuple
     es = _W["cfg"].es
     queries = es.queries
     t0 = time.perf_counter()
-    searched: list[list[tuple[dict, list[list]]]] = [[] for _ in runs]
+    builders = [PartBuilder(es.qrels, _W["keys"]) for _ in runs]
     for i in qidx:
         q = queries[i]
-        for (_, spec), rows in zip(runs, searched, strict=True):
-            rows.append(_search_one(spec, i, q))
-    out = [(ri, summarise(qidx[0], rows, es.qrels)) for (ri, _), rows in zip(runs, searched, strict=True)]
+        for (_, spec), b in zip(runs, builders, strict=True):
+            b.add(*_search_one(spec, i, q))
+    # qidx is one contiguous range (plan_tasks): a part starts at its first query
+    out = [(ri, b.part(qidx[0])) for (ri, _), b in zip(runs, builders, strict=True)]
     return out, time.perf_counter() - t0
 
 
@@ -283,6 +247,25 @@ def plan_tasks(specs: Sequence[RunSpec], n_q: int) -> list[tuple[list[tuple[int,
         step = max(1, CHUNK // len(runs))
         tasks.extend((runs, list(range(s, min(s + step, n_q)))) for s in range(0, n_q, step))
     return tasks
+
+
+# The workers fill the cores between them, so each does its linear algebra on one thread:
+# with OpenBLAS's default (a thread per core) the semantic arm's mat-vec over SciFact's
+# 7k passages took 5.4 ms in a worker next to another, 0.46 ms on one thread.  Spawned
+# workers read these at their numpy import; a value the user set is kept.
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    added = [v for v in _BLAS_THREAD_VARS if v not in os.environ]
+    for v in added:
+        os.environ[v] = "1"
+    try:
+        yield
+    finally:
+        for v in added:
+            os.environ.pop(v, None)
 
 
 def default_workers() -> int:
@@ -358,7 +341,7 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
         _W.clear()
         ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(workers)
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
+        with _one_blas_thread(), ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
             pool.map(_noop, range(workers), chunksize=1)     # every worker passed the barrier
             warm = time.perf_counter() - t_warm
             t0 = time.perf_counter()

@@ -6,12 +6,13 @@ tasks come back."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memo.types import ARM_NAMES
-from memo_eval.partials import fill_run_columns, merge, summarise
+from memo_eval.partials import PartBuilder, fill_run_columns, merge
 from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, results_table
 from tests.fast_examples import examples
 
@@ -19,31 +20,55 @@ DOCS = ("d1", "d2", "d3", "d4", "d5")
 FACTORS = ("recency", "speaker", "context")
 
 
-def _rows(rng: random.Random, n_q: int) -> list[tuple[dict, list[list]]]:
+def _responses(rng: random.Random, n_q: int) -> list[tuple[dict, list]]:
+    """Per query: its query row and a response's results (memo.retrieve.Result's fields
+    that the trace reads; why None for some, as without explain)."""
     searched = []
     for qi in range(n_q):
-        qid = f"q{qi}"
-        rows = []
-        for rank in range(1, rng.randint(0, 14) + 1):
-            r = [None] * len(RESULT_FIELDS)
-            r[RESULT_INDEX["qid"]], r[RESULT_INDEX["rank"]] = qid, rank
-            r[RESULT_INDEX["doc_id"]] = rng.choice(DOCS)         # units repeat: passages of one doc
-            r[RESULT_INDEX["pk"]] = rng.randint(1, 99)
-            r[RESULT_INDEX["score"]] = rng.random()
-            r[RESULT_INDEX["factors"]] = [{"name": f, "value": rng.choice((1.0, rng.random() + 0.5)), "label": None}
-                                          for f in FACTORS if rng.random() < 0.5] or None
-            for a in ARM_NAMES:
-                if rng.random() < 0.6:
-                    i = RESULT_INDEX[f"{a}_rank"]
-                    r[i:i + 3] = (rng.randint(1, 50), rng.random(), rng.choice((0.0, rng.random() / 7)))
-            rows.append(r)
-        searched.append(({"qid": qid, "abstained": not rows}, rows))
+        results = []
+        for _ in range(rng.randint(0, 14)):
+            why = None
+            if rng.random() < 0.9:
+                arms = {a: SimpleNamespace(rank=rng.randint(1, 50), raw=rng.random(),
+                                           contribution=rng.choice((0.0, rng.random() / 7)))
+                        for a in ARM_NAMES if rng.random() < 0.6}
+                factors = [SimpleNamespace(name=f, value=rng.choice((1.0, rng.random() + 0.5)), label=None)
+                           for f in FACTORS if rng.random() < 0.5]
+                why = SimpleNamespace(fused=rng.random(), factors=factors, final=rng.random(), tiebreak=rng.random(),
+                                      arms=arms)
+            results.append(SimpleNamespace(
+                passage_id=f"p{rng.randint(1, 99)}", pk=rng.randint(1, 99), record_id=rng.choice(DOCS),
+                namespace=rng.choice(("a", None)), kind="doc", score=rng.random(),
+                relevance=rng.choice((None, rng.random())), band=rng.choice(("high", None)),
+                tokens=rng.randint(1, 500), why=why))
+        searched.append(({"qid": f"q{qi}", "abstained": not results}, results))
     return searched
 
 
-def _reference(searched, qrels):
+def _old_rows(qid: str, results, keys) -> list[list]:
+    """memo_eval.replay._result_rows as it was (one list per result, RESULT_FIELDS order)."""
+    rows = []
+    for rank, r in enumerate(results, start=1):
+        row = [None] * len(RESULT_FIELDS)
+        why = r.why
+        vals = {"qid": qid, "rank": rank, "passage_id": r.passage_id, "pk": r.pk, "record_id": r.record_id,
+                "doc_id": keys.get(r.pk, r.record_id), "namespace": r.namespace, "kind": r.kind,
+                "score": float(r.score), "relevance": r.relevance, "band": r.band, "tokens": int(r.tokens)}
+        if why is not None:
+            vals.update(fused=float(why.fused), final=float(why.final), tiebreak=float(why.tiebreak),
+                        factors=[{"name": f.name, "value": float(f.value), "label": f.label} for f in why.factors])
+            for arm, ev in why.arms.items():
+                vals.update({f"{arm}_rank": int(ev.rank), f"{arm}_raw": float(ev.raw),
+                             f"{arm}_contribution": float(ev.contribution)})
+        for k, v in vals.items():
+            row[RESULT_INDEX[k]] = v
+        rows.append(row)
+    return rows
+
+
+def _reference(searched, qrels, keys):
     """The parent's walk before (memo_eval.run.score_run / arm_coverage / factor_coverage)."""
-    rows = [list(r) for _, rr in searched for r in rr]
+    rows = [r for q, results in searched for r in _old_rows(q["qid"], results, keys)]
     ranked: dict[str, list[str]] = {}
     seen: dict[str, set[str]] = {}
     for r in rows:
@@ -76,12 +101,17 @@ def _reference(searched, qrels):
        order_seed=st.integers(0, 100))
 def test_parts_merge_to_the_walk_over_every_row(seed, n_q, cuts, order_seed) -> None:
     rng = random.Random(seed)
-    searched = _rows(rng, n_q)
+    searched = _responses(rng, n_q)
+    keys = {pk: f"d{pk % 7}" for pk in range(1, 99) if pk % 3}     # unit keys: several passages per unit
     qrels = {f"q{i}": {d: rng.randint(0, 2) for d in rng.sample(DOCS, 2)} for i in range(n_q) if rng.random() < 0.8}
-    ref_rows, ranked, voted, sums, hit, vals = _reference(searched, qrels)
+    ref_rows, ranked, voted, sums, hit, vals = _reference(searched, qrels, keys)
     bounds = sorted({0, n_q, *(c for c in cuts if c < n_q)})
-    parts = [summarise(lo, [(dict(q), [list(r) for r in rr]) for q, rr in searched[lo:hi]], qrels)
-             for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    parts = []
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        b = PartBuilder(qrels, keys)
+        for qrow, results in searched[lo:hi]:
+            b.add(dict(qrow), results)
+        parts.append(b.part(lo))
     random.Random(order_seed).shuffle(parts)               # tasks come back in any order
     m = merge(parts)
     assert m.ranked == ranked and list(m.ranked) == list(ranked)
@@ -93,6 +123,7 @@ def test_parts_merge_to_the_walk_over_every_row(seed, n_q, cuts, order_seed) -> 
     assert got == sums                                      # same adds in the same order
     assert m.factor_qids == hit and m.factor_values == vals
     assert m.table.to_pylist() == results_table(ref_rows).to_pylist()
+    assert [q["qid"] for p in sorted(parts, key=lambda p: p.first) for q in p.queries] == [f"q{i}" for i in range(n_q)]
     full = fill_run_columns(m.table, "run-1", "lbl", "rrf")
     assert set(full.column("run_id").to_pylist()) <= {"run-1"} and full.schema == m.table.schema
     assert full.num_rows == len(ref_rows)
