@@ -11,7 +11,7 @@ exact hit outside its top fetch_depth) gets the cosine of its stored vector with
 vector (``cosines``; none when the arm did not run, as in mode keyword).
 
 Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
-date is computed once per distinct date (a record's passages share one).
+date is computed once per distinct (date, now) (``_AGES``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
     in every result's ``why.fusion``."""
     out = []
     band_of = bands.band if bands is not None else None
-    ages: dict[str | None, float | None] = {}
     rels = [relevance(c, weigh) for c in cands]     # once per result: the loop below is hot
     unmeasured = [c.pk for c, rel in zip(cands, rels, strict=True) if rel is None and c.pk in rows]
     stored = cosines(unmeasured) if cosines is not None and unmeasured else {}
@@ -51,11 +50,12 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
         why = None
         if explain:
             m = meta[c.pk]
-            when = m.when
-            if when in ages:
-                age = ages[when]
-            else:
-                age = ages[when] = _round(age_days(when, now))
+            key = (m.when, now)
+            age = _AGES.get(key, _MISSING)
+            if age is _MISSING:
+                if len(_AGES) >= _AGES_MAX:
+                    _AGES.clear()
+                age = _AGES[key] = _round(age_days(m.when, now))
             # Positional, in field order (memo.retrieve.types.new_*: the hot constructors).
             why = new_why(
                 {name: new_arm_why(ev.rank, ev.raw, ev.contribution, ev.votes or None) for name, ev in c.arms.items()},
@@ -67,6 +67,13 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
         out.append(new_result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
                               c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
     return tuple(out)
+
+
+# The rounded age of a date at a moment, shared by every search: a record's passages share
+# its date, and an eval grid asks the same query (the same ``now``) once per run.
+_AGES: dict[tuple[str | None, datetime], float | None] = {}
+_AGES_MAX = 1 << 16
+_MISSING = object()
 
 
 def _round(x: float | None) -> float | None:
