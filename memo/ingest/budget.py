@@ -14,14 +14,20 @@ Without the ``tokenizers`` library the count falls back to a safe upper bound: t
 non-space characters (every word piece covers at least one character).
 
 Speed (issue 31.3): an import counts every paragraph, and one ``Tokenizer.encode`` call
-costs ~0.3 ms (it builds offsets, an ``Encoding``...): 27% of an index-only import.  Text
-made of printable ASCII, tab and newlines only is counted word by word instead, each
-whitespace-separated word's count read from a cache (``_WORD_PIECES``) and encoded once.
-That sum is the whole text's count exactly: for such text BERT's normaliser only lowers
-case (character by character), its pre-tokeniser first splits at the same whitespace as
-``str.split`` (the other ASCII whitespace, \v \f \x1c-\x1f, are control characters the
-normaliser deletes, so they send a text down the tokenizer path), and WordPiece reads each
-pre-token alone.  tests/unit/ingest/test_budget_fast.py checks it against the tokenizer.
+costs 0.1-0.8 ms (it builds offsets, an ``Encoding``...): 27% of an index-only import.
+So a text is counted by its whitespace-separated words instead, each word's count read
+from a cache (``_WORD_PIECES``) or worked out once: by ``_wordpiece`` for a printable-ASCII
+word (BERT's own steps in Python: a tokenizer call per new word was still ~15 us, and an
+import meets tens of thousands of new words), by the tokenizer for any other.  The sum is
+the tokenizer's count of the whole text exactly: BERT's normaliser works character by
+character (it lowers case, strips accents, deletes control characters, turns whitespace
+into spaces, puts spaces around CJK ideographs); its pre-tokeniser splits at whitespace
+and makes every punctuation character a pre-token of its own; WordPiece reads each
+pre-token alone.  Every character ``str.split`` splits at is whitespace to BERT too,
+except control characters (\v \f \x1c-\x1f, and \x85 to be safe) the normaliser
+deletes instead, which join the words around them: a text holding one of them (or a
+lone surrogate) is counted by the tokenizer whole.  tests/unit/ingest/test_budget_fast.py
+checks the counts against the tokenizer.
 """
 
 from __future__ import annotations
@@ -31,13 +37,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from memo.text.folding import scrub_surrogates
+from memo.text.folding import has_surrogates, scrub_surrogates
 
 WINDOW = 256          # word pieces all-MiniLM-L6-v2 reads (models.toml max_tokens)
 SPECIAL = 2           # [CLS] and [SEP]
 TOKENIZER = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 _SPACE = re.compile(r"\s+")
-# Anything but printable ASCII, tab, newline and carriage return: such text goes to the tokenizer whole.
+# Whitespace to str.split, deleted by BERT's normaliser (module docstring): such text goes to the tokenizer whole.
+_JOINING = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
+# Anything but printable ASCII, tab, newline and carriage return: such a word goes to the tokenizer.
 _NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n\r]")
 # Words cached at most: ~100 bytes each, so ~20 MB at the cap; a full cache starts afresh
 # (an import of a million passages sees far more distinct words than it reuses).
@@ -58,6 +66,52 @@ def _tokenizer():  # -> tokenizers.Tokenizer | None
     return tok
 
 
+@lru_cache(maxsize=1)
+def _wordpiece_model() -> tuple[frozenset[str], str, int] | None:
+    """(vocabulary, continuing-subword prefix, longest word) of a WordPiece tokenizer
+    with BERT's normaliser and pre-tokeniser; None for any other (the tokenizer counts)."""
+    tok = _tokenizer()
+    if tok is None:
+        return None
+    import json
+
+    spec = json.loads(tok.to_str())
+    model, norm, pre = spec.get("model") or {}, spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}
+    if (model.get("type") != "WordPiece" or norm.get("type") != "BertNormalizer" or not norm.get("lowercase")
+            or pre.get("type") != "BertPreTokenizer"):
+        return None
+    return frozenset(model["vocab"]), model["continuing_subword_prefix"], int(model["max_input_chars_per_word"])
+
+
+_PRE_TOKEN = re.compile(r"[a-z0-9]+|[^a-z0-9]")     # of a lowercased ASCII word: BERT's pre-tokens
+
+
+def _wordpiece(word: str, model: tuple[frozenset[str], str, int]) -> int:
+    """Word pieces of one whitespace-free printable-ASCII word, as the tokenizer counts
+    them: lowercased, cut into runs of letters and digits and single other characters
+    (BERT's punctuation: every other printable ASCII character), each run cut by
+    WordPiece's greedy longest match; a run longer than the limit, or one with a part no
+    vocabulary entry matches, is one ``[UNK]``."""
+    vocab, prefix, longest = model
+    n = 0
+    for run in _PRE_TOKEN.findall(word.lower()):
+        if len(run) == 1 or run in vocab or len(run) > longest:
+            n += 1              # a punctuation mark is in the vocabulary or is [UNK]: one piece either way
+            continue
+        start, pieces = 0, 0
+        while start < len(run):
+            end = len(run)
+            while end > start and ((prefix + run[start:end]) if start else run[start:end]) not in vocab:
+                end -= 1
+            if end == start:    # no piece matches: the whole run is [UNK]
+                pieces = 1
+                break
+            pieces += 1
+            start = end
+        n += pieces
+    return n
+
+
 def count_pieces(text: str) -> int:
     """Word pieces of ``text`` without the special tokens (0 for blank text)."""
     if not text or text.isspace():
@@ -65,19 +119,23 @@ def count_pieces(text: str) -> int:
     tok = _tokenizer()
     if tok is None:
         return len(_SPACE.sub("", text))
-    if text.isascii() and not _NOT_PLAIN.search(text):
-        return _plain_pieces(tok, text)
-    return len(tok.encode(scrub_surrogates(text), add_special_tokens=False).ids)
+    if _JOINING.search(text) or has_surrogates(text):
+        return len(tok.encode(scrub_surrogates(text), add_special_tokens=False).ids)
+    return _word_sum(tok, text)
 
 
-def _plain_pieces(tok, text: str) -> int:  # noqa: ANN001 - tokenizers.Tokenizer
-    """Word pieces of printable-ASCII text: the sum of its words' (module docstring)."""
+def _word_sum(tok, text: str) -> int:  # noqa: ANN001 - tokenizers.Tokenizer
+    """Word pieces of ``text``: the sum of its words' (module docstring)."""
     cache = _WORD_PIECES
+    model = _wordpiece_model()
     n = 0
     for word in text.split():
         c = cache.get(word)
         if c is None:
-            c = len(tok.encode(word, add_special_tokens=False).ids)
+            if model and word.isascii() and not _NOT_PLAIN.search(word):
+                c = _wordpiece(word, model)
+            else:
+                c = len(tok.encode(word, add_special_tokens=False).ids)
             if len(cache) >= WORD_CACHE_MAX:
                 cache.clear()
             cache[word] = c
@@ -95,12 +153,9 @@ def pieces_up_to(text: str, budget: int) -> int:
 
 
 def count_many(texts: Sequence[str]) -> list[int]:
-    """``count_pieces`` of each text, in one call to the tokenizer."""
-    tok = _tokenizer()
-    if tok is None or len(texts) < 2 or all(t.isascii() and not _NOT_PLAIN.search(t) for t in texts):
-        return [count_pieces(t) for t in texts]
-    encs = tok.encode_batch([scrub_surrogates(t) for t in texts], add_special_tokens=False)
-    return [0 if not t or t.isspace() else len(e.ids) for t, e in zip(texts, encs, strict=True)]
+    """``count_pieces`` of each text (it was one ``encode_batch`` call; the word cache of
+    ``count_pieces`` is cheaper than that now)."""
+    return [count_pieces(t) for t in texts]
 
 
 def passage_pieces(section: str, text: str) -> int:
