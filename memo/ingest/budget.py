@@ -112,8 +112,9 @@ def _wordpiece(word: str, model: tuple[frozenset[str], str, int]) -> int:
     return n
 
 
-def count_pieces(text: str) -> int:
-    """Word pieces of ``text`` without the special tokens (0 for blank text)."""
+def count_pieces(text: str, words: list[str] | None = None) -> int:
+    """Word pieces of ``text`` without the special tokens (0 for blank text).  ``words``:
+    ``text.split()`` when the caller has it already."""
     if not text or text.isspace():
         return 0
     tok = _tokenizer()
@@ -121,35 +122,36 @@ def count_pieces(text: str) -> int:
         return len(_SPACE.sub("", text))
     if _JOINING.search(text) or has_surrogates(text):
         return len(tok.encode(scrub_surrogates(text), add_special_tokens=False).ids)
-    return _word_sum(tok, text)
+    return _word_sum(tok, text.split() if words is None else words)
 
 
-def _word_sum(tok, text: str) -> int:  # noqa: ANN001 - tokenizers.Tokenizer
-    """Word pieces of ``text``: the sum of its words' (module docstring)."""
-    cache = _WORD_PIECES
-    model = _wordpiece_model()
-    n = 0
-    for word in text.split():
-        c = cache.get(word)
-        if c is None:
-            if model and word.isascii() and not _NOT_PLAIN.search(word):
-                c = _wordpiece(word, model)
-            else:
-                c = len(tok.encode(word, add_special_tokens=False).ids)
-            if len(cache) >= WORD_CACHE_MAX:
-                cache.clear()
-            cache[word] = c
-        n += c
-    return n
+def _word_sum(tok, words: list[str]) -> int:  # noqa: ANN001 - tokenizers.Tokenizer
+    """Word pieces of a text: the sum of its words' (module docstring).  The cached counts
+    are read by ``map`` (no Python code per word); only new words are worked out."""
+    counts = list(map(_WORD_PIECES.get, words))
+    if None in counts:
+        model = _wordpiece_model()
+        for k, c in enumerate(counts):
+            if c is None:
+                word = words[k]
+                if model and word.isascii() and not _NOT_PLAIN.search(word):
+                    c = _wordpiece(word, model)
+                else:
+                    c = len(tok.encode(word, add_special_tokens=False).ids)
+                if len(_WORD_PIECES) >= WORD_CACHE_MAX:
+                    _WORD_PIECES.clear()
+                _WORD_PIECES[word] = counts[k] = c
+    return sum(counts)
 
 
 def pieces_up_to(text: str, budget: int) -> int:
     """``count_pieces(text)`` when it may be at most ``budget``; ``budget + 1`` when the text
     has more words than that (every word is at least one piece), without tokenizing it: a
     whole 2 MB note is never encoded in one call just to learn that it does not fit."""
-    if len(text.split(None, budget + 1)) > budget:
+    words = text.split(None, budget + 1)
+    if len(words) > budget:
         return budget + 1
-    return count_pieces(text)
+    return count_pieces(text, words)      # under budget + 2 words: the split was a whole one
 
 
 def count_many(texts: Sequence[str]) -> list[int]:
