@@ -112,6 +112,14 @@ def _wordpiece(word: str, model: tuple[frozenset[str], str, int]) -> int:
     return n
 
 
+def clear_caches() -> None:
+    """Forget the cached word counts.  A long-running server calls this after a large write
+    (memo.serve.mcp_tools): the entries a 4.5 MB note leaves (~50,000 words) are small
+    objects spread over the memory the write used, and kept it from going back to the OS
+    (memo-mcp stayed ~110 MB larger instead of ~35 MB)."""
+    _WORD_PIECES.clear()
+
+
 def count_pieces(text: str, words: list[str] | None = None) -> int:
     """Word pieces of ``text`` without the special tokens (0 for blank text).  ``words``:
     ``text.split()`` when the caller has it already."""

@@ -83,27 +83,8 @@ class EntityMention:
     count: int      # occurrences in the text (speaker / explicit / fact count once)
 
 
-# entity_key is asked ~30 times a record (every capitalised word, every candidate), mostly
-# about the same few thousand words: each distinct name is normalised once (issue 31.3).
-# Bounded: a full cache starts afresh.
-KEY_CACHE_MAX = 65536
-_KEYS: dict[str, str] = {}
-
-
 def entity_key(name: str) -> str:
     """The one normal form of an entity name (the identity in ``entities.key``)."""
-    if type(name) is not str:             # a subclass of str may hash or compare otherwise
-        return _entity_key(name)
-    key = _KEYS.get(name)
-    if key is None:
-        key = _entity_key(name)
-        if len(_KEYS) >= KEY_CACHE_MAX:
-            _KEYS.clear()
-        _KEYS[name] = key
-    return key
-
-
-def _entity_key(name: str) -> str:
     text = unicodedata.normalize("NFKC", str(name)).casefold()
     text = " ".join(text.split())
     return text.strip(" \t.,;:!?\"'`()[]{}<>’‘“”")
@@ -141,23 +122,6 @@ class _Bag:
 Run = tuple[tuple[str, ...], bool]      # (the words of a run of capitalised words, starts a sentence)
 
 
-# (starts a sentence, ends a run) of a gap between two words: most gaps are " ", ", ",
-# ". "..., so each distinct gap is read by the three regexes once (issue 31.3: they were
-# three searches per capitalised word).  Bounded: a full cache starts afresh.
-GAP_CACHE_MAX = 4096
-_GAP_FLAGS: dict[str, tuple[bool, bool]] = {}
-
-
-def _gap_flags(gap: str) -> tuple[bool, bool]:
-    # The three characters before the word: any in the previous word are word characters,
-    # which _SENTENCE_END (punctuation, then only spaces) cannot end on.
-    flags = (bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap)), bool(_BROKEN_GAP.search(gap)))
-    if len(_GAP_FLAGS) >= GAP_CACHE_MAX:
-        _GAP_FLAGS.clear()
-    _GAP_FLAGS[gap] = flags
-    return flags
-
-
 def _names(text: str) -> list[Run]:
     """Runs of capitalised words (see the module docstring), leading function words dropped,
     in order; each with whether its first word starts a sentence.  Which runs name
@@ -185,7 +149,6 @@ def _names(text: str) -> list[Run]:
         run.clear()
 
     n, k, i = len(words), 0, 0
-    gap_flags = _GAP_FLAGS
     while i < n:
         if not run:                      # no run, so skip to the next capitalised word
             while k < len(caps) and caps[k] < i:
@@ -194,12 +157,13 @@ def _names(text: str) -> list[Run]:
                 break
             i = caps[k]
         word = words[i].strip("-'’")     # never empty: _WORD starts with a letter
-        flags = gap_flags.get(gaps[i])
-        if flags is None:
-            flags = _gap_flags(gaps[i])
-        initial, broken = i == 0 or flags[0], flags[1]
+        gap = gaps[i]
+        # The three characters before the word: any in the previous word are word
+        # characters, which _SENTENCE_END (punctuation, then only spaces) cannot end on.
+        initial = i == 0 or bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
         low = word.casefold()
         capital = word[0].isupper() and low not in _MONTHS_DAYS
+        broken = bool(_BROKEN_GAP.search(gap))
         if run and (broken or initial):
             flush()
             pending.clear()
