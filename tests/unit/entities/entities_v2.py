@@ -1,4 +1,4 @@
-"""Frozen copy of memo/text/entities.py at b514d50 (before issue 31.3), for tests/unit/entities/test_extract_v2.py.
+"""Frozen copy of memo/text/entities.py at 9fadf36 (before issue 31.3), for tests/unit/entities/test_extract_v2.py.
 
 Entities named in text: pure, deterministic and cheap (no model, a few regexes).
 
