@@ -16,6 +16,14 @@ to a floor measured in the same run on the same rows.
           transactions of the same batch size, same PRAGMAs (WAL, synchronous=FULL).
           Its rows are what memo stores (passage text, section, exact terms computed
           before the clock starts), so the ratio is memo's cost over SQLite's own.
+* ``--rows-floor``: a second floor, ``floor_rows``: every row memo's import stored (records,
+          tags, passages, both FTS5 tables, entities, aliases, mentions: read back from the
+          memo run's database before the clock starts) inserted by plain ``executemany``
+          into a fresh database with memo's own schema and connection (its indexes, foreign
+          keys, PRAGMAs), batch by batch as memo's batches hold them.  The bare floor above
+          writes two plain tables and two FTS5 tables; this one is SQLite's cost of memo's
+          schema, so ``rows_ratio_floor_over_memo`` is the cost of memo's logic alone
+          (parsing, checks, splitting, entity extraction, exact terms) over its writes.
 * ``--entities``: memo once more with entity extraction switched off for the bench only
           (``memo.store.records.record_mentions`` returns no mention, so no mention row
           is written): ``entity_share`` = 1 - (best without) / (best with), wall and CPU
@@ -134,6 +142,71 @@ def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> tu
     return secs, cpu
 
 
+def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
+    """The rows a memo import stored, per import batch of ``batch`` records (records in
+    rowid order; their passages; the FTS5 rows of those passages; the entities their
+    mentions name first, with their aliases; the mentions), for ``rows_floor_run``."""
+    from memo.text.cjk import index_form
+
+    conn = open_db(db)
+    records = [tuple(r) for r in conn.execute("SELECT rowid, * FROM records ORDER BY rowid")]
+    cols = [d[0] for d in conn.execute("SELECT * FROM records LIMIT 0").description]
+    tags: dict[str, list[tuple]] = {}
+    for r in conn.execute("SELECT record_id, tag FROM record_tags"):
+        tags.setdefault(r[0], []).append(tuple(r))
+    passages: dict[str, list[tuple]] = {}
+    pcols = [d[0] for d in conn.execute("SELECT * FROM passages LIMIT 0").description]
+    for r in conn.execute("SELECT * FROM passages ORDER BY pk"):
+        passages.setdefault(r["record_id"], []).append(tuple(r))
+    exact = dict(conn.execute("SELECT rowid, terms FROM exact_fts").fetchall())
+    mentions: dict[int, list[tuple]] = {}
+    for r in conn.execute("SELECT passage_pk, entity_pk, count, fact_pk FROM mentions ORDER BY seq"):
+        mentions.setdefault(r[0], []).append(tuple(r))
+    entities = {r[0]: tuple(r) for r in conn.execute("SELECT pk, key, name, kind FROM entities")}
+    aliases: dict[int, list[tuple]] = {}
+    for r in conn.execute("SELECT alias, entity_pk FROM entity_aliases"):
+        aliases.setdefault(r[1], []).append(tuple(r))
+    conn.close()
+    out, seen = [], set()
+    ti, si = pcols.index("text"), pcols.index("section")
+    for s in range(0, len(records), batch):
+        chunk = records[s:s + batch]
+        ps = [p for r in chunk for p in passages.get(r[1 + cols.index("id")], [])]
+        ms = [m for p in ps for m in mentions.get(p[0], [])]
+        new = [e for e in dict.fromkeys(m[1] for m in ms) if e not in seen]
+        seen.update(new)
+        out.append({"records": [r[1:] for r in chunk], "tags": [t for r in chunk for t in tags.get(r[1], [])],
+                    "passages": ps, "fts": [(p[0], index_form(p[ti]), index_form(p[si])) for p in ps],
+                    "exact": [(p[0], exact[p[0]]) for p in ps], "entities": [entities[e] for e in sorted(new)],
+                    "aliases": [a for e in sorted(new) for a in aliases.get(e, [])], "mentions": ms,
+                    "cols": cols, "pcols": pcols})
+    return out
+
+
+def rows_floor_run(batches: list[dict[str, list[tuple]]], db: Path) -> tuple[float, float]:
+    """Insert ``stored_rows`` into a fresh memo database by plain executemany."""
+    conn = open_db(db)
+    cols, pcols = batches[0]["cols"], batches[0]["pcols"]
+    ins_r = f"INSERT INTO records ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})"
+    ins_p = f"INSERT INTO passages ({','.join(pcols)}) VALUES ({','.join('?' * len(pcols))})"
+    c0, t0 = _cpu(), time.perf_counter()
+    for b in batches:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(ins_r, b["records"])
+        conn.executemany("INSERT INTO record_tags(record_id, tag) VALUES (?, ?)", b["tags"])
+        conn.executemany(ins_p, b["passages"])
+        conn.executemany("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)", b["fts"])
+        conn.executemany("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)", b["exact"])
+        conn.executemany("INSERT INTO entities(pk, key, name, kind) VALUES (?, ?, ?, ?)", b["entities"])
+        conn.executemany("INSERT INTO entity_aliases(alias, entity_pk) VALUES (?, ?)", b["aliases"])
+        conn.executemany("INSERT INTO mentions(passage_pk, entity_pk, count, fact_pk) VALUES (?, ?, ?, ?)",
+                         b["mentions"])
+        conn.execute("COMMIT")
+    secs, cpu = time.perf_counter() - t0, _cpu() - c0
+    conn.close()
+    return secs, cpu
+
+
 @contextlib.contextmanager
 def entities(mode: str, spent: list[float]):
     """``mode`` "off": no passage mentions anything (extraction and mention writes skipped);
@@ -183,12 +256,14 @@ def cli_run(src: Path, db: Path, batch: int) -> float:
 
 
 def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool,
-            with_entities: bool = False) -> dict[str, object]:
+            with_entities: bool = False, rows_floor: bool = False) -> dict[str, object]:
     src = build_input(work / f"in{n}.jsonl", n, seed)
     rows = _rows(src)
     floors, memos, clis = [], [], []
     floor_cpu, memo_cpu = [], []
     spent, offs, off_cpu = [], [], []
+    rfloors, rfloor_cpu = [], []
+    stored = None
     passages = 0
     for r in range(rounds):
         secs, cpu = floor_run(rows, work / f"floor{n}-{r}.db", batch)
@@ -199,6 +274,12 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
         memos.append(secs)
         memo_cpu.append(cpu)
         spent.append(sum(got))
+        if rows_floor:
+            if stored is None:
+                stored = stored_rows(work / f"memo{n}-{r}.db", batch)
+            secs, cpu = rows_floor_run(stored, work / f"rows{n}-{r}.db")
+            rfloors.append(secs)
+            rfloor_cpu.append(cpu)
         if with_entities:
             secs, cpu, _ = memo_run(src, work / f"off{n}-{r}.db", batch, "off")
             offs.append(secs)
@@ -219,6 +300,12 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
     best = memos.index(min(memos))
     out["entity_s"] = round(spent[best], 2)
     out["entity_direct_share"] = round(spent[best] / memos[best], 3)
+    if rfloors:
+        out["floor_rows_per_s"] = round(passages / min(rfloors))
+        out["rows_ratio_floor_over_memo"] = round(min(rfloors) / min(memos), 3)
+        out["rows_cpu_ratio_floor_over_memo"] = round(min(rfloor_cpu) / min(memo_cpu), 3)
+        out["floor_rows_runs_s"] = [round(x, 2) for x in rfloors]
+        out["floor_rows_cpu_s"] = [round(x, 2) for x in rfloor_cpu]
     if offs:
         out["memo_without_entities_per_s"] = round(passages / min(offs))
         out["entity_share"] = round(1 - min(offs) / min(memos), 3)
@@ -240,6 +327,8 @@ def main() -> None:
     ap.add_argument("--input-only", type=Path, help="write the JSONL for --n to this path and stop")
     ap.add_argument("--entities", action="store_true",
                     help="also import with entity extraction off (same run) and report its share")
+    ap.add_argument("--rows-floor", action="store_true",
+                    help="also time a floor that inserts every row memo stored, into memo's own schema")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.input_only:
@@ -248,7 +337,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.n:
             res = measure(n, Path(tmp), rounds=args.rounds, batch=args.batch, seed=args.seed, cli=args.cli,
-                          with_entities=args.entities)
+                          with_entities=args.entities, rows_floor=args.rows_floor)
             print(json.dumps(res) if args.json else "\n".join(f"{k}: {v}" for k, v in res.items()), flush=True)
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,6 +153,11 @@ class MemoTools:
         otherwise left it about 160 MB larger for good (issue 33.3).  Called holding
         ``_lock`` (the write connection is not shared while it shrinks)."""
         if isinstance(text, str) and len(text) > RELEASE_AFTER_CHARS:
+            # The splitter's word-count cache first (issue 31.3): its entries would pin the
+            # freed heap.  Only if loaded: this module must not import the ingest modules.
+            budget = sys.modules.get("memo.ingest.budget")
+            if budget is not None:
+                budget.clear_caches()
             release_memory(self.conn)
 
     def _profile(self, name: str | None) -> Profile:

@@ -149,3 +149,27 @@ def test_batch_size_changes_nothing_stored(new_db, tmp_path, monkeypatch, batch)
             conn.close()
         dumps.append(_dump(db))
     assert dumps[0] == dumps[1]
+
+
+def test_an_initial_entity_is_confirmed_by_a_later_batch(new_db, tmp_path, monkeypatch):
+    """An entity stored as 'initial' (a sentence-initial word alone) becomes a name when a
+    later batch writes it as one, both ways (write_passage_mentions asks confirm only about
+    the stored entities still 'initial', issue 31.3); one already a name stays one."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"id": "1", "text": "Paris is lovely in May. Lyon too."},
+        {"id": "2", "text": "Rome is old."},
+        {"id": "3", "text": "We flew to Paris with Alice Smith. Lyon was next."},
+        {"id": "4", "text": "Rome again, with Alice Smith."}]))
+    kinds = []
+    for name, store in (("old", _record_by_record), ("new", store_batch.store_items)):
+        with monkeypatch.context() as m:
+            _fixed_clock(m)
+            m.setattr(importer, "store_items", store)
+            conn = open_db(new_db(name))
+            import_path(conn, src, ImportOptions(namespace="kb", batch_size=1))
+            kinds.append(dict(conn.execute("SELECT key, kind FROM entities").fetchall()))
+            conn.close()
+    assert kinds[0] == kinds[1]
+    assert kinds[1]["paris"] == "name" and kinds[1]["alice smith"] == "name"
+    assert kinds[1]["rome"] == "initial"              # never written as a name
