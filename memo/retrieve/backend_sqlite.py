@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memo.retrieve import impact
+from memo.retrieve import impact, kw_search
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.scope import ScopeSQL, scope_stats
 from memo.retrieve.types import ArmHit
@@ -58,8 +58,14 @@ class SqliteSearch:
         stats = scope_stats(ctx.conn, ctx.scope_sql)
         section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
         if words and idx is not None and idx.keyword == "impact" and stats.total >= idx.impact_min_passages:
-            hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
-                                      section_weight=section_weight)
+            # The persistent postings first (current after every write, any process); the
+            # in-memory index for a database without them (a schema before v6, read-only).
+            hits = None
+            if table == "passages_fts":
+                hits = kw_search.topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, words, section_weight=section_weight)
+            if hits is None:
+                hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
+                                          section_weight=section_weight)
             if hits is not None:
                 return hits
         # 1.0: today's statement, unweighted (bm25 reads a missing weight as 1.0).

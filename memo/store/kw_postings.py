@@ -1,0 +1,394 @@
+"""The keyword arm's persistent postings: ``passages_fts``'s postings kept in side tables
+of the same SQLite file, current with every write (issue 31.1).  SQLite only; PostgreSQL
+ranks in the server (``memo.store.dialect.is_postgres``: every function here is a no-op).
+
+Why side tables in the same file, and not a file of our own: one read snapshot covers
+FTS5 and these tables together, and a write's transaction changes both or neither, so the
+postings can never describe rows FTS5 does not hold (or the reverse), whatever crashes.
+
+Layout (an LSM of two levels, as search engines keep a base and a small delta):
+
+* ``kw_base``: one row per term, its postings at the last merge as packed arrays
+  (``array`` bytes, native byte order, typecodes in ``codes``): passage pks (sorted), the
+  occurrences in the row (every column), those in the section column, and the row's token
+  count (FTS5's ``docsize``: bm25's D).  A query reads only its terms' rows.
+* ``kw_delta``: what every write since did, one row per (term, write, passage): a posting
+  added (``tf`` > 0) or taken away (``tf`` = 0).  Writes append here in their own
+  transaction, in time proportional to what they wrote: never a rebuild.
+* ``kw_meta``: ``seq`` (the last write's number), ``generation`` (moves when the base is
+  replaced), ``built`` (1: the base plus the delta describe FTS5), and the row and token
+  counts (``rows``, ``tokens``), kept by every write: FTS5's own N and token total, and the
+  passage count scope statistics read instead of counting (``memo.retrieve.scope``).
+
+A term's postings at a snapshot = its base postings, then its delta rows in write order
+(the last row of a passage wins; tf = 0 removes it).  ``merge`` folds the delta into the
+base from a read snapshot and installs the result in a short write transaction that
+drops only the delta rows it folded (writes made meanwhile have larger ``seq`` and stay).
+
+Tokens: FTS5's own.  The full build reads ``passages_fts`` through ``fts5vocab``; a write
+tokenises the rows it adds or removes with an in-memory FTS5 table of the same tokenizer
+over the same strings (``memo.text.cjk.index_form`` of text and section, what
+``passages_fts`` was given), so the tokens, stems and counts are FTS5's by construction;
+``tests/property/test_kw_postings_differential.py`` checks every score against ``bm25()``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+import threading
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memo.store.dialect import is_postgres
+
+TABLE = "passages_fts"
+_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+_AVERAGES_ID = 1     # FTS5_AVERAGES_ROWID: varint row count, then varint token total per column
+
+SCHEMA = """
+CREATE TABLE kw_base (
+    term   TEXT PRIMARY KEY,
+    df     INTEGER NOT NULL,
+    codes  TEXT NOT NULL,        -- array typecodes of pks, tfs, secs, dls
+    pks    BLOB NOT NULL,
+    tfs    BLOB NOT NULL,
+    secs   BLOB NOT NULL,
+    dls    BLOB NOT NULL
+);
+CREATE TABLE kw_delta (
+    term   TEXT NOT NULL,
+    seq    INTEGER NOT NULL,     -- the write that made it (kw_meta.seq then)
+    pk     INTEGER NOT NULL,
+    tf     INTEGER NOT NULL,     -- occurrences in the row; 0: the posting was removed
+    sec    INTEGER NOT NULL,     -- of those, in the section column
+    dl     INTEGER NOT NULL,     -- the row's token count
+    PRIMARY KEY (term, seq, pk)
+) WITHOUT ROWID;
+CREATE TABLE kw_meta (
+    key    TEXT PRIMARY KEY,
+    value  INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO kw_meta(key, value) VALUES ('seq', 0), ('generation', 0), ('built', 0), ('rows', 0),
+    ('tokens', 0), ('byteorder', 0);
+"""
+_BYTEORDER = 1 if sys.byteorder == "little" else 2
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    seq: int
+    generation: int
+    built: bool
+    rows: int
+    tokens: int
+    native: bool           # the packed arrays are in this machine's byte order
+
+
+def has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'kw_meta'").fetchone() is not None
+
+
+def read_meta(conn: sqlite3.Connection) -> Meta | None:
+    """The meta row of ``conn``'s snapshot; None without the tables (a schema before v6,
+    PostgreSQL)."""
+    if is_postgres(conn):
+        return None
+    try:
+        got = dict(conn.execute("SELECT key, value FROM kw_meta").fetchall())
+    except sqlite3.OperationalError:
+        return None
+    return Meta(seq=int(got["seq"]), generation=int(got["generation"]), built=bool(got["built"]),
+                rows=int(got["rows"]), tokens=int(got["tokens"]), native=int(got["byteorder"]) == _BYTEORDER)
+
+
+def varints(blob: bytes) -> list[int]:
+    """SQLite varints (big-endian 7-bit groups, high bit = more; a 9th byte holds 8 bits)."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def fts_totals(conn: sqlite3.Connection, table: str = TABLE) -> tuple[int, int]:
+    """(rows, tokens) from FTS5's averages record in ``conn``'s snapshot: bm25's N and the
+    token total its avgdl divides (valid outside a write transaction: FTS5 writes the
+    record when it flushes, at commit)."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ID,)).fetchone()
+    numbers = varints(bytes(row[0])) if row and row[0] else [0]
+    return numbers[0], sum(numbers[1:])
+
+
+def table_tokenizer(conn: sqlite3.Connection, table: str = TABLE) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (table,)).fetchone()
+    found = _TOKENIZE.search(row[0] if row else "")
+    return found.group(1) if found else "unicode61"
+
+
+# --- tokenising as FTS5 does -----------------------------------------------------------
+
+class _Tokenizers(threading.local):
+    """Per thread, per tokenizer: an in-memory FTS5 table (text, section) like passages_fts."""
+
+    def __init__(self) -> None:
+        self.conns: dict[str, sqlite3.Connection] = {}
+
+    def get(self, tokenizer: str) -> sqlite3.Connection:
+        conn = self.conns.get(tokenizer)
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, section, tokenize='{tokenizer}')")
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+            self.conns[tokenizer] = conn
+        return conn
+
+
+_TOKENIZERS = _Tokenizers()
+# pk -> (token count, {term: (occurrences, of them in section)})
+Tokens = dict[int, tuple[int, dict[str, tuple[int, int]]]]
+
+
+def tokenize_rows(tokenizer: str, rows: Sequence[tuple[int, str, str]]) -> Tokens:
+    """FTS5's tokens of rows (pk, text, section) as ``passages_fts`` indexes them (the
+    strings must be the ones given to it: ``index_form`` of the stored text)."""
+    out: Tokens = {}
+    if not rows:
+        return out
+    mem = _TOKENIZERS.get(tokenizer)
+    mem.execute("BEGIN")
+    try:
+        mem.executemany("INSERT INTO t(rowid, text, section) VALUES (?, ?, ?)", rows)
+        for pk, size in mem.execute("SELECT id, sz FROM t_docsize"):
+            out[int(pk)] = (sum(varints(bytes(size))), {})
+        for term, pk, col, n in mem.execute("SELECT term, doc, col, count(*) FROM v GROUP BY term, doc, col"):
+            terms = out[int(pk)][1]
+            tf, sec = terms.get(term, (0, 0))
+            terms[term] = (tf + n, sec + (n if col == "section" else 0))
+    finally:
+        mem.execute("ROLLBACK")
+    return out
+
+
+# --- the write path: append to the delta in the writer's transaction ---------------------
+
+def _next_seq(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'seq' RETURNING value").fetchone()[0])
+
+
+def _add_counts(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
+    conn.executemany("UPDATE kw_meta SET value = value + ? WHERE key = ?", ((rows, "rows"), (tokens, "tokens")))
+
+
+def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Rows (pk, text, section) just inserted into passages_fts, with the strings it was
+    given: their postings join the delta (caller's write transaction)."""
+    if not rows or is_postgres(conn) or not has_tables(conn):
+        return
+    toks = tokenize_rows(table_tokenizer(conn), rows)
+    seq = _next_seq(conn)
+    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)",
+                     [(term, seq, pk, tf, sec, dl) for pk, (dl, terms) in toks.items()
+                      for term, (tf, sec) in terms.items()])
+    _add_counts(conn, len(rows), sum(dl for dl, _ in toks.values()))
+
+
+def note_removed(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Rows (pk, text, section) just deleted from passages_fts with these strings: each of
+    their postings gets a removal row (tf = 0) in the delta."""
+    if not rows or is_postgres(conn) or not has_tables(conn):
+        return
+    toks = tokenize_rows(table_tokenizer(conn), rows)
+    seq = _next_seq(conn)
+    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, 0, 0, 0)",
+                     [(term, seq, pk) for pk, (_, terms) in toks.items() for term in terms])
+    _add_counts(conn, -len(rows), -sum(dl for dl, _ in toks.values()))
+
+
+def mark_unbuilt(conn: sqlite3.Connection) -> None:
+    """passages_fts was rewritten wholesale (``memo reindex``, the CJK re-derivation): the
+    postings no longer describe it until ``rebuild`` (searches use FTS5 meanwhile)."""
+    if not is_postgres(conn) and has_tables(conn):
+        conn.execute("UPDATE kw_meta SET value = 0 WHERE key = 'built'")
+
+
+# --- packing ---------------------------------------------------------------------------
+
+def _code(values: Iterable[int], small: str, wide: str) -> str:
+    top = max(values, default=0)
+    return small if top < (1 << (8 * array(small).itemsize - (1 if small.islower() else 0))) else wide
+
+
+def pack(pks: Sequence[int], tfs: Sequence[int], secs: Sequence[int],
+         dls: Sequence[int]) -> tuple[str, bytes, bytes, bytes, bytes]:
+    """(typecodes, four blobs): the smallest ``array`` types that hold the values."""
+    cp = _code(pks, "i", "q")
+    cf = _code(tfs, "B", "I")
+    cd = _code(dls, "H", "I")
+    return (cp + cf + cf + cd, array(cp, pks).tobytes(), array(cf, tfs).tobytes(), array(cf, secs).tobytes(),
+            array(cd, dls).tobytes())
+
+
+def unpack(codes: str, pks: bytes, tfs: bytes, secs: bytes, dls: bytes) -> tuple[array, array, array, array]:
+    out = []
+    for code, blob in zip(codes, (pks, tfs, secs, dls), strict=True):
+        a = array(code)
+        a.frombytes(blob)
+        out.append(a)
+    return out[0], out[1], out[2], out[3]
+
+
+# --- reading one term's postings at a snapshot --------------------------------------------
+
+Posting = tuple[int, int, int]    # (tf, sec, dl)
+
+
+def delta_rows(conn: sqlite3.Connection, term: str) -> list[tuple[int, int, int, int]]:
+    """The term's delta rows (pk, tf, sec, dl) in write order."""
+    return conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? ORDER BY seq, pk", (term,)).fetchall()
+
+
+def base_row(conn: sqlite3.Connection, term: str) -> tuple[str, bytes, bytes, bytes, bytes] | None:
+    return conn.execute("SELECT codes, pks, tfs, secs, dls FROM kw_base WHERE term = ?", (term,)).fetchone()
+
+
+def term_postings(conn: sqlite3.Connection, term: str) -> dict[int, Posting]:
+    """pk -> (tf, sec, dl) of ``term`` at ``conn``'s snapshot, base then delta (pure Python:
+    merges and tests; the search path has its own vectorised reader)."""
+    out: dict[int, Posting] = {}
+    row = base_row(conn, term)
+    if row is not None:
+        pks, tfs, secs, dls = unpack(*row)
+        out = {pk: (tf, sec, dl) for pk, tf, sec, dl in zip(pks, tfs, secs, dls, strict=True)}
+    for pk, tf, sec, dl in delta_rows(conn, term):
+        if tf:
+            out[pk] = (tf, sec, dl)
+        else:
+            out.pop(pk, None)
+    return out
+
+
+# --- building and merging -------------------------------------------------------------
+
+def _write_term(conn: sqlite3.Connection, term: str, postings: dict[int, Posting]) -> None:
+    if not postings:
+        conn.execute("DELETE FROM kw_base WHERE term = ?", (term,))
+        return
+    pks = sorted(postings)
+    codes, *blobs = pack(pks, [postings[p][0] for p in pks], [postings[p][1] for p in pks],
+                         [postings[p][2] for p in pks])
+    conn.execute("INSERT OR REPLACE INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (term, len(pks), codes, *blobs))
+
+
+def rebuild(conn: sqlite3.Connection) -> int:
+    """Rebuild the base from passages_fts as it is (the caller holds a write transaction
+    in which passages_fts has no pending writes: a fresh one, or a migration's before any
+    row is written) and empty the delta.  Returns the terms written."""
+    import numpy as np
+
+    if is_postgres(conn):
+        return 0
+    conn.execute("DELETE FROM kw_base")
+    conn.execute("DELETE FROM kw_delta")
+    ids, lengths = [], []
+    for rowid, size in conn.execute(f"SELECT id, sz FROM {TABLE}_docsize ORDER BY id"):
+        ids.append(rowid)
+        lengths.append(sum(varints(bytes(size))))
+    pk_all = np.array(ids, dtype=np.int64)
+    dl_all = np.array(lengths, dtype=np.int64)
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_instance USING fts5vocab(main, {TABLE}, 'instance')")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_row USING fts5vocab(main, {TABLE}, 'row')")
+    terms = [r[0] for r in conn.execute("SELECT term FROM temp.memo_kw_row")]
+    # One query per term, its instances as text numpy parses (the in-memory index's build:
+    # memo.retrieve.impact); 2 * rowid + (1 if in the section column).
+    per_term = "SELECT group_concat(doc * 2 + (col = 'section'), ' ') FROM temp.memo_kw_instance WHERE term = ?"
+    cp = "i" if (len(pk_all) == 0 or int(pk_all[-1]) < 2**31) else "q"
+    cd = "H" if (len(dl_all) == 0 or int(dl_all.max()) < 2**16) else "I"
+    written = 0
+    for term in terms:
+        docs = conn.execute(per_term, (term,)).fetchone()[0]
+        if not docs:
+            continue
+        coded = np.fromstring(docs, dtype=np.int64, sep=" ")
+        uniq, inverse, freq = np.unique(coded >> 1, return_inverse=True, return_counts=True)
+        in_section = np.bincount(inverse, weights=(coded & 1), minlength=len(uniq)).astype(np.int64)
+        at = np.searchsorted(pk_all, uniq)
+        if at[-1] >= len(pk_all) or not np.array_equal(pk_all[at], uniq):
+            raise RuntimeError(f"{TABLE}: a posting names a row without a document size")
+        cf = "B" if int(freq.max()) < 256 else "I"
+        conn.execute("INSERT INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (term, len(uniq), cp + cf + cf + cd, uniq.astype(cp).tobytes(), freq.astype(cf).tobytes(),
+                      in_section.astype(cf).tobytes(), dl_all[at].astype(cd).tobytes()))
+        written += 1
+    conn.execute("DROP TABLE temp.memo_kw_instance")
+    conn.execute("DROP TABLE temp.memo_kw_row")
+    conn.executemany("UPDATE kw_meta SET value = ? WHERE key = ?",
+                     ((len(ids), "rows"), (int(dl_all.sum()), "tokens"), (1, "built"), (_BYTEORDER, "byteorder")))
+    conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'generation'")
+    return written
+
+
+def delta_size(conn: sqlite3.Connection) -> int:
+    """Rows in the delta (merges are worth it from ``index.keyword_merge_rows`` on)."""
+    if is_postgres(conn) or not has_tables(conn):
+        return 0
+    return int(conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0])
+
+
+def merge(conn: sqlite3.Connection) -> int:
+    """Fold the delta into the base: read the delta and the touched terms' base rows in
+    one read snapshot, then install the new rows and drop exactly the folded delta rows in
+    a short write transaction, if no other merge or rebuild replaced the base meanwhile
+    (else nothing is written; the next merge folds it).  ``conn`` must be outside a
+    transaction.  Returns the terms rewritten.  Cost: the touched terms' postings, not
+    the index."""
+    from memo.store.connect import write_tx
+
+    if is_postgres(conn) or not has_tables(conn):
+        return 0
+    conn.execute("BEGIN")
+    try:
+        meta = read_meta(conn)
+        if meta is None or not meta.built or not meta.native:
+            return 0
+        terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM kw_delta WHERE seq <= ?", (meta.seq,))]
+        folded: dict[str, dict[int, Posting]] = {}
+        for term in terms:
+            out: dict[int, Posting] = {}
+            row = base_row(conn, term)
+            if row is not None:
+                pks, tfs, secs, dls = unpack(*row)
+                out = {pk: (tf, sec, dl) for pk, tf, sec, dl in zip(pks, tfs, secs, dls, strict=True)}
+            for pk, tf, sec, dl in conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? AND seq <= ?"
+                                                " ORDER BY seq, pk", (term, meta.seq)):
+                if tf:
+                    out[pk] = (tf, sec, dl)
+                else:
+                    out.pop(pk, None)
+            folded[term] = out
+    finally:
+        conn.execute("ROLLBACK")
+    if not folded:
+        return 0
+    with write_tx(conn):
+        now = read_meta(conn)
+        if now is None or now.generation != meta.generation or not now.built:
+            return 0
+        for term, postings in folded.items():
+            _write_term(conn, term, postings)
+        conn.execute("DELETE FROM kw_delta WHERE seq <= ?", (meta.seq,))
+        conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'generation'")
+    return len(folded)
