@@ -62,7 +62,8 @@ class SqliteSearch:
             # in-memory index for a database without them (a schema before v6, read-only).
             hits = None
             if table == "passages_fts":
-                hits = kw_search.topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, words, section_weight=section_weight)
+                hits = kw_search.topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, words, section_weight=section_weight,
+                                      merge_rows=idx.keyword_merge_rows)
             if hits is None:
                 hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
                                           section_weight=section_weight)

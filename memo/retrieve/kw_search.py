@@ -59,18 +59,11 @@ def _db_file(conn: sqlite3.Connection) -> str:
 
 
 def _base(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: str) -> tuple[np.ndarray, ...]:
-    import numpy as np
-
     key = (path, meta.generation, term)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    row = kw_postings.base_row(conn, term)
-    if row is None:
-        empty = np.zeros(0, dtype=np.int64)
-        arrays: tuple[np.ndarray, ...] = (empty, empty, empty, empty)
-    else:
-        arrays = tuple(np.frombuffer(blob, dtype=code) for code, blob in zip(row[0], row[1:], strict=True))
+    arrays = kw_postings.decode(kw_postings.base_row(conn, term))
     if path:
         with _LOCK:
             if len(_CACHE) >= _CACHE_MAX:
@@ -81,25 +74,8 @@ def _base(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: str
 
 def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta,
              term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(pks, tf, sec, dl) of ``term`` at the snapshot: the base with the delta applied
-    (the last delta row of a pk wins; tf 0 removes it).  pks ascending."""
-    import numpy as np
-
-    pks, tf, sec, dl = _base(conn, path, meta, term)
-    delta = kw_postings.delta_rows(conn, term)
-    if not delta:
-        return pks, tf, sec, dl
-    last: dict[int, tuple[int, int, int]] = {}
-    for pk, t, s, d in delta:
-        last[pk] = (t, s, d)
-    touched = np.fromiter(last, dtype=np.int64, count=len(last))
-    keep = ~np.isin(pks, touched)
-    added = sorted((pk, v) for pk, v in last.items() if v[0])
-    new_pks = np.concatenate([pks[keep].astype(np.int64), np.array([p for p, _ in added], dtype=np.int64)])
-    order = np.argsort(new_pks, kind="stable")
-    cols = [np.concatenate([a[keep].astype(np.int64), np.array([v[j] for _, v in added], dtype=np.int64)])[order]
-            for j, a in enumerate((tf, sec, dl))]
-    return new_pks[order], cols[0], cols[1], cols[2]
+    """(pks, tf, sec, dl) of ``term`` at the snapshot: the base with the delta applied."""
+    return kw_postings.apply_delta(_base(conn, path, meta, term), kw_postings.delta_rows(conn, term))
 
 
 def stems_of(conn: sqlite3.Connection, words: tuple[str, ...]) -> list[str] | None:
@@ -162,12 +138,15 @@ def _in_scope(conn: sqlite3.Connection, scope_sql: ScopeSQL, pks: list[int]) -> 
 
 
 def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words: list[str], *,
-         section_weight: float = 1.0) -> list[ArmHit] | None:
+         section_weight: float = 1.0, merge_rows: int | None = None) -> list[ArmHit] | None:
     """The keyword arm's hits from the persistent postings, or None when they cannot answer
-    for this snapshot (absent, stale, a word that is not one token): then another path does."""
+    for this snapshot (absent, stale, a word that is not one token): then another path does.
+    A delta of ``merge_rows`` rows or more starts a background merge (``index.keyword_merge_rows``)."""
     meta = usable(conn)
     if meta is None:
         return None
+    if merge_rows is not None and meta.delta >= merge_rows:
+        kw_postings.schedule_merge(_db_file(conn))
     stems = stems_of(conn, tuple(words))
     if stems is None:
         return None

@@ -39,10 +39,14 @@ import sqlite3
 import sys
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memo.store.dialect import is_postgres
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TABLE = "passages_fts"
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
@@ -72,7 +76,7 @@ CREATE TABLE kw_meta (
     value  INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO kw_meta(key, value) VALUES ('seq', 0), ('generation', 0), ('built', 0), ('rows', 0),
-    ('tokens', 0), ('byteorder', 0);
+    ('tokens', 0), ('delta', 0), ('byteorder', 0);
 """
 _BYTEORDER = 1 if sys.byteorder == "little" else 2
 
@@ -84,6 +88,7 @@ class Meta:
     built: bool
     rows: int
     tokens: int
+    delta: int             # rows in kw_delta
     native: bool           # the packed arrays are in this machine's byte order
 
 
@@ -101,7 +106,7 @@ def read_meta(conn: sqlite3.Connection) -> Meta | None:
     except sqlite3.OperationalError:
         return None
     return Meta(seq=int(got["seq"]), generation=int(got["generation"]), built=bool(got["built"]),
-                rows=int(got["rows"]), tokens=int(got["tokens"]), native=int(got["byteorder"]) == _BYTEORDER)
+                rows=int(got["rows"]), tokens=int(got["tokens"]), delta=int(got["delta"]), native=int(got["byteorder"]) == _BYTEORDER)
 
 
 def varints(blob: bytes) -> list[int]:
@@ -188,8 +193,9 @@ def _next_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'seq' RETURNING value").fetchone()[0])
 
 
-def _add_counts(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
-    conn.executemany("UPDATE kw_meta SET value = value + ? WHERE key = ?", ((rows, "rows"), (tokens, "tokens")))
+def _add_counts(conn: sqlite3.Connection, rows: int, tokens: int, delta: int) -> None:
+    conn.executemany("UPDATE kw_meta SET value = value + ? WHERE key = ?",
+                     ((rows, "rows"), (tokens, "tokens"), (delta, "delta")))
 
 
 def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
@@ -199,10 +205,9 @@ def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -
         return
     toks = tokenize_rows(table_tokenizer(conn), rows)
     seq = _next_seq(conn)
-    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)",
-                     [(term, seq, pk, tf, sec, dl) for pk, (dl, terms) in toks.items()
-                      for term, (tf, sec) in terms.items()])
-    _add_counts(conn, len(rows), sum(dl for dl, _ in toks.values()))
+    added = [(term, seq, pk, tf, sec, dl) for pk, (dl, terms) in toks.items() for term, (tf, sec) in terms.items()]
+    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)", added)
+    _add_counts(conn, len(rows), sum(dl for dl, _ in toks.values()), len(added))
 
 
 def note_removed(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
@@ -212,9 +217,9 @@ def note_removed(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]])
         return
     toks = tokenize_rows(table_tokenizer(conn), rows)
     seq = _next_seq(conn)
-    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, 0, 0, 0)",
-                     [(term, seq, pk) for pk, (_, terms) in toks.items() for term in terms])
-    _add_counts(conn, -len(rows), -sum(dl for dl, _ in toks.values()))
+    removed = [(term, seq, pk) for pk, (_, terms) in toks.items() for term in terms]
+    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, 0, 0, 0)", removed)
+    _add_counts(conn, -len(rows), -sum(dl for dl, _ in toks.values()), len(removed))
 
 
 def mark_unbuilt(conn: sqlite3.Connection) -> None:
@@ -225,21 +230,6 @@ def mark_unbuilt(conn: sqlite3.Connection) -> None:
 
 
 # --- packing ---------------------------------------------------------------------------
-
-def _code(values: Iterable[int], small: str, wide: str) -> str:
-    top = max(values, default=0)
-    return small if top < (1 << (8 * array(small).itemsize - (1 if small.islower() else 0))) else wide
-
-
-def pack(pks: Sequence[int], tfs: Sequence[int], secs: Sequence[int],
-         dls: Sequence[int]) -> tuple[str, bytes, bytes, bytes, bytes]:
-    """(typecodes, four blobs): the smallest ``array`` types that hold the values."""
-    cp = _code(pks, "i", "q")
-    cf = _code(tfs, "B", "I")
-    cd = _code(dls, "H", "I")
-    return (cp + cf + cf + cd, array(cp, pks).tobytes(), array(cf, tfs).tobytes(), array(cf, secs).tobytes(),
-            array(cd, dls).tobytes())
-
 
 def unpack(codes: str, pks: bytes, tfs: bytes, secs: bytes, dls: bytes) -> tuple[array, array, array, array]:
     out = []
@@ -281,17 +271,6 @@ def term_postings(conn: sqlite3.Connection, term: str) -> dict[int, Posting]:
 
 
 # --- building and merging -------------------------------------------------------------
-
-def _write_term(conn: sqlite3.Connection, term: str, postings: dict[int, Posting]) -> None:
-    if not postings:
-        conn.execute("DELETE FROM kw_base WHERE term = ?", (term,))
-        return
-    pks = sorted(postings)
-    codes, *blobs = pack(pks, [postings[p][0] for p in pks], [postings[p][1] for p in pks],
-                         [postings[p][2] for p in pks])
-    conn.execute("INSERT OR REPLACE INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (term, len(pks), codes, *blobs))
-
 
 def rebuild(conn: sqlite3.Connection) -> int:
     """Rebuild the base from passages_fts as it is (the caller holds a write transaction
@@ -336,16 +315,55 @@ def rebuild(conn: sqlite3.Connection) -> int:
     conn.execute("DROP TABLE temp.memo_kw_instance")
     conn.execute("DROP TABLE temp.memo_kw_row")
     conn.executemany("UPDATE kw_meta SET value = ? WHERE key = ?",
-                     ((len(ids), "rows"), (int(dl_all.sum()), "tokens"), (1, "built"), (_BYTEORDER, "byteorder")))
+                     ((len(ids), "rows"), (int(dl_all.sum()), "tokens"), (1, "built"), (_BYTEORDER, "byteorder"),
+                      (0, "delta")))
     conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'generation'")
     return written
 
 
-def delta_size(conn: sqlite3.Connection) -> int:
-    """Rows in the delta (merges are worth it from ``index.keyword_merge_rows`` on)."""
-    if is_postgres(conn) or not has_tables(conn):
-        return 0
-    return int(conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0])
+def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, int, int]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A term's postings (pks ascending, tf, sec, dl) with its delta rows (pk, tf, sec, dl),
+    in write order, applied: the last row of a pk wins, tf 0 removes it."""
+    import numpy as np
+
+    pks, tf, sec, dl = base
+    if not delta:
+        return pks, tf, sec, dl
+    last: dict[int, tuple[int, int, int]] = {}
+    for pk, t, s, d in delta:
+        last[pk] = (t, s, d)
+    touched = np.fromiter(last, dtype=np.int64, count=len(last))
+    keep = ~np.isin(pks, touched)
+    added = sorted((pk, v) for pk, v in last.items() if v[0])
+    new_pks = np.concatenate([pks[keep].astype(np.int64), np.array([p for p, _ in added], dtype=np.int64)])
+    order = np.argsort(new_pks, kind="stable")
+    cols = [np.concatenate([a[keep].astype(np.int64), np.array([v[j] for _, v in added], dtype=np.int64)])[order]
+            for j, a in enumerate((tf, sec, dl))]
+    return new_pks[order], cols[0], cols[1], cols[2]
+
+
+def decode(row: tuple[str, bytes, bytes, bytes, bytes] | None) -> tuple[np.ndarray, ...]:
+    """A base row as numpy arrays (read-only views of the blobs, no copy)."""
+    import numpy as np
+
+    if row is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    return tuple(np.frombuffer(blob, dtype=code) for code, blob in zip(row[0], row[1:], strict=True))
+
+
+def _write_arrays(conn: sqlite3.Connection, term: str, pks: np.ndarray, tf: np.ndarray, sec: np.ndarray,
+                  dl: np.ndarray) -> None:
+    if not len(pks):
+        conn.execute("DELETE FROM kw_base WHERE term = ?", (term,))
+        return
+    cp = "i" if int(pks[-1]) < 2**31 else "q"
+    cf = "B" if int(tf.max()) < 256 else "I"
+    cd = "H" if int(dl.max()) < 2**16 else "I"
+    conn.execute("INSERT OR REPLACE INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (term, len(pks), cp + cf + cf + cd, pks.astype(cp).tobytes(), tf.astype(cf).tobytes(),
+                  sec.astype(cf).tobytes(), dl.astype(cd).tobytes()))
 
 
 def merge(conn: sqlite3.Connection) -> int:
@@ -354,7 +372,8 @@ def merge(conn: sqlite3.Connection) -> int:
     a short write transaction, if no other merge or rebuild replaced the base meanwhile
     (else nothing is written; the next merge folds it).  ``conn`` must be outside a
     transaction.  Returns the terms rewritten.  Cost: the touched terms' postings, not
-    the index."""
+    the index.  A base that is not built (or a delta larger than the base: a bulk import)
+    is rebuilt from passages_fts instead, in one write transaction."""
     from memo.store.connect import write_tx
 
     if is_postgres(conn) or not has_tables(conn):
@@ -362,33 +381,77 @@ def merge(conn: sqlite3.Connection) -> int:
     conn.execute("BEGIN")
     try:
         meta = read_meta(conn)
-        if meta is None or not meta.built or not meta.native:
+        if meta is None:
             return 0
-        terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM kw_delta WHERE seq <= ?", (meta.seq,))]
-        folded: dict[str, dict[int, Posting]] = {}
-        for term in terms:
-            out: dict[int, Posting] = {}
-            row = base_row(conn, term)
-            if row is not None:
-                pks, tfs, secs, dls = unpack(*row)
-                out = {pk: (tf, sec, dl) for pk, tf, sec, dl in zip(pks, tfs, secs, dls, strict=True)}
-            for pk, tf, sec, dl in conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? AND seq <= ?"
-                                                " ORDER BY seq, pk", (term, meta.seq)):
-                if tf:
-                    out[pk] = (tf, sec, dl)
-                else:
-                    out.pop(pk, None)
-            folded[term] = out
+        base_size = int(conn.execute("SELECT coalesce(sum(df), 0) FROM kw_base").fetchone()[0]) if meta.built else 0
+        if not (meta.built and meta.native) or meta.delta > base_size:
+            folded = None
+        else:
+            terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM kw_delta WHERE seq <= ?", (meta.seq,))]
+            folded = {}
+            n_rows = 0
+            for term in terms:
+                delta = conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? AND seq <= ?"
+                                     " ORDER BY seq, pk", (term, meta.seq)).fetchall()
+                n_rows += len(delta)
+                folded[term] = apply_delta(decode(base_row(conn, term)), delta)
     finally:
         conn.execute("ROLLBACK")
+    if folded is None:
+        with write_tx(conn):
+            return rebuild(conn)
     if not folded:
         return 0
     with write_tx(conn):
         now = read_meta(conn)
         if now is None or now.generation != meta.generation or not now.built:
             return 0
-        for term, postings in folded.items():
-            _write_term(conn, term, postings)
+        for term, arrays in folded.items():
+            _write_arrays(conn, term, *arrays)
         conn.execute("DELETE FROM kw_delta WHERE seq <= ?", (meta.seq,))
-        conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'generation'")
+        conn.executemany("UPDATE kw_meta SET value = value + ? WHERE key = ?", ((1, "generation"), (-n_rows, "delta")))
     return len(folded)
+
+
+# --- background merges (a searching process that sees a large delta) -----------------------
+
+_MERGING: set[str] = set()
+_MERGE_LOCK = threading.Lock()
+
+
+def _merge_in_background(path: str) -> None:
+    from memo.store.db import open_db
+
+    try:
+        conn = open_db(path)
+        try:
+            merge(conn)
+        finally:
+            conn.close()
+    except Exception:   # noqa: BLE001 - a merge that fails leaves the delta: searches stay exact
+        pass
+    finally:
+        with _MERGE_LOCK:
+            _MERGING.discard(path)
+
+
+def schedule_merge(path: str) -> bool:
+    """Start a background merge of ``path``'s delta unless one runs in this process."""
+    if not path:
+        return False
+    with _MERGE_LOCK:
+        if path in _MERGING:
+            return False
+        _MERGING.add(path)
+    threading.Thread(target=_merge_in_background, args=(path,), daemon=True, name="memo-kw-merge").start()
+    return True
+
+
+def wait_merged(path: str, timeout: float = 600.0) -> bool:
+    """Wait for this process's background merge of ``path`` (benchmarks, tests)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while path in _MERGING and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return path not in _MERGING
