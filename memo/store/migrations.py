@@ -260,10 +260,16 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
+        rewrote = 0
         if not keyword_form_current(conn) and not _marked(conn):
-            reindex_cjk_passages(conn)
+            rewrote = reindex_cjk_passages(conn)
             note_keyword_form(conn)
-    _ensure_postings(conn)
+        meta = kw_postings.read_meta(conn)
+        if meta is not None and not meta.built and not rewrote and not _marked(conn):
+            # In the migration's transaction (one transaction, all or nothing): nothing has
+            # written passages_fts in it, so its tables read as committed.
+            kw_postings.rebuild(conn)
+    _ensure_postings(conn)   # passages_fts rewritten above: built once it is flushed
     return LATEST
 
 
