@@ -65,8 +65,9 @@ _STRUCTURE_ID = 10   # FTS5_STRUCTURE_ROWID: changes with every write to the ind
 _TABLES = ("passages_fts",)
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 
-STATS = {"impact": 0, "fts5": 0, "builds": 0, "postings": 0}   # searches served by each path (benchmarks, tests);
-# "postings": of the "impact" ones, those the persistent postings served (memo.retrieve.kw_search)
+STATS = {"impact": 0, "fts5": 0, "builds": 0, "postings": 0, "pruned": 0}   # searches served by each path (benchmarks, tests);
+# "postings": of the "impact" ones, those the persistent postings served (memo.retrieve.kw_search),
+# "pruned": of those, the ones MaxScore answered
 
 
 @dataclass(frozen=True, slots=True)

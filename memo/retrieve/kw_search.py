@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memo.retrieve.impact import _STEMMER, B, K1, STATS, weighted_freqs_of
@@ -82,39 +83,83 @@ def stems_of(conn: sqlite3.Connection, words: tuple[str, ...]) -> list[str] | No
     return _STEMMER.stems(kw_postings.table_tokenizer(conn), words)
 
 
-def scores(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str],
-           section_weight: float) -> np.ndarray:
-    """FTS5 bm25 (negated: higher is better) indexed by pk; 0.0 = matches no phrase.
-    ``bincount`` adds each pk's contributions in input order, phrase by phrase from 0.0,
-    as FTS5's loop does, so the sums are the same doubles."""
-    import numpy as np
+# Terms held by more than this share of the rows are "common": MaxScore (Turtle and Flood
+# 1995) looks them up for the candidates the other terms bring, instead of scoring their
+# whole lists, whenever that provably cannot change the top k (see ``_pruned``).
+COMMON_SHARE = 0.02
+_MARGIN = 1e-9       # upper bounds are widened by this share: the bound's own rounding
 
+
+@dataclass(frozen=True, slots=True)
+class _Term:
+    pks: np.ndarray       # ascending
+    tf: np.ndarray
+    sec: np.ndarray
+    dl: np.ndarray
+    idf: float
+
+
+def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -> list[_Term]:
+    """The query's phrases in order, with their postings and FTS5's idf (phrases no row
+    holds are left out: they add nothing to any score)."""
     path = _db_file(conn)
-    n_rows = meta.rows
-    avgdl = float(meta.tokens) / float(n_rows) if n_rows else 1.0
-    pk_parts: list[np.ndarray] = []
-    parts: list[np.ndarray] = []
+    out = []
     for stem in stems:
         pks, tf, sec, dl = postings(conn, path, meta, stem)
         n_hit = len(pks)
         if not n_hit:
             continue
-        idf = math.log((float(n_rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
+        idf = math.log((float(meta.rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
         if idf <= 0.0:
             idf = 1e-6
-        f = weighted_freqs_of(tf, sec, section_weight)
-        # FTS5: k1 * (1 - b + b * D / avgdl), left to right as C evaluates it.
-        denom = K1 * ((1 - B) + (B * dl.astype(np.float64)) / avgdl)
-        denom += f                       # f + K
-        f *= K1 + 1.0                    # f * (k1 + 1)
-        f /= denom
-        f *= idf                         # idf * (...)
-        pk_parts.append(pks.astype(np.int64))
-        parts.append(f)
-    if not parts:
+        out.append(_Term(pks, tf, sec, dl, idf))
+    return out
+
+
+def _contrib(t: _Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl: float, section_weight: float
+             ) -> np.ndarray:
+    """FTS5's per-phrase term ``idf * (f * (k1 + 1)) / (f + K)``, with the same operations
+    in the same order as fts5Bm25Function."""
+    import numpy as np
+
+    f = weighted_freqs_of(tf, sec, section_weight)
+    # FTS5: k1 * (1 - b + b * D / avgdl), left to right as C evaluates it.
+    denom = K1 * ((1 - B) + (B * dl.astype(np.float64)) / avgdl)
+    denom += f                       # f + K
+    f *= K1 + 1.0                    # f * (k1 + 1)
+    f /= denom
+    f *= t.idf                       # idf * (...)
+    return f
+
+
+def _bound(t: _Term, avgdl: float, section_weight: float) -> float:
+    """An upper bound of the phrase's term in any row: the most occurrences (each worth at
+    most max(1, w)) in the shortest row; bm25's term grows with f and shrinks with D."""
+    f = float(int(t.tf.max())) * max(1.0, section_weight)
+    k = K1 * ((1 - B) + (B * float(int(t.dl.min()))) / avgdl)
+    return t.idf * (f * (K1 + 1.0)) / (f + k) * (1.0 + _MARGIN)
+
+
+def scores(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str],
+           section_weight: float) -> np.ndarray:
+    """FTS5 bm25 (negated: higher is better) indexed by pk; 0.0 = matches no phrase.
+    ``bincount`` adds each pk's contributions in input order, phrase by phrase from 0.0,
+    as FTS5's loop does, so the sums are the same doubles."""
+    return _dense(_terms(conn, meta, stems), _avgdl(meta), section_weight)
+
+
+def _avgdl(meta: kw_postings.Meta) -> float:
+    return float(meta.tokens) / float(meta.rows) if meta.rows else 1.0
+
+
+def _dense(terms: list[_Term], avgdl: float, section_weight: float) -> np.ndarray:
+    import numpy as np
+
+    if not terms:
         return np.zeros(0, dtype=np.float64)
-    every = np.concatenate(pk_parts)
-    return np.bincount(every, weights=np.concatenate(parts), minlength=int(every.max()) + 1)
+    every = np.concatenate([t.pks.astype(np.int64) for t in terms])
+    weights = np.concatenate([_contrib(t, t.tf, t.sec, t.dl, avgdl, section_weight) for t in terms])
+    return np.bincount(every, weights=weights, minlength=int(every.max()) + 1)
 
 
 def _ordered(score: np.ndarray, m: int) -> np.ndarray:
@@ -137,6 +182,59 @@ def _in_scope(conn: sqlite3.Connection, scope_sql: ScopeSQL, pks: list[int]) -> 
         + scope_sql.where, (*pks, *scope_sql.params))}
 
 
+def _scoped_prefix(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[int] | None,
+                   order: np.ndarray, k: int) -> list[int]:
+    """The first ``k`` pks of ``order`` in the scope: the listed exclusions dropped, or the
+    scope checked in SQL a chunk at a time, best first."""
+    if excluded is not None:
+        out = [p for p in order[:k + len(excluded)].tolist() if p not in excluded] if excluded else order[:k].tolist()
+        return out[:k]
+    chosen: list[int] = []
+    step = k * SCOPE_CHUNK
+    done = 0
+    while len(chosen) < k and done < len(order):
+        chunk = order[done:done + step].tolist()
+        allowed = _in_scope(conn, scope_sql, chunk)
+        chosen += [p for p in chunk if p in allowed]
+        done += len(chunk)
+        step *= 4
+    return chosen[:k]
+
+
+def _pruned(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[int] | None, terms: list[_Term],
+            n_rows: int, avgdl: float, section_weight: float, k: int) -> list[tuple[int, float]] | None:
+    """MaxScore: the rows holding a rare phrase are the candidates, scored exactly (the
+    common phrases looked up by binary search, every phrase added in query order as FTS5
+    does); a row holding only common phrases scores at most U, the sum of their bounds.
+    When the k-th candidate in scope scores above U, no other row can enter the top k and
+    the candidates' order is the answer.  None: cannot prove it (the caller scores all)."""
+    import numpy as np
+
+    common = [t for t in terms if len(t.pks) > COMMON_SHARE * n_rows]
+    if not common or len(common) == len(terms):
+        return None
+    rare = [t for t in terms if len(t.pks) <= COMMON_SHARE * n_rows]
+    cand = np.unique(np.concatenate([t.pks.astype(np.int64) for t in rare]))
+    total = np.zeros(len(cand), dtype=np.float64)
+    for t in terms:                              # query order: the sums are FTS5's doubles
+        at = np.searchsorted(t.pks, cand)
+        at[at >= len(t.pks)] = 0
+        hit = t.pks[at] == cand
+        sel = at[hit]
+        c = np.zeros(len(cand), dtype=np.float64)
+        c[hit] = _contrib(t, t.tf[sel], t.sec[sel], t.dl[sel], avgdl, section_weight)
+        total += c                               # + 0.0 where the row lacks the phrase: exact
+    order = np.lexsort((cand, -total))
+    ranked = cand[order]
+    chosen = _scoped_prefix(conn, scope_sql, excluded, ranked, k)
+    if len(chosen) < k:
+        return None
+    at = np.searchsorted(cand, np.asarray(chosen, dtype=np.int64))
+    if not total[at[-1]] > sum(_bound(t, avgdl, section_weight) for t in common) * (1.0 + _MARGIN):
+        return None
+    return list(zip(chosen, total[at].tolist(), strict=True))
+
+
 def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words: list[str], *,
          section_weight: float = 1.0, merge_rows: int | None = None) -> list[ArmHit] | None:
     """The keyword arm's hits from the persistent postings, or None when they cannot answer
@@ -150,32 +248,18 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     stems = stems_of(conn, tuple(words))
     if stems is None:
         return None
-    score = scores(conn, meta, stems, section_weight)
-    stats = scope_stats(conn, scope_sql)
-    chosen: list[int] = []
-    if stats.excluded is not None:
-        if stats.excluded and len(score):
-            import numpy as np
-
-            gone = np.fromiter((p for p in stats.excluded if p < len(score)), dtype=np.int64)
-            score[gone] = 0.0
-        chosen = _ordered(score, fetch_depth)[:fetch_depth].tolist()
+    terms = _terms(conn, meta, stems)
+    avgdl = _avgdl(meta)
+    excluded = scope_stats(conn, scope_sql).excluded
+    best = _pruned(conn, scope_sql, excluded, terms, meta.rows, avgdl, section_weight, fetch_depth)
+    if best is not None:
+        STATS["pruned"] += 1
     else:
-        # Best first: a growing prefix of the order, checked against the scope in SQL.
-        m = fetch_depth * SCOPE_CHUNK
-        done = 0
-        while len(chosen) < fetch_depth:
-            order = _ordered(score, m)
-            chunk = order[done:].tolist()
-            if not chunk:
-                break
-            allowed = _in_scope(conn, scope_sql, chunk)
-            chosen += [p for p in chunk if p in allowed]
-            done = len(order)
-            if done < m:        # the whole order was read
-                break
-            m *= 4
-        chosen = chosen[:fetch_depth]
+        score = _dense(terms, avgdl, section_weight)
+        m = fetch_depth + (len(excluded) if excluded else 0)
+        order = _ordered(score, m if excluded is not None else len(score))
+        chosen = _scoped_prefix(conn, scope_sql, excluded, order, fetch_depth)
+        best = [(p, float(score[p])) for p in chosen]
     STATS["postings"] += 1
     STATS["impact"] += 1
-    return [ArmHit(pk=pk, rank=i, raw=float(score[pk])) for i, pk in enumerate(chosen, 1)]
+    return [ArmHit(pk=pk, rank=i, raw=s) for i, (pk, s) in enumerate(best, 1)]

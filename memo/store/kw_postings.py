@@ -334,7 +334,12 @@ def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, in
     for pk, t, s, d in delta:
         last[pk] = (t, s, d)
     touched = np.fromiter(last, dtype=np.int64, count=len(last))
-    keep = ~np.isin(pks, touched)
+    # pks is sorted: a binary search per touched pk, not a pass over the list (np.isin).
+    keep = np.ones(len(pks), dtype=bool)
+    at = np.searchsorted(pks, touched)
+    inside = at < len(pks)
+    at = at[inside]
+    keep[at[pks[at] == touched[inside]]] = False
     added = sorted((pk, v) for pk, v in last.items() if v[0])
     new_pks = np.concatenate([pks[keep].astype(np.int64), np.array([p for p, _ in added], dtype=np.int64)])
     order = np.argsort(new_pks, kind="stable")
