@@ -37,9 +37,12 @@ if TYPE_CHECKING:
 
     from memo.retrieve.scope import ScopeSQL
 
-# Decoded base rows, by (database file, base generation, term); a merge moves the
-# generation, so an entry never outlives the row it was read from.
-_CACHE: dict[tuple[str, int, str], tuple[np.ndarray, ...]] = {}
+# Per (database file, base generation, term): the term's postings with the delta applied up
+# to write ``seq``, and its bm25 terms for one (rows, tokens, weight).  A merge moves the
+# generation, so an entry never outlives the base row it was read from; a later snapshot
+# applies only the delta rows written since ``seq`` (usually none or one), an earlier one
+# (seq below the entry's) reads afresh.
+_CACHE: dict[tuple[str, int, str], _Entry] = {}
 _CACHE_MAX = 4096
 _LOCK = threading.Lock()
 SCOPE_CHUNK = 4     # best-first scope checks take fetch_depth x this many candidates at a time
@@ -59,24 +62,26 @@ def _db_file(conn: sqlite3.Connection) -> str:
     return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
 
 
-def _base(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: str) -> tuple[np.ndarray, ...]:
+def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: str) -> _Entry:
+    """``term``'s postings at ``conn``'s snapshot: the base with the delta applied."""
     key = (path, meta.generation, term)
     hit = _CACHE.get(key)
-    if hit is not None:
+    if hit is not None and hit.seq == meta.seq:
         return hit
-    arrays = kw_postings.decode(kw_postings.base_row(conn, term))
-    if path:
+    if hit is not None and hit.seq < meta.seq:
+        rows = conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? AND seq > ? ORDER BY seq, pk",
+                            (term, hit.seq)).fetchall()
+        arrays = kw_postings.apply_delta(hit.arrays, rows) if rows else hit.arrays
+    else:
+        arrays = kw_postings.apply_delta(kw_postings.decode(kw_postings.base_row(conn, term)),
+                                         kw_postings.delta_rows(conn, term))
+    entry = _Entry(meta.seq, arrays)
+    if path and (hit is None or hit.seq < meta.seq):
         with _LOCK:
             if len(_CACHE) >= _CACHE_MAX:
                 _CACHE.clear()
-            _CACHE[key] = arrays
-    return arrays
-
-
-def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta,
-             term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(pks, tf, sec, dl) of ``term`` at the snapshot: the base with the delta applied."""
-    return kw_postings.apply_delta(_base(conn, path, meta, term), kw_postings.delta_rows(conn, term))
+            _CACHE[key] = entry
+    return entry
 
 
 def stems_of(conn: sqlite3.Connection, words: tuple[str, ...]) -> list[str] | None:
@@ -90,6 +95,14 @@ COMMON_SHARE = 0.02
 _MARGIN = 1e-9       # upper bounds are widened by this share: the bound's own rounding
 
 
+@dataclass(slots=True)
+class _Entry:
+    seq: int                            # the delta is applied up to this write
+    arrays: tuple[np.ndarray, ...]      # pks (ascending), tf, sec, dl
+    contrib_key: tuple[int, int, float] | None = None   # (rows, tokens, weight) of contrib
+    contrib: np.ndarray | None = None   # every posting's bm25 term, idf included
+
+
 @dataclass(frozen=True, slots=True)
 class _Term:
     pks: np.ndarray       # ascending
@@ -97,6 +110,7 @@ class _Term:
     sec: np.ndarray
     dl: np.ndarray
     idf: float
+    entry: _Entry
 
 
 def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -> list[_Term]:
@@ -105,14 +119,15 @@ def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -
     path = _db_file(conn)
     out = []
     for stem in stems:
-        pks, tf, sec, dl = postings(conn, path, meta, stem)
+        entry = postings(conn, path, meta, stem)
+        pks, tf, sec, dl = entry.arrays
         n_hit = len(pks)
         if not n_hit:
             continue
         idf = math.log((float(meta.rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
         if idf <= 0.0:
             idf = 1e-6
-        out.append(_Term(pks, tf, sec, dl, idf))
+        out.append(_Term(pks, tf, sec, dl, idf, entry))
     return out
 
 
@@ -132,6 +147,17 @@ def _contrib(t: _Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl: f
     return f
 
 
+def _all_contrib(t: _Term, meta: kw_postings.Meta, avgdl: float, section_weight: float) -> np.ndarray:
+    """The phrase's term for each of its postings (cached with the postings: the same
+    doubles for the same rows, tokens and weight; a subset is the same elementwise)."""
+    key = (meta.rows, meta.tokens, section_weight)
+    entry = t.entry
+    if entry.contrib_key != key or entry.contrib is None:
+        entry.contrib = _contrib(t, t.tf, t.sec, t.dl, avgdl, section_weight)
+        entry.contrib_key = key
+    return entry.contrib
+
+
 def _bound(t: _Term, avgdl: float, section_weight: float) -> float:
     """An upper bound of the phrase's term in any row: the most occurrences (each worth at
     most max(1, w)) in the shortest row; bm25's term grows with f and shrinks with D."""
@@ -145,20 +171,20 @@ def scores(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str],
     """FTS5 bm25 (negated: higher is better) indexed by pk; 0.0 = matches no phrase.
     ``bincount`` adds each pk's contributions in input order, phrase by phrase from 0.0,
     as FTS5's loop does, so the sums are the same doubles."""
-    return _dense(_terms(conn, meta, stems), _avgdl(meta), section_weight)
+    return _dense(_terms(conn, meta, stems), meta, _avgdl(meta), section_weight)
 
 
 def _avgdl(meta: kw_postings.Meta) -> float:
     return float(meta.tokens) / float(meta.rows) if meta.rows else 1.0
 
 
-def _dense(terms: list[_Term], avgdl: float, section_weight: float) -> np.ndarray:
+def _dense(terms: list[_Term], meta: kw_postings.Meta, avgdl: float, section_weight: float) -> np.ndarray:
     import numpy as np
 
     if not terms:
         return np.zeros(0, dtype=np.float64)
     every = np.concatenate([t.pks.astype(np.int64) for t in terms])
-    weights = np.concatenate([_contrib(t, t.tf, t.sec, t.dl, avgdl, section_weight) for t in terms])
+    weights = np.concatenate([_all_contrib(t, meta, avgdl, section_weight) for t in terms])
     return np.bincount(every, weights=weights, minlength=int(every.max()) + 1)
 
 
@@ -202,7 +228,7 @@ def _scoped_prefix(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: froz
 
 
 def _pruned(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[int] | None, terms: list[_Term],
-            n_rows: int, avgdl: float, section_weight: float, k: int) -> list[tuple[int, float]] | None:
+            meta: kw_postings.Meta, avgdl: float, section_weight: float, k: int) -> list[tuple[int, float]] | None:
     """MaxScore: the rows holding a rare phrase are the candidates, scored exactly (the
     common phrases looked up by binary search, every phrase added in query order as FTS5
     does); a row holding only common phrases scores at most U, the sum of their bounds.
@@ -210,10 +236,10 @@ def _pruned(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[i
     the candidates' order is the answer.  None: cannot prove it (the caller scores all)."""
     import numpy as np
 
-    common = [t for t in terms if len(t.pks) > COMMON_SHARE * n_rows]
+    common = [t for t in terms if len(t.pks) > COMMON_SHARE * meta.rows]
     if not common or len(common) == len(terms):
         return None
-    rare = [t for t in terms if len(t.pks) <= COMMON_SHARE * n_rows]
+    rare = [t for t in terms if len(t.pks) <= COMMON_SHARE * meta.rows]
     cand = np.unique(np.concatenate([t.pks.astype(np.int64) for t in rare]))
     total = np.zeros(len(cand), dtype=np.float64)
     for t in terms:                              # query order: the sums are FTS5's doubles
@@ -222,7 +248,7 @@ def _pruned(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[i
         hit = t.pks[at] == cand
         sel = at[hit]
         c = np.zeros(len(cand), dtype=np.float64)
-        c[hit] = _contrib(t, t.tf[sel], t.sec[sel], t.dl[sel], avgdl, section_weight)
+        c[hit] = _all_contrib(t, meta, avgdl, section_weight)[sel]
         total += c                               # + 0.0 where the row lacks the phrase: exact
     order = np.lexsort((cand, -total))
     ranked = cand[order]
@@ -251,11 +277,11 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     terms = _terms(conn, meta, stems)
     avgdl = _avgdl(meta)
     excluded = scope_stats(conn, scope_sql).excluded
-    best = _pruned(conn, scope_sql, excluded, terms, meta.rows, avgdl, section_weight, fetch_depth)
+    best = _pruned(conn, scope_sql, excluded, terms, meta, avgdl, section_weight, fetch_depth)
     if best is not None:
         STATS["pruned"] += 1
     else:
-        score = _dense(terms, avgdl, section_weight)
+        score = _dense(terms, meta, avgdl, section_weight)
         m = fetch_depth + (len(excluded) if excluded else 0)
         order = _ordered(score, m if excluded is not None else len(score))
         chosen = _scoped_prefix(conn, scope_sql, excluded, order, fetch_depth)

@@ -35,6 +35,7 @@ over the same strings (``memo.text.cjk.index_form`` of text and section, what
 from __future__ import annotations
 
 import re
+import secrets
 import sqlite3
 import sys
 import threading
@@ -190,7 +191,12 @@ def tokenize_rows(tokenizer: str, rows: Sequence[tuple[int, str, str]]) -> Token
 # --- the write path: append to the delta in the writer's transaction ---------------------
 
 def _next_seq(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'seq' RETURNING value").fetchone()[0])
+    # A random step, not + 1: searching processes cache a term's postings by (file, base
+    # generation) up to a seq (memo.retrieve.kw_search); a file replaced by an older copy of
+    # itself (a restore) then continues on other seq values than the history it forgot.
+    step = 1 + secrets.randbelow(1 << 20)
+    return int(conn.execute("UPDATE kw_meta SET value = value + ? WHERE key = 'seq' RETURNING value",
+                            (step,)).fetchone()[0])
 
 
 def _add_counts(conn: sqlite3.Connection, rows: int, tokens: int, delta: int) -> None:
@@ -317,7 +323,9 @@ def rebuild(conn: sqlite3.Connection) -> int:
     conn.executemany("UPDATE kw_meta SET value = ? WHERE key = ?",
                      ((len(ids), "rows"), (int(dl_all.sum()), "tokens"), (1, "built"), (_BYTEORDER, "byteorder"),
                       (0, "delta")))
-    conn.execute("UPDATE kw_meta SET value = value + 1 WHERE key = 'generation'")
+    # A random generation: a cache entry of another file (or of this path before it was
+    # replaced) never matches (memo.retrieve.kw_search).
+    conn.execute("UPDATE kw_meta SET value = ? WHERE key = 'generation'", (secrets.randbelow(1 << 62),))
     return written
 
 
@@ -341,11 +349,14 @@ def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, in
     at = at[inside]
     keep[at[pks[at] == touched[inside]]] = False
     added = sorted((pk, v) for pk, v in last.items() if v[0])
-    new_pks = np.concatenate([pks[keep].astype(np.int64), np.array([p for p, _ in added], dtype=np.int64)])
-    order = np.argsort(new_pks, kind="stable")
-    cols = [np.concatenate([a[keep].astype(np.int64), np.array([v[j] for _, v in added], dtype=np.int64)])[order]
+    kept = pks[keep]
+    new = np.array([p for p, _ in added], dtype=np.int64)
+    # Both sorted and disjoint: insert the few new postings in place (one pass, no sort).
+    where = np.searchsorted(kept, new)
+    out = [np.insert(kept.astype(np.int64), where, new)]
+    out += [np.insert(a[keep].astype(np.int64), where, np.array([v[j] for _, v in added], dtype=np.int64))
             for j, a in enumerate((tf, sec, dl))]
-    return new_pks[order], cols[0], cols[1], cols[2]
+    return out[0], out[1], out[2], out[3]
 
 
 def decode(row: tuple[str, bytes, bytes, bytes, bytes] | None) -> tuple[np.ndarray, ...]:
@@ -425,10 +436,10 @@ _MERGE_LOCK = threading.Lock()
 
 
 def _merge_in_background(path: str) -> None:
-    from memo.store.db import open_db
+    from memo.store.connect import connect
 
     try:
-        conn = open_db(path)
+        conn = connect(path)    # memo's settings; the schema is v6 already (the search read kw_meta)
         try:
             merge(conn)
         finally:

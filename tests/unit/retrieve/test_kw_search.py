@@ -113,6 +113,10 @@ def test_postings_that_disagree_with_fts5_are_not_used(tmp_path) -> None:
 def test_a_merge_changes_no_score_and_empties_the_delta(tmp_path) -> None:
     conn = _db(tmp_path, 60)
     try:
+        first = kw_postings.read_meta(conn)
+        kw_postings.merge(conn)        # the delta (every row) outgrew the empty base: rebuilt
+        built = kw_postings.read_meta(conn)
+        assert built.delta == 0 and built.generation != first.generation
         with write_tx(conn):
             for i in range(5):
                 insert_record(conn, RecordDraft(body=f"late {i}", id=f"late{i}"), (PassageDraft(text="w2 binding gene w4"),))
@@ -122,7 +126,7 @@ def test_a_merge_changes_no_score_and_empties_the_delta(tmp_path) -> None:
         assert meta.delta > 0
         assert kw_postings.merge(conn) > 0
         after = kw_postings.read_meta(conn)
-        assert after.delta == 0 and after.generation == meta.generation + 1
+        assert after.delta == 0 and after.generation == meta.generation + 1 and after.seq == meta.seq
         assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == 0
         assert [_hits(conn, q, "impact", 20) for q in queries] == want
     finally:
