@@ -100,11 +100,10 @@ def writer(db: str, seconds: float, seed: int, out: str) -> None:
 def phase(db: str, queries: list[str], seconds: float, seed: int, *, postings: bool) -> dict[str, object]:
     from memo.profile import load_profile
     from memo.retrieve import SearchRequest, impact, kw_search, search
+    from memo.retrieve import scope as scope_module
     from memo.retrieve.services import ArmServices
     from memo.store.db import open_db
     from memo.text.fts_query import keyword_match
-
-    from memo.retrieve import scope as scope_module
 
     real_topk, real_live = kw_search.topk, scope_module._live_scope_stats
     if not postings:        # the code before 31.1: no postings, scope counts by scanning

@@ -12,6 +12,7 @@ from memo.errors import DiskFull, StoreCorrupt, StoreError, ValidationError
 from memo.ops.guard import store_errors
 from memo.ops.leftovers import DB_FILES, SIDECARS, clean_leftovers, temp_path_beside  # noqa: F401 (re-exported)
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
+from memo.store import kw_postings
 from memo.store.connect import connect, read_tx, write_tx
 from memo.store.damage import (
     RESTORE_HINT,
@@ -21,7 +22,6 @@ from memo.store.damage import (
     is_corrupt_error,
     read_marker,
 )
-from memo.store import kw_postings
 from memo.store.derived import rebuild_derived
 from memo.store.dialect import is_postgres
 from memo.store.mentions import rebuild_mentions

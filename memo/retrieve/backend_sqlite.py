@@ -9,9 +9,10 @@ Text top-k (keyword and exact arms): two exact plans over an FTS5 table (see
 
 ``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.  For the
 keyword arm, when the profile allows it (``index.keyword = "impact"``, at least
-``index.impact_min_passages`` passages) and an impact index matches this snapshot,
-``memo.retrieve.impact`` answers with the same ranking without scoring every matching row
-in SQLite; otherwise FTS5 does.
+``index.impact_min_passages`` passages), the persistent postings
+(``memo.retrieve.kw_search``) answer with the same ranking without scoring every matching
+row in SQLite; a database without them (schema before v6) uses the in-memory impact index
+when one matches this snapshot (``memo.retrieve.impact``); otherwise FTS5 does.
 
 Column weights: ``passages_fts`` is (text, section); the keyword arm scores it with
 ``bm25(passages_fts, 1.0, retrieve.keyword_section_weight)`` (FTS5 adds the column's weight,

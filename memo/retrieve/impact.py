@@ -1,5 +1,8 @@
 """The keyword arm's fast path: an in-memory index derived from FTS5 that ranks exactly as
 FTS5's ``bm25()`` does, without scoring every row of an OR query in SQLite (issue 16.2).
+Since schema v6 the persistent postings (``memo.store.kw_postings``, ranked by
+``memo.retrieve.kw_search`` with the formula derived here) answer first; this index serves
+databases without them.
 
 FTS5 stays the canonical keyword index and the fallback.  This index is *derived* from it
 and never from the text: the postings come from an ``fts5vocab`` table in 'instance' mode

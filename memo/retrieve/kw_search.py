@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memo.retrieve.impact import _STEMMER, B, K1, STATS, weighted_freqs_of
+from memo.retrieve.impact import _STEMMER, K1, STATS, B, weighted_freqs_of
 from memo.retrieve.scope import scope_stats
 from memo.retrieve.types import ArmHit
 from memo.store import kw_postings
@@ -86,13 +86,6 @@ def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: 
 
 def stems_of(conn: sqlite3.Connection, words: tuple[str, ...]) -> list[str] | None:
     return _STEMMER.stems(kw_postings.table_tokenizer(conn), words)
-
-
-# Terms held by more than this share of the rows are "common": MaxScore (Turtle and Flood
-# 1995) looks them up for the candidates the other terms bring, instead of scoring their
-# whole lists, whenever that provably cannot change the top k (see ``_pruned``).
-COMMON_SHARE = 0.02
-_MARGIN = 1e-9       # upper bounds are widened by this share: the bound's own rounding
 
 
 @dataclass(slots=True)
@@ -158,14 +151,6 @@ def _all_contrib(t: _Term, meta: kw_postings.Meta, avgdl: float, section_weight:
     return entry.contrib
 
 
-def _bound(t: _Term, avgdl: float, section_weight: float) -> float:
-    """An upper bound of the phrase's term in any row: the most occurrences (each worth at
-    most max(1, w)) in the shortest row; bm25's term grows with f and shrinks with D."""
-    f = float(int(t.tf.max())) * max(1.0, section_weight)
-    k = K1 * ((1 - B) + (B * float(int(t.dl.min()))) / avgdl)
-    return t.idf * (f * (K1 + 1.0)) / (f + k) * (1.0 + _MARGIN)
-
-
 def scores(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str],
            section_weight: float) -> np.ndarray:
     """FTS5 bm25 (negated: higher is better) indexed by pk; 0.0 = matches no phrase.
@@ -227,40 +212,6 @@ def _scoped_prefix(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: froz
     return chosen[:k]
 
 
-def _pruned(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[int] | None, terms: list[_Term],
-            meta: kw_postings.Meta, avgdl: float, section_weight: float, k: int) -> list[tuple[int, float]] | None:
-    """MaxScore: the rows holding a rare phrase are the candidates, scored exactly (the
-    common phrases looked up by binary search, every phrase added in query order as FTS5
-    does); a row holding only common phrases scores at most U, the sum of their bounds.
-    When the k-th candidate in scope scores above U, no other row can enter the top k and
-    the candidates' order is the answer.  None: cannot prove it (the caller scores all)."""
-    import numpy as np
-
-    common = [t for t in terms if len(t.pks) > COMMON_SHARE * meta.rows]
-    if not common or len(common) == len(terms):
-        return None
-    rare = [t for t in terms if len(t.pks) <= COMMON_SHARE * meta.rows]
-    cand = np.unique(np.concatenate([t.pks.astype(np.int64) for t in rare]))
-    total = np.zeros(len(cand), dtype=np.float64)
-    for t in terms:                              # query order: the sums are FTS5's doubles
-        at = np.searchsorted(t.pks, cand)
-        at[at >= len(t.pks)] = 0
-        hit = t.pks[at] == cand
-        sel = at[hit]
-        c = np.zeros(len(cand), dtype=np.float64)
-        c[hit] = _all_contrib(t, meta, avgdl, section_weight)[sel]
-        total += c                               # + 0.0 where the row lacks the phrase: exact
-    order = np.lexsort((cand, -total))
-    ranked = cand[order]
-    chosen = _scoped_prefix(conn, scope_sql, excluded, ranked, k)
-    if len(chosen) < k:
-        return None
-    at = np.searchsorted(cand, np.asarray(chosen, dtype=np.int64))
-    if not total[at[-1]] > sum(_bound(t, avgdl, section_weight) for t in common) * (1.0 + _MARGIN):
-        return None
-    return list(zip(chosen, total[at].tolist(), strict=True))
-
-
 def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words: list[str], *,
          section_weight: float = 1.0, merge_rows: int | None = None) -> list[ArmHit] | None:
     """The keyword arm's hits from the persistent postings, or None when they cannot answer
@@ -277,15 +228,19 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     terms = _terms(conn, meta, stems)
     avgdl = _avgdl(meta)
     excluded = scope_stats(conn, scope_sql).excluded
-    best = _pruned(conn, scope_sql, excluded, terms, meta, avgdl, section_weight, fetch_depth)
-    if best is not None:
-        STATS["pruned"] += 1
-    else:
-        score = _dense(terms, meta, avgdl, section_weight)
-        m = fetch_depth + (len(excluded) if excluded else 0)
-        order = _ordered(score, m if excluded is not None else len(score))
+    score = _dense(terms, meta, avgdl, section_weight)
+    if excluded is not None:
+        order = _ordered(score, fetch_depth + len(excluded))
         chosen = _scoped_prefix(conn, scope_sql, excluded, order, fetch_depth)
-        best = [(p, float(score[p])) for p in chosen]
+    else:   # a growing prefix of the order, so a scope that keeps most rows sorts few
+        m = fetch_depth * SCOPE_CHUNK
+        while True:
+            order = _ordered(score, m)
+            chosen = _scoped_prefix(conn, scope_sql, None, order, fetch_depth)
+            if len(chosen) >= fetch_depth or len(order) < m:
+                break
+            m *= 4
+    best = [(p, float(score[p])) for p in chosen]
     STATS["postings"] += 1
     STATS["impact"] += 1
     return [ArmHit(pk=pk, rank=i, raw=s) for i, (pk, s) in enumerate(best, 1)]

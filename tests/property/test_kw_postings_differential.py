@@ -7,9 +7,7 @@ and with ``memo reindex``.  After every step: (a) every term's postings (pk, occ
 of them in the section, row length) equal what FTS5's own fts5vocab and docsize tables
 say, and the maintained row and token counts equal FTS5's averages; (b) the keyword arm
 served by the postings (no rebuild in between) returns the same scores, bit for bit, and
-the same pks as FTS5's ``bm25(passages_fts, 1.0, w)`` under random scopes and weights, with
-MaxScore's share of common phrases drawn too (0: every phrase common, 1: none; so
-both the pruned path and the full one are compared)."""
+the same pks as FTS5's ``bm25(passages_fts, 1.0, w)`` under random scopes and weights."""
 
 from __future__ import annotations
 
@@ -118,11 +116,10 @@ def apply(conn: sqlite3.Connection, op, counter: list[int]) -> None:
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(doc_st, min_size=1, max_size=30), ops=st.lists(op_st, min_size=1, max_size=8),
        queries=st.lists(st.tuples(query_st, scope_st), min_size=1, max_size=3), depth=st.integers(1, 12),
-       listed=st.booleans(), weight=weight_st, common=st.sampled_from((0.0, 0.05, 0.2, 0.5, 1.0)))
-def test_postings_stay_fts5s_through_writes_and_merges(docs, ops, queries, depth, listed, weight, common) -> None:
-    saved, saved_common = scope_module.EXCLUDED_MAX, kw_search.COMMON_SHARE
+       listed=st.booleans(), weight=weight_st)
+def test_postings_stay_fts5s_through_writes_and_merges(docs, ops, queries, depth, listed, weight) -> None:
+    saved = scope_module.EXCLUDED_MAX
     scope_module.EXCLUDED_MAX = saved if listed else -1
-    kw_search.COMMON_SHARE = common      # MaxScore's split of common and rare phrases
     with tempfile.TemporaryDirectory() as tmp:
         conn = open_db(Path(tmp) / "memo.db")
         try:
@@ -144,6 +141,6 @@ def test_postings_stay_fts5s_through_writes_and_merges(docs, ops, queries, depth
                     for (p1, s1), (p2, s2) in zip(fast, fast[1:], strict=False):
                         assert s1 > s2 or (s1 == s2 and p1 < p2)
         finally:
-            scope_module.EXCLUDED_MAX, kw_search.COMMON_SHARE = saved, saved_common
+            scope_module.EXCLUDED_MAX = saved
             conn.close()
             impact.forget_indexes()
