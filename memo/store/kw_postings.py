@@ -282,8 +282,6 @@ def rebuild(conn: sqlite3.Connection) -> int:
     """Rebuild the base from passages_fts as it is (the caller holds a write transaction
     in which passages_fts has no pending writes: a fresh one, or a migration's before any
     row is written) and empty the delta.  Returns the terms written."""
-    import numpy as np
-
     if is_postgres(conn):
         return 0
     conn.execute("DELETE FROM kw_base")
@@ -292,6 +290,11 @@ def rebuild(conn: sqlite3.Connection) -> int:
     for rowid, size in conn.execute(f"SELECT id, sz FROM {TABLE}_docsize ORDER BY id"):
         ids.append(rowid)
         lengths.append(sum(varints(bytes(size))))
+    if not ids:     # a new database (memo-mcp's first open): no numpy import for nothing
+        _built(conn, 0, 0)
+        return 0
+    import numpy as np
+
     pk_all = np.array(ids, dtype=np.int64)
     dl_all = np.array(lengths, dtype=np.int64)
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_instance USING fts5vocab(main, {TABLE}, 'instance')")
@@ -320,13 +323,16 @@ def rebuild(conn: sqlite3.Connection) -> int:
         written += 1
     conn.execute("DROP TABLE temp.memo_kw_instance")
     conn.execute("DROP TABLE temp.memo_kw_row")
+    _built(conn, len(ids), int(dl_all.sum()))
+    return written
+
+
+def _built(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
     conn.executemany("UPDATE kw_meta SET value = ? WHERE key = ?",
-                     ((len(ids), "rows"), (int(dl_all.sum()), "tokens"), (1, "built"), (_BYTEORDER, "byteorder"),
-                      (0, "delta")))
+                     ((rows, "rows"), (tokens, "tokens"), (1, "built"), (_BYTEORDER, "byteorder"), (0, "delta")))
     # A random generation: a cache entry of another file (or of this path before it was
     # replaced) never matches (memo.retrieve.kw_search).
     conn.execute("UPDATE kw_meta SET value = ? WHERE key = 'generation'", (secrets.randbelow(1 << 62),))
-    return written
 
 
 def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, int, int]]
