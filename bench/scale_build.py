@@ -44,6 +44,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memo.embed import DEFAULT_MODEL_ID  # noqa: E402
+from memo.store import kw_postings  # noqa: E402
 from memo.store.connect import write_tx  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
 from memo.store.dialect import is_db_url  # noqa: E402
@@ -180,6 +181,10 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
     if on_server:
         conn.execute_native("ANALYZE", None)
     else:
+        # The rows went into the keyword postings' delta; fold it into the base (a bulk
+        # import's delta outgrows the base: a rebuild from passages_fts), as a searching
+        # process's background merge would.
+        kw_postings.merge(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return {"records": n_records, "passages": n_passages, "rows_s": round(rows_s, 1),

@@ -146,6 +146,9 @@ KEYS: tuple[Key, ...] = (
     Key("index.impact_min_passages", "int", "below this many passages FTS5's own OR query answers "
         "(unless the process already holds a current index: same ranking)",
         0, 1_000_000_000, group="index"),
+    Key("index.keyword_merge_rows", "int", "the keyword postings' delta (what writes appended since the last merge) "
+        "is folded into their base by a background merge once a search sees this many rows in it",
+        1, 1_000_000_000, group="index"),
     Key("index.quantised_min", "int", "a model with at least this many vectors: int8 scan, then exact float32 "
         "rescoring of the shortlist", 1, 1_000_000_000, group="index"),
     Key("index.shortlist", "float", "the int8 scan keeps shortlist x fetch_depth rows", 1.0, 1000.0,

@@ -12,6 +12,7 @@ from memo.errors import DiskFull, StoreCorrupt, StoreError, ValidationError
 from memo.ops.guard import store_errors
 from memo.ops.leftovers import DB_FILES, SIDECARS, clean_leftovers, temp_path_beside  # noqa: F401 (re-exported)
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
+from memo.store import kw_postings
 from memo.store.connect import connect, read_tx, write_tx
 from memo.store.damage import (
     RESTORE_HINT,
@@ -115,6 +116,11 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
             _reindex_btrees(conn)
         result = rebuild_derived(conn)
         ments = rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
+    if not is_postgres(conn):
+        # The keyword postings are built from passages_fts as committed (FTS5 flushes its
+        # rebuilt index at COMMIT), in a second transaction; searches use FTS5 in between.
+        with write_tx(conn, reindexing=True):
+            kw_postings.rebuild(conn)
     marker = "none" if is_postgres(conn) else _clear_index_marker(conn)
     # PostgreSQL: the keyword index is each passage's tsv (memo/store/postgres/schema.py)
     kw = int(conn.execute("SELECT count(*) FROM passages WHERE tsv IS NOT NULL" if is_postgres(conn)

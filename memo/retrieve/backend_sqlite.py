@@ -9,10 +9,11 @@ Text top-k (keyword and exact arms): two exact plans over an FTS5 table (see
 
 ``raw`` = -bm25 (FTS5's bm25 is negative, best first), so higher is better.  For the
 keyword arm, when the profile allows it (``index.keyword = "impact"``, at least
-``index.impact_min_passages`` passages, or fewer when this process already built one) and
-an impact index matches this snapshot,
-``memo.retrieve.impact`` answers with the same ranking without scoring every matching row
-in SQLite; otherwise FTS5 does.
+``index.impact_min_passages`` passages), the persistent postings
+(``memo.retrieve.kw_search``) answer with the same ranking without scoring every matching
+row in SQLite; a database without them (schema before v6) uses the in-memory impact index
+when one matches this snapshot (``memo.retrieve.impact``); below that count, a current
+in-memory index the process already holds (the eval's workers build one); otherwise FTS5 does.
 
 Column weights: ``passages_fts`` is (text, section); the keyword arm scores it with
 ``bm25(passages_fts, 1.0, retrieve.keyword_section_weight)`` (FTS5 adds the column's weight,
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memo.retrieve import impact
+from memo.retrieve import impact, kw_search
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.scope import ScopeSQL, scope_stats
 from memo.retrieve.types import ArmHit
@@ -58,13 +59,23 @@ class SqliteSearch:
         idx = ctx.profile.index if ctx.profile is not None else None
         stats = scope_stats(ctx.conn, ctx.scope_sql)
         section_weight = cfg.keyword_section_weight if cfg is not None and table == "passages_fts" else 1.0
-        # Below impact_min_passages a process does not *build* the index for one search, but
-        # one that already holds a current index (the eval's workers build it at start:
-        # hundreds of searches each) uses it: the ranking is the same, bit for bit.
-        if words and idx is not None and idx.keyword == "impact" and (
-                stats.total >= idx.impact_min_passages or impact.current_index(ctx.conn, table) is not None):
-            hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
-                                      section_weight=section_weight)
+        if words and idx is not None and idx.keyword == "impact":
+            hits = None
+            if stats.total >= idx.impact_min_passages:
+                # The persistent postings first (current after every write, any process); the
+                # in-memory index for a database without them (a schema before v6, read-only).
+                if table == "passages_fts":
+                    hits = kw_search.topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, words,
+                                          section_weight=section_weight, merge_rows=idx.keyword_merge_rows)
+                if hits is None:
+                    hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
+                                              section_weight=section_weight)
+            elif impact.current_index(ctx.conn, table) is not None:
+                # Below impact_min_passages a process does not *build* the index for one
+                # search, but one that already holds a current index (the eval's workers build
+                # it at start: hundreds of searches each) uses it: the same ranking, bit for bit.
+                hits = impact.impact_topk(ctx.conn, ctx.scope_sql, ctx.fetch_depth, table, words,
+                                          section_weight=section_weight)
             if hits is not None:
                 return hits
         # 1.0: today's statement, unweighted (bm25 reads a missing weight as 1.0).

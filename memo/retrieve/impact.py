@@ -1,5 +1,8 @@
 """The keyword arm's fast path: an in-memory index derived from FTS5 that ranks exactly as
 FTS5's ``bm25()`` does, without scoring every row of an OR query in SQLite (issue 16.2).
+Since schema v6 the persistent postings (``memo.store.kw_postings``, ranked by
+``memo.retrieve.kw_search`` with the formula derived here) answer first; this index serves
+databases without them.
 
 FTS5 stays the canonical keyword index and the fallback.  This index is *derived* from it
 and never from the text: the postings come from an ``fts5vocab`` table in 'instance' mode
@@ -65,7 +68,9 @@ _STRUCTURE_ID = 10   # FTS5_STRUCTURE_ROWID: changes with every write to the ind
 _TABLES = ("passages_fts",)
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 
-STATS = {"impact": 0, "fts5": 0, "builds": 0}   # searches served by each path (benchmarks, tests)
+STATS = {"impact": 0, "fts5": 0, "builds": 0, "postings": 0, "pruned": 0}   # searches served by each path (benchmarks, tests);
+# "postings": of the "impact" ones, those the persistent postings served (memo.retrieve.kw_search),
+# "pruned": of those, the ones MaxScore answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,15 +368,20 @@ def scope_mask(conn: sqlite3.Connection, scope_sql: ScopeSQL, index: ImpactIndex
 
 
 def weighted_freqs(index: ImpactIndex, lo: int, hi: int, section_weight: float) -> np.ndarray:
-    """FTS5's weighted phrase frequency of postings [lo, hi): 1.0 per occurrence in text,
-    then ``section_weight`` per occurrence in section, added one at a time as FTS5 does
-    (text instances come first: FTS5 visits instances in (column, offset) order)."""
+    """FTS5's weighted phrase frequency of postings [lo, hi) (``weighted_freqs_of``)."""
+    return weighted_freqs_of(index.freqs[lo:hi], index.section_freqs[lo:hi], section_weight)
+
+
+def weighted_freqs_of(freqs: np.ndarray, in_section: np.ndarray, section_weight: float) -> np.ndarray:
+    """FTS5's weighted phrase frequency of postings (occurrences, of them in section): 1.0
+    per occurrence in text, then ``section_weight`` per occurrence in section, added one at
+    a time as FTS5 does (text instances come first: FTS5 visits instances in (column,
+    offset) order).  A new writable float64 array."""
     import numpy as np
 
     if section_weight == 1.0:
-        return index.freqs[lo:hi].astype(np.float64)
-    in_section = index.section_freqs[lo:hi]
-    f = (index.freqs[lo:hi].astype(np.int64) - in_section).astype(np.float64)   # sum of 1.0s: exact
+        return freqs.astype(np.float64)
+    f = (freqs.astype(np.int64) - in_section).astype(np.float64)   # sum of 1.0s: exact
     for j in range(int(in_section.max()) if len(in_section) else 0):
         f[in_section > j] += section_weight
     return f

@@ -21,6 +21,7 @@ from typing import Any
 
 from memo.errors import ValidationError
 from memo.retrieve.conn_cache import conn_cache
+from memo.store import kw_postings
 from memo.store.dialect import is_postgres
 from memo.text.folding import has_surrogates
 from memo.types import KINDS, Scope
@@ -193,6 +194,12 @@ def scope_stats(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> ScopeStats:
     hit = cache.get(key)
     if hit is not None:
         return hit
+    stats = None if is_postgres(conn) else _live_scope_stats(conn, scope_sql)
+    if stats is not None:
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = stats
+        return stats
     total = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
     in_scope = conn.execute(
         "SELECT COUNT(*) FROM passages p JOIN records r ON r.id = p.record_id WHERE "
@@ -208,6 +215,29 @@ def scope_stats(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> ScopeStats:
         cache.clear()
     stats = cache[key] = ScopeStats(int(in_scope), int(total), excluded)
     return stats
+
+
+# The default scope (live records, nothing else): its counts come without counting the
+# passages (issue 31.2).  The total is the passage count the keyword postings keep with
+# every write (memo.store.kw_postings: FTS5 holds one row per passage); the excluded
+# passages are those of records that are not live, read through the partial index
+# ``records_not_live`` (schema v6): cost in proportion to them, not to the database.
+_LIVE_ONLY = live_filter("r", None)[0]
+_NOT_LIVE = ("FROM records r JOIN passages p ON p.record_id = r.id"
+             " WHERE r.superseded_at IS NOT NULL OR r.forgotten_at IS NOT NULL")
+
+
+def _live_scope_stats(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> ScopeStats | None:
+    if scope_sql.where != _LIVE_ONLY or scope_sql.params:
+        return None
+    meta = kw_postings.read_meta(conn)
+    if meta is None or not meta.built:
+        return None
+    gone = [int(r[0]) for r in conn.execute(f"SELECT p.pk {_NOT_LIVE} LIMIT ?", (EXCLUDED_MAX + 1,))]
+    if len(gone) <= EXCLUDED_MAX:
+        return ScopeStats(meta.rows - len(gone), meta.rows, frozenset(gone))
+    n_gone = int(conn.execute(f"SELECT count(*) {_NOT_LIVE}").fetchone()[0])
+    return ScopeStats(meta.rows - n_gone, meta.rows, None)
 
 
 def scope_counts(conn: sqlite3.Connection, scope_sql: ScopeSQL) -> tuple[int, int]:

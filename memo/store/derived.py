@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from memo.errors import StoreCorrupt
+from memo.store import kw_postings
 from memo.store.dialect import is_postgres
 from memo.store.postgres.keyword_form import rederive_keyword_forms, write_keyword_forms
 from memo.text.cjk import has_cjk, index_form
@@ -38,8 +39,9 @@ def index_passage_range(conn: sqlite3.Connection, first_pk: int, terms: Sequence
     rows = conn.execute("SELECT pk, text, section FROM passages WHERE pk BETWEEN ? AND ? ORDER BY pk",
                         (first_pk, last_pk)).fetchall()
     n = len(rows)
-    conn.executemany("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
-                     [(pk, index_form(text), index_form(section)) for pk, text, section in rows])
+    forms = [(pk, index_form(text), index_form(section)) for pk, text, section in rows]
+    conn.executemany("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)", forms)
+    kw_postings.note_added(conn, forms)     # the persistent postings follow in this transaction
     if n != len(terms):   # just inserted by the caller: only a damaged table loses them
         raise StoreCorrupt(f"passages {first_pk}..{last_pk} were just written but {len(terms) - n} cannot be "
                            "read back: the passages table is damaged")
@@ -57,8 +59,9 @@ def index_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
             if has_cjk(row["text"]) or has_cjk(row["section"]):
                 write_keyword_forms(conn, "pk = %s", (pk,))
         else:
-            conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
-                         (pk, index_form(row["text"]), index_form(row["section"])))
+            form = (pk, index_form(row["text"]), index_form(row["section"]))
+            conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)", form)
+            kw_postings.note_added(conn, [form])
         conn.execute("INSERT INTO exact_fts(rowid, terms) VALUES (?, ?)",
                      (pk, passage_terms(row["section"], row["text"])))
 
@@ -76,8 +79,9 @@ def unindex_passages(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
         if row is None:
             continue
         # External-content FTS5: a delete must repeat the indexed values.
-        conn.execute("INSERT INTO passages_fts(passages_fts, rowid, text, section) "
-                     "VALUES ('delete', ?, ?, ?)", (pk, index_form(row["text"]), index_form(row["section"])))
+        form = (pk, index_form(row["text"]), index_form(row["section"]))
+        conn.execute("INSERT INTO passages_fts(passages_fts, rowid, text, section) VALUES ('delete', ?, ?, ?)", form)
+        kw_postings.note_removed(conn, [form])
         conn.execute("DELETE FROM exact_fts WHERE rowid = ?", (pk,))
     bump_vectors_epoch(conn)
 
@@ -87,6 +91,7 @@ def rebuild_keyword_index(conn: sqlite3.Connection) -> int:
     own 'rebuild', which would index the stored text as it is: the index holds
     ``memo.text.cjk.index_form`` of it (CJK runs as characters and bigrams)."""
     conn.execute("INSERT INTO passages_fts(passages_fts) VALUES ('delete-all')")
+    kw_postings.mark_unbuilt(conn)      # rebuilt after this transaction (memo.ops.maintenance.reindex)
     cur = conn.execute("SELECT pk, text, section FROM passages ORDER BY pk")
     n = 0
     while batch := cur.fetchmany(2048):
@@ -158,6 +163,8 @@ def reindex_cjk_passages(conn: sqlite3.Connection) -> int:
             conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, ?)",
                          (pk, index_form(text), index_form(section)))
             n += 1
+    if n:
+        kw_postings.mark_unbuilt(conn)  # rebuilt by the caller once passages_fts is flushed
     return n
 
 

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
+from memo.store import kw_postings
 from memo.store.connect import write_tx
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
 from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
@@ -209,8 +210,19 @@ def m005_hash_index(conn: sqlite3.Connection) -> None:
     _run_script(conn, "CREATE INDEX records_hash ON records(content_hash);")
 
 
+def m006_keyword_postings(conn: sqlite3.Connection) -> None:
+    """The keyword arm's persistent postings (memo/store/kw_postings.py: a base of packed
+    per-term postings and a delta every write appends to; built from passages_fts right
+    after the migration, by ``_ensure_postings``), and a partial index over the records
+    that are not live, so the default scope's statistics read the few excluded passages
+    instead of counting every passage (memo.retrieve.scope, issue 31.2)."""
+    _run_script(conn, kw_postings.SCHEMA)
+    _run_script(conn, "CREATE INDEX records_not_live ON records(id)"
+                      " WHERE superseded_at IS NOT NULL OR forgotten_at IS NOT NULL;")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
-                                                          m005_hash_index]
+                                                          m005_hash_index, m006_keyword_postings]
 LATEST = len(MIGRATIONS)
 # The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
 # add only indexes that writes use (m004), so a database from the previous memo searches
@@ -231,6 +243,7 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
     if current == LATEST:
         check_tables(conn, LATEST)
         _ensure_keyword_form(conn)
+        _ensure_postings(conn)
         return LATEST
     _refuse_negative(current)
     if current <= LATEST:
@@ -247,10 +260,31 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
+        rewrote = 0
         if not keyword_form_current(conn) and not _marked(conn):
-            reindex_cjk_passages(conn)
+            rewrote = reindex_cjk_passages(conn)
             note_keyword_form(conn)
+        meta = kw_postings.read_meta(conn)
+        if meta is not None and not meta.built and not rewrote and not _marked(conn):
+            # In the migration's transaction (one transaction, all or nothing): nothing has
+            # written passages_fts in it, so its tables read as committed.
+            kw_postings.rebuild(conn)
+    _ensure_postings(conn)   # passages_fts rewritten above: built once it is flushed
     return LATEST
+
+
+def _ensure_postings(conn: sqlite3.Connection) -> None:
+    """Build the keyword postings when they do not describe passages_fts (new tables, or
+    passages_fts rewritten wholesale), in a transaction of their own: FTS5 has flushed its
+    writes by then, so its tables read as they are.  Searches use FTS5 until this is done.
+    A marked (damaged) file waits for `memo reindex`."""
+    meta = kw_postings.read_meta(conn)
+    if meta is None or (meta.built and meta.native) or _marked(conn):
+        return
+    with write_tx(conn):
+        meta = kw_postings.read_meta(conn)
+        if meta is not None and not (meta.built and meta.native):
+            kw_postings.rebuild(conn)
 
 
 def _marked(conn: sqlite3.Connection) -> bool:

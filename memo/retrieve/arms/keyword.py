@@ -2,9 +2,11 @@
 
 ``raw`` = -bm25 so that higher is better (FTS5's bm25() is negative, best = most negative).
 The scope filter sits in the same query, before ``LIMIT fetch_depth`` (seed section 1).
-From ``index.impact_min_passages`` passages on, a derived impact index may answer
-instead with the same ranking (``memo.retrieve.impact``; ``memo.retrieve.backend_sqlite``
-decides), and below that count when the process already holds a current one.  On PostgreSQL the same bm25 over postings tables (``memo.retrieve.backend``).
+From ``index.impact_min_passages`` passages on, the persistent keyword postings
+(``memo.retrieve.kw_search``, current after every write) or, without them, the in-memory
+impact index (``memo.retrieve.impact``) answer instead with the same ranking
+(``memo.retrieve.backend_sqlite`` decides), and below that count a current in-memory index
+the process already holds (the eval's workers build one).  On PostgreSQL the same bm25 over postings tables (``memo.retrieve.backend``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,479 @@
+"""The keyword arm's persistent postings: ``passages_fts``'s postings kept in side tables
+of the same SQLite file, current with every write (issue 31.1).  SQLite only; PostgreSQL
+ranks in the server (``memo.store.dialect.is_postgres``: every function here is a no-op).
+
+Why side tables in the same file, and not a file of our own: one read snapshot covers
+FTS5 and these tables together, and a write's transaction changes both or neither, so the
+postings can never describe rows FTS5 does not hold (or the reverse), whatever crashes.
+
+Layout (an LSM of two levels, as search engines keep a base and a small delta):
+
+* ``kw_base``: one row per term, its postings at the last merge as packed arrays
+  (``array`` bytes, native byte order, typecodes in ``codes``): passage pks (sorted), the
+  occurrences in the row (every column), those in the section column, and the row's token
+  count (FTS5's ``docsize``: bm25's D).  A query reads only its terms' rows.
+* ``kw_delta``: what every write since did, one row per (term, write, passage): a posting
+  added (``tf`` > 0) or taken away (``tf`` = 0).  Writes append here in their own
+  transaction, in time proportional to what they wrote: never a rebuild.
+* ``kw_meta``: ``seq`` (the last write's number), ``generation`` (moves when the base is
+  replaced), ``built`` (1: the base plus the delta describe FTS5), and the row and token
+  counts (``rows``, ``tokens``), kept by every write: FTS5's own N and token total, and the
+  passage count scope statistics read instead of counting (``memo.retrieve.scope``).
+
+A term's postings at a snapshot = its base postings, then its delta rows in write order
+(the last row of a passage wins; tf = 0 removes it).  ``merge`` folds the delta into the
+base from a read snapshot and installs the result in a short write transaction that
+drops only the delta rows it folded (writes made meanwhile have larger ``seq`` and stay).
+
+Tokens: FTS5's own.  The full build reads ``passages_fts`` through ``fts5vocab``; a write
+tokenises the rows it adds or removes with an in-memory FTS5 table of the same tokenizer
+over the same strings (``memo.text.cjk.index_form`` of text and section, what
+``passages_fts`` was given), so the tokens, stems and counts are FTS5's by construction;
+``tests/property/test_kw_postings_differential.py`` checks every score against ``bm25()``.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import sqlite3
+import sys
+import threading
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memo.store.dialect import is_postgres
+
+if TYPE_CHECKING:
+    import numpy as np
+
+TABLE = "passages_fts"
+_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+_AVERAGES_ID = 1     # FTS5_AVERAGES_ROWID: varint row count, then varint token total per column
+
+SCHEMA = """
+CREATE TABLE kw_base (
+    term   TEXT PRIMARY KEY,
+    df     INTEGER NOT NULL,
+    codes  TEXT NOT NULL,        -- array typecodes of pks, tfs, secs, dls
+    pks    BLOB NOT NULL,
+    tfs    BLOB NOT NULL,
+    secs   BLOB NOT NULL,
+    dls    BLOB NOT NULL
+);
+CREATE TABLE kw_delta (
+    term   TEXT NOT NULL,
+    seq    INTEGER NOT NULL,     -- the write that made it (kw_meta.seq then)
+    pk     INTEGER NOT NULL,
+    tf     INTEGER NOT NULL,     -- occurrences in the row; 0: the posting was removed
+    sec    INTEGER NOT NULL,     -- of those, in the section column
+    dl     INTEGER NOT NULL,     -- the row's token count
+    PRIMARY KEY (term, seq, pk)
+) WITHOUT ROWID;
+CREATE TABLE kw_meta (
+    key    TEXT PRIMARY KEY,
+    value  INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO kw_meta(key, value) VALUES ('seq', 0), ('generation', 0), ('built', 0), ('rows', 0),
+    ('tokens', 0), ('delta', 0), ('byteorder', 0);
+"""
+_BYTEORDER = 1 if sys.byteorder == "little" else 2
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    seq: int
+    generation: int
+    built: bool
+    rows: int
+    tokens: int
+    delta: int             # rows in kw_delta
+    native: bool           # the packed arrays are in this machine's byte order
+
+
+def has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'kw_meta'").fetchone() is not None
+
+
+def read_meta(conn: sqlite3.Connection) -> Meta | None:
+    """The meta row of ``conn``'s snapshot; None without the tables (a schema before v6,
+    PostgreSQL)."""
+    if is_postgres(conn):
+        return None
+    try:
+        got = dict(conn.execute("SELECT key, value FROM kw_meta").fetchall())
+    except sqlite3.OperationalError:
+        return None
+    return Meta(seq=int(got["seq"]), generation=int(got["generation"]), built=bool(got["built"]),
+                rows=int(got["rows"]), tokens=int(got["tokens"]), delta=int(got["delta"]), native=int(got["byteorder"]) == _BYTEORDER)
+
+
+def varints(blob: bytes) -> list[int]:
+    """SQLite varints (big-endian 7-bit groups, high bit = more; a 9th byte holds 8 bits)."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def fts_totals(conn: sqlite3.Connection, table: str = TABLE) -> tuple[int, int]:
+    """(rows, tokens) from FTS5's averages record in ``conn``'s snapshot: bm25's N and the
+    token total its avgdl divides (valid outside a write transaction: FTS5 writes the
+    record when it flushes, at commit)."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ID,)).fetchone()
+    numbers = varints(bytes(row[0])) if row and row[0] else [0]
+    return numbers[0], sum(numbers[1:])
+
+
+def table_tokenizer(conn: sqlite3.Connection, table: str = TABLE) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (table,)).fetchone()
+    found = _TOKENIZE.search(row[0] if row else "")
+    return found.group(1) if found else "unicode61"
+
+
+# --- tokenising as FTS5 does -----------------------------------------------------------
+
+class _Tokenizers(threading.local):
+    """Per thread, per tokenizer: an in-memory FTS5 table (text, section) like passages_fts."""
+
+    def __init__(self) -> None:
+        self.conns: dict[str, sqlite3.Connection] = {}
+
+    def get(self, tokenizer: str) -> sqlite3.Connection:
+        conn = self.conns.get(tokenizer)
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, section, tokenize='{tokenizer}')")
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+            self.conns[tokenizer] = conn
+        return conn
+
+
+_TOKENIZERS = _Tokenizers()
+# pk -> (token count, {term: (occurrences, of them in section)})
+Tokens = dict[int, tuple[int, dict[str, tuple[int, int]]]]
+
+
+def tokenize_rows(tokenizer: str, rows: Sequence[tuple[int, str, str]]) -> Tokens:
+    """FTS5's tokens of rows (pk, text, section) as ``passages_fts`` indexes them (the
+    strings must be the ones given to it: ``index_form`` of the stored text)."""
+    out: Tokens = {}
+    if not rows:
+        return out
+    mem = _TOKENIZERS.get(tokenizer)
+    mem.execute("BEGIN")
+    try:
+        mem.executemany("INSERT INTO t(rowid, text, section) VALUES (?, ?, ?)", rows)
+        for pk, size in mem.execute("SELECT id, sz FROM t_docsize"):
+            out[int(pk)] = (sum(varints(bytes(size))), {})
+        for term, pk, col, n in mem.execute("SELECT term, doc, col, count(*) FROM v GROUP BY term, doc, col"):
+            terms = out[int(pk)][1]
+            tf, sec = terms.get(term, (0, 0))
+            terms[term] = (tf + n, sec + (n if col == "section" else 0))
+    finally:
+        mem.execute("ROLLBACK")
+    return out
+
+
+# --- the write path: append to the delta in the writer's transaction ---------------------
+
+def _next_seq(conn: sqlite3.Connection) -> int:
+    # A random step, not + 1: searching processes cache a term's postings by (file, base
+    # generation) up to a seq (memo.retrieve.kw_search); a file replaced by an older copy of
+    # itself (a restore) then continues on other seq values than the history it forgot.
+    step = 1 + secrets.randbelow(1 << 20)
+    return int(conn.execute("UPDATE kw_meta SET value = value + ? WHERE key = 'seq' RETURNING value",
+                            (step,)).fetchone()[0])
+
+
+def _add_counts(conn: sqlite3.Connection, rows: int, tokens: int, delta: int) -> None:
+    conn.executemany("UPDATE kw_meta SET value = value + ? WHERE key = ?",
+                     ((rows, "rows"), (tokens, "tokens"), (delta, "delta")))
+
+
+def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Rows (pk, text, section) just inserted into passages_fts, with the strings it was
+    given: their postings join the delta (caller's write transaction)."""
+    if not rows or is_postgres(conn) or not has_tables(conn):
+        return
+    toks = tokenize_rows(table_tokenizer(conn), rows)
+    seq = _next_seq(conn)
+    added = [(term, seq, pk, tf, sec, dl) for pk, (dl, terms) in toks.items() for term, (tf, sec) in terms.items()]
+    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)", added)
+    _add_counts(conn, len(rows), sum(dl for dl, _ in toks.values()), len(added))
+
+
+def note_removed(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Rows (pk, text, section) just deleted from passages_fts with these strings: each of
+    their postings gets a removal row (tf = 0) in the delta."""
+    if not rows or is_postgres(conn) or not has_tables(conn):
+        return
+    toks = tokenize_rows(table_tokenizer(conn), rows)
+    seq = _next_seq(conn)
+    removed = [(term, seq, pk) for pk, (_, terms) in toks.items() for term in terms]
+    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, 0, 0, 0)", removed)
+    _add_counts(conn, -len(rows), -sum(dl for dl, _ in toks.values()), len(removed))
+
+
+def mark_unbuilt(conn: sqlite3.Connection) -> None:
+    """passages_fts was rewritten wholesale (``memo reindex``, the CJK re-derivation): the
+    postings no longer describe it until ``rebuild`` (searches use FTS5 meanwhile)."""
+    if not is_postgres(conn) and has_tables(conn):
+        conn.execute("UPDATE kw_meta SET value = 0 WHERE key = 'built'")
+
+
+# --- packing ---------------------------------------------------------------------------
+
+def unpack(codes: str, pks: bytes, tfs: bytes, secs: bytes, dls: bytes) -> tuple[array, array, array, array]:
+    out = []
+    for code, blob in zip(codes, (pks, tfs, secs, dls), strict=True):
+        a = array(code)
+        a.frombytes(blob)
+        out.append(a)
+    return out[0], out[1], out[2], out[3]
+
+
+# --- reading one term's postings at a snapshot --------------------------------------------
+
+Posting = tuple[int, int, int]    # (tf, sec, dl)
+
+
+def delta_rows(conn: sqlite3.Connection, term: str) -> list[tuple[int, int, int, int]]:
+    """The term's delta rows (pk, tf, sec, dl) in write order."""
+    return conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? ORDER BY seq, pk", (term,)).fetchall()
+
+
+def base_row(conn: sqlite3.Connection, term: str) -> tuple[str, bytes, bytes, bytes, bytes] | None:
+    return conn.execute("SELECT codes, pks, tfs, secs, dls FROM kw_base WHERE term = ?", (term,)).fetchone()
+
+
+def term_postings(conn: sqlite3.Connection, term: str) -> dict[int, Posting]:
+    """pk -> (tf, sec, dl) of ``term`` at ``conn``'s snapshot, base then delta (pure Python:
+    merges and tests; the search path has its own vectorised reader)."""
+    out: dict[int, Posting] = {}
+    row = base_row(conn, term)
+    if row is not None:
+        pks, tfs, secs, dls = unpack(*row)
+        out = {pk: (tf, sec, dl) for pk, tf, sec, dl in zip(pks, tfs, secs, dls, strict=True)}
+    for pk, tf, sec, dl in delta_rows(conn, term):
+        if tf:
+            out[pk] = (tf, sec, dl)
+        else:
+            out.pop(pk, None)
+    return out
+
+
+# --- building and merging -------------------------------------------------------------
+
+def rebuild(conn: sqlite3.Connection) -> int:
+    """Rebuild the base from passages_fts as it is (the caller holds a write transaction
+    in which passages_fts has no pending writes: a fresh one, or a migration's before any
+    row is written) and empty the delta.  Returns the terms written."""
+    if is_postgres(conn):
+        return 0
+    conn.execute("DELETE FROM kw_base")
+    conn.execute("DELETE FROM kw_delta")
+    ids, lengths = [], []
+    for rowid, size in conn.execute(f"SELECT id, sz FROM {TABLE}_docsize ORDER BY id"):
+        ids.append(rowid)
+        lengths.append(sum(varints(bytes(size))))
+    if not ids:     # a new database (memo-mcp's first open): no numpy import for nothing
+        _built(conn, 0, 0)
+        return 0
+    import numpy as np
+
+    pk_all = np.array(ids, dtype=np.int64)
+    dl_all = np.array(lengths, dtype=np.int64)
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_instance USING fts5vocab(main, {TABLE}, 'instance')")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_row USING fts5vocab(main, {TABLE}, 'row')")
+    terms = [r[0] for r in conn.execute("SELECT term FROM temp.memo_kw_row")]
+    # One query per term, its instances as text numpy parses (the in-memory index's build:
+    # memo.retrieve.impact); 2 * rowid + (1 if in the section column).
+    per_term = "SELECT group_concat(doc * 2 + (col = 'section'), ' ') FROM temp.memo_kw_instance WHERE term = ?"
+    cp = "i" if (len(pk_all) == 0 or int(pk_all[-1]) < 2**31) else "q"
+    cd = "H" if (len(dl_all) == 0 or int(dl_all.max()) < 2**16) else "I"
+    written = 0
+    for term in terms:
+        docs = conn.execute(per_term, (term,)).fetchone()[0]
+        if not docs:
+            continue
+        coded = np.fromstring(docs, dtype=np.int64, sep=" ")
+        uniq, inverse, freq = np.unique(coded >> 1, return_inverse=True, return_counts=True)
+        in_section = np.bincount(inverse, weights=(coded & 1), minlength=len(uniq)).astype(np.int64)
+        at = np.searchsorted(pk_all, uniq)
+        if at[-1] >= len(pk_all) or not np.array_equal(pk_all[at], uniq):
+            raise RuntimeError(f"{TABLE}: a posting names a row without a document size")
+        cf = "B" if int(freq.max()) < 256 else "I"
+        conn.execute("INSERT INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (term, len(uniq), cp + cf + cf + cd, uniq.astype(cp).tobytes(), freq.astype(cf).tobytes(),
+                      in_section.astype(cf).tobytes(), dl_all[at].astype(cd).tobytes()))
+        written += 1
+    conn.execute("DROP TABLE temp.memo_kw_instance")
+    conn.execute("DROP TABLE temp.memo_kw_row")
+    _built(conn, len(ids), int(dl_all.sum()))
+    return written
+
+
+def _built(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
+    conn.executemany("UPDATE kw_meta SET value = ? WHERE key = ?",
+                     ((rows, "rows"), (tokens, "tokens"), (1, "built"), (_BYTEORDER, "byteorder"), (0, "delta")))
+    # A random generation: a cache entry of another file (or of this path before it was
+    # replaced) never matches (memo.retrieve.kw_search).
+    conn.execute("UPDATE kw_meta SET value = ? WHERE key = 'generation'", (secrets.randbelow(1 << 62),))
+
+
+def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, int, int]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A term's postings (pks ascending, tf, sec, dl) with its delta rows (pk, tf, sec, dl),
+    in write order, applied: the last row of a pk wins, tf 0 removes it."""
+    import numpy as np
+
+    pks, tf, sec, dl = base
+    if not delta:
+        return pks, tf, sec, dl
+    last: dict[int, tuple[int, int, int]] = {}
+    for pk, t, s, d in delta:
+        last[pk] = (t, s, d)
+    touched = np.fromiter(last, dtype=np.int64, count=len(last))
+    # pks is sorted: a binary search per touched pk, not a pass over the list (np.isin).
+    keep = np.ones(len(pks), dtype=bool)
+    at = np.searchsorted(pks, touched)
+    inside = at < len(pks)
+    at = at[inside]
+    keep[at[pks[at] == touched[inside]]] = False
+    added = sorted((pk, v) for pk, v in last.items() if v[0])
+    kept = pks[keep]
+    new = np.array([p for p, _ in added], dtype=np.int64)
+    # Both sorted and disjoint: insert the few new postings in place (one pass, no sort).
+    where = np.searchsorted(kept, new)
+    out = [np.insert(kept.astype(np.int64), where, new)]
+    out += [np.insert(a[keep].astype(np.int64), where, np.array([v[j] for _, v in added], dtype=np.int64))
+            for j, a in enumerate((tf, sec, dl))]
+    return out[0], out[1], out[2], out[3]
+
+
+def decode(row: tuple[str, bytes, bytes, bytes, bytes] | None) -> tuple[np.ndarray, ...]:
+    """A base row as numpy arrays (read-only views of the blobs, no copy)."""
+    import numpy as np
+
+    if row is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    return tuple(np.frombuffer(blob, dtype=code) for code, blob in zip(row[0], row[1:], strict=True))
+
+
+def _write_arrays(conn: sqlite3.Connection, term: str, pks: np.ndarray, tf: np.ndarray, sec: np.ndarray,
+                  dl: np.ndarray) -> None:
+    if not len(pks):
+        conn.execute("DELETE FROM kw_base WHERE term = ?", (term,))
+        return
+    cp = "i" if int(pks[-1]) < 2**31 else "q"
+    cf = "B" if int(tf.max()) < 256 else "I"
+    cd = "H" if int(dl.max()) < 2**16 else "I"
+    conn.execute("INSERT OR REPLACE INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (term, len(pks), cp + cf + cf + cd, pks.astype(cp).tobytes(), tf.astype(cf).tobytes(),
+                  sec.astype(cf).tobytes(), dl.astype(cd).tobytes()))
+
+
+def merge(conn: sqlite3.Connection) -> int:
+    """Fold the delta into the base: read the delta and the touched terms' base rows in
+    one read snapshot, then install the new rows and drop exactly the folded delta rows in
+    a short write transaction, if no other merge or rebuild replaced the base meanwhile
+    (else nothing is written; the next merge folds it).  ``conn`` must be outside a
+    transaction.  Returns the terms rewritten.  Cost: the touched terms' postings, not
+    the index.  A base that is not built (or a delta larger than the base: a bulk import)
+    is rebuilt from passages_fts instead, in one write transaction."""
+    from memo.store.connect import write_tx
+
+    if is_postgres(conn) or not has_tables(conn):
+        return 0
+    conn.execute("BEGIN")
+    try:
+        meta = read_meta(conn)
+        if meta is None:
+            return 0
+        base_size = int(conn.execute("SELECT coalesce(sum(df), 0) FROM kw_base").fetchone()[0]) if meta.built else 0
+        if not (meta.built and meta.native) or meta.delta > base_size:
+            folded = None
+        else:
+            terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM kw_delta WHERE seq <= ?", (meta.seq,))]
+            folded = {}
+            n_rows = 0
+            for term in terms:
+                delta = conn.execute("SELECT pk, tf, sec, dl FROM kw_delta WHERE term = ? AND seq <= ?"
+                                     " ORDER BY seq, pk", (term, meta.seq)).fetchall()
+                n_rows += len(delta)
+                folded[term] = apply_delta(decode(base_row(conn, term)), delta)
+    finally:
+        conn.execute("ROLLBACK")
+    if folded is None:
+        with write_tx(conn):
+            return rebuild(conn)
+    if not folded:
+        return 0
+    with write_tx(conn):
+        now = read_meta(conn)
+        if now is None or now.generation != meta.generation or not now.built:
+            return 0
+        for term, arrays in folded.items():
+            _write_arrays(conn, term, *arrays)
+        conn.execute("DELETE FROM kw_delta WHERE seq <= ?", (meta.seq,))
+        conn.executemany("UPDATE kw_meta SET value = value + ? WHERE key = ?", ((1, "generation"), (-n_rows, "delta")))
+    return len(folded)
+
+
+# --- background merges (a searching process that sees a large delta) -----------------------
+
+_MERGING: set[str] = set()
+_MERGE_LOCK = threading.Lock()
+
+
+def _merge_in_background(path: str) -> None:
+    from memo.store.connect import connect
+
+    try:
+        conn = connect(path)    # memo's settings; the schema is v6 already (the search read kw_meta)
+        try:
+            merge(conn)
+        finally:
+            conn.close()
+    except Exception:   # noqa: BLE001 - a merge that fails leaves the delta: searches stay exact
+        pass
+    finally:
+        with _MERGE_LOCK:
+            _MERGING.discard(path)
+
+
+def schedule_merge(path: str) -> bool:
+    """Start a background merge of ``path``'s delta unless one runs in this process."""
+    if not path:
+        return False
+    with _MERGE_LOCK:
+        if path in _MERGING:
+            return False
+        _MERGING.add(path)
+    threading.Thread(target=_merge_in_background, args=(path,), daemon=True, name="memo-kw-merge").start()
+    return True
+
+
+def wait_merged(path: str, timeout: float = 600.0) -> bool:
+    """Wait for this process's background merge of ``path`` (benchmarks, tests)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while path in _MERGING and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return path not in _MERGING

@@ -1,0 +1,196 @@
+"""The keyword arm over the persistent postings (memo.retrieve.kw_search, issue 31.1):
+it ranks as FTS5 does on larger corpora with common and rare words; a fresh connection uses the postings from its
+first search and right after a write; postings that disagree with FTS5's counts are not
+used; a merge changes no score; the default scope's counts come without a scan."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memo.profile import load_profile
+from memo.retrieve import impact, kw_search
+from memo.retrieve import scope as scope_module
+from memo.retrieve.arms.base import ArmContext
+from memo.retrieve.arms.keyword import KeywordArm
+from memo.retrieve.scope import build_scope_sql, scope_stats
+from memo.store import kw_postings
+from memo.store.connect import read_tx, write_tx
+from memo.store.db import open_db
+from memo.store.records import insert_record
+from memo.types import PassageDraft, RecordDraft, Scope
+from tests.fast_examples import examples
+
+pytestmark = pytest.mark.sqlite_only
+
+COMMON = ("cells", "protein", "binding", "gene")     # not stop words: query_words keeps them
+RARE = tuple(f"w{i}" for i in range(60))
+
+
+def _text(rng: random.Random) -> str:
+    words = [w for w in COMMON if rng.random() < 0.7] * rng.randint(1, 3)
+    words += [w for w in RARE if rng.random() < 0.04]
+    words += ["filler"] * rng.randint(0, 30)
+    rng.shuffle(words)
+    return " ".join(words) or "filler"
+
+
+def _db(tmp_path, n: int, seed: int = 7):
+    rng = random.Random(seed)
+    conn = open_db(tmp_path / "memo.db")
+    with write_tx(conn):
+        for i in range(n):
+            rid = insert_record(conn, RecordDraft(body=f"{i} body", id=f"r{i}", namespace=("a", "b")[i % 2]),
+                                (PassageDraft(text=_text(rng), section=rng.choice(("", "gene cells", "w3"))),),
+                                recorded_at=f"2025-01-{1 + i % 28:02d}T00:00:00.000000Z")
+            if i % 17 == 0:
+                conn.execute("UPDATE records SET forgotten_at = '2025-02-01T00:00:00.000000Z' WHERE id = ?", (rid,))
+    return conn
+
+
+def _hits(conn, query: str, keyword: str, depth: int, weight: float = 1.0, scope: Scope | None = None):
+    prof = load_profile("rrf").with_overrides({"index.keyword": keyword, "index.impact_min_passages": 0,
+                                               "retrieve.keyword_section_weight": weight})
+    with read_tx(conn):
+        ctx = ArmContext(conn=conn, query=query, mode="keyword", scope_sql=build_scope_sql(scope or Scope()),
+                         fetch_depth=depth, profile=prof)
+        return [(h.pk, h.raw) for h in KeywordArm().run(ctx)]
+
+
+def test_ranks_as_fts5_on_a_larger_corpus(tmp_path) -> None:
+    conn = _db(tmp_path, 400)
+    try:
+        for query in ("gene w1 w2", "binding cells w5", "gene binding protein w7 w8 w9", "protein w11", "w13 gene"):
+            for weight in (1.0, 2.0, 0.1):
+                for scope in (Scope(), Scope(namespaces=("a",))):
+                    before = impact.STATS["postings"]
+                    fast = _hits(conn, query, "impact", 5, weight, scope)
+                    assert impact.STATS["postings"] == before + 1, (query, weight, scope)
+                    assert fast == _hits(conn, query, "fts5", 5, weight, scope)
+    finally:
+        conn.close()
+
+
+def test_a_fresh_connection_uses_the_postings_before_and_after_a_write(tmp_path) -> None:
+    conn = _db(tmp_path, 50)
+    conn.close()
+    impact.forget_indexes()
+    conn = open_db(tmp_path / "memo.db", write=False)
+    writer = open_db(tmp_path / "memo.db")
+    try:
+        before, builds = impact.STATS["postings"], impact.STATS["builds"]
+        assert _hits(conn, "w1 gene", "impact", 10) == _hits(conn, "w1 gene", "fts5", 10)
+        with write_tx(writer):
+            insert_record(writer, RecordDraft(body="new one", id="new"), (PassageDraft(text="w1 w1 gene"),))
+        after = _hits(conn, "w1 gene", "impact", 10)
+        assert after == _hits(conn, "w1 gene", "fts5", 10)
+        assert impact.STATS["postings"] == before + 2 and impact.STATS["builds"] == builds
+        assert kw_postings.read_meta(conn).delta > 0       # served from base + delta, nothing rebuilt
+    finally:
+        conn.close()
+        writer.close()
+
+
+def test_postings_that_disagree_with_fts5_are_not_used(tmp_path) -> None:
+    conn = _db(tmp_path, 30)
+    try:
+        with write_tx(conn):   # a write to FTS5 behind the postings' back (not memo's write path)
+            conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (99999, 'w1 w1 w1', '')")
+        with read_tx(conn):
+            assert kw_search.usable(conn) is None
+        before = impact.STATS["postings"]
+        _hits(conn, "w1", "impact", 5)
+        assert impact.STATS["postings"] == before
+    finally:
+        conn.close()
+
+
+def test_a_merge_changes_no_score_and_empties_the_delta(tmp_path) -> None:
+    conn = _db(tmp_path, 60)
+    try:
+        first = kw_postings.read_meta(conn)
+        kw_postings.merge(conn)        # the delta (every row) outgrew the empty base: rebuilt
+        built = kw_postings.read_meta(conn)
+        assert built.delta == 0 and built.generation != first.generation
+        with write_tx(conn):
+            for i in range(5):
+                insert_record(conn, RecordDraft(body=f"late {i}", id=f"late{i}"), (PassageDraft(text="w2 binding gene w4"),))
+        queries = ("w2 gene", "w4 binding cells", "protein")
+        want = [_hits(conn, q, "fts5", 20) for q in queries]
+        meta = kw_postings.read_meta(conn)
+        assert meta.delta > 0
+        assert kw_postings.merge(conn) > 0
+        after = kw_postings.read_meta(conn)
+        assert after.delta == 0 and after.generation == meta.generation + 1 and after.seq == meta.seq
+        assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == 0
+        assert [_hits(conn, q, "impact", 20) for q in queries] == want
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_default_scope_counts_come_without_a_scan(tmp_path, monkeypatch, many) -> None:
+    conn = _db(tmp_path, 120)
+    try:
+        if many:
+            monkeypatch.setattr(scope_module, "EXCLUDED_MAX", 3)
+        sql = build_scope_sql(Scope())
+        with read_tx(conn):
+            fast = scope_stats(conn, sql)
+        monkeypatch.setattr(scope_module, "_live_scope_stats", lambda *a: None)
+        scope_module.conn_cache(conn).clear()
+        with read_tx(conn):
+            slow = scope_stats(conn, sql)
+        assert fast == slow
+        assert (fast.excluded is None) == many
+        statements: list[str] = []
+        monkeypatch.undo()
+        if many:
+            monkeypatch.setattr(scope_module, "EXCLUDED_MAX", 3)
+        scope_module.conn_cache(conn).clear()
+        conn.set_trace_callback(statements.append)
+        with read_tx(conn):
+            scope_stats(conn, sql)
+        conn.set_trace_callback(None)
+        assert not any("COUNT(*) FROM passages" in s.upper().replace("COUNT(*) FROM PASSAGES", "COUNT(*) FROM passages")
+                       for s in statements), statements
+    finally:
+        conn.close()
+
+
+doc_st = st.tuples(st.lists(st.sampled_from(COMMON + RARE[:12] + ("filler",)), min_size=1, max_size=30),
+                   st.sampled_from(("", "gene cells", "w3")))
+
+
+@settings(max_examples=examples(30), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(60, 250), more=st.lists(doc_st, max_size=6),
+       query=st.lists(st.sampled_from(COMMON + RARE[:12]), min_size=1, max_size=5), depth=st.integers(1, 15),
+       weight=st.sampled_from((1.0, 0.1, 1.3, 3.7)))
+def test_ranks_as_fts5_property(tmp_path_factory, seed, n, more, query, depth, weight) -> None:
+    tmp = tmp_path_factory.mktemp("ms")
+    conn = _db(tmp, n, seed)
+    try:
+        with write_tx(conn):
+            for i, (text, section) in enumerate(more):
+                insert_record(conn, RecordDraft(body=f"more {i}", id=f"m{i}"),
+                              (PassageDraft(text=" ".join(text), section=section),))
+        q = " ".join(query)
+        fast = _hits(conn, q, "impact", depth, weight)
+        slow = _hits(conn, q, "fts5", depth, weight)
+        assert [s for _, s in fast] == [s for _, s in slow]
+        last = fast[-1][1] if fast else None
+        assert {p for p, s in fast if s != last} == {p for p, s in slow if s != last}
+        for (p1, s1), (p2, s2) in zip(fast, fast[1:], strict=False):
+            assert s1 > s2 or (s1 == s2 and p1 < p2)
+    finally:
+        conn.close()
+
+
+def test_tables_absent_means_no_postings() -> None:
+    conn = sqlite3.connect(":memory:")
+    assert kw_postings.read_meta(conn) is None
