@@ -11,6 +11,7 @@ import pytest
 
 import memo.retrieve.arms.keyword as keyword_arm
 import memo.retrieve.fusion as fusion
+from memo.retrieve import impact, kw_search
 from memo_eval.grid import RunSpec
 from memo_eval.regress import regress
 
@@ -38,6 +39,12 @@ def test_dropping_the_section_column_fails_the_gate(tmp_path, monkeypatch):
     # The keyword arm searches the text column only (as if passages_fts lost "section").
     match = keyword_arm.keyword_match
     monkeypatch.setattr(keyword_arm, "keyword_match", lambda q: "{text} : (" + match(q) + ")")
+    # The fast keyword paths (persistent postings, the in-memory impact index the replay's
+    # worker builds) rank the query's words, not the match string: off, so FTS5 ranks the
+    # broken match, as every path would with the column really gone.
+    monkeypatch.setattr(impact, "current_index", lambda conn, table="passages_fts": None)
+    monkeypatch.setattr(impact, "usable_index", lambda conn, table: None)
+    monkeypatch.setattr(kw_search, "topk", lambda *a, **k: None)
     res = _fast(tmp_path)
     assert not res["passed"]
     assert ("sample-rrf-all-arms", "ranking.agreement") in _failed(res)
