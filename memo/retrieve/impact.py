@@ -44,7 +44,6 @@ scores) are ordered by pk.
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 import threading
 import time
@@ -55,6 +54,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.scope import scope_stats
 from memo.retrieve.types import ArmHit
 from memo.store.dialect import is_postgres
+from memo.store.kw_postings import table_tokenizer, varints
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,7 +66,6 @@ B = 0.75
 _AVERAGES_ID = 1     # FTS5_AVERAGES_ROWID: varint row count, then varint token total per column
 _STRUCTURE_ID = 10   # FTS5_STRUCTURE_ROWID: changes with every write to the index
 _TABLES = ("passages_fts",)
-_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 
 STATS = {"impact": 0, "fts5": 0, "builds": 0, "postings": 0, "pruned": 0}   # searches served by each path (benchmarks, tests);
 # "postings": of the "impact" ones, those the persistent postings served (memo.retrieve.kw_search),
@@ -96,36 +95,11 @@ class ImpactIndex:
 
 # --- FTS5 records ----------------------------------------------------------------------
 
-def _varints(blob: bytes) -> list[int]:
-    """SQLite varints (big-endian 7-bit groups, high bit = more; a 9th byte holds 8 bits)."""
-    out: list[int] = []
-    i, n = 0, len(blob)
-    while i < n:
-        value = 0
-        for j in range(9):
-            byte = blob[i]
-            i += 1
-            if j == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if byte < 0x80:
-                break
-        out.append(value)
-    return out
-
-
 def fts_state(conn: sqlite3.Connection, table: str) -> bytes:
     """The FTS5 averages and structure records of ``table`` in ``conn``'s snapshot."""
     rows = conn.execute(f"SELECT id, block FROM {table}_data WHERE id IN (?, ?) ORDER BY id",
                         (_AVERAGES_ID, _STRUCTURE_ID)).fetchall()
     return b"|".join(bytes(r[1] or b"") for r in rows)
-
-
-def table_tokenizer(conn: sqlite3.Connection, table: str) -> str:
-    row = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (table,)).fetchone()
-    found = _TOKENIZE.search(row[0] if row else "")
-    return found.group(1) if found else "unicode61"
 
 
 # --- building ----------------------------------------------------------------------------
@@ -144,12 +118,12 @@ def build_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impact
     try:
         state = fts_state(conn, table)
         avg = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ID,)).fetchone()
-        numbers = _varints(bytes(avg[0])) if avg and avg[0] else [0]
+        numbers = varints(bytes(avg[0])) if avg and avg[0] else [0]
         n_rows, total = numbers[0], sum(numbers[1:])
         ids, lengths = [], []
         for rowid, size in conn.execute(f"SELECT id, sz FROM {table}_docsize ORDER BY id"):
             ids.append(rowid)
-            lengths.append(sum(_varints(bytes(size))))
+            lengths.append(sum(varints(bytes(size))))
         pks = np.array(ids, dtype=np.int64)
         dl = np.array(lengths, dtype=np.float64)
         avgdl = float(total) / float(n_rows) if n_rows else 1.0

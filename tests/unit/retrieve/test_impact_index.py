@@ -10,6 +10,7 @@ from retrieve_helpers import add
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, impact, search
 from memo.retrieve.services import ArmServices
+from memo.store import kw_postings
 from memo.store.connect import read_tx
 
 
@@ -31,7 +32,7 @@ def _keyword(conn, query: str, prof):
 
 
 def test_varints_decode_sqlite_encoding() -> None:
-    assert impact._varints(bytes([0x05, 0x81, 0x00, 0xFF, 0x7F])) == [5, 128, 16383]
+    assert kw_postings.varints(bytes([0x05, 0x81, 0x00, 0xFF, 0x7F])) == [5, 128, 16383]
 
 
 def test_index_reads_fts5s_own_statistics(fresh_db) -> None:
