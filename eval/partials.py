@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from memo.retrieve.result_table import ResultTable
 from memo.types import ARM_NAMES
 from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, RESULTS_SCHEMA
 
@@ -64,32 +65,27 @@ class PartBuilder:
         self.factor_qids: dict[str, list[str]] = {}
 
     def add(self, qrow: dict[str, Any], results: Sequence[Any]) -> None:
-        """One search: its query row and its response's results (``memo.retrieve.Result``)."""
+        """One search: its query row and its response's results: stage 9's table
+        (``memo.retrieve.result_table.ResultTable``, the replay asks for it: no ``Result``
+        object is built) or a sequence of ``memo.retrieve.Result``."""
         self.queries.append(qrow)
         n = len(results)
         if not n:
             return
         qid = qrow["qid"]
-        cols, keys = self.cols, self.keys
-        docs = [keys.get(r.pk, r.record_id) for r in results]
-        whys = [r.why for r in results]
-        got: dict[str, list[Any]] = {
-            "qid": [qid] * n, "rank": list(range(1, n + 1)), "pk": [r.pk for r in results], "doc_id": docs,
-            "score": [float(r.score) for r in results], "relevance": [r.relevance for r in results],
-            "tokens": [int(r.tokens) for r in results],
-            "fused": [None if w is None else float(w.fused) for w in whys],
-            "factors": [None if w is None else [{"name": f.name, "value": float(f.value), "label": f.label}
-                                                for f in w.factors] for w in whys],
-            "final": [None if w is None else float(w.final) for w in whys],
-            "tiebreak": [None if w is None else float(w.tiebreak) for w in whys],
-        }
-        for name in _STR_COLS:
-            got[name] = [getattr(r, name) for r in results]
+        keys = self.keys
+        if isinstance(results, ResultTable) and results.explain:
+            got, arms = _table_columns(results, keys)
+        else:
+            got, arms = _object_columns(results, keys)
+        got["qid"] = [qid] * n
+        got["rank"] = list(range(1, n + 1))
+        docs = got["doc_id"]
         grades = self.qrels.get(qid, {})
         got["relevant"] = [int(grades.get(d, 0)) for d in docs]
         top = min(TOP, n)
         for a in ARM_NAMES:
-            evs = [None if w is None else w.arms.get(a) for w in whys]
+            evs = [None if d is None else d.get(a) for d in arms]
             contrib = [None if e is None else float(e.contribution) for e in evs]
             got[f"{a}_rank"] = [None if e is None else int(e.rank) for e in evs]
             got[f"{a}_raw"] = [None if e is None else float(e.raw) for e in evs]
@@ -104,6 +100,7 @@ class PartBuilder:
                     self.factor_values.setdefault(f["name"], []).append(f["value"])
                     self.factor_qids.setdefault(f["name"], []).append(qid)
         self.ranked[qid] = list(dict.fromkeys(docs))      # units in first-seen order
+        cols = self.cols
         for i, name in enumerate(RESULT_FIELDS):
             col = got.get(name)
             cols[i].extend(col if col is not None else [None] * n)
@@ -114,6 +111,45 @@ class PartBuilder:
         return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked,
                        contributions=self.contributions, voted=self.voted, factor_values=self.factor_values,
                        factor_qids=self.factor_qids)
+
+
+def _factor_dicts(factors: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"name": f.name, "value": float(f.value), "label": f.label} for f in factors]
+
+
+def _object_columns(results: Sequence[Any], keys: Mapping[int, str]) -> tuple[dict[str, list[Any]], list[Any]]:
+    """The columns of ``Result`` s (why None: no why columns), and each one's arm votes."""
+    whys = [r.why for r in results]
+    got: dict[str, list[Any]] = {
+        "pk": [r.pk for r in results], "doc_id": [keys.get(r.pk, r.record_id) for r in results],
+        "score": [float(r.score) for r in results], "relevance": [r.relevance for r in results],
+        "tokens": [int(r.tokens) for r in results],
+        "fused": [None if w is None else float(w.fused) for w in whys],
+        "factors": [None if w is None else _factor_dicts(w.factors) for w in whys],
+        "final": [None if w is None else float(w.final) for w in whys],
+        "tiebreak": [None if w is None else float(w.tiebreak) for w in whys],
+    }
+    for name in _STR_COLS:
+        got[name] = [getattr(r, name) for r in results]
+    return got, [None if w is None else w.arms for w in whys]
+
+
+def _table_columns(table: ResultTable, keys: Mapping[int, str]) -> tuple[dict[str, list[Any]], list[Any]]:
+    """The same columns read straight from stage 9's table (explain on): each value is the
+    one its ``Result`` / ``Why`` would hold (``ResultTable.materialize``: score = why.final
+    = the candidate's score, the row's fields, the candidate's arm evidence)."""
+    cands, rows = table.cands, table.rows
+    scores = [float(c.score) for c in cands]
+    got: dict[str, list[Any]] = {
+        "pk": [c.pk for c in cands],
+        "doc_id": [keys.get(c.pk, row.record_id) for c, row in zip(cands, rows, strict=True)],
+        "score": scores, "relevance": list(table.relevance), "tokens": [int(r.tokens) for r in rows],
+        "fused": [float(c.fused) for c in cands], "factors": [_factor_dicts(c.factors) for c in cands],
+        "final": scores, "tiebreak": [float(c.tiebreak) for c in cands],
+        "passage_id": [r.id for r in rows], "record_id": [r.record_id for r in rows],
+        "namespace": [r.namespace for r in rows], "kind": [r.kind for r in rows], "band": list(table.band),
+    }
+    return got, [c.arms for c in cands]
 
 
 @dataclass

@@ -121,7 +121,8 @@ def _profile(spec: RunSpec):
 
 
 def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], Sequence[Any]]:
-    """(the query row, the response's results)."""
+    """(the query row, the response's results: stage 9's table, whose columns the part
+    builder reads without building a ``Result`` per row)."""
     from memo.retrieve import SearchRequest, search
     from memo.types import Scope
 
@@ -132,7 +133,7 @@ def _search_one(spec: RunSpec, qi: int, q: EvalQuery) -> tuple[dict[str, Any], S
         services = services.with_(query_vector=cfg.query_vecs[qi])
     req = SearchRequest(query=q.text, scope=Scope(namespaces=(q.namespace,)) if q.namespace else Scope(),
                         mode=spec.mode, limit=min(EVAL_LIMIT, profile.limit.max), max_tokens=EVAL_MAX_TOKENS,
-                        response_format="explain", now=q.now)
+                        response_format="explain", now=q.now, columns=True)
     conn = _W["conn"]
     # One read snapshot around the search and the arm-cache bookkeeping: the search's own
     # read_tx joins it, and the per-connection caches read the data version once.

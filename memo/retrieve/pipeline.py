@@ -41,7 +41,7 @@ from memo.retrieve.fusion.adaptive import adapt
 from memo.retrieve.limit import limit as limit_stage
 from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
-from memo.retrieve.results import build_results
+from memo.retrieve.results import build_table
 from memo.retrieve.run_arms import run_arms
 from memo.retrieve.scope import build_scope_sql, scope_counts, unknown_namespaces
 from memo.retrieve.services import ArmServices
@@ -157,9 +157,10 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     clock.lap("cutoff_limit_budget")
 
     # 9 results + why + trace
-    results = build_results(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
-                            explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
-                            cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict())
+    table = build_table(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
+                        explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
+                        cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict())
+    results = table if request.columns else table.materialize()
     narrow = narrow_hint(ranked, packed, meta, request.scope)
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]

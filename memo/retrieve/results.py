@@ -10,8 +10,9 @@ read against the model's bands.  A result the semantic arm did not return (a key
 exact hit outside its top fetch_depth) gets the cosine of its stored vector with the query
 vector (``cosines``; none when the arm did not run, as in mode keyword).
 
-Eval replay asks for explain on 100 results per search, so this loop is hot: the age of a
-date is computed once per distinct (date, now) (``_AGES``).
+``build_table`` computes those per result and keeps the rest as it is (the candidate, its
+row): ``memo.retrieve.result_table.ResultTable``, which builds the ``Result`` objects
+(``build_results`` = the table, materialized) or hands its columns to a bulk reader.
 """
 
 from __future__ import annotations
@@ -22,8 +23,36 @@ from datetime import datetime
 from memo.profile import ModelBands
 from memo.retrieve.abstention import Weigh, relevance
 from memo.retrieve.fetch import PassageRow
-from memo.retrieve.recency import age_days
-from memo.retrieve.types import Candidate, Meta, Result, new_arm_why, new_result, new_why
+from memo.retrieve.result_table import ResultTable
+from memo.retrieve.types import Candidate, Meta, Result
+
+
+def build_table(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
+                bands: ModelBands | None, weigh: Weigh, *, explain: bool, now: datetime,
+                aging_kinds: tuple[str, ...] = (),
+                cosines: Callable[[list[int]], Mapping[int, float]] | None = None,
+                fusion: Mapping[str, Mapping[str, float]] | None = None) -> ResultTable:
+    """``cosines``: the stored vectors' cosines with the query for the pks it is given (the
+    results no arm measured a similarity for); None when the query was not embedded.
+    ``fusion``: the query's arm weights and what set them (``ArmWeights.as_dict``), shown
+    in every result's ``why.fusion``."""
+    rels = [relevance(c, weigh) for c in cands]     # once per result: the loop below is hot
+    unmeasured = [c.pk for c, rel in zip(cands, rels, strict=True) if rel is None and c.pk in rows]
+    stored = cosines(unmeasured) if cosines is not None and unmeasured else {}
+    kept: list[Candidate] = []
+    kept_rows: list[PassageRow] = []
+    kept_rels: list[float | None] = []
+    for c, rel in zip(cands, rels, strict=True):
+        row = rows.get(c.pk)
+        if row is None:  # purged by another process since the candidates were read
+            continue
+        kept.append(c)
+        kept_rows.append(row)
+        kept_rels.append(stored.get(c.pk) if rel is None else rel)   # a result no arm measured
+    band_of = bands.band if bands is not None else None
+    kept_bands = [band_of(rel) for rel in kept_rels] if band_of is not None else [None] * len(kept_rels)
+    return ResultTable(kept, kept_rows, kept_rels, kept_bands, explain=explain, meta=meta, now=now,
+                       aging_kinds=aging_kinds, fusion=fusion)
 
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],
@@ -31,50 +60,6 @@ def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], me
                   aging_kinds: tuple[str, ...] = (),
                   cosines: Callable[[list[int]], Mapping[int, float]] | None = None,
                   fusion: Mapping[str, Mapping[str, float]] | None = None) -> tuple[Result, ...]:
-    """``cosines``: the stored vectors' cosines with the query for the pks it is given (the
-    results no arm measured a similarity for); None when the query was not embedded.
-    ``fusion``: the query's arm weights and what set them (``ArmWeights.as_dict``), shown
-    in every result's ``why.fusion``."""
-    out = []
-    band_of = bands.band if bands is not None else None
-    rels = [relevance(c, weigh) for c in cands]     # once per result: the loop below is hot
-    unmeasured = [c.pk for c, rel in zip(cands, rels, strict=True) if rel is None and c.pk in rows]
-    stored = cosines(unmeasured) if cosines is not None and unmeasured else {}
-    for c, rel in zip(cands, rels, strict=True):
-        row = rows.get(c.pk)
-        if row is None:  # purged by another process since the candidates were read
-            continue
-        if rel is None:                       # a result no arm measured: its stored vector's cosine
-            rel = stored.get(c.pk)
-        band = band_of(rel) if band_of is not None else None
-        why = None
-        if explain:
-            m = meta[c.pk]
-            key = (m.when, now)
-            age = _AGES.get(key, _MISSING)
-            if age is _MISSING:
-                if len(_AGES) >= _AGES_MAX:
-                    _AGES.clear()
-                age = _AGES[key] = _round(age_days(m.when, now))
-            # Positional, in field order (memo.retrieve.types.new_*: the hot constructors).
-            why = new_why(
-                {name: new_arm_why(ev.rank, ev.raw, ev.contribution, ev.votes or None) for name, ev in c.arms.items()},
-                c.fused, c.factors, c.score, rel, band, c.tiebreak,
-                {"source": row.source, "author": row.author, "import_path": row.import_path,
-                 "recorded_at": row.recorded_at, "content_hash": row.content_hash},
-                {"event_at": row.p_event_at or row.r_event_at, "age_days": age, "ages": m.kind in aging_kinds},
-                fusion)
-        out.append(new_result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
-                              c.score, rel, band, row.tokens, why, row.import_path or row.source or None))
-    return tuple(out)
-
-
-# The rounded age of a date at a moment, shared by every search: a record's passages share
-# its date, and an eval grid asks the same query (the same ``now``) once per run.
-_AGES: dict[tuple[str | None, datetime], float | None] = {}
-_AGES_MAX = 1 << 16
-_MISSING = object()
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 3)
+    """The ``Result`` s of ``build_table``'s table."""
+    return build_table(cands, rows, meta, bands, weigh, explain=explain, now=now, aging_kinds=aging_kinds,
+                       cosines=cosines, fusion=fusion).materialize()

@@ -8,7 +8,7 @@ request, response, results and trace records are frozen, slotted dataclasses.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -39,6 +39,10 @@ class SearchRequest:
     max_tokens: int | None = None       # None = profile.budget.max_tokens
     response_format: str = "compact"    # "explain" adds ``why`` to every result
     now: str | None = None              # ISO time for recency (default: current UTC)
+    # For bulk readers (the eval harness): the response's results are stage 9's table
+    # (memo.retrieve.result_table.ResultTable: its columns, Result objects built only when
+    # asked for) instead of a tuple of Result.  No surface sets it.
+    columns: bool = False
 
 
 # --- per-candidate values (stages 2-8) ------------------------------------------------
@@ -210,7 +214,7 @@ class Trace:
 @dataclass(frozen=True, slots=True)
 class SearchResponse:
     query: str
-    results: tuple[Result, ...]
+    results: Sequence[Result]       # a tuple; a ResultTable when the request asked for columns
     abstained: bool                 # only when the abstention stage emptied the list
     cause: str | None               # why the list is empty (memo.retrieve.empty.EMPTY_CAUSES), else None
     reason: str | None
