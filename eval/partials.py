@@ -84,7 +84,10 @@ class PartBuilder:
         grades = self.qrels.get(qid, {})
         got["relevant"] = [int(grades.get(d, 0)) for d in docs]
         top = min(TOP, n)
+        voting = set().union(*(d for d in arms if d is not None))
         for a in ARM_NAMES:
+            if a not in voting:     # no result has this arm's vote: its columns stay null
+                continue
             evs = [None if d is None else d.get(a) for d in arms]
             contrib = [None if e is None else float(e.contribution) for e in evs]
             got[f"{a}_rank"] = [None if e is None else int(e.rank) for e in evs]

@@ -69,14 +69,35 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
         return list(ranked), []
     floor = semantic_floor
     kept, dropped = [], []
+    # With the arms' own weigh, the verdict on a vote depends only on its arm, raw score and
+    # votes (the registered weigh's own cache key) and the floor; an eval grid meets the same
+    # votes in every run.  Another weigh (a test's) is asked every time.
+    verdicts = _WEAK.setdefault(floor, {}) if weigh is registered_weigh else {}
+    if len(verdicts) >= _WEAK_MAX or len(_WEAK) > 16:
+        verdicts.clear()
+        if len(_WEAK) > 16:
+            _WEAK.clear()
     for c in ranked:                # a plain loop: this runs for every candidate of every search
         for name, ev in c.arms.items():
-            if not _weak_semantic(weigh(name, ev), floor):
+            try:
+                key = (name, ev.raw, ev.votes)
+                weak = verdicts.get(key)
+            except TypeError:       # a vote that cannot be hashed: judged every time
+                key, weak = None, None
+            if weak is None:
+                weak = _weak_semantic(weigh(name, ev), floor)
+                if key is not None:
+                    verdicts[key] = weak
+            if not weak:
                 kept.append(c)
                 break
         else:
             dropped.append(c.pk)
     return kept, dropped
+
+
+_WEAK: dict[float, dict[tuple[str, float, tuple[Any, ...]], bool]] = {}
+_WEAK_MAX = 1 << 16
 
 
 def _weak_semantic(v: VoteEvidence, floor: float) -> bool:
