@@ -44,6 +44,11 @@ from memo_eval.partials import Merged, PartBuilder, RunPart, merge
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
 CHUNK = 24                      # searches per task: small enough to balance, big enough to amortise IPC
+# ... but at least this many queries per task: each task hands back one part per run (an
+# Arrow table built, pickled, unpickled and concatenated), so a 12-run grid cut into tasks
+# of 2 queries made 1,800 parts of ~200 rows for 300 queries; 8 makes 456, and 38 tasks
+# still balance two workers.
+QUERIES_MIN = 8
 # Runs replayed together (a task takes a chunk of queries through all of them): at most
 # this many result rows of a group are held before its runs are scored and written (~1 KB
 # each in the parent: ~0.5 GB).  Later groups find most queries' hits in the cache of the
@@ -240,12 +245,12 @@ class ReplayStats:
 def plan_tasks(specs: Sequence[RunSpec], n_q: int) -> list[tuple[list[tuple[int, RunSpec]], list[int]]]:
     """Tasks of (runs, query indices): runs in groups of at most GROUP_ROWS_MAX result rows,
     in order (each group is scored and written as it ends), and per group the queries in
-    chunks of about CHUNK searches (one query through every run of its group)."""
+    chunks of about CHUNK searches, at least QUERIES_MIN queries (one query through every run of its group)."""
     per_group = max(1, min(len(specs), GROUP_ROWS_MAX // max(1, n_q * EVAL_LIMIT)))
     tasks = []
     for g in range(0, len(specs), per_group):
         runs = [(ri, specs[ri]) for ri in range(g, min(g + per_group, len(specs)))]
-        step = max(1, CHUNK // len(runs))
+        step = max(1, QUERIES_MIN, CHUNK // len(runs))
         tasks.extend((runs, list(range(s, min(s + step, n_q)))) for s in range(0, n_q, step))
     return tasks
 

@@ -158,6 +158,7 @@ def test_each_query_runs_its_arms_once_across_workers(tiny, monkeypatch):
     from memo_eval import replay as R
 
     monkeypatch.setattr(R, "CHUNK", 2)            # several tasks, so both workers take some
+    monkeypatch.setattr(R, "QUERIES_MIN", 1)
     res = _run(tiny, expand(["rrf", "minmax"], ["cutoff.gap=0.2,1.0"], mode="keyword"), workers=2)
     assert res["replay"]["workers"] == 2
     folders = resolve_runs([res["batch_id"]])
