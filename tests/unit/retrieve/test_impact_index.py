@@ -162,3 +162,21 @@ def test_index_keeps_section_counts(fresh_db) -> None:
     lo, hi = index.offsets[t], index.offsets[t + 1]
     assert index.freqs[lo:hi].tolist() == [3] and index.section_freqs[lo:hi].tolist() == [1]
     assert impact.weighted_freqs(index, int(lo), int(hi), 2.5).tolist() == [2.0 + 2.5]
+
+
+def test_stems_are_kept_per_tokenizer_and_words_and_equal_fts5s() -> None:
+    """The stemmer's cache (memo.retrieve.impact._STEMS) answers what the in-memory FTS5
+    table answers, per tokenizer, for any container of words; a caller that changes the
+    list it got back does not change the next answer; a phrase stays None."""
+    from memo.retrieve import impact
+
+    impact._STEMS.clear()
+    porter = "porter unicode61 remove_diacritics 2"
+    fresh = impact._STEMMER._stems(porter, ("running", "Dogs"))
+    assert fresh == ("run", "dog")
+    got = impact._STEMMER.stems(porter, ("running", "Dogs"))
+    assert got == list(fresh) and (porter, ("running", "Dogs")) in impact._STEMS
+    got.append("x")
+    assert impact._STEMMER.stems(porter, ["running", "Dogs"]) == ["run", "dog"]
+    assert impact._STEMMER.stems("unicode61", ("running",)) == ["running"]     # no stemmer: its own entry
+    assert impact._STEMMER.stems(porter, ("two words",)) is None
