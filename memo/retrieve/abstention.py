@@ -112,11 +112,31 @@ def relevance(c: Candidate, weigh: Weigh = registered_weigh) -> float | None:
     """The best raw cosine of the passage itself, over every arm's vote (the semantic arm's
     cosine for the query as embedded and as typed); None when no arm measured one."""
     best = None
+    if weigh is registered_weigh:       # each vote's best cosine, kept as abstain keeps verdicts
+        for name, ev in c.arms.items():
+            try:
+                key = (name, ev.raw, ev.votes)
+                cos = _BEST.get(key, _UNSEEN)
+            except TypeError:
+                key, cos = None, _UNSEEN
+            if cos is _UNSEEN:
+                cos = max(weigh(name, ev).cosines, default=None)
+                if key is not None:
+                    if len(_BEST) >= _WEAK_MAX:
+                        _BEST.clear()
+                    _BEST[key] = cos
+            if cos is not None and (best is None or cos > best):
+                best = cos
+        return best
     for name, ev in c.arms.items():
         for cos in weigh(name, ev).cosines:
             if best is None or cos > best:
                 best = cos
     return best
+
+
+_BEST: dict[tuple[str, float, tuple[Any, ...]], float | None] = {}
+_UNSEEN = object()
 
 
 @dataclass(frozen=True, slots=True)
