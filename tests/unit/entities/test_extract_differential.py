@@ -107,6 +107,29 @@ def test_the_corpora_are_there_and_name_things(texts):
     assert sum(len(frozen.extract(t)) for t in texts[:500]) > 2000
 
 
+# Edges of the scans: a text's first word after a gap, runs broken or continued by each
+# kind of gap, tokens continued by connectors and apostrophes, non-ASCII capitals.
+EDGES = [" Paris is nice. In Paris too.", "Paris is nice.", "  Alice met Bob.", "\tAlice", "\nAlice Moreau",
+         ". Alice", "x Alice", "3Alice", "a3Alice Bob", "x-Alice", "-Alice", "'Alice", "’Alice Moreau’s",
+         "Alice  Moreau", "Alice , Moreau", "Alice\nMoreau", "Alice (Moreau)", "Lord of the Rings", "Bank of of America",
+         "Bank of the de Paris", "The Beatles", "the Beatles", "When Alice Moreau came", "I met Émile Zola", "émile Zola",
+         "ÉCOLE Normale", "Ǆemal Bijedić", "Straße Berlin", "the DNA of IL-6 in p53.", "well. being", "well.being",
+         "a.b.", "..a..b..", "ab-", "AB-CD", "e.g. U.S. A.B.C", "x1 X1 1x", "Ⅻ Olympiad", "a_b_c", "__init__",
+         "net/http.", "@alice and @bob.", "#python!", "[[Project X|the project]] and [[Y]]", "March Madness", "May",
+         "Monday Night Football", "US", "USA", "NASA's", "McDonald's", "O'Neil", "d'Artagnan", "", " ", ".", "A", "A."]
+
+
+def test_edges_same_as_frozen():
+    for t in EDGES:
+        for text in (t, t + " " + t, "x " + t, t.upper(), t.lower()):
+            assert _tuples(fast.extract(text)) == _tuples(frozen.extract(text)), text
+            assert _tuples(fast.extract_seed(text)) == _tuples(frozen.extract_seed(text)), text
+            assert fast._names(text) == frozen._names(text), text
+            got, want = fast._Bag(), frozen._Bag()
+            assert fast._identifiers(text, got) == frozen._identifiers(text, want), text
+            assert _tuples(got.result()) == _tuples(want.result()), text
+
+
 def test_extract_and_seed_same_as_frozen(texts):
     for t in texts:
         assert _tuples(fast.extract(t)) == _tuples(frozen.extract(t)), t[:300]
@@ -153,6 +176,8 @@ def test_context_keys_aliases_titles_same_as_frozen(texts):
 
 _TEXT = st.one_of(
     st.lists(st.sampled_from(_PIECES), max_size=40).map("".join),
+    st.tuples(st.sampled_from([" ", "\t", "", "\n", ". ", "3", "-"]), st.lists(st.sampled_from(_PIECES), max_size=20))
+    .map(lambda x: x[0] + "".join(x[1])),
     st.text(max_size=200),
     st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=6)), max_size=30).map("".join))
 
