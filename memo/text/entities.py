@@ -231,16 +231,19 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
     full: dict[str, set[str]] = {}
     for text_runs in runs:
         for words, initial in text_runs:
+            # A word holds no whitespace: an ASCII one's entity_key is w.lower().strip(_KEY_STRIP).
             if len(words) == 1:
                 if not initial:
-                    caps.add(entity_key(_single(words[0])))
+                    w = _single(words[0])
+                    caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
                 continue
             for w in words:
                 if w[:1].isupper():
-                    caps.add(entity_key(w))
+                    caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
             name = _multi(words, initial)
             if 2 <= len(name) <= 3 and all(w[:1].isupper() for w in name):
-                last = entity_key(name[-1])
+                w = name[-1]
+                last = w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w)
                 if len(last) >= 3 and not name[-1].isupper() and last not in COMMON_WORDS:
                     display = " ".join(name)
                     full.setdefault(last, {}).setdefault(entity_key(display), display)
@@ -274,7 +277,7 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
                 continue
             if initial and low in STOP_WORDS:
                 continue
-            key = entity_key(w)
+            key = w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w)     # a word: no whitespace
             if ctx is not None and key in ctx.surnames:
                 bag.add(ctx.surnames[key], "name")
                 continue
