@@ -26,7 +26,8 @@ base from a read snapshot and installs the result in a short write transaction t
 drops only the delta rows it folded (writes made meanwhile have larger ``seq`` and stay).
 
 Tokens: FTS5's own.  The full build reads ``passages_fts`` through ``fts5vocab``; a write
-tokenises the rows it adds or removes with an in-memory FTS5 table of the same tokenizer
+tokenises the rows it adds (``note_added``: a contentless table in the writer's temp schema)
+or removes (``tokenize_rows``: an in-memory one) with an FTS5 table of the same tokenizer
 over the same strings (``memo.text.cjk.index_form`` of text and section, what
 ``passages_fts`` was given), so the tokens, stems and counts are FTS5's by construction;
 ``tests/property/test_kw_postings_differential.py`` checks every score against ``bm25()``.
