@@ -17,7 +17,8 @@ to a floor measured in the same run on the same rows.
           Its rows are what memo stores (passage text, section, exact terms computed
           before the clock starts), so the ratio is memo's cost over SQLite's own.
 * ``--rows-floor``: a second floor, ``floor_rows``: every row memo's import stored (records,
-          tags, passages, both FTS5 tables, entities, aliases, mentions: read back from the
+          tags, passages, both FTS5 tables, entities, aliases, mentions, the keyword
+          postings' delta rows ``kw_delta``, one per word of a passage: read back from the
           memo run's database before the clock starts) inserted by plain ``executemany``
           into a fresh database with memo's own schema and connection (its indexes, foreign
           keys, PRAGMAs), batch by batch as memo's batches hold them.  The bare floor above
@@ -30,6 +31,8 @@ to a floor measured in the same run on the same rows.
           (issue 29.5: at most 0.2).  ``entity_direct_share``: the time spent inside
           ``record_mentions`` and ``write_passage_mentions`` during the best memo run
           (timed directly) over that run.
+* ``--memo-path DIR``: import memo from DIR instead of this checkout (an archive of an
+          older commit: before and after timed by the same script, same run).
 The machine is shared: the two runs alternate (floor, memo, floor, memo...) and each
 reports its best; the ratio is floor seconds / memo seconds, for wall time and for the
 CPU time of this process (user + system, ``resource.getrusage``), which a loaded machine
@@ -54,7 +57,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+
+
+def _memo_path() -> str:
+    """``--memo-path DIR`` (read before memo is imported), else this checkout."""
+    for k, arg in enumerate(sys.argv):
+        if arg == "--memo-path" and k + 1 < len(sys.argv):
+            return sys.argv[k + 1]
+        if arg.startswith("--memo-path="):
+            return arg.split("=", 1)[1]
+    return str(ROOT)
+
+
+sys.path.insert(0, _memo_path())
 
 import memo.store.records as records_mod  # noqa: E402
 from memo.ops.importer import DEFAULT_BATCH, ImportOptions, import_path  # noqa: E402
@@ -166,6 +181,10 @@ def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
     aliases: dict[int, list[tuple]] = {}
     for r in conn.execute("SELECT alias, entity_pk FROM entity_aliases"):
         aliases.setdefault(r[1], []).append(tuple(r))
+    delta: dict[int, list[tuple]] = {}
+    if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'kw_delta'").fetchone():
+        for r in conn.execute("SELECT term, seq, pk, tf, sec, dl FROM kw_delta"):
+            delta.setdefault(r[2], []).append(tuple(r))
     conn.close()
     out, seen = [], set()
     ti, si = pcols.index("text"), pcols.index("section")
@@ -179,6 +198,7 @@ def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
                     "passages": ps, "fts": [(p[0], index_form(p[ti]), index_form(p[si])) for p in ps],
                     "exact": [(p[0], exact[p[0]]) for p in ps], "entities": [entities[e] for e in sorted(new)],
                     "aliases": [a for e in sorted(new) for a in aliases.get(e, [])], "mentions": ms,
+                    "kw_delta": sorted(d for p in ps for d in delta.get(p[0], [])),   # key order: cheapest
                     "cols": cols, "pcols": pcols})
     return out
 
@@ -201,6 +221,9 @@ def rows_floor_run(batches: list[dict[str, list[tuple]]], db: Path) -> tuple[flo
         conn.executemany("INSERT INTO entity_aliases(alias, entity_pk) VALUES (?, ?)", b["aliases"])
         conn.executemany("INSERT INTO mentions(passage_pk, entity_pk, count, fact_pk) VALUES (?, ?, ?, ?)",
                          b["mentions"])
+        if b["kw_delta"]:
+            conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)",
+                             b["kw_delta"])
         conn.execute("COMMIT")
     secs, cpu = time.perf_counter() - t0, _cpu() - c0
     conn.close()
@@ -289,7 +312,7 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
         for f in work.glob(f"*{n}-{r}.db*"):
             f.unlink()
     out: dict[str, object] = {
-        "records": n, "passages": passages, "batch": batch,
+        "records": n, "passages": passages, "batch": batch, "memo": str(Path(records_mod.__file__).parents[2]),
         "floor_per_s": round(passages / min(floors)), "memo_per_s": round(passages / min(memos)),
         "ratio_floor_over_memo": round(min(floors) / min(memos), 3),
         "floor_cpu_per_s": round(passages / min(floor_cpu)), "memo_cpu_per_s": round(passages / min(memo_cpu)),
@@ -329,6 +352,7 @@ def main() -> None:
                     help="also import with entity extraction off (same run) and report its share")
     ap.add_argument("--rows-floor", action="store_true",
                     help="also time a floor that inserts every row memo stored, into memo's own schema")
+    ap.add_argument("--memo-path", type=Path, help="import memo from this directory (an archive of another commit)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.input_only:

@@ -26,7 +26,8 @@ base from a read snapshot and installs the result in a short write transaction t
 drops only the delta rows it folded (writes made meanwhile have larger ``seq`` and stay).
 
 Tokens: FTS5's own.  The full build reads ``passages_fts`` through ``fts5vocab``; a write
-tokenises the rows it adds or removes with an in-memory FTS5 table of the same tokenizer
+tokenises the rows it adds (``note_added``: a contentless table in the writer's temp schema)
+or removes (``tokenize_rows``: an in-memory one) with an FTS5 table of the same tokenizer
 over the same strings (``memo.text.cjk.index_form`` of text and section, what
 ``passages_fts`` was given), so the tokens, stems and counts are FTS5's by construction;
 ``tests/property/test_kw_postings_differential.py`` checks every score against ``bm25()``.
@@ -204,16 +205,54 @@ def _add_counts(conn: sqlite3.Connection, rows: int, tokens: int, delta: int) ->
                      ((rows, "rows"), (tokens, "tokens"), (delta, "delta")))
 
 
+_TOK_TABLE = "memo_kw_tok"      # temp schema of the writer's connection (``_temp_tokenizer``)
+
+
+def _temp_tokenizer(conn: sqlite3.Connection, tokenizer: str) -> None:
+    """A contentless FTS5 table (text, section) with ``tokenizer`` in ``conn``'s temp
+    schema, its ``instance`` vocabulary and a (pk, dl) side table: ``note_added`` fills
+    them with a write's rows and empties them after.  Made on first use (and again if the
+    tokenizer changed or a rolled-back transaction took them away)."""
+    want = f"tokenize='{tokenizer}'"
+    row = conn.execute("SELECT sql FROM sqlite_temp_schema WHERE name = ?", (_TOK_TABLE,)).fetchone()
+    if row is not None and want in row[0] and conn.execute(
+            "SELECT count(*) FROM sqlite_temp_schema WHERE name IN (?, ?)",
+            (f"{_TOK_TABLE}_v", f"{_TOK_TABLE}_dl")).fetchone()[0] == 2:
+        return
+    for name in (f"{_TOK_TABLE}_v", f"{_TOK_TABLE}_dl", _TOK_TABLE):
+        conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    conn.execute(f"CREATE VIRTUAL TABLE temp.{_TOK_TABLE} USING fts5(text, section, content='', {want})")
+    conn.execute(f"CREATE VIRTUAL TABLE temp.{_TOK_TABLE}_v USING fts5vocab(temp, {_TOK_TABLE}, 'instance')")
+    conn.execute(f"CREATE TABLE temp.{_TOK_TABLE}_dl (pk INTEGER PRIMARY KEY, dl INTEGER NOT NULL)")
+
+
 def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
     """Rows (pk, text, section) just inserted into passages_fts, with the strings it was
-    given: their postings join the delta (caller's write transaction)."""
+    given: their postings join the delta (caller's write transaction).
+
+    The rows are tokenised by a contentless FTS5 table of the same tokenizer in the
+    writer's own temp schema, and their delta rows go into ``kw_delta`` by one
+    INSERT ... SELECT over its ``instance`` vocabulary, grouped by (term, row): the same rows
+    ``tokenize_rows`` gives, with no Python tuple per posting (a posting per word of every
+    row: ~90 per passage; building and binding them was over a third of an index-only
+    import, issue 31.3)."""
     if not rows or is_postgres(conn) or not has_tables(conn):
         return
-    toks = tokenize_rows(table_tokenizer(conn), rows)
-    seq = _next_seq(conn)
-    added = [(term, seq, pk, tf, sec, dl) for pk, (dl, terms) in toks.items() for term, (tf, sec) in terms.items()]
-    conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)", added)
-    _add_counts(conn, len(rows), sum(dl for dl, _ in toks.values()), len(added))
+    _temp_tokenizer(conn, table_tokenizer(conn))
+    try:
+        conn.executemany(f"INSERT INTO temp.{_TOK_TABLE}(rowid, text, section) VALUES (?, ?, ?)", rows)
+        sizes = [(int(pk), sum(varints(bytes(size)))) for pk, size in
+                 conn.execute(f"SELECT id, sz FROM temp.{_TOK_TABLE}_docsize")]
+        conn.executemany(f"INSERT INTO temp.{_TOK_TABLE}_dl(pk, dl) VALUES (?, ?)", sizes)
+        seq = _next_seq(conn)
+        added = conn.execute(
+            f"INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) SELECT v.term, ?, v.doc, count(*), "
+            f"sum(v.col = 'section'), d.dl FROM temp.{_TOK_TABLE}_v v JOIN temp.{_TOK_TABLE}_dl d ON d.pk = v.doc "
+            "GROUP BY v.term, v.doc", (seq,)).rowcount
+    finally:
+        conn.execute(f"INSERT INTO temp.{_TOK_TABLE}({_TOK_TABLE}) VALUES ('delete-all')")
+        conn.execute(f"DELETE FROM temp.{_TOK_TABLE}_dl")
+    _add_counts(conn, len(rows), sum(dl for _, dl in sizes), added)
 
 
 def note_removed(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:

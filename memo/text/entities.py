@@ -44,6 +44,7 @@ from memo.text.identifiers import looks_like_identifier
 HEADING_SEP = " > "          # memo.ingest.markdown_parse.HEADING_SEP (a heading path)
 KINDS: tuple[str, ...] = ("name", "initial", "identifier", "handle", "tag", "wiki", "speaker", "explicit", "fact")
 MAX_KEY_CHARS = 120         # longer "names" are sentences in title case, not entities
+_KEY_STRIP = " \t.,;:!?\"'`()[]{}<>’‘“”"     # what entity_key strips around a name
 
 _MONTHS_DAYS = frozenset("""
 january february march april may june july august september october november december
@@ -71,8 +72,19 @@ _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
 # Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
 _PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
-_IDENT_SPLIT = re.compile(f"({_IDENT.pattern})", re.UNICODE)    # re.split keeps the tokens
-_WORD_SPLIT = re.compile(f"({_WORD.pattern})", re.UNICODE)     # re.split keeps the words
+# The scans of ``_names`` and ``_identifiers`` (issue 31.3): each match of these starts where
+# the previous one ended, on a word or token boundary, so the words and tokens they read are
+# exactly those of ``_WORD`` / ``_IDENT`` read from the start of the text.  Group 1 is the gap
+# before the word (token) of group 2; group 2 is None at the end of the text.
+#   _NEXT_CAP: skips whole words that start with an ASCII lowercase letter (they cannot open
+#   a run) and stops at the next other word (capitalised, or starting with a non-ASCII letter:
+#   the caller checks isupper()).  A letter is [^\W\d_]; [\W\d_] is everything else.
+#   _NEXT_WORD: the next word, whatever it is.
+#   _NEXT_IDENT: skips whole tokens that are ASCII letters with no capital after the first
+#   (looks_like_identifier is False for them) and stops at the next other token.
+_NEXT_CAP = re.compile(r"(?:[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?")
+_NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?")
+_NEXT_IDENT = re.compile(r"(?:\W*+[A-Za-z][a-z]*+(?!\w|[\-./:@#+]++\w))*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +97,10 @@ class EntityMention:
 
 def entity_key(name: str) -> str:
     """The one normal form of an entity name (the identity in ``entities.key``)."""
-    text = unicodedata.normalize("NFKC", str(name)).casefold()
-    text = " ".join(text.split())
-    return text.strip(" \t.,;:!?\"'`()[]{}<>’‘“”")
+    text = str(name)
+    # NFKC leaves ASCII as it is, and casefold is lower() there.
+    text = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(text.split()).strip(_KEY_STRIP)
 
 
 def aliases(key: str) -> tuple[str, ...]:
@@ -105,10 +118,15 @@ class _Bag:
         self.items: dict[str, list] = {}
 
     def add(self, name: str, kind: str, count: int = 1) -> None:
-        name = name.strip(" \t.,;:!?\"'`()[]{}<>’‘“”")
-        key = entity_key(name)
-        if not key or len(key) > MAX_KEY_CHARS or not any(ch.isalpha() for ch in key):
-            return
+        name = name.strip(_KEY_STRIP)
+        if name.isascii():      # entity_key, inline; a lower-case ASCII key has a letter iff upper() changes it
+            key = " ".join(name.lower().split()).strip(_KEY_STRIP)
+            if not key or len(key) > MAX_KEY_CHARS or key.upper() == key:
+                return
+        else:
+            key = entity_key(name)
+            if not key or len(key) > MAX_KEY_CHARS or not any(ch.isalpha() for ch in key):
+                return
         item = self.items.get(key)
         if item is None:
             self.items[key] = [name, kind, count]
@@ -127,16 +145,12 @@ def _names(text: str) -> list[Run]:
     in order; each with whether its first word starts a sentence.  Which runs name
     something is ``_decide``'s business (it needs the record's context).
 
-    Speed (issue 16.4, ingest): the text is cut into words and the gaps before them in one
-    ``re.split``; while no run is open, a word that does not start with a capital changes
-    nothing, so the loop jumps from one capitalised word to the next and only looks at the
-    words that can open, extend or close a run.  The answers are those of the word-by-word
-    loop (tests/unit/entities/test_extract_fast.py compares them with the frozen copy,
-    entities_v1.py)."""
-    parts = _WORD_SPLIT.split(text)
-    words = parts[1::2]                  # every _WORD match, in order
-    gaps = parts[0::2]                   # gaps[i]: the text between word i - 1 and word i
-    caps = [i for i, w in enumerate(words) if w[0].isupper()]
+    Speed (issues 16.4, 31.3): while no run is open, a word that does not start with a
+    capital changes nothing, so one regex match (``_NEXT_CAP``, in C) jumps from one
+    capitalised word to the next with the gap before it; while a run is open each next word
+    is read (``_NEXT_WORD``).  No list of every word and gap is built.  The answers are those
+    of the word-by-word loop (tests/unit/entities/test_extract_differential.py compares them
+    with the frozen copy of 05fec91, test_extract_fast.py with entities_v1.py)."""
     run: list[tuple[str, bool]] = []     # (word, sentence-initial)
     pending: list[str] = []              # joiners waiting for the next capitalised word
     out: list[Run] = []
@@ -148,22 +162,28 @@ def _names(text: str) -> list[Run]:
             out.append((tuple(w for w, _ in run), run[0][1]))
         run.clear()
 
-    n, k, i = len(words), 0, 0
-    while i < n:
-        if not run:                      # no run, so skip to the next capitalised word
-            while k < len(caps) and caps[k] < i:
-                k += 1
-            if k == len(caps):
-                break
-            i = caps[k]
-        word = words[i].strip("-'’")     # never empty: _WORD starts with a letter
-        gap = gaps[i]
-        # The three characters before the word: any in the previous word are word
-        # characters, which _SENTENCE_END (punctuation, then only spaces) cannot end on.
-        initial = i == 0 or bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
+    pos = 0
+    next_cap, next_word = _NEXT_CAP.match, _NEXT_WORD.match
+    while True:
+        m = next_word(text, pos) if run else next_cap(text, pos)
+        word = m.group(2)
+        if word is None:
+            break
+        first = m.start(1) == 0          # the text's first word (only the first match can start there)
+        pos = m.end()
+        if not run and not word[0].isupper():
+            continue                     # a non-ASCII lowercase word: nothing to open
+        word = word.strip("-'’")         # never empty: a word starts with a letter
+        gap = m.group(1)
+        if gap == " ":                   # most gaps: neither starts a sentence nor breaks a run
+            initial, broken = first, False
+        else:
+            # The three characters before the word: any in the previous word are word
+            # characters, which _SENTENCE_END (punctuation, then only spaces) cannot end on.
+            initial = first or bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
+            broken = bool(_BROKEN_GAP.search(gap))
         low = word.casefold()
         capital = word[0].isupper() and low not in _MONTHS_DAYS
-        broken = bool(_BROKEN_GAP.search(gap))
         if run and (broken or initial):
             flush()
             pending.clear()
@@ -178,7 +198,6 @@ def _names(text: str) -> list[Run]:
             if run:
                 flush()
             pending.clear()
-        i += 1
     if run:
         flush()
     return out
@@ -212,16 +231,19 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
     full: dict[str, set[str]] = {}
     for text_runs in runs:
         for words, initial in text_runs:
+            # A word holds no whitespace: an ASCII one's entity_key is w.lower().strip(_KEY_STRIP).
             if len(words) == 1:
                 if not initial:
-                    caps.add(entity_key(_single(words[0])))
+                    w = _single(words[0])
+                    caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
                 continue
             for w in words:
                 if w[:1].isupper():
-                    caps.add(entity_key(w))
+                    caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
             name = _multi(words, initial)
             if 2 <= len(name) <= 3 and all(w[:1].isupper() for w in name):
-                last = entity_key(name[-1])
+                w = name[-1]
+                last = w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w)
                 if len(last) >= 3 and not name[-1].isupper() and last not in COMMON_WORDS:
                     display = " ".join(name)
                     full.setdefault(last, {}).setdefault(entity_key(display), display)
@@ -255,7 +277,7 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
                 continue
             if initial and low in STOP_WORDS:
                 continue
-            key = entity_key(w)
+            key = w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w)     # a word: no whitespace
             if ctx is not None and key in ctx.surnames:
                 bag.add(ctx.surnames[key], "name")
                 continue
@@ -273,21 +295,36 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
 def _identifiers(text: str, bag: _Bag) -> str:
     """Add identifier tokens; return the text with them blanked out (for ``_names``).
 
-    The text is cut into tokens in one ``re.split``; a letters-only token with no capital
-    after its first letter (most words of prose) has no digit, connector or inner capital,
-    so looks_like_identifier is False for it and only the others are looked at."""
-    parts = _IDENT_SPLIT.split(text)     # gap, token, gap, token, ..., gap
-    hits = False
-    for i in [i for i in range(1, len(parts), 2) if not (parts[i].isalpha() and parts[i][1:].islower())]:
-        tok = parts[i]
+    A letters-only token with no capital after its first letter (most words of prose) has
+    no digit, connector or inner capital, so looks_like_identifier is False for it: one
+    regex match (``_NEXT_IDENT``, in C) skips the ASCII ones and stops at the next other
+    token, which is checked here as before."""
+    pos = 0
+    cuts: list[tuple[int, int]] = []
+    match = _NEXT_IDENT.match
+    while True:
+        m = match(text, pos)
+        tok = m.group(2)
+        if tok is None:
+            break
+        pos = m.end()
+        if tok.isalpha() and tok[1:].islower():
+            continue
         if len(tok) < 3 or not any(ch.isalpha() for ch in tok):
             continue
         if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
             continue
         bag.add(tok, "identifier")
-        parts[i] = " ; "
-        hits = True
-    return "".join(parts) if hits else text
+        cuts.append((m.start(2), pos))
+    if not cuts:
+        return text
+    parts, last = [], 0
+    for start, end in cuts:
+        parts.append(text[last:start])
+        parts.append(" ; ")
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def _blank(pattern: re.Pattern[str], text: str, bag: _Bag, kind: str) -> str:
