@@ -1,18 +1,25 @@
-"""Cold CLI wall time: a fresh `memo search` process, keyword and hybrid, on the 300-abstract
-sample (issue 12.8).
+"""Cold CLI wall time: a fresh `memo search` process, keyword and hybrid (issues 12.8, 31.2).
 
-Imports the bundled sample (datasets/sample/scifact, embedded) into a temporary database,
-then times whole processes, interleaved, several runs each:
+Without ``--db``, imports the bundled sample (datasets/sample/scifact, 300 abstracts,
+embedded) into a temporary database; with ``--db PATH`` searches that database (read as it
+is: e.g. the 100k file of ``bench/scale_build.py --n 100k --vectors none``).  Then times
+whole processes, interleaved (one run of each command per round), several rounds:
 
     floor     python -c pass                         (interpreter start-up)
-    sqlite    python -c "import sqlite3"
+    sqlite    python -c "import sqlite3"             (issue 31.2's floor)
     keyword   python -m memo search Q --mode keyword --json
-    hybrid    python -m memo search Q --json         (loads the model and the vector matrix)
+    hybrid    python -m memo search Q --json         (loads the model and the vector matrix;
+                                                      --no-hybrid leaves it out)
+    keyword_before / hybrid_before                   (with --memo-path DIR: the same commands
+                                                      with another checkout's memo first on
+                                                      PYTHONPATH, e.g. an older commit)
 
-and prints medians, ratios to the floor, and for hybrid the trace's own figures: latency_ms
-(the search alone) and stage_ms model_load / matrix_load (start-up, reported apart).
+and prints medians, ratios to the floors, the keyword trace's latency_ms and arms stage
+(the search alone), and for hybrid its stage_ms model_load / matrix_load (start-up,
+reported apart).
 
     .venv/bin/python bench/cold_cli.py [--runs 7]
+    .venv/bin/python bench/cold_cli.py --db /tmp/100k.db --no-hybrid --memo-path /tmp/old --runs 9
 """
 
 from __future__ import annotations
@@ -44,43 +51,60 @@ def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--db", help="search this database instead of importing the sample into a temporary one")
+    ap.add_argument("--query", default=QUERY)
+    ap.add_argument("--no-hybrid", action="store_true", help="time keyword mode only (a database without vectors)")
+    ap.add_argument("--memo-path", help="also time the searches with this checkout's memo first on PYTHONPATH")
     args = ap.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="memo-cold-") as tmp:
         work = Path(tmp)
-        env = dict(os.environ, MEMO_DB=str(work / "memo.db"))
-        t0 = time.perf_counter()
-        wall([py, "-m", "memo", "import", str(SAMPLE), "--format", "beir", "--namespace", "scifact", "--json"],
-             env, work)
-        print(f"sample imported and embedded in {time.perf_counter() - t0:.1f} s ({SAMPLE.relative_to(ROOT)})")
-        cmds = {
-            "floor": [py, "-c", "pass"],
-            "sqlite": [py, "-c", "import sqlite3"],
-            "keyword": [py, "-m", "memo", "search", QUERY, "--mode", "keyword", "--json"],
-            "hybrid": [py, "-m", "memo", "search", QUERY, "--json"],
+        env = dict(os.environ, MEMO_DB=args.db or str(work / "memo.db"))
+        if not args.db:
+            t0 = time.perf_counter()
+            wall([py, "-m", "memo", "import", str(SAMPLE), "--format", "beir", "--namespace", "scifact", "--json"],
+                 env, work)
+            print(f"sample imported and embedded in {time.perf_counter() - t0:.1f} s ({SAMPLE.relative_to(ROOT)})")
+        here = str(ROOT)
+        envs = {"": dict(env, PYTHONPATH=os.pathsep.join([here, env.get("PYTHONPATH", "")]).rstrip(os.pathsep))}
+        if args.memo_path:
+            envs["_before"] = dict(env, PYTHONPATH=os.pathsep.join(
+                [str(Path(args.memo_path).resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        searches = {"keyword": [py, "-m", "memo", "search", args.query, "--mode", "keyword", "--json"]}
+        if not args.no_hybrid:
+            searches["hybrid"] = [py, "-m", "memo", "search", args.query, "--json"]
+        cmds: dict[str, tuple[list[str], dict[str, str]]] = {
+            "floor": ([py, "-c", "pass"], env),
+            "sqlite": ([py, "-c", "import sqlite3"], env),
+            **{name + suffix: (cmd, e) for suffix, e in envs.items() for name, cmd in searches.items()},
         }
         times: dict[str, list[float]] = {k: [] for k in cmds}
-        traces: list[dict] = []
-        wall(cmds["hybrid"], env, work)          # warm the OS page cache once (not counted)
+        traces: dict[str, list[dict]] = {k: [] for k in cmds if k not in ("floor", "sqlite")}
+        for name in traces:                     # warm the OS page cache once (not counted)
+            wall(*cmds[name], work)
+        load = [os.getloadavg()[0]]
         for _ in range(args.runs):
-            for name, cmd in cmds.items():
-                ms, out = wall(cmd, env, work)
+            for name, (cmd, e) in cmds.items():
+                ms, out = wall(cmd, e, work)
                 times[name].append(ms)
-                if name == "hybrid":
-                    traces.append(json.loads(out)["trace"])
+                if name in traces:
+                    traces[name].append(json.loads(out)["trace"])
+            load.append(os.getloadavg()[0])
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"\ncold process wall time, median of {args.runs} runs (ms), {os.cpu_count()} cores")
-    print(f"{'command':<10} {'median':>9} {'min':>9} {'max':>9} {'x floor':>9} {'- floor':>9}")
+    print(f"\ncold process wall time, median of {args.runs} interleaved runs (ms), {os.cpu_count()} cores, "
+          f"load average {min(load):.2f}-{max(load):.2f}; database {args.db or 'the sample'}")
+    print(f"{'command':<16} {'median':>9} {'min':>9} {'max':>9} {'x sqlite':>9} {'x floor':>9} "
+          f"{'latency_ms':>10} {'arms_ms':>8} {'model_ms':>8}")
     for name, v in times.items():
-        print(f"{name:<10} {med[name]:9.1f} {min(v):9.1f} {max(v):9.1f} {med[name] / med['floor']:9.2f} "
-              f"{med[name] - med['floor']:9.1f}")
-    print(f"\nratios: keyword/sqlite {med['keyword'] / med['sqlite']:.2f}, hybrid/keyword "
-          f"{med['hybrid'] / med['keyword']:.2f}")
-    lat = statistics.median(t["latency_ms"] for t in traces)
-    model = statistics.median(t["stage_ms"].get("model_load", 0.0) for t in traces)
-    matrix = statistics.median(t["stage_ms"].get("matrix_load", 0.0) for t in traces)
-    print(f"hybrid trace (median): latency_ms {lat:.1f} (the search alone), model_load {model:.1f}, "
-          f"matrix_load {matrix:.1f}; the rest of the wall time is interpreter + imports + CLI")
+        tr = traces.get(name)
+        lat = f"{statistics.median(t['latency_ms'] for t in tr):10.1f}" if tr else f"{'':>10}"
+        arms = f"{statistics.median(t['stage_ms'].get('arms', 0.0) for t in tr):8.1f}" if tr else f"{'':>8}"
+        model = (f"{statistics.median(t['stage_ms'].get('model_load', 0.0) for t in tr):8.1f}"
+                 if tr and name.startswith("hybrid") else f"{'':>8}")
+        print(f"{name:<16} {med[name]:9.1f} {min(v):9.1f} {max(v):9.1f} {med[name] / med['sqlite']:9.2f} "
+              f"{med[name] / med['floor']:9.2f} {lat} {arms} {model}")
+    if "keyword_before" in med:
+        print(f"\nkeyword after / before: {med['keyword'] / med['keyword_before']:.3f}")
 
 
 if __name__ == "__main__":

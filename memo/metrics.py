@@ -24,51 +24,98 @@ the web UI alike) calls ``observe_search``.  The values live in this process's r
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401  (re-exported for the servers)
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from typing import TYPE_CHECKING, Any
 
 from memo.types import ARM_NAMES, MODES
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 # Search latency: 1 ms .. 10 s (a keyword search is a few ms, a cold semantic one ~100 ms).
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _ARM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
-SEARCHES = Counter("memo_searches", "Searches run through the pipeline.", ["profile"])
-SEARCH_DEGRADED = Counter(
-    "memo_search_degraded",  # exported as memo_search_degraded_total
-    "Searches that ran without an arm they should have used (e.g. no embedding model), or "
-    "whose semantic arm could not see every in-scope passage (vectors pending).",
-    ["reason"],
-)
-SEARCH_EMPTY = Counter("memo_search_empty", "Searches that returned no result, by cause.", ["cause"])
-SEARCH_LATENCY = Histogram("memo_search_latency_seconds",
-                           "Search latency (trace.latency_ms: model and matrix loading excluded).",
-                           ["mode"], buckets=_LATENCY_BUCKETS)
-ARM_RUNS = Counter("memo_arm_runs", "Retrieval arm runs per search, by outcome.", ["arm", "outcome"])
-ARM_LATENCY = Histogram("memo_arm_latency_seconds", "Latency of the arms that ran.", ["arm"],
-                        buckets=_ARM_BUCKETS)
-VECTORS_PENDING = Gauge("memo_vectors_pending", "Live passages without a vector for the model "
-                        "(memo backfill embeds them).", ["model"])
-
 DEGRADED_REASONS = ("arm_unavailable", "vectors_pending")
 ARM_OUTCOMES = ("ran", "skipped", "degraded")
 
-# Every known series starts at zero, so a scrape (and ``memo stats --json``) lists them all
-# before the first search, and rate() sees the first increment.
-for _reason in DEGRADED_REASONS:
-    SEARCH_DEGRADED.labels(reason=_reason)
-for _mode in MODES:
-    SEARCH_LATENCY.labels(mode=_mode)
-for _arm in ARM_NAMES:
-    ARM_LATENCY.labels(arm=_arm)
-    for _outcome in ARM_OUTCOMES:
-        ARM_RUNS.labels(arm=_arm, outcome=_outcome)
-
 _FAMILIES = ("memo_searches", "memo_search_degraded", "memo_search_empty", "memo_search_latency_seconds",
              "memo_arm_runs", "memo_arm_latency_seconds", "memo_vectors_pending")
+
+# prometheus_client (with the http.server, email and wsgiref it imports) is loaded on first
+# need: a scrape, a snapshot, an attribute below (``metrics.SEARCHES``...), or
+# ``_PENDING_MAX`` searches.  Until then a search's observation waits in ``_PENDING`` and is
+# replayed, in order, into the metrics when they are made, so every figure is what it would
+# have been; a one-shot ``memo search`` process never pays the import (issue 31.2).
+_METRICS = ("SEARCHES", "SEARCH_DEGRADED", "SEARCH_EMPTY", "SEARCH_LATENCY", "ARM_RUNS", "ARM_LATENCY",
+            "VECTORS_PENDING", "CONTENT_TYPE", "REGISTRY")
+SEARCHES: Any          # declared for type checkers; made by _load
+SEARCH_DEGRADED: Any
+SEARCH_EMPTY: Any
+SEARCH_LATENCY: Any
+ARM_RUNS: Any
+ARM_LATENCY: Any
+VECTORS_PENDING: Any
+CONTENT_TYPE: str
+REGISTRY: CollectorRegistry
+_PENDING: list[dict[str, Any]] = []
+_PENDING_MAX = 256
+_LOADED = False
+_LOAD_LOCK = threading.RLock()
+
+
+def __getattr__(name: str) -> Any:
+    # Load-time deferral (see _load), not a cycle: prometheus_client imports nothing of memo's.
+    if name in _METRICS:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module 'memo.metrics' has no attribute {name!r}")
+
+
+def _load() -> None:
+    """Make the metrics (once), then replay the observations that waited."""
+    global _LOADED, SEARCHES, SEARCH_DEGRADED, SEARCH_EMPTY, SEARCH_LATENCY, ARM_RUNS, ARM_LATENCY
+    global VECTORS_PENDING, CONTENT_TYPE, REGISTRY
+    if _LOADED:
+        return
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram
+        from prometheus_client import REGISTRY as _REGISTRY
+
+        CONTENT_TYPE, REGISTRY = CONTENT_TYPE_LATEST, _REGISTRY   # re-exported for the servers
+        SEARCHES = Counter("memo_searches", "Searches run through the pipeline.", ["profile"])
+        SEARCH_DEGRADED = Counter(
+            "memo_search_degraded",  # exported as memo_search_degraded_total
+            "Searches that ran without an arm they should have used (e.g. no embedding model), or "
+            "whose semantic arm could not see every in-scope passage (vectors pending).",
+            ["reason"],
+        )
+        SEARCH_EMPTY = Counter("memo_search_empty", "Searches that returned no result, by cause.", ["cause"])
+        SEARCH_LATENCY = Histogram("memo_search_latency_seconds",
+                                   "Search latency (trace.latency_ms: model and matrix loading excluded).",
+                                   ["mode"], buckets=_LATENCY_BUCKETS)
+        ARM_RUNS = Counter("memo_arm_runs", "Retrieval arm runs per search, by outcome.", ["arm", "outcome"])
+        ARM_LATENCY = Histogram("memo_arm_latency_seconds", "Latency of the arms that ran.", ["arm"],
+                                buckets=_ARM_BUCKETS)
+        VECTORS_PENDING = Gauge("memo_vectors_pending", "Live passages without a vector for the model "
+                                "(memo backfill embeds them).", ["model"])
+        # Every known series starts at zero, so a scrape (and ``memo stats --json``) lists them
+        # all before the first search, and rate() sees the first increment.
+        for reason in DEGRADED_REASONS:
+            SEARCH_DEGRADED.labels(reason=reason)
+        for mode in MODES:
+            SEARCH_LATENCY.labels(mode=mode)
+        for arm in ARM_NAMES:
+            ARM_LATENCY.labels(arm=arm)
+            for outcome in ARM_OUTCOMES:
+                ARM_RUNS.labels(arm=arm, outcome=outcome)
+        for waiting in _PENDING:
+            _observe(**waiting)
+        _PENDING.clear()
+        _LOADED = True
 
 
 # Labelled children, resolved once: ``Metric.labels`` validates and locks on every call, and
@@ -89,24 +136,37 @@ def observe_search(*, profile: str, mode: str, latency_ms: float, arms: Iterable
     """Count one search.  ``arms``: the pipeline's ArmRun values (name, ran, degraded,
     latency_ms); ``degraded``: the ``memo_search_degraded_total`` reasons this search
     counts (once each)."""
+    seen = {"profile": profile, "mode": mode, "latency_ms": latency_ms, "degraded": tuple(degraded),
+            "empty_cause": empty_cause,
+            "arms": tuple((a.name, a.ran, bool(getattr(a, "degraded", False)), a.latency_ms) for a in arms)}
+    if not _LOADED:
+        with _LOAD_LOCK:
+            if not _LOADED and len(_PENDING) < _PENDING_MAX:
+                _PENDING.append(seen)
+                return
+        _load()
+    _observe(**seen)
+
+
+def _observe(*, profile: str, mode: str, latency_ms: float, arms: tuple[tuple[str, bool, bool, float], ...],
+             degraded: tuple[str, ...], empty_cause: str | None) -> None:
     _child(SEARCHES, profile).inc()
     _child(SEARCH_LATENCY, mode).observe(max(0.0, latency_ms) / 1000.0)
     for reason in dict.fromkeys(degraded):
         _child(SEARCH_DEGRADED, reason).inc()
-    for arm in arms:
-        name = arm.name
-        if arm.ran:
+    for name, ran, was_degraded, arm_ms in arms:
+        if ran:
             _child(ARM_RUNS, name, "ran").inc()
-            _child(ARM_LATENCY, name).observe(max(0.0, arm.latency_ms) / 1000.0)
+            _child(ARM_LATENCY, name).observe(max(0.0, arm_ms) / 1000.0)
         else:
-            outcome = "degraded" if getattr(arm, "degraded", False) else "skipped"
-            _child(ARM_RUNS, name, outcome).inc()
+            _child(ARM_RUNS, name, "degraded" if was_degraded else "skipped").inc()
     if empty_cause is not None:
         _child(SEARCH_EMPTY, empty_cause).inc()
 
 
 def set_pending(pending: Mapping[str, int]) -> None:
     """``memo_vectors_pending`` from a stats report's ``pending_vectors`` (model -> count)."""
+    _load()
     for model, count in pending.items():
         VECTORS_PENDING.labels(model=model).set(count)
 
@@ -118,17 +178,21 @@ def stats_metrics(pending: Mapping[str, int]) -> dict[str, Any]:
     return snapshot()
 
 
-def exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
+def exposition(registry: CollectorRegistry | None = None) -> bytes:
     """The Prometheus text exposition of every metric in the process (``/metrics``)."""
-    return generate_latest(registry)
+    _load()
+    from prometheus_client import generate_latest
+
+    return generate_latest(REGISTRY if registry is None else registry)
 
 
-def snapshot(registry: CollectorRegistry = REGISTRY) -> dict[str, Any]:
+def snapshot(registry: CollectorRegistry | None = None) -> dict[str, Any]:
     """memo's metrics as JSON (``memo stats --json``, ``memory_stats``), by exported name:
     counters and gauges ``[{"labels": {...}, "value": x}]``; histograms
     ``[{"labels": {...}, "count": n, "sum": seconds, "buckets": {"<le>": cumulative count}}]``."""
+    _load()
     out: dict[str, list[dict[str, Any]]] = {}
-    for family in registry.collect():
+    for family in (REGISTRY if registry is None else registry).collect():
         if family.name not in _FAMILIES:
             continue
         if family.type == "histogram":

@@ -22,16 +22,18 @@ Nothing else may come out (issue 9):
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
+import importlib
 import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePath
-from typing import Annotated, Any, TypeVar, get_args, get_origin
+from typing import Annotated, Any, ClassVar, TypeVar, get_args, get_origin
 
 import typer
 from typer._click.exceptions import ClickException, UsageError
@@ -212,6 +214,12 @@ def handle_errors(func: F) -> F:
 
 
 # --- the root command -----------------------------------------------------------------------
+def memo_typer(**settings: Any) -> typer.Typer:
+    """A typer app with memo's settings: the root, and the app each command module registers
+    its commands on when the root loads it (``MemoGroup.get_command``)."""
+    return typer.Typer(add_completion=False, pretty_exceptions_enable=False, **settings)
+
+
 def wants_json(argv: Sequence[str]) -> bool:
     """``--json`` given as an option (before a ``--`` that ends the options)."""
     for arg in argv:
@@ -296,10 +304,52 @@ def _bare(annotation: Any) -> Any:
     return annotation
 
 
+try:    # typer >= 0.2x coerces values with pydantic (typer._coercion); older typer does not
+    from typer._coercion import RuntimeParam as _RuntimeParam
+    from typer._coercion import build_runtime_param as _build_runtime_param
+except ImportError:  # pragma: no cover - another typer: its own coercion, nothing to defer
+    _RuntimeParam = None  # type: ignore[assignment,misc]
+
+
+if _RuntimeParam is not None:
+    @dataclasses.dataclass(frozen=True)
+    class _TextFirst(_RuntimeParam):  # type: ignore[misc,valid-type]
+        """typer's coercion of a parameter, its pydantic ``TypeAdapter`` built only when needed.
+        typer builds one for every parameter of the command, given or not: a cold ``memo
+        search`` paid ~80 ms importing pydantic to turn the strings argv holds into the same
+        strings (issue 31.2).  A parameter left out (None) never reaches here (typer's
+        ``RuntimeParam.coerce``); an exact ``str`` for a ``str`` parameter is returned as the
+        adapter returns it (the same object; a new list of them for ``list[str]``); any other
+        value goes to typer's own coercion, built then (same result, same error messages)."""
+
+        descriptor: Any = None
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.annotation is str and type(value) is str:
+                return value
+            if (self.annotation == list[str] and isinstance(value, (list, tuple))
+                    and all(type(v) is str for v in value)):
+                return list(value)
+            real = _build_runtime_param(self.descriptor)
+            param._runtime_param = real
+            return real._coerce_value(value, param=param, ctx=ctx)
+
+
+def _text_first(param: Any) -> None:
+    """Install ``_TextFirst`` on a typer parameter that typer has not coerced yet."""
+    desc = getattr(param, "type_descriptor", None)
+    if _RuntimeParam is None or desc is None or getattr(param, "_runtime_param", False) is not None:
+        return
+    text = desc.parameter_info.parser is None and desc.file_annotation is None
+    param._runtime_param = _TextFirst(parameter_info=desc.parameter_info,
+                                      annotation=desc.annotation if text else None, descriptor=desc)
+
+
 def plain_metavars(cmd: Any) -> None:
     """Give every parameter of ``cmd`` (and of its sub-commands) a plain metavar, unless it
-    has one of its own."""
+    has one of its own; text parameters coerce without pydantic (``_TextFirst``)."""
     for param in getattr(cmd, "params", ()):
+        _text_first(param)
         if param.metavar is None:
             param.metavar = _metavar(param)
         if _says_itself(param) and hasattr(param, "display_type_rich"):
@@ -314,6 +364,7 @@ def plain_metavars(cmd: Any) -> None:
             opt = made(ctx)
             if opt is not None:
                 opt.display_type_rich = lambda ctx: None
+                _text_first(opt)
             return opt
 
         cmd.get_help_option, cmd._memo_plain_help = help_option, True
@@ -323,7 +374,17 @@ def plain_metavars(cmd: Any) -> None:
 
 class MemoGroup(TyperGroup):
     """The ``memo`` group: usage errors become a JSON error document under ``--json``,
-    stdout carries nothing but that document, and no exception escapes as a traceback."""
+    stdout carries nothing but that document, and no exception escapes as a traceback.
+
+    Its commands are loaded on demand: ``command_modules`` maps a command name to the module
+    of memo.cli whose ``register(app)`` defines it (memo/cli/__init__.py); the module is
+    imported when the command is asked for, and every command it registers joins the group."""
+
+    command_modules: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -361,9 +422,28 @@ class MemoGroup(TyperGroup):
             return err.exit_code
 
     def list_commands(self, ctx: Any) -> list[str]:
-        """Registration order, the plugin slots last (where typer lists command groups)."""
-        names = super().list_commands(ctx)
+        """``command_modules``' order, then registration order, the plugin slots last."""
+        names = list(dict.fromkeys([*self.command_modules, *super().list_commands(ctx)]))
         return [n for n in names if n not in plugins.SLOTS] + [n for n in names if n in plugins.SLOTS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands:
+            module = self.command_modules.get(cmd_name)
+            # A name no module defines (a typo) loads them all: typer's "Did you mean" picks
+            # from the commands the group holds.
+            for name in (module,) if module is not None else dict.fromkeys(self.command_modules.values()):
+                self._load(name)
+        return super().get_command(ctx, cmd_name)
+
+    def _load(self, module: str) -> None:
+        """Import ``memo.cli.<module>`` and add the commands its ``register`` defines (once)."""
+        if module in self._loaded:
+            return
+        self._loaded.add(module)
+        sub = memo_typer()
+        importlib.import_module(f"memo.cli.{module}").register(sub)
+        for name, cmd in typer.main.get_group(sub).commands.items():
+            self.commands.setdefault(name, cmd)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         """As typer resolves it, except a plugin slot (``memo eval``): the installed plugin's

@@ -17,13 +17,28 @@ vector arithmetic as the in-memory index.  Scope: the few excluded pks are dropp
 (``scope_stats.excluded``); with many, candidates are checked against the scope in SQL
 best first, a chunk at a time, until ``fetch_depth`` are in scope: never a scan of every
 passage.
+
+A cold process's first search ranks without numpy (``_PyRank``): importing numpy is ~60 ms,
+most of what a one-shot ``memo search --mode keyword`` would spend (issue 31.2).  The same
+doubles from the same operations in the same order (Python floats are IEEE doubles), and
+MaxScore's pruning so a common word's postings are only looked up for the candidates the
+rarer words give: phrases are taken rarest first, and once the m-th best partial score
+exceeds the summed bounds (``idf * (k1 + 1)``) of the phrases not taken yet, no passage
+outside the candidates can enter the first m; the candidates' scores are then summed
+phrase by phrase in query order, as FTS5 and ``bincount`` do.  When the candidates would
+need more than ``PY_MAX_POSTINGS`` postings, numpy ranks instead.  Later searches in the
+process, and every search of a process that already holds numpy, use numpy and the caches.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import sqlite3
+import sys
 import threading
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,6 +61,12 @@ _CACHE: dict[tuple[str, int, str], _Entry] = {}
 _CACHE_MAX = 4096
 _LOCK = threading.Lock()
 SCOPE_CHUNK = 4     # best-first scope checks take fetch_depth x this many candidates at a time
+# Which ranking a search uses: "auto" (Python for a process's first search when numpy is not
+# loaded, numpy otherwise), or "python" / "numpy" (the tests check both against FTS5).
+RANKER = "auto"
+PY_MAX_POSTINGS = 60_000   # "auto": numpy ranks once the Python ranking has visited more postings
+_BOUND_MARGIN = 1.0 + 1e-9   # a phrase's bound, widened past any rounding of its terms
+_searched = False          # this process ran a postings search already
 
 
 def usable(conn: sqlite3.Connection) -> kw_postings.Meta | None:
@@ -114,14 +135,15 @@ def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -
     for stem in stems:
         entry = postings(conn, path, meta, stem)
         pks, tf, sec, dl = entry.arrays
-        n_hit = len(pks)
-        if not n_hit:
-            continue
-        idf = math.log((float(meta.rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
-        if idf <= 0.0:
-            idf = 1e-6
-        out.append(_Term(pks, tf, sec, dl, idf, entry))
+        if len(pks):
+            out.append(_Term(pks, tf, sec, dl, _idf(meta, len(pks)), entry))
     return out
+
+
+def _idf(meta: kw_postings.Meta, n_hit: int) -> float:
+    """FTS5's idf of a phrase ``n_hit`` rows hold (fts5_aux.c: floored at 1e-6)."""
+    idf = math.log((float(meta.rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
+    return 1e-6 if idf <= 0.0 else idf
 
 
 def _contrib(t: _Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl: float, section_weight: float
@@ -194,17 +216,17 @@ def _in_scope(conn: sqlite3.Connection, scope_sql: ScopeSQL, pks: list[int]) -> 
 
 
 def _scoped_prefix(conn: sqlite3.Connection, scope_sql: ScopeSQL, excluded: frozenset[int] | None,
-                   order: np.ndarray, k: int) -> list[int]:
+                   order: list[int], k: int) -> list[int]:
     """The first ``k`` pks of ``order`` in the scope: the listed exclusions dropped, or the
     scope checked in SQL a chunk at a time, best first."""
     if excluded is not None:
-        out = [p for p in order[:k + len(excluded)].tolist() if p not in excluded] if excluded else order[:k].tolist()
+        out = [p for p in order[:k + len(excluded)] if p not in excluded] if excluded else order[:k]
         return out[:k]
     chosen: list[int] = []
     step = k * SCOPE_CHUNK
     done = 0
     while len(chosen) < k and done < len(order):
-        chunk = order[done:done + step].tolist()
+        chunk = order[done:done + step]
         allowed = _in_scope(conn, scope_sql, chunk)
         chosen += [p for p in chunk if p in allowed]
         done += len(chunk)
@@ -225,22 +247,202 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     stems = stems_of(conn, tuple(words))
     if stems is None:
         return None
-    terms = _terms(conn, meta, stems)
-    avgdl = _avgdl(meta)
+    global _searched
+    python = RANKER == "python" or (RANKER == "auto" and not _searched and "numpy" not in sys.modules)
+    _searched = True
+    rank: _PyRank | _NumpyRank = (
+        _PyRank.of(conn, meta, stems, section_weight, None if RANKER == "python" else PY_MAX_POSTINGS) if python
+        else _NumpyRank(_dense(_terms(conn, meta, stems), meta, _avgdl(meta), section_weight)))
+
+    def order_of(m: int) -> list[int]:
+        nonlocal rank
+        got = rank.order(m)
+        if got is None:       # the Python ranking would visit too many postings: numpy ranks
+            dense = _NumpyRank(_dense(_terms(conn, meta, stems), meta, _avgdl(meta), section_weight))
+            rank, got = dense, dense.order(m)
+        return got
+
     excluded = scope_stats(conn, scope_sql).excluded
-    score = _dense(terms, meta, avgdl, section_weight)
     if excluded is not None:
-        order = _ordered(score, fetch_depth + len(excluded))
+        order = order_of(fetch_depth + len(excluded))
         chosen = _scoped_prefix(conn, scope_sql, excluded, order, fetch_depth)
     else:   # a growing prefix of the order, so a scope that keeps most rows sorts few
         m = fetch_depth * SCOPE_CHUNK
         while True:
-            order = _ordered(score, m)
+            order = order_of(m)
             chosen = _scoped_prefix(conn, scope_sql, None, order, fetch_depth)
             if len(chosen) >= fetch_depth or len(order) < m:
                 break
             m *= 4
-    best = [(p, float(score[p])) for p in chosen]
+    best = [(p, rank.score(p)) for p in chosen]
     STATS["postings"] += 1
     STATS["impact"] += 1
     return [ArmHit(pk=pk, rank=i, raw=s) for i, (pk, s) in enumerate(best, 1)]
+
+
+class _NumpyRank:
+    """The order and scores from the dense score array (``_dense``)."""
+
+    def __init__(self, score: np.ndarray) -> None:
+        self._score = score
+
+    def order(self, m: int) -> list[int]:
+        return _ordered(self._score, m).tolist()
+
+    def score(self, pk: int) -> float:
+        return float(self._score[pk])
+
+
+@dataclass(frozen=True, slots=True)
+class _PyPhrase:
+    pks: Sequence[int]    # ascending
+    tf: Sequence[int]
+    sec: Sequence[int]
+    dl: Sequence[int]
+    idf: float
+
+
+def _py_postings(conn: sqlite3.Connection, term: str) -> tuple[Sequence[int], ...]:
+    """``term``'s postings at ``conn``'s snapshot (pks ascending, tf, sec, dl), without numpy:
+    the base row's arrays, the delta applied as ``kw_postings.apply_delta`` does (in write
+    order, the last row of a pk wins, tf 0 removes it)."""
+    row = kw_postings.base_row(conn, term)
+    pks, tf, sec, dl = kw_postings.unpack(*row) if row is not None else ((), (), (), ())
+    delta = kw_postings.delta_rows(conn, term)
+    if not delta:
+        return pks, tf, sec, dl
+    last = {pk: (t, s, d) for pk, t, s, d in delta}
+    held = {p: (t, s, d) for p, t, s, d in zip(pks, tf, sec, dl, strict=True) if p not in last}
+    held.update((p, v) for p, v in last.items() if v[0])
+    keys = sorted(held)
+    return keys, [held[p][0] for p in keys], [held[p][1] for p in keys], [held[p][2] for p in keys]
+
+
+def _py_term(tf: int, sec: int, dl: int, idf: float, avgdl: float, section_weight: float) -> float:
+    """One posting's bm25 term: ``_contrib`` (and ``impact.weighted_freqs_of``) for one
+    posting, the same operations in the same order."""
+    if section_weight == 1.0:
+        f = float(tf)
+    else:
+        f = float(tf - sec)        # 1.0 per occurrence in text, then the section's one at a time
+        for _ in range(sec):
+            f += section_weight
+    return ((f * (K1 + 1.0)) / (K1 * ((1 - B) + (B * dl) / avgdl) + f)) * idf
+
+
+class _PyRank:
+    """The first ``m`` of the order (score desc, pk asc), ties included, ranked in Python with
+    MaxScore's pruning (module docstring); ``order`` says None when that would visit more
+    than ``cap`` postings."""
+
+    def __init__(self, phrases: list[_PyPhrase], avgdl: float, section_weight: float, cap: int | None) -> None:
+        self._phrases, self._avgdl, self._weight, self._cap = phrases, avgdl, section_weight, cap
+        self._m = -1
+        self._scores: dict[int, float] = {}
+        self._visited = 0     # postings visited by every ranking of this search (the cap's count)
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str], section_weight: float,
+           cap: int | None) -> _PyRank | None:
+        read: dict[str, tuple[Sequence[int], ...]] = {}
+        phrases = []
+        for stem in stems:
+            post = read.get(stem)
+            if post is None:
+                post = read[stem] = _py_postings(conn, stem)
+            if len(post[0]):
+                phrases.append(_PyPhrase(*post, idf=_idf(meta, len(post[0]))))
+        return cls(phrases, _avgdl(meta), section_weight, cap)
+
+    def order(self, m: int) -> list[int] | None:
+        """The first ``m`` pks of the order (more at a tie); None past the cap."""
+        if m > self._m and not self._rank(m):
+            return None
+        return _py_ordered(self._scores, m)
+
+    def score(self, pk: int) -> float:
+        return self._scores[pk]
+
+    def _rank(self, m: int) -> bool:
+        """Exact scores of a set of pks that holds every pk of the first ``m`` of the order
+        (and all of its ties); False when that needs more than ``cap`` postings.
+
+        Phrases are visited rarest first into ``partial`` (each pk's terms so far: a lower
+        bound of its score) until the m-th best partial exceeds ``rest``, the summed bounds
+        of the phrases left: a pk outside ``partial`` scores at most ``rest``.  A candidate
+        whose partial plus ``rest`` stays below the m-th best partial cannot reach the m-th
+        either; the others get their left phrases' terms looked up (binary search) and their
+        score summed in query order."""
+        phrases, weight = self._phrases, self._weight
+        bounds = [p.idf * (K1 + 1.0) * _BOUND_MARGIN for p in phrases]   # a term < idf (k1 + 1)
+        todo = sorted(range(len(phrases)), key=lambda i: (-bounds[i], i))   # rarest first
+        terms: list[dict[int, float] | None] = [None] * len(phrases)
+        partial: dict[int, float] = {}
+        mth = 0.0
+        while todo:
+            rest = math.fsum(bounds[i] for i in todo) * _BOUND_MARGIN
+            if len(partial) >= m:
+                mth = heapq.nlargest(m, partial.values())[-1]
+                if mth > rest:
+                    break     # no pk outside ``partial`` can reach the m-th
+            i = todo.pop(0)
+            self._visited += len(phrases[i].pks)
+            if self._cap is not None and self._visited > self._cap:
+                return False
+            got = terms[i] = self._terms_of(phrases[i], weight)
+            if not partial:
+                partial = dict(got)
+            else:
+                get = partial.get
+                for p, c in got.items():
+                    partial[p] = get(p, 0.0) + c
+        rest = math.fsum(bounds[i] for i in todo) * _BOUND_MARGIN
+        if len(partial) >= m:
+            mth = heapq.nlargest(m, partial.values())[-1]
+            low = mth * (1.0 - 1e-9)
+            cand = [p for p, v in partial.items() if (v + rest) * _BOUND_MARGIN >= low]
+        else:
+            cand = list(partial)
+        for i in todo:        # the common phrases: looked up for the candidates left only
+            ph, got = phrases[i], {}
+            n = len(ph.pks)
+            self._visited += len(cand)
+            if self._cap is not None and self._visited > self._cap:
+                return False
+            for p in cand:
+                j = bisect_left(ph.pks, p)
+                if j < n and ph.pks[j] == p:
+                    got[p] = _py_term(ph.tf[j], ph.sec[j], ph.dl[j], ph.idf, self._avgdl, weight)
+            terms[i] = got
+        held = [t for t in terms if t is not None]
+        scores = {}
+        for p in cand:        # phrase by phrase in query order from 0.0, as FTS5 sums them
+            total = 0.0
+            for got in held:
+                c = got.get(p)
+                if c is not None:
+                    total += c
+            scores[p] = total
+        self._m, self._scores = m, scores
+        return True
+
+    def _terms_of(self, ph: _PyPhrase, section_weight: float) -> dict[int, float]:
+        """Every posting's term of one phrase: ``_py_term``, inlined for the common weight 1.0
+        with ``K1 * ((1 - B) + (B * dl) / avgdl)`` computed once per row length."""
+        if section_weight != 1.0:
+            return {p: _py_term(t, s, d, ph.idf, self._avgdl, section_weight)
+                    for p, t, s, d in zip(ph.pks, ph.tf, ph.sec, ph.dl, strict=True)}
+        avgdl, idf, k1p = self._avgdl, ph.idf, K1 + 1.0
+        norm = {d: K1 * ((1 - B) + (B * d) / avgdl) for d in set(ph.dl)}
+        # f = float(tf): int * float and float + int convert tf exactly, as float(tf) does
+        return {p: ((t * k1p) / (norm[d] + t)) * idf for p, t, d in zip(ph.pks, ph.tf, ph.dl, strict=True)}
+
+
+def _py_ordered(scores: dict[int, float], m: int) -> list[int]:
+    """``_ordered`` over a dict of scores."""
+    cand = [(s, p) for p, s in scores.items() if s > 0.0]
+    if len(cand) > m:
+        kth = heapq.nlargest(m, (s for s, _ in cand))[-1]
+        cand = [(s, p) for s, p in cand if s >= kth]
+    cand.sort(key=lambda sp: (-sp[0], sp[1]))
+    return [p for _, p in cand]

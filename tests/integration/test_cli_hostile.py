@@ -45,7 +45,12 @@ EXIT_CODES = set(range(0, 9)) | {9, 10, 12}   # 9, 10: `memo doctor` verdicts; 1
 
 
 def _subcommands(cmd: Any) -> dict[str, Any]:
-    subs = dict(getattr(cmd, "commands", None) or {})
+    # list_commands / get_command, as `memo --help` lists them: the root loads its command
+    # modules on demand (memo/cli/__init__.py), so its `commands` starts nearly empty.
+    if not hasattr(cmd, "list_commands"):
+        return {}
+    ctx = cmd.make_context(cmd.name or "memo", [], resilient_parsing=True)
+    subs = {name: cmd.get_command(ctx, name) for name in cmd.list_commands(ctx)}
     if cmd is ROOT:
         # `memo eval` is the harness's group (memo-kb-eval), mounted when the command line names
         # it (memo/cli/plugins.py): drive its commands as `memo eval ...` resolves them.

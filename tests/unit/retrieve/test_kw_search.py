@@ -1,7 +1,9 @@
 """The keyword arm over the persistent postings (memo.retrieve.kw_search, issue 31.1):
 it ranks as FTS5 does on larger corpora with common and rare words; a fresh connection uses the postings from its
 first search and right after a write; postings that disagree with FTS5's counts are not
-used; a merge changes no score; the default scope's counts come without a scan."""
+used; a merge changes no score; the default scope's counts come without a scan.  Both
+rankings (numpy's, and the Python one with MaxScore's pruning a cold process's first search
+uses) give FTS5's scores and order."""
 
 from __future__ import annotations
 
@@ -52,7 +54,16 @@ def _db(tmp_path, n: int, seed: int = 7):
     return conn
 
 
-def _hits(conn, query: str, keyword: str, depth: int, weight: float = 1.0, scope: Scope | None = None):
+def _hits(conn, query: str, keyword: str, depth: int, weight: float = 1.0, scope: Scope | None = None,
+          ranker: str = "auto"):
+    saved, kw_search.RANKER = kw_search.RANKER, ranker
+    try:
+        return _arm_hits(conn, query, keyword, depth, weight, scope)
+    finally:
+        kw_search.RANKER = saved
+
+
+def _arm_hits(conn, query: str, keyword: str, depth: int, weight: float, scope: Scope | None):
     prof = load_profile("rrf").with_overrides({"index.keyword": keyword, "index.impact_min_passages": 0,
                                                "retrieve.keyword_section_weight": weight})
     with read_tx(conn):
@@ -67,10 +78,11 @@ def test_ranks_as_fts5_on_a_larger_corpus(tmp_path) -> None:
         for query in ("gene w1 w2", "binding cells w5", "gene binding protein w7 w8 w9", "protein w11", "w13 gene"):
             for weight in (1.0, 2.0, 0.1):
                 for scope in (Scope(), Scope(namespaces=("a",))):
-                    before = impact.STATS["postings"]
-                    fast = _hits(conn, query, "impact", 5, weight, scope)
-                    assert impact.STATS["postings"] == before + 1, (query, weight, scope)
-                    assert fast == _hits(conn, query, "fts5", 5, weight, scope)
+                    for ranker in ("numpy", "python"):
+                        before = impact.STATS["postings"]
+                        fast = _hits(conn, query, "impact", 5, weight, scope, ranker)
+                        assert impact.STATS["postings"] == before + 1, (query, weight, scope)
+                        assert fast == _hits(conn, query, "fts5", 5, weight, scope), ranker
     finally:
         conn.close()
 
@@ -170,8 +182,8 @@ doc_st = st.tuples(st.lists(st.sampled_from(COMMON + RARE[:12] + ("filler",)), m
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), n=st.integers(60, 250), more=st.lists(doc_st, max_size=6),
        query=st.lists(st.sampled_from(COMMON + RARE[:12]), min_size=1, max_size=5), depth=st.integers(1, 15),
-       weight=st.sampled_from((1.0, 0.1, 1.3, 3.7)))
-def test_ranks_as_fts5_property(tmp_path_factory, seed, n, more, query, depth, weight) -> None:
+       weight=st.sampled_from((1.0, 0.1, 1.3, 3.7)), ranker=st.sampled_from(("numpy", "python")))
+def test_ranks_as_fts5_property(tmp_path_factory, seed, n, more, query, depth, weight, ranker) -> None:
     tmp = tmp_path_factory.mktemp("ms")
     conn = _db(tmp, n, seed)
     try:
@@ -180,7 +192,7 @@ def test_ranks_as_fts5_property(tmp_path_factory, seed, n, more, query, depth, w
                 insert_record(conn, RecordDraft(body=f"more {i}", id=f"m{i}"),
                               (PassageDraft(text=" ".join(text), section=section),))
         q = " ".join(query)
-        fast = _hits(conn, q, "impact", depth, weight)
+        fast = _hits(conn, q, "impact", depth, weight, ranker=ranker)
         slow = _hits(conn, q, "fts5", depth, weight)
         assert [s for _, s in fast] == [s for _, s in slow]
         last = fast[-1][1] if fast else None
@@ -194,3 +206,25 @@ def test_ranks_as_fts5_property(tmp_path_factory, seed, n, more, query, depth, w
 def test_tables_absent_means_no_postings() -> None:
     conn = sqlite3.connect(":memory:")
     assert kw_postings.read_meta(conn) is None
+
+
+def test_the_python_ranking_prunes_and_gives_numpys_scores(tmp_path) -> None:
+    """Common words' postings are looked up for the rare words' candidates only, the scores
+    the same doubles as numpy's (and FTS5's), ties in pk order, at every depth."""
+    conn = _db(tmp_path, 400)
+    try:
+        with read_tx(conn):
+            meta = kw_search.usable(conn)
+            stems = kw_search.stems_of(conn, ("w1", "gene", "cells", "w2"))
+            for m in (1, 3, 10, 40, 400):
+                rank = kw_search._PyRank.of(conn, meta, stems, 1.0, None)
+                order = rank.order(m)
+                dense = kw_search._NumpyRank(kw_search.scores(conn, meta, stems, 1.0))
+                assert order == dense.order(m), m
+                assert [rank.score(p) for p in order] == [dense.score(p) for p in order]
+                if m <= 10:       # the common words' postings were not all visited
+                    assert rank._visited < sum(len(kw_postings.term_postings(conn, s)) for s in stems), m
+            capped = kw_search._PyRank.of(conn, meta, stems, 1.0, 5)
+            assert capped.order(10) is None       # past its cap: numpy ranks instead
+    finally:
+        conn.close()

@@ -1,0 +1,49 @@
+"""memo.metrics loads prometheus_client on first need (issue 31.2): searches observed
+before that are replayed, in order, when the metrics are made, so every figure is what it
+would have been; a process that only searches (``memo search``) never imports it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SCRIPT = """
+import json, sys
+from types import SimpleNamespace as Arm
+from memo import metrics
+arms = [Arm(name="keyword", ran=True, degraded=False, latency_ms=2.0),
+        Arm(name="semantic", ran=False, degraded=True, latency_ms=0.0)]
+for i in range(int(sys.argv[1])):
+    metrics.observe_search(profile="zscore", mode="keyword", latency_ms=3.0 + i, arms=arms,
+                           degraded=["arm_unavailable", "arm_unavailable"], empty_cause=None if i else "no_match")
+loaded = "prometheus_client" in sys.modules
+snap = metrics.snapshot()
+print(json.dumps({"loaded_before": loaded, "snap": snap}))
+"""
+
+
+def _run(n: int) -> dict:
+    res = subprocess.run([sys.executable, "-c", SCRIPT, str(n)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _value(snap: dict, name: str, **labels: str) -> float:
+    return next(s["value"] for s in snap[name] if s["labels"] == labels)
+
+
+def test_observations_wait_for_the_metrics_and_count_once_made() -> None:
+    for n, loaded in ((3, False), (300, True)):      # past _PENDING_MAX (256) the metrics are made
+        out = _run(n)
+        assert out["loaded_before"] is loaded
+        snap = out["snap"]
+        assert _value(snap, "memo_searches_total", profile="zscore") == n
+        assert _value(snap, "memo_search_degraded_total", reason="arm_unavailable") == n   # once per search
+        assert _value(snap, "memo_search_empty_total", cause="no_match") == 1
+        assert _value(snap, "memo_arm_runs_total", arm="keyword", outcome="ran") == n
+        assert _value(snap, "memo_arm_runs_total", arm="semantic", outcome="degraded") == n
+        latency = next(s for s in snap["memo_search_latency_seconds"] if s["labels"] == {"mode": "keyword"})
+        assert latency["count"] == n
+        assert abs(latency["sum"] - sum(3.0 + i for i in range(n)) / 1000.0) < 1e-9
+        assert _value(snap, "memo_arm_runs_total", arm="graph", outcome="skipped") == 0   # known series at zero
