@@ -6,9 +6,13 @@ and unit rankings, arm coverage, factor coverage) and turn them into Arrow colum
 on one of the two cores the workers search on.  Now the worker that searched a chunk of
 queries does that work once for its chunk (``PartBuilder``): it takes each response's
 results column by column (no list per result), grades them, keeps each query's unit
-ranking and the few numbers the coverage tables need, and hands over the rows as one Arrow
-table (pickled as its buffers).  The parent only concatenates the parts of a
-run in query order (``merge``), scores the rankings and writes the table.
+ranking, its trec_eval metrics and the few numbers the coverage tables need, and hands over
+the rows as one Arrow table (pickled as its buffers).  The parent only concatenates the
+parts of a run in query order (``merge``) and writes the table.  Scoring in the workers
+matters because a grid's runs all end with its last task: scored in the parent, one after
+another, they kept it busy after the workers had finished.  trec_eval's measures used here
+(ndcg_cut, recall, recip_rank) are per query, so a part's queries score the same alone as
+among the whole run's.
 
 The figures are the same as the row walk's, bit for bit (tests/unit/eval/test_partials.py):
 each part keeps its values in row order and ``merge`` adds them up in query order, as the walk over all the rows did.
@@ -24,6 +28,7 @@ import pyarrow as pa
 
 from memo.retrieve.result_table import ResultTable
 from memo.types import ARM_NAMES
+from memo_eval.metrics import per_query
 from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, RESULTS_SCHEMA
 
 TOP = 10   # the coverage tables read each query's top 10 (memo_eval.run.arm_coverage)
@@ -37,6 +42,7 @@ class RunPart:
     queries: list[dict[str, Any]]                # query rows (memo_eval.replay._query_row)
     table: pa.Table                              # result rows, graded; run_id/label/profile null
     ranked: dict[str, list[str]]                 # qid -> its units (doc ids) in first-seen order
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # judged qid -> its measures
     # per arm: the positive contributions of top-10 rows (row order) and the qids they came from
     contributions: dict[str, list[float]] = field(default_factory=dict)
     voted: dict[str, list[str]] = field(default_factory=dict)
@@ -111,7 +117,9 @@ class PartBuilder:
     def part(self, first: int) -> RunPart:
         table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(self.cols, RESULTS_SCHEMA, strict=True)],
                                      schema=RESULTS_SCHEMA)
+        judged = {q["qid"]: self.qrels[q["qid"]] for q in self.queries if self.qrels.get(q.get("qid"))}
         return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked,
+                       metrics=per_query(judged, self.ranked) if judged else {},
                        contributions=self.contributions, voted=self.voted, factor_values=self.factor_values,
                        factor_qids=self.factor_qids)
 
@@ -160,6 +168,7 @@ class Merged:
     """A whole run's parts, in query order."""
     table: pa.Table
     ranked: dict[str, list[str]]
+    metrics: dict[str, dict[str, float]]         # judged qid -> measures, for the queries replayed
     contributions: dict[str, list[float]]
     voted: dict[str, set[str]]
     factor_values: dict[str, list[float]]
@@ -171,20 +180,34 @@ def merge(parts: Sequence[RunPart]) -> Merged:
     tables = [p.table for p in parts if p.table.num_rows]
     table = pa.concat_tables(tables) if tables else RESULTS_SCHEMA.empty_table()
     ranked: dict[str, list[str]] = {}
+    metrics: dict[str, dict[str, float]] = {}
     contributions: dict[str, list[float]] = {a: [] for a in ARM_NAMES}
     voted: dict[str, set[str]] = {a: set() for a in ARM_NAMES}
     factor_values: dict[str, list[float]] = {}
     factor_qids: dict[str, set[str]] = {}
     for p in parts:
         ranked.update(p.ranked)
+        metrics.update(p.metrics)
         for a in ARM_NAMES:
             contributions[a].extend(p.contributions.get(a, ()))
             voted[a].update(p.voted.get(a, ()))
         for name, vals in p.factor_values.items():
             factor_values.setdefault(name, []).extend(vals)
             factor_qids.setdefault(name, set()).update(p.factor_qids[name])
-    return Merged(table=table, ranked=ranked, contributions=contributions, voted=voted,
+    return Merged(table=table, ranked=ranked, metrics=metrics, contributions=contributions, voted=voted,
                   factor_values=factor_values, factor_qids=factor_qids)
+
+
+def warm_arrow() -> None:
+    """Build and fill a one-row table as the replay does, so the first part or finished
+    run does not pay for what pyarrow loads on first use: with pandas installed, building a
+    table imports it (~0.25 s; pyarrow checks whether its input is a DataFrame).  Workers
+    call it while they start, the parent while it waits for them."""
+    builder = PartBuilder({}, {})
+    builder.queries.append({})
+    for col in builder.cols:
+        col.append(None)
+    fill_run_columns(builder.part(0).table, "", "", "")
 
 
 def fill_run_columns(table: pa.Table, run_id: str, label: str, profile: str) -> pa.Table:

@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
 from memo_eval.grid import RunSpec
-from memo_eval.partials import Merged, PartBuilder, RunPart, merge
+from memo_eval.partials import Merged, PartBuilder, RunPart, merge, warm_arrow
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
@@ -54,6 +55,11 @@ QUERIES_MIN = 8
 # each in the parent: ~0.5 GB).  Later groups find most queries' hits in the cache of the
 # worker that took them before, so a query's arms run at most once per worker.
 GROUP_ROWS_MAX = 500_000
+# Finished runs are scored and written (``on_run``) on this many threads of the parent:
+# a grid's runs all end with its group's last task, and one after another they kept the
+# parent busy ~90 ms each (a 12-run grid: ~1 s) while the workers had nothing left to do;
+# Parquet encoding and trec_eval release the GIL, so two threads overlap them.
+FINISH_THREADS = 2
 
 Tick = Callable[[int], None]
 
@@ -105,6 +111,8 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None, keyword_index: bool = T
         from memo.retrieve.impact import ensure_index
 
         ensure_index(conn)
+    if keyword_index:       # a worker, not the pre-flight: its first part builds a table
+        warm_arrow()
     if os.environ.get("MEMO_EVAL_ARM_CACHE", "1") != "0":
         services = services.with_(arm_cache=True)
     _W.clear()
@@ -303,13 +311,21 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
         for ri, _ in runs:
             pending[ri] += 1
     t_warm = time.perf_counter()
+    finishing = ThreadPoolExecutor(FINISH_THREADS, thread_name_prefix="memo-eval-finish")
+    finished: list[Future] = []
 
-    def finish(ri: int) -> None:
+    def finish_one(ri: int) -> None:
         out = outs[ri]
         out.merged = merge(out.parts)
         out.parts = []
         if on_run is not None:
             outs[ri] = on_run(out)
+
+    def finish(ri: int) -> None:
+        for f in finished:          # a run that failed to finish stops the replay now
+            if f.done() and f.exception() is not None:
+                f.result()
+        finished.append(finishing.submit(finish_one, ri))
 
     def collect(item: tuple[list[tuple[int, RunPart]], float]) -> None:
         per_run, busy = item
@@ -325,6 +341,22 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
             if tick:
                 tick(len(part.queries))
 
+    try:
+        warm, t0 = _run_tasks(cfg, tasks, workers, collect, t_warm)
+        for f in finished:          # in submission order: the first error is raised
+            f.result()
+    finally:
+        finishing.shutdown(wait=True, cancel_futures=True)
+    secs = time.perf_counter() - t0
+    stats = ReplayStats(queries=total, seconds=round(secs, 3), qps=round(total / secs, 1) if secs > 0 else 0.0,
+                        workers=workers, warmup_s=round(warm, 2))
+    return outs, stats
+
+
+def _run_tasks(cfg: ReplayConfig, tasks: list, workers: int, collect: Callable[[Any], None],
+               t_warm: float) -> tuple[float, float]:
+    """Run ``tasks`` in this process (one worker) or a spawned pool, handing each result
+    to ``collect``; (seconds of warm-up, the replay's start on perf_counter)."""
     if workers == 1:
         thresholds = gc.get_threshold()     # this process is the caller's: put them back
         _init_worker(cfg)
@@ -348,12 +380,10 @@ def replay(cfg: ReplayConfig, specs: Sequence[RunSpec], *, workers: int | None =
         ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(workers)
         with _one_blas_thread(), ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
+            warm_arrow()        # while the workers start: the finishes' first table needs it
             pool.map(_noop, range(workers), chunksize=1)     # every worker passed the barrier
             warm = time.perf_counter() - t_warm
             t0 = time.perf_counter()
             for item in pool.imap_unordered(_task, tasks, chunksize=1):
                 collect(item)
-    secs = time.perf_counter() - t0
-    stats = ReplayStats(queries=total, seconds=round(secs, 3), qps=round(total / secs, 1) if secs > 0 else 0.0,
-                        workers=workers, warmup_s=round(warm, 2))
-    return outs, stats
+    return warm, t0

@@ -119,7 +119,11 @@ def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]],
     merged = out.merged
     assert merged is not None, "score_run needs a complete run"
     ranked = merged.ranked
-    perq = M.per_query(es.qrels, ranked)
+    # The workers scored each judged query they replayed (memo_eval.partials); a judged
+    # query that was not replayed scores 0, as M.per_query gives it.  In qrels order, as
+    # M.per_query returns them: the means add in that order.
+    zero = dict.fromkeys(M.MEASURES, 0.0)
+    perq = {q: merged.metrics.get(q) or dict(zero) for q, rel in es.qrels.items() if rel}
     answerable = {q.qid: q.answerable for q in es.queries}
     abstained = {q["qid"]: q["abstained"] for q in out.queries}
     cats = {q.qid: q.category for q in es.queries}

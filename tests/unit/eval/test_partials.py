@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memo.types import ARM_NAMES
+from memo_eval.metrics import per_query
 from memo_eval.partials import PartBuilder, fill_run_columns, merge
 from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, results_table
 from tests.fast_examples import examples
@@ -115,6 +116,9 @@ def test_parts_merge_to_the_walk_over_every_row(seed, n_q, cuts, order_seed) -> 
     random.Random(order_seed).shuffle(parts)               # tasks come back in any order
     m = merge(parts)
     assert m.ranked == ranked and list(m.ranked) == list(ranked)
+    # each part scored its own judged queries: the same figures as trec_eval over the run
+    whole = per_query(qrels, ranked)
+    assert m.metrics == {q: v for q, v in whole.items() if q in {f"q{i}" for i in range(n_q)}}
     assert m.voted == voted
     got = dict.fromkeys(ARM_NAMES, 0.0)
     for a in ARM_NAMES:
