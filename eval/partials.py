@@ -29,7 +29,7 @@ import pyarrow as pa
 from memo.retrieve.result_table import ResultTable
 from memo.types import ARM_NAMES
 from memo_eval.metrics import per_query
-from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, RESULTS_SCHEMA
+from memo_eval.traces import FACTORS_TYPE, RESULT_FIELDS, RESULT_INDEX, RESULTS_SCHEMA
 
 TOP = 10   # the coverage tables read each query's top 10 (memo_eval.run.arm_coverage)
 
@@ -52,6 +52,7 @@ class RunPart:
 
 
 _STR_COLS = ("passage_id", "record_id", "namespace", "kind", "band")
+_FACTORS = RESULT_INDEX["factors"]
 
 
 class PartBuilder:
@@ -63,6 +64,13 @@ class PartBuilder:
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], keys: Mapping[int, str]) -> None:
         self.qrels, self.keys = qrels, keys
         self.cols: list[list[Any]] = [[] for _ in RESULT_FIELDS]
+        # The factors column (a list of structs per row) is kept flat, as Arrow stores it:
+        # converting ~100 lists of dicts per search made it the costliest column to build.
+        self.f_offsets: list[int] = [0]
+        self.f_null: list[bool] = []
+        self.f_names: list[str] = []
+        self.f_values: list[float] = []
+        self.f_labels: list[str | None] = []
         self.queries: list[dict[str, Any]] = []
         self.ranked: dict[str, list[str]] = {}
         self.contributions: dict[str, list[float]] = {a: [] for a in ARM_NAMES}
@@ -90,42 +98,77 @@ class PartBuilder:
         grades = self.qrels.get(qid, {})
         got["relevant"] = [int(grades.get(d, 0)) for d in docs]
         top = min(TOP, n)
-        voting = set().union(*(d for d in arms if d is not None))
-        for a in ARM_NAMES:
-            if a not in voting:     # no result has this arm's vote: its columns stay null
+        # Per arm, its columns in one walk over the rows (an arm that voted for no result
+        # keeps null columns: no list is built for it).
+        per_arm: dict[str, tuple[list, list, list]] = {}
+        for i, d in enumerate(arms):
+            if d is None:
                 continue
-            evs = [None if d is None else d.get(a) for d in arms]
-            contrib = [None if e is None else float(e.contribution) for e in evs]
-            got[f"{a}_rank"] = [None if e is None else int(e.rank) for e in evs]
-            got[f"{a}_raw"] = [None if e is None else float(e.raw) for e in evs]
-            got[f"{a}_contribution"] = contrib
+            for a, e in d.items():
+                cols_a = per_arm.get(a)
+                if cols_a is None:
+                    cols_a = per_arm[a] = ([None] * n, [None] * n, [None] * n)
+                cols_a[0][i] = int(e.rank)
+                cols_a[1][i] = float(e.raw)
+                cols_a[2][i] = float(e.contribution)
+        for a in ARM_NAMES:
+            if a not in per_arm:
+                continue
+            ranks, raws, contrib = per_arm[a]
+            got[f"{a}_rank"], got[f"{a}_raw"], got[f"{a}_contribution"] = ranks, raws, contrib
             pos = [c for c in contrib[:top] if c is not None and c > 0]
             if pos:
                 self.contributions[a].extend(pos)
                 self.voted[a].extend([qid] * len(pos))
-        for facs in got["factors"][:top]:
+        factors = got.pop("factors")
+        for facs in factors[:top]:
             for f in facs or ():
-                if f["value"] != 1.0:
-                    self.factor_values.setdefault(f["name"], []).append(f["value"])
-                    self.factor_qids.setdefault(f["name"], []).append(qid)
+                value = float(f.value)
+                if value != 1.0:
+                    self.factor_values.setdefault(f.name, []).append(value)
+                    self.factor_qids.setdefault(f.name, []).append(qid)
+        self._add_factors(factors)
         self.ranked[qid] = list(dict.fromkeys(docs))      # units in first-seen order
         cols = self.cols
         for i, name in enumerate(RESULT_FIELDS):
+            if i == _FACTORS:
+                continue
             col = got.get(name)
             cols[i].extend(col if col is not None else [None] * n)
 
+    def _add_factors(self, factors: Sequence[Sequence[Any] | None]) -> None:
+        """Each row's factors (None: no why) onto the flat factor columns."""
+        offsets, nulls = self.f_offsets, self.f_null
+        names, values, labels = self.f_names, self.f_values, self.f_labels
+        end = offsets[-1]
+        for facs in factors:
+            if facs is None:
+                nulls.append(True)
+            else:
+                nulls.append(False)
+                for f in facs:
+                    names.append(f.name)
+                    values.append(float(f.value))
+                    labels.append(f.label)
+                end += len(facs)
+            offsets.append(end)
+
+    def _factors_array(self) -> pa.Array:
+        struct = pa.StructArray.from_arrays(
+            [pa.array(self.f_names, pa.string()), pa.array(self.f_values, pa.float64()),
+             pa.array(self.f_labels, pa.string())], fields=list(FACTORS_TYPE.value_type))
+        mask = pa.array(self.f_null, pa.bool_()) if any(self.f_null) else None
+        return pa.ListArray.from_arrays(pa.array(self.f_offsets, pa.int32()), struct, type=FACTORS_TYPE, mask=mask)
+
     def part(self, first: int) -> RunPart:
-        table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(self.cols, RESULTS_SCHEMA, strict=True)],
-                                     schema=RESULTS_SCHEMA)
+        arrays = [self._factors_array() if i == _FACTORS else pa.array(c, type=f.type)
+                  for i, (c, f) in enumerate(zip(self.cols, RESULTS_SCHEMA, strict=True))]
+        table = pa.Table.from_arrays(arrays, schema=RESULTS_SCHEMA)
         judged = {q["qid"]: self.qrels[q["qid"]] for q in self.queries if self.qrels.get(q.get("qid"))}
         return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked,
                        metrics=per_query(judged, self.ranked) if judged else {},
                        contributions=self.contributions, voted=self.voted, factor_values=self.factor_values,
                        factor_qids=self.factor_qids)
-
-
-def _factor_dicts(factors: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"name": f.name, "value": float(f.value), "label": f.label} for f in factors]
 
 
 def _object_columns(results: Sequence[Any], keys: Mapping[int, str]) -> tuple[dict[str, list[Any]], list[Any]]:
@@ -136,7 +179,7 @@ def _object_columns(results: Sequence[Any], keys: Mapping[int, str]) -> tuple[di
         "score": [float(r.score) for r in results], "relevance": [r.relevance for r in results],
         "tokens": [int(r.tokens) for r in results],
         "fused": [None if w is None else float(w.fused) for w in whys],
-        "factors": [None if w is None else _factor_dicts(w.factors) for w in whys],
+        "factors": [None if w is None else w.factors for w in whys],
         "final": [None if w is None else float(w.final) for w in whys],
         "tiebreak": [None if w is None else float(w.tiebreak) for w in whys],
     }
@@ -155,7 +198,7 @@ def _table_columns(table: ResultTable, keys: Mapping[int, str]) -> tuple[dict[st
         "pk": [c.pk for c in cands],
         "doc_id": [keys.get(c.pk, row.record_id) for c, row in zip(cands, rows, strict=True)],
         "score": scores, "relevance": list(table.relevance), "tokens": [int(r.tokens) for r in rows],
-        "fused": [float(c.fused) for c in cands], "factors": [_factor_dicts(c.factors) for c in cands],
+        "fused": [float(c.fused) for c in cands], "factors": [c.factors for c in cands],
         "final": scores, "tiebreak": [float(c.tiebreak) for c in cands],
         "passage_id": [r.id for r in rows], "record_id": [r.record_id for r in rows],
         "namespace": [r.namespace for r in rows], "kind": [r.kind for r in rows], "band": list(table.band),
@@ -207,6 +250,7 @@ def warm_arrow() -> None:
     builder.queries.append({})
     for col in builder.cols:
         col.append(None)
+    builder._add_factors([None])
     fill_run_columns(builder.part(0).table, "", "", "")
 
 
