@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memo.retrieve.arms import ARMS
 from memo.retrieve.arms import weigh as registered_weigh
 from memo.retrieve.arms.base import VoteEvidence
 from memo.retrieve.evidence import KeywordEvidence
@@ -77,8 +78,12 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
         verdicts.clear()
         if len(_WEAK) > 16:
             _WEAK.clear()
+    no_similarity = _NO_SIMILARITY if weigh is registered_weigh else frozenset()
     for c in ranked:                # a plain loop: this runs for every candidate of every search
         for name, ev in c.arms.items():
+            if name in no_similarity:   # a vote that is no similarity is never a weak one
+                kept.append(c)
+                break
             try:
                 key = (name, ev.raw, ev.votes)
                 weak = verdicts.get(key)
@@ -96,6 +101,11 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
     return kept, dropped
 
 
+# Arms whose declared evidence (``Arm.evidence``) holds no similarity: their votes are never
+# "only a similarity below the floor" (rule 1) and carry no cosine (``relevance``), so the
+# registered weigh need not be asked (tests/property/test_vote_caches.py holds every
+# registered arm to its declaration).  Half of a search's candidates are keyword hits.
+_NO_SIMILARITY = frozenset(a.name for a in ARMS if "semantic" not in a.evidence)
 _WEAK: dict[float, dict[tuple[str, float, tuple[Any, ...]], bool]] = {}
 _WEAK_MAX = 1 << 16
 
@@ -114,6 +124,8 @@ def relevance(c: Candidate, weigh: Weigh = registered_weigh) -> float | None:
     best = None
     if weigh is registered_weigh:       # each vote's best cosine, kept as abstain keeps verdicts
         for name, ev in c.arms.items():
+            if name in _NO_SIMILARITY:
+                continue
             try:
                 key = (name, ev.raw, ev.votes)
                 cos = _BEST.get(key, _UNSEEN)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from memo.retrieve.types import Candidate, Meta
@@ -28,18 +29,23 @@ def narrow_hint(ranked: Sequence[Candidate], returned: Sequence[Candidate], meta
         return None
     basis = returned or ranked[:1]
     best: dict[str, Any] | None = None
+    metas: list[Meta] | None = None
     for field, scope_field, option in _FIELDS:
         if len(getattr(scope, scope_field)) == 1:
             continue
-        if len({getattr(meta[c.pk], field) for c in ranked if c.pk in meta}) <= 1:
+        if metas is None:       # once, and with C-level getters: this runs on most searches
+            metas = [meta[c.pk] for c in ranked if c.pk in meta]
+        get = attrgetter(field)
+        of_ranked = list(map(get, metas))
+        if len(set(of_ranked)) <= 1:
             continue            # one value over every candidate: narrowing by it drops nothing
-        values = [getattr(meta[c.pk], field) for c in basis if c.pk in meta]
+        values = [get(meta[c.pk]) for c in basis if c.pk in meta]
         counts = Counter(v for v in values if v is not None)
         if not counts:
             continue
         top = max(counts.values())
         value = next(v for v in values if v is not None and counts[v] == top)
-        would_drop = sum(1 for c in ranked if c.pk in meta and getattr(meta[c.pk], field) != value)
+        would_drop = sum(1 for v in of_ranked if v != value)
         if would_drop > 0 and (best is None or would_drop > best["would_drop"]):
             best = {"field": field, "value": value, "would_drop": would_drop, "option": f"{option} {value}"}
     return best

@@ -1,7 +1,8 @@
 """Abstention's and relevance's per-vote caches (memo.retrieve.abstention: ``_WEAK``,
-``_BEST``) give what asking the arms' weigh for every vote gives: the same kept and dropped
-candidates, the same relevance, for any candidates met in any order, again and again (the
-eval grid's case: the same votes in every run)."""
+``_BEST``) and their skipping of arms that declare no similarity (``_NO_SIMILARITY``) give
+what asking the arms' weigh for every vote gives: the same kept and dropped candidates, the
+same relevance, for any candidates met in any order, again and again (the eval grid's case:
+the same votes in every run)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def candidates(draw):
     out = []
     for pk in range(draw(st.integers(1, 12))):
         arms = {}
-        for name in draw(st.lists(st.sampled_from(["semantic", "keyword", "exact", "fact"]), unique=True,
+        for name in draw(st.lists(st.sampled_from(["semantic", "keyword", "exact", "fact", "entity", "graph"]), unique=True,
                                   min_size=1)):
             votes = draw(fact_votes) if name == "fact" else ()
             arms[name] = Evidence(draw(st.integers(1, 50)), draw(raws), 0.01, votes)
@@ -45,3 +46,18 @@ def test_cached_verdicts_and_relevance_equal_the_arms_weigh(batches, floor):
     for cands in batches + batches:                   # every vote met twice: the second from the cache
         assert abstention.abstain(cands, floor) == abstention.abstain(cands, floor, uncached)
         assert [abstention.relevance(c) for c in cands] == [abstention.relevance(c, uncached) for c in cands]
+
+
+@settings(max_examples=100, deadline=None)
+@given(raws, st.integers(1, 50), fact_votes)
+def test_an_arm_that_declares_no_similarity_never_shows_one(raw, rank, votes):
+    """The declaration abstention relies on to skip such arms: whatever the vote, its
+    weigh gives no cosine and never a similarity-only (weak) vote."""
+    from memo.retrieve.arms import ARMS
+
+    skipped = [a for a in ARMS if "semantic" not in a.evidence]
+    assert {a.name for a in skipped} == set(abstention._NO_SIMILARITY) and skipped
+    for arm in skipped:
+        shown = registered(arm.name, Evidence(rank, raw, 0.01, votes if arm.name == "fact" else ()))
+        assert not shown.cosines and not shown.fact_cosines
+        assert not abstention._weak_semantic(shown, 1.0)
