@@ -457,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(table_lines(rows)))
         if failed:
             print(f"failed steps: {', '.join(failed)}")
-    say(f"finished: {len(outcomes) - len(failed)} of {len(outcomes)} steps ran")
+    say(f"finished: {len(outcomes) - len(failed)} of {len(outcomes)} steps succeeded")
     return 1 if failed else 0
 
 
