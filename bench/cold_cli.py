@@ -16,9 +16,10 @@ whole processes, interleaved (one run of each command per round), several rounds
 
 and prints medians, ratios to the floors, the keyword trace's latency_ms and arms stage
 (the search alone), and for hybrid its stage_ms model_load / matrix_load (start-up,
-reported apart).
+reported apart); ``--json`` prints the same figures as one JSON document instead (progress
+on stderr).
 
-    .venv/bin/python bench/cold_cli.py [--runs 7]
+    .venv/bin/python bench/cold_cli.py [--runs 7] [--json]
     .venv/bin/python bench/cold_cli.py --db /tmp/100k.db --no-hybrid --memo-path /tmp/old --runs 9
 """
 
@@ -48,6 +49,29 @@ def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     return ms, res.stdout
 
 
+def _doc(args: argparse.Namespace, times: dict[str, list[float]], traces: dict[str, list[dict]],
+         load: list[float]) -> dict[str, object]:
+    """``--json``: the printed table's figures (ms; ratios of medians)."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    out: dict[str, object] = {}
+    for name, v in times.items():
+        row: dict[str, object] = {"median_ms": round(med[name], 1), "min_ms": round(min(v), 1),
+                                  "max_ms": round(max(v), 1), "x_sqlite": round(med[name] / med["sqlite"], 2),
+                                  "x_floor": round(med[name] / med["floor"], 2)}
+        tr = traces.get(name)
+        if tr:
+            row["latency_ms"] = round(statistics.median(t["latency_ms"] for t in tr), 1)
+            row["arms_ms"] = round(statistics.median(t["stage_ms"].get("arms", 0.0) for t in tr), 1)
+            if name.startswith("hybrid"):
+                row["model_ms"] = round(statistics.median(t["stage_ms"].get("model_load", 0.0) for t in tr), 1)
+        out[name] = row
+    doc: dict[str, object] = {"runs": args.runs, "cores": os.cpu_count(), "db": args.db or "the sample",
+                              "load_avg": [round(min(load), 2), round(max(load), 2)], "commands": out}
+    if "keyword_before" in med:
+        doc["keyword_after_over_before"] = round(med["keyword"] / med["keyword_before"], 3)
+    return doc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
@@ -55,7 +79,9 @@ def main() -> None:
     ap.add_argument("--query", default=QUERY)
     ap.add_argument("--no-hybrid", action="store_true", help="time keyword mode only (a database without vectors)")
     ap.add_argument("--memo-path", help="also time the searches with this checkout's memo first on PYTHONPATH")
+    ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
+    say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="memo-cold-") as tmp:
         work = Path(tmp)
@@ -64,7 +90,7 @@ def main() -> None:
             t0 = time.perf_counter()
             wall([py, "-m", "memo", "import", str(SAMPLE), "--format", "beir", "--namespace", "scifact", "--json"],
                  env, work)
-            print(f"sample imported and embedded in {time.perf_counter() - t0:.1f} s ({SAMPLE.relative_to(ROOT)})")
+            say(f"sample imported and embedded in {time.perf_counter() - t0:.1f} s ({SAMPLE.relative_to(ROOT)})")
         here = str(ROOT)
         envs = {"": dict(env, PYTHONPATH=os.pathsep.join([here, env.get("PYTHONPATH", "")]).rstrip(os.pathsep))}
         if args.memo_path:
@@ -91,6 +117,9 @@ def main() -> None:
                     traces[name].append(json.loads(out)["trace"])
             load.append(os.getloadavg()[0])
     med = {k: statistics.median(v) for k, v in times.items()}
+    if args.json:
+        print(json.dumps(_doc(args, times, traces, load), indent=1))
+        return
     print(f"\ncold process wall time, median of {args.runs} interleaved runs (ms), {os.cpu_count()} cores, "
           f"load average {min(load):.2f}-{max(load):.2f}; database {args.db or 'the sample'}")
     print(f"{'command':<16} {'median':>9} {'min':>9} {'max':>9} {'x sqlite':>9} {'x floor':>9} "

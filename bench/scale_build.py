@@ -1,6 +1,9 @@
 """Seeded memo databases of N passages made of real text, for the scale benchmarks (issue 16).
 
-    .venv/bin/python bench/scale_build.py --n 100000 [--seed 16] [--vectors random|none] [--force]
+    .venv/bin/python bench/scale_build.py --n 100000 [--seed 16] [--vectors random|none] [--force] [--json]
+
+Prints the cached file's path; ``--json`` prints {path, passages, vectors, built, build_s,
+db_mb} instead (``built`` false and ``build_s`` null when the cached file was already there).
 
 Text: the sentences of SciFact's 5,183 abstracts (datasets/scifact/corpus.jsonl.gz),
 recombined deterministically (``random.Random(seed)``): each record takes a SciFact title as
@@ -239,10 +242,19 @@ def main() -> None:
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     ap.add_argument("--out", help="write here instead of the cache (must not exist; or an empty PostgreSQL "
                                   "database: postgresql://...)")
+    ap.add_argument("--json", action="store_true", help="print {path, built, build_s, db_mb ...} (cache only)")
     args = ap.parse_args()
     n = parse_size(args.n)
     if args.out:
         print(json.dumps(build(args.out, n, args.seed, args.vectors, log=True)))
+    elif args.json:
+        cached = cache_path(n, args.seed, args.vectors).exists() and not args.force
+        t0 = time.perf_counter()
+        path = ensure_built(n, args.seed, args.vectors, force=args.force)
+        secs = time.perf_counter() - t0
+        print(json.dumps({"path": str(path), "passages": n, "vectors": args.vectors, "seed": args.seed,
+                          "built": not cached, "build_s": None if cached else round(secs, 1),
+                          "db_mb": round(path.stat().st_size / 1e6, 1)}))
     else:
         print(ensure_built(n, args.seed, args.vectors, force=args.force))
 
