@@ -184,17 +184,21 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
     batch_id = f"{stamp}-{es.name}-{es.split}"
     out_dir = runs_root(opts.out)
 
+    dataset_hash = es.dataset_hash        # a hash over every query and qrel: once, not per run
+    profiles = {spec: spec.load() for spec in opts.specs}   # validated once (the workers load their own)
+
     def on_run(out: RunOutput) -> dict[str, Any]:
-        """Score one finished run, write its traces, keep only its summary row."""
+        """Score one finished run, write its traces, keep only its summary row.  Runs on
+        the replay's finishing threads: it reads the shared state above, writes its own."""
         _, agg = score_run(es, out)
-        profile = out.spec.load()
+        profile = profiles[out.spec]
         run_id = f"{batch_id}-{profile.name}-{out.spec.key}"
         busy = out.busy_s
         row: dict[str, Any] = {
             "run_id": run_id, "batch_id": batch_id, "profile": profile.name, "label": out.spec.label,
             "profile_source": profile.source, "mode": out.spec.mode,
             "overrides": {k: v for k, v in out.spec.overrides},
-            "dataset": es.name, "split": es.split, "dataset_hash": es.dataset_hash, "corpus_hash": es.corpus_hash,
+            "dataset": es.name, "split": es.split, "dataset_hash": dataset_hash, "corpus_hash": es.corpus_hash,
             "model_id": cfg.model_id, **version, "started_at": started.isoformat(timespec="seconds"),
             "n_queries": len(es.queries), "busy_seconds": round(busy, 3),
             "qps_per_worker": round(len(es.queries) / busy, 1) if busy > 0 else None,
@@ -232,7 +236,7 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
                      "path": str(folder) if folder else None})
     return {
         "batch_id": batch_id, "dataset": es.name, "split": es.split, "source": es.source,
-        "queries": len(es.queries), "judged": len(es.qrels), "dataset_hash": es.dataset_hash,
+        "queries": len(es.queries), "judged": len(es.qrels), "dataset_hash": dataset_hash,
         "notes": dict(es.notes), **info, **version,
         "replay": {"searches": stats.queries, "seconds": stats.seconds, "qps": stats.qps,
                    "workers": stats.workers, "warmup_seconds": stats.warmup_s},
