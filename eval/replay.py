@@ -40,7 +40,7 @@ from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
 from memo_eval.grid import RunSpec
-from memo_eval.partials import Merged, PartBuilder, RunPart, merge, warm_arrow
+from memo_eval.partials import Merged, PartBuilder, RunPart, hand_over_via, merge, warm_arrow
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
@@ -84,10 +84,13 @@ _W: dict[str, Any] = {}
 GC_THRESHOLDS = (50_000, 20, 20)
 
 
-def _init_worker(cfg: ReplayConfig, barrier: Any = None, keyword_index: bool = True) -> None:
+def _init_worker(cfg: ReplayConfig, barrier: Any = None, keyword_index: bool = True,
+                 handover: str | None = None) -> None:
     """Open what a worker searches with.  ``keyword_index`` False: the parent's pre-flight
     check (it closes the connection at once; building the index there would only delay
-    the workers)."""
+    the workers).  ``handover``: the folder its parts' tables travel through
+    (``memo_eval.partials.hand_over_via``)."""
+    hand_over_via(handover)
     os.environ.setdefault("MEMO_ONNX_THREADS", "1")
     gc.set_threshold(*GC_THRESHOLDS)
     from memo.store.db import open_db
@@ -379,7 +382,8 @@ def _run_tasks(cfg: ReplayConfig, tasks: list, workers: int, collect: Callable[[
         _W.clear()
         ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(workers)
-        with _one_blas_thread(), ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier)) as pool:
+        with _one_blas_thread(), _handover_folder() as handover, \
+                ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier, True, handover)) as pool:
             warm_arrow()        # while the workers start: the finishes' first table needs it
             pool.map(_noop, range(workers), chunksize=1)     # every worker passed the barrier
             warm = time.perf_counter() - t_warm
@@ -387,3 +391,23 @@ def _run_tasks(cfg: ReplayConfig, tasks: list, workers: int, collect: Callable[[
             for item in pool.imap_unordered(_task, tasks, chunksize=1):
                 collect(item)
     return warm, t0
+
+
+@contextlib.contextmanager
+def _handover_folder() -> Iterator[str | None]:
+    """A private folder in memory (``/dev/shm``) for the workers' part tables, removed
+    with whatever is left in it when the replay ends; None (tables inside the pickles)
+    where there is no such file system."""
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    try:
+        folder = tempfile.mkdtemp(prefix="memo-eval-", dir=shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    except OSError:
+        folder = None
+    try:
+        yield folder
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)

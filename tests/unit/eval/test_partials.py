@@ -131,3 +131,28 @@ def test_parts_merge_to_the_walk_over_every_row(seed, n_q, cuts, order_seed) -> 
     full = fill_run_columns(m.table, "run-1", "lbl", "rrf")
     assert set(full.column("run_id").to_pylist()) <= {"run-1"} and full.schema == m.table.schema
     assert full.num_rows == len(ref_rows)
+
+
+def test_a_part_pickled_with_a_handover_folder_travels_as_a_file_and_comes_back_whole(tmp_path) -> None:
+    """The replay's workers leave their parts' tables in a folder (memo_eval.partials.
+    hand_over_via): the pickle holds a path, unpickling maps the file and removes it."""
+    import pickle
+
+    from memo_eval import partials
+
+    rng = random.Random(7)
+    b = PartBuilder({"q0": {"d1": 1}}, {pk: f"d{pk % 7}" for pk in range(1, 99)})
+    for qrow, results in _responses(rng, 4):
+        b.add(dict(qrow), results)
+    part = b.part(0)
+    assert part.table.num_rows
+    partials.hand_over_via(tmp_path)
+    try:
+        blob = pickle.dumps(part)
+    finally:
+        partials.hand_over_via(None)
+    assert len(blob) < part.table.nbytes and len(list(tmp_path.iterdir())) == 1
+    back = pickle.loads(blob)
+    assert list(tmp_path.iterdir()) == []                      # mapped, then unlinked
+    assert back.table.equals(part.table) and back.ranked == part.ranked and back.queries == part.queries
+    assert pickle.loads(pickle.dumps(part)).table.equals(part.table)   # no folder: inside the pickle
