@@ -93,8 +93,16 @@ _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
 #       letter;
 #     - plain compounds ("well-being", "e.g", "Self-care"): _PLAIN_COMPOUND fullmatches them
 #       (each part [A-Za-z][a-z]*, one "-" or "." between).
-_NEXT_CAP = re.compile(r"(?:[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?")
-_NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?")
+#   Group 3 of _NEXT_CAP and _NEXT_WORD (issue 29.5) is "" (not None) when a run holding the
+#   word surely ends before the next word, whatever the word is: the next gap breaks a run
+#   (any of _BROKEN_GAP's characters, a superset of those that start a sentence), the text
+#   ends, or the next word is plain lowercase ASCII and not a joiner (it closes any run).  A
+#   capitalised word so followed is then a run alone, or the run's last word, without
+#   reading the next word in Python (most capitalised words of prose: "MRI was", "Paris.").
+_RUN_ENDS = (r"(?:(?=[\W\d_]*?[.!?:;,\n()\[\]\"“”]|[\W\d_]*+\Z"
+             r"|[\W\d_]*+(?!(?:of|the|de|van|von|da|del|la|le|du)(?![\w'’\-]))[a-z]++(?![\w'’\-]))())?")
+_NEXT_CAP = re.compile(r"(?:[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS)
+_NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS)
 _NEXT_IDENT = re.compile(
     r"(?:\W*+(?:[A-Za-z][a-z]*+(?:[\-.][A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+|[\d_]++(?:[\-./:@#+]++[\d_]++)*+)"
     r"(?!\w|[\-./:@#+]++\w))*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
@@ -176,28 +184,43 @@ def _names(text: str) -> list[Run]:
         run.clear()
 
     pos = 0
-    next_cap, next_word = _NEXT_CAP.match, _NEXT_WORD.match
+    next_cap, next_word, gap_flags = _NEXT_CAP.match, _NEXT_WORD.match, _GAP_FLAGS.get
     while True:
-        m = next_word(text, pos) if run else next_cap(text, pos)
-        word = m.group(2)
+        if not run:
+            # No run open: only a capitalised word matters, and no gap can break anything.
+            m = next_cap(text, pos)
+            gap, word, ends = m.groups()
+            if word is None:
+                break
+            pos = m.end()
+            if not word[0].isupper():
+                continue                 # a non-ASCII lowercase word: nothing to open
+            word = word.strip("-'’")     # never empty: a word starts with a letter
+            low = word.casefold()
+            if low in _MONTHS_DAYS:
+                continue                 # not capital: opens nothing (and pending is empty)
+            flags = gap_flags(gap)
+            # Only the first match can start at 0: the text's first word starts a sentence.
+            initial = flags[0] if flags is not None else _starts_sentence(gap)
+            if not initial and m.start(1) == 0:
+                initial = True
+            if ends is not None:         # the run ends after this word: flush() of the one word
+                if low not in _LEADING:
+                    out.append(((word,), initial))
+                continue
+            run.append((word, initial))
+            continue
+        m = next_word(text, pos)
+        gap, word, ends = m.groups()
         if word is None:
             break
-        first = m.start(1) == 0          # the text's first word (only the first match can start there)
         pos = m.end()
-        if not run and not word[0].isupper():
-            continue                     # a non-ASCII lowercase word: nothing to open
-        word = word.strip("-'’")         # never empty: a word starts with a letter
-        gap = m.group(1)
-        if gap == " ":                   # most gaps: neither starts a sentence nor breaks a run
-            initial, broken = first, False
-        else:
-            # The three characters before the word: any in the previous word are word
-            # characters, which _SENTENCE_END (punctuation, then only spaces) cannot end on.
-            initial = first or bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
-            broken = bool(_BROKEN_GAP.search(gap))
+        word = word.strip("-'’")
+        # A run is open: this is not the text's first word.
+        initial, broken = gap_flags(gap) or (_starts_sentence(gap), bool(_BROKEN_GAP.search(gap)))
         low = word.casefold()
         capital = word[0].isupper() and low not in _MONTHS_DAYS
-        if run and (broken or initial):
+        if broken or initial:
             flush()
             pending.clear()
         if capital:
@@ -205,6 +228,8 @@ def _names(text: str) -> list[Run]:
                 run.extend((p, False) for p in pending)
             pending.clear()
             run.append((word, initial))
+            if ends is not None:         # the next word (or the end) would flush it
+                flush()
         elif run and low in _JOINERS and len(pending) < 2 and not broken:
             pending.append(word)
         else:
@@ -214,6 +239,23 @@ def _names(text: str) -> list[Run]:
     if run:
         flush()
     return out
+
+
+def _starts_sentence(gap: str) -> bool:
+    """Whether a word after ``gap`` (not the text's first) starts a sentence.  The three
+    characters before the word: any in the previous word are word characters, which
+    _SENTENCE_END (punctuation, then only spaces) cannot end on."""
+    return bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
+
+
+# (starts a sentence, breaks a run) of the commonest gaps before a word (95% of those of
+# SciFact, LoCoMo and docstrings; "  ;  " is a blanked identifier), worked out once: a fixed
+# table, so no cache grows with the text read.
+_GAP_FLAGS: dict[str, tuple[bool, bool]] = {
+    g: (_starts_sentence(g), bool(_BROKEN_GAP.search(g)))
+    for g in (" ", ", ", ". ", "", "  ;  ", " (", ") ", "! ", "\n", ".\n\n", "  ; , ", ".", "; ", "), ", "). ",
+              "  ; . ", " - ", "(", ": ", ".  ", " ( ; ) ", ",  ;  ", ".  ;  ", "? ", " '", ' "', '" ', ".\n",
+              "\n\n", " [", "] ", " “", "” ", " ‘", "’ ", " — ", " – ", "—", "–", "/", " / ", "-", " -")}
 
 
 def _single(word: str) -> str:
@@ -262,7 +304,13 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
                     full.setdefault(last, {}).setdefault(entity_key(display), display)
     for name in (title, *speakers):
         if name:
-            caps.update(entity_key(w) for w in _WORD.findall(name))
+            if name.isascii():
+                # entity_key of each word, in bulk: ASCII lower() changes no character's class,
+                # so the words of name.lower() are those of name lowered, and a word holds no
+                # whitespace (entity_key's NFKC, casefold and split change nothing).
+                caps.update([w.strip(_KEY_STRIP) for w in _WORD.findall(name.lower())])
+            else:
+                caps.update(entity_key(w) for w in _WORD.findall(name))
     surnames = {last: next(iter(names.values())) for last, names in full.items() if len(names) == 1}
     return Context(frozenset(caps), surnames)
 
