@@ -72,18 +72,18 @@ _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
 # Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
 _PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
-# The scans of ``_names`` and ``_identifiers`` (issue 31.3): each match of these starts where
-# the previous one ended, on a word or token boundary, so the words and tokens they read are
-# exactly those of ``_WORD`` / ``_IDENT`` read from the start of the text.  Group 1 is the gap
-# before the word (token) of group 2; group 2 is None at the end of the text.
+# The scans of ``_names`` and ``_identifiers`` (issues 31.3, 29.5): each match of these starts
+# where the previous one ended, on a word or token boundary, so the words and tokens they read
+# are exactly those of ``_WORD`` / ``_IDENT`` read from the start of the text.  Group 1 is the
+# gap before the word (token) of group 2; group 2 is None at the end of the text.
 #   _NEXT_CAP: skips whole words that start with an ASCII lowercase letter (they cannot open
 #   a run) and stops at the next other word (capitalised, or starting with a non-ASCII letter:
 #   the caller checks isupper()).  A letter is [^\W\d_]; [\W\d_] is everything else.
 #   _NEXT_WORD: the next word, whatever it is.
 #   _NEXT_IDENT: skips whole tokens ``_identifiers`` would drop whatever their context and
 #   stops at the next other token.  A token is skipped when it ends where the alternative
-#   ends (``(?!\w|[\-./:@#+]++\w)``: no word character, no connector run before one) and is
-#   (issue 29.5: 23 -> 7 tokens per SciFact abstract reach Python):
+#   ends (``_TOKEN_END``: no word character, no connector run before one) and is (issue
+#   29.5: 23 -> 7 tokens per SciFact abstract reach Python):
 #     - ASCII letters with no capital after the first ("word", "Word", "A"): isalpha and
 #       tok[1:].islower(), or shorter than three;
 #     - ASCII letters with two leading capitals ("MRI", "DCs", "ABcD"): looks_like_identifier
@@ -99,13 +99,29 @@ _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
 #   ends, or the next word is plain lowercase ASCII and not a joiner (it closes any run).  A
 #   capitalised word so followed is then a run alone, or the run's last word, without
 #   reading the next word in Python (most capitalised words of prose: "MRI was", "Paris.").
+#
+# ASCII stretches (issue 29.5).  Unicode classes (\w, [\W\d_]) cost the regex engine a
+# character-type lookup per character and the skip loops an iteration per word; a class of
+# ASCII characters is one bitmap test.  So each skip loop first tries one greedy stretch of
+# characters that hold no capital, no non-ASCII character (and for tokens no digit, "_" or
+# connector), backed off to the end of the last word in it that surely ends there (a
+# lowercase letter, then no word character: ``_WORD_END`` / ``_TOKEN_END``).  Such a stretch
+# starts on a boundary (where the previous match, word or token ended), and every word or
+# token in it starts with a lowercase ASCII letter and ends inside it, so it skips exactly
+# the words (tokens) the per-word alternative would skip one by one; what it cannot take
+# ("mRNA", "naïve", "IL-6", a capitalised word) is left to the per-word alternatives.
+_WORD_END = r"(?![\w'’\-])"
+_TOKEN_END = r"(?!\w|[\-./:@#+]++\w)"
+_LOWER_WORDS = r"[^A-Z\x80-\U0010ffff]*[a-z]" + _WORD_END
+_LOWER_TOKENS = r"[^A-Z0-9_\-./:@#+\x80-\U0010ffff]*[a-z]" + _TOKEN_END
 _RUN_ENDS = (r"(?:(?=[\W\d_]*?[.!?:;,\n()\[\]\"“”]|[\W\d_]*+\Z"
-             r"|[\W\d_]*+(?!(?:of|the|de|van|von|da|del|la|le|du)(?![\w'’\-]))[a-z]++(?![\w'’\-]))())?")
-_NEXT_CAP = re.compile(r"(?:[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS)
+             r"|[\W\d_]*+(?!(?:of|the|de|van|von|da|del|la|le|du)" + _WORD_END + r")[a-z]++" + _WORD_END + r")())?")
+_NEXT_CAP = re.compile(r"(?:" + _LOWER_WORDS + r"|[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?"
+                       + _RUN_ENDS)
 _NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS)
 _NEXT_IDENT = re.compile(
-    r"(?:\W*+(?:[A-Za-z][a-z]*+(?:[\-.][A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+|[\d_]++(?:[\-./:@#+]++[\d_]++)*+)"
-    r"(?!\w|[\-./:@#+]++\w))*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
+    r"(?:" + _LOWER_TOKENS + r"|\W*+(?:[A-Za-z][a-z]*+(?:[\-.][A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+"
+    r"|[\d_]++(?:[\-./:@#+]++[\d_]++)*+)" + _TOKEN_END + r")*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
 
 
 @dataclass(frozen=True, slots=True)
