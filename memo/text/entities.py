@@ -305,7 +305,7 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
             # A word holds no whitespace: an ASCII one's entity_key is w.lower().strip(_KEY_STRIP).
             if len(words) == 1:
                 if not initial:
-                    w = _single(words[0])
+                    w = words[0].rstrip("'’").removesuffix("'s").removesuffix("’s")   # _single, inline
                     caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
                 continue
             for w in words:
@@ -320,11 +320,12 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
                     full.setdefault(last, {}).setdefault(entity_key(display), display)
     for name in (title, *speakers):
         if name:
-            if name.isascii():
+            if name.isascii() and "'" not in name:
                 # entity_key of each word, in bulk: ASCII lower() changes no character's class,
-                # so the words of name.lower() are those of name lowered, and a word holds no
-                # whitespace (entity_key's NFKC, casefold and split change nothing).
-                caps.update([w.strip(_KEY_STRIP) for w in _WORD.findall(name.lower())])
+                # so the words of name.lower() are those of name lowered; a word holds no
+                # whitespace (entity_key's NFKC, casefold and split change nothing) and starts
+                # with a letter, so without a quote _KEY_STRIP has nothing to strip from it.
+                caps.update(_WORD.findall(name.lower()))
             else:
                 caps.update(entity_key(w) for w in _WORD.findall(name))
     surnames = {last: next(iter(names.values())) for last, names in full.items() if len(names) == 1}
@@ -346,21 +347,36 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
     """Add the runs that name something (module docstring), with ``ctx`` the record's
     context (None: every sentence-initial word that is not a common word counts, as the
     seed's extractor did)."""
+    items = bag.items
+    surnames = ctx.surnames if ctx is not None else {}
     for words, initial in runs:
         if len(words) == 1:
-            w = _single(words[0])
-            low = w.casefold()
-            if low in COMMON_WORDS or low == "i" or low.startswith("i'") or low.startswith("i’"):
+            w = words[0].rstrip("'’").removesuffix("'s").removesuffix("’s")       # _single, inline
+            ascii_word = w.isascii()
+            low = w.lower() if ascii_word else w.casefold()       # casefold is lower() for ASCII
+            # (COMMON_WORDS holds STOP_WORDS: a sentence-initial stop word is dropped here too.)
+            if low in COMMON_WORDS or low == "i" or low.startswith(("i'", "i’")):
                 continue
-            if initial and low in STOP_WORDS:
-                continue
-            key = w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w)     # a word: no whitespace
-            if ctx is not None and key in ctx.surnames:
-                bag.add(ctx.surnames[key], "name")
+            key = low.strip(_KEY_STRIP) if ascii_word else entity_key(w)     # a word: no whitespace
+            full = surnames.get(key)
+            if full is not None:
+                bag.add(full, "name")
                 continue
             # Not confirmed by the record: kind "initial", a name only once the store sees it
             # written as one (memo.store.mentions upgrades the entity's kind).
-            bag.add(w, "initial" if initial and ctx is not None and key not in ctx.capitalised else "name")
+            kind = "initial" if initial and ctx is not None and key not in ctx.capitalised else "name"
+            if not ascii_word:
+                bag.add(w, kind)
+                continue
+            # bag.add(w, kind), inline: for a whitespace-free ASCII word the name is
+            # w.strip(_KEY_STRIP) and its key is ``key`` (lower() makes no _KEY_STRIP character).
+            if not key or len(key) > MAX_KEY_CHARS or key.upper() == key:
+                continue
+            item = items.get(key)
+            if item is None:
+                items[key] = [w.strip(_KEY_STRIP), kind, 1]
+            else:
+                item[2] += 1
         else:
             name = _multi(words, initial and ctx is not None)
             if len(name) == 1:
@@ -466,6 +482,7 @@ def extract_seed(text: str, *, speaker: str | None = None, explicit: Iterable[st
 
 
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")     # "Carry On (franchise)" -> "Carry On"
+_JOINERS_LEADING = _JOINERS | _LEADING
 MAX_TITLE_WORDS = 8
 
 
@@ -478,13 +495,15 @@ def title_name(title: str | None) -> str | None:
     ("memo-operations") is not a name."""
     if not title:
         return None
-    text = " ".join(_DISAMBIGUATION.sub("", title).split())
+    # _DISAMBIGUATION ends with ")" and only whitespace after it: a title that does not is
+    # left as it is without running the regex (it tries every position).
+    text = " ".join((_DISAMBIGUATION.sub("", title) if title.rstrip().endswith(")") else title).split())
     words = text.split()
     if not words or len(words) > MAX_TITLE_WORDS or any(ch in text for ch in ".:;?!\n") and not _dotted(text):
         return None
     for w in words:
         core = w.strip("\"'“”‘’(),&")
-        if not core or core[0].isupper() or core[0].isdigit() or core.casefold() in _JOINERS | _LEADING \
+        if not core or core[0].isupper() or core[0].isdigit() or core.casefold() in _JOINERS_LEADING \
                 or not core[0].isalpha():
             continue
         return None
