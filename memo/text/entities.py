@@ -200,7 +200,10 @@ def _names(text: str) -> list[Run]:
     Speed (issues 16.4, 31.3): while no run is open, a word that does not start with a
     capital changes nothing, so one regex match (``_NEXT_CAP``, in C) jumps from one
     capitalised word to the next with the gap before it; while a run is open each next word
-    is read (``_NEXT_WORD``).  No list of every word and gap is built.  The answers are those
+    is read (``_NEXT_WORD``).  No list of every word and gap is built.  Issue 29.5: the same
+    match says whether a run would surely end after the word (group 3), so a capitalised
+    word followed by a plain lowercase word, a break or the end (most of them) is a run
+    alone at once; the commonest gaps' flags come from a fixed table.  The answers are those
     of the word-by-word loop (tests/unit/entities/test_extract_differential.py compares them
     with the frozen copy of 05fec91, test_extract_fast.py with entities_v1.py)."""
     run: list[tuple[str, bool]] = []     # (word, sentence-initial)
@@ -405,7 +408,8 @@ def _identifiers(text: str, bag: _Bag) -> str:
 
     A letters-only token with no capital after its first letter (most words of prose) has
     no digit, connector or inner capital, so looks_like_identifier is False for it: one
-    regex match (``_NEXT_IDENT``, in C) skips the ASCII ones and stops at the next other
+    regex match (``_NEXT_IDENT``, in C) skips the ASCII ones (and, issue 29.5, the other
+    tokens dropped whatever their context: see _NEXT_IDENT) and stops at the next other
     token, which is checked here as before."""
     pos = 0
     cuts: list[tuple[int, int]] = []
