@@ -63,6 +63,7 @@ _JOINERS = frozenset({"of", "the", "de", "van", "von", "da", "del", "la", "le", 
 _LEADING = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that"})
 
 _WORD = re.compile(r"[^\W\d_][\w'’\-]*", re.UNICODE)
+_ASCII_WORD = re.compile(r"[a-z][a-z0-9_'\-]*")         # _WORD in lowercase ASCII text
 _SENTENCE_END = re.compile(r"[.!?:;\n\"“”(\[]\s*$")
 _INITIAL_GAP = re.compile(r"[.!?:;\n]")              # a gap that starts a sentence
 _BROKEN_GAP = re.compile(r"[.!?:;,\n()\[\]\"“”]")    # a gap that ends a run
@@ -340,10 +341,11 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
         if name:
             if name.isascii() and "'" not in name:
                 # entity_key of each word, in bulk: ASCII lower() changes no character's class,
-                # so the words of name.lower() are those of name lowered; a word holds no
-                # whitespace (entity_key's NFKC, casefold and split change nothing) and starts
-                # with a letter, so without a quote _KEY_STRIP has nothing to strip from it.
-                caps.update(_WORD.findall(name.lower()))
+                # so the words of name.lower() are those of name lowered (_WORD's classes on
+                # lowercase ASCII: _ASCII_WORD's, bitmaps); a word holds no whitespace
+                # (entity_key's NFKC, casefold and split change nothing) and starts with a
+                # letter, so without a quote _KEY_STRIP has nothing to strip from it.
+                caps.update(_ASCII_WORD.findall(name.lower()))
             else:
                 caps.update(entity_key(w) for w in _WORD.findall(name))
     surnames = {last: next(iter(names.values())) for last, names in full.items() if len(names) == 1}
@@ -422,7 +424,7 @@ def _identifiers(text: str, bag: _Bag) -> str:
         pos = m.end()
         if tok.isalpha() and tok[1:].islower():
             continue
-        if len(tok) < 3 or not any(ch.isalpha() for ch in tok):
+        if len(tok) < 3 or not (tok[0].isalpha() or any(ch.isalpha() for ch in tok)):
             continue
         if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
             continue
