@@ -15,7 +15,16 @@ Corpora, each passed as ``memo.store.mentions.record_mentions`` passes it to ``e
 
 Per corpus: CPU (``time.process_time``) per 1,000 passages of each copy, best and median of
 ``--reps`` interleaved rounds, and after / before.  Both copies' answers are compared first
-(they must be equal)."""
+(they must be equal).
+
+``--import N``: instead, bench/ingest_scale.py's index-only import of its first N records
+(``memo.ops.import_path``, fresh SQLite file each time), per round three times: with the
+before copy's ``extract_record`` (``memo.store.mentions`` calls it), with the after copy's,
+and with extraction off as ingest_scale.py ``--entities`` switches it off.  Per side: the
+process's CPU for the import (best round), the CPU inside ``record_mentions`` (extraction)
+and ``write_passage_mentions`` (mention rows) in it, ``entity_cpu_share`` = 1 - off / with
+(best rounds, as the bench computes it) and the direct share (extraction and mention writes
+over the import, best round).  The rest of the import is the same code for both sides."""
 
 from __future__ import annotations
 
@@ -87,14 +96,81 @@ def run(mod, records: list[Record]) -> tuple[float, list]:  # noqa: ANN001
     return time.process_time() - t0, got
 
 
+def import_ab(before, after, n: int, reps: int) -> None:  # noqa: ANN001
+    import ingest_scale
+
+    import memo.store.mentions as mentions_mod
+    import memo.store.records as records_mod
+
+    acc = {"record_mentions": 0.0, "write_passage_mentions": 0.0}
+    real = {k: getattr(records_mod, k) for k in acc}
+    real_extract = mentions_mod.extract_record
+
+    def timed(name: str):  # noqa: ANN202
+        fn = real[name]
+
+        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+            t0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                acc[name] += time.process_time() - t0
+        return wrapper
+
+    rows: dict[str, list[tuple[float, float, float]]] = {"before": [], "after": [], "off": []}
+    passages = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        src = ingest_scale.build_input(Path(tmp) / "in.jsonl", n)
+        for r in range(reps):
+            for side in ("before", "after", "off"):
+                for k in acc:
+                    acc[k] = 0.0
+                if side == "off":
+                    records_mod.record_mentions = lambda kind, title, passages, explicit=(): [[] for _ in passages]
+                else:
+                    mentions_mod.extract_record = (before if side == "before" else after).extract_record
+                    for k in acc:
+                        setattr(records_mod, k, timed(k))
+                conn = ingest_scale.open_db(Path(tmp) / f"{side}{r}.db")
+                c0 = time.process_time()
+                try:
+                    rep = ingest_scale.import_path(conn, src, ingest_scale.ImportOptions(namespace="bench",
+                                                                                         batch_size=500))
+                finally:
+                    cpu = time.process_time() - c0
+                    conn.close()
+                    mentions_mod.extract_record = real_extract
+                    for k in acc:
+                        setattr(records_mod, k, real[k])
+                for f in Path(tmp).glob(f"{side}{r}.db*"):
+                    f.unlink()
+                passages = rep.passages
+                rows[side].append((cpu, acc["record_mentions"], acc["write_passage_mentions"]))
+    off = min(c for c, _, _ in rows["off"])
+    for side in ("before", "after"):
+        best = min(rows[side])
+        print(json.dumps({"side": side, "records": n, "passages": passages,
+                          "import_cpu_s": [round(c, 2) for c, _, _ in rows[side]],
+                          "off_cpu_s": [round(c, 2) for c, _, _ in rows["off"]],
+                          "extract_cpu_s": [round(x, 2) for _, x, _ in rows[side]],
+                          "mention_write_cpu_s": [round(w, 2) for _, _, w in rows[side]],
+                          "extract_cpu_ms_per_1k_best": round(min(x for _, x, _ in rows[side]) / passages * 1e6, 1),
+                          "entity_cpu_share": round(1 - off / best[0], 3),
+                          "direct_share_of_best": round((best[1] + best[2]) / best[0], 3)}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("before", help="a copy of memo/text/entities.py (the old code)")
     ap.add_argument("after", help="another copy (the new code)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--corpus", nargs="+", default=["scale", "scifact", "locomo"])
+    ap.add_argument("--import", dest="records", type=int, help="time bench/ingest_scale.py's import of N records")
     args = ap.parse_args()
     before, after = load(args.before, "entities_before"), load(args.after, "entities_after")
+    if args.records:
+        import_ab(before, after, args.records, args.reps)
+        return
     corpora = {"scale": scale_records, "scifact": scifact_records, "locomo": locomo_records}
     for name in args.corpus:
         records = corpora[name]()
