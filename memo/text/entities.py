@@ -63,6 +63,7 @@ _JOINERS = frozenset({"of", "the", "de", "van", "von", "da", "del", "la", "le", 
 _LEADING = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that"})
 
 _WORD = re.compile(r"[^\W\d_][\w'’\-]*", re.UNICODE)
+_ASCII_WORD = re.compile(r"[a-z][a-z0-9_'\-]*")         # _WORD in lowercase ASCII text
 _SENTENCE_END = re.compile(r"[.!?:;\n\"“”(\[]\s*$")
 _INITIAL_GAP = re.compile(r"[.!?:;\n]")              # a gap that starts a sentence
 _BROKEN_GAP = re.compile(r"[.!?:;,\n()\[\]\"“”]")    # a gap that ends a run
@@ -72,19 +73,56 @@ _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
 # Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
 _PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
-# The scans of ``_names`` and ``_identifiers`` (issue 31.3): each match of these starts where
-# the previous one ended, on a word or token boundary, so the words and tokens they read are
-# exactly those of ``_WORD`` / ``_IDENT`` read from the start of the text.  Group 1 is the gap
-# before the word (token) of group 2; group 2 is None at the end of the text.
+# The scans of ``_names`` and ``_identifiers`` (issues 31.3, 29.5): each match of these starts
+# where the previous one ended, on a word or token boundary, so the words and tokens they read
+# are exactly those of ``_WORD`` / ``_IDENT`` read from the start of the text.  Group 1 is the
+# gap before the word (token) of group 2; group 2 is None at the end of the text.
 #   _NEXT_CAP: skips whole words that start with an ASCII lowercase letter (they cannot open
 #   a run) and stops at the next other word (capitalised, or starting with a non-ASCII letter:
 #   the caller checks isupper()).  A letter is [^\W\d_]; [\W\d_] is everything else.
 #   _NEXT_WORD: the next word, whatever it is.
-#   _NEXT_IDENT: skips whole tokens that are ASCII letters with no capital after the first
-#   (looks_like_identifier is False for them) and stops at the next other token.
-_NEXT_CAP = re.compile(r"(?:[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?")
-_NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?")
-_NEXT_IDENT = re.compile(r"(?:\W*+[A-Za-z][a-z]*+(?!\w|[\-./:@#+]++\w))*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
+#   _NEXT_IDENT: skips whole tokens ``_identifiers`` would drop whatever their context and
+#   stops at the next other token.  A token is skipped when it ends where the alternative
+#   ends (``_TOKEN_END``: no word character, no connector run before one) and is (issue
+#   29.5: 23 -> 7 tokens per SciFact abstract reach Python):
+#     - ASCII letters with no capital after the first ("word", "Word", "A"): isalpha and
+#       tok[1:].islower(), or shorter than three;
+#     - ASCII letters with two leading capitals ("MRI", "DCs", "ABcD"): looks_like_identifier
+#       is False (no connector, no digit, and _CAMEL needs [a-z]+[A-Z] or [A-Z][a-z]+[A-Z]
+#       from the first letter);
+#     - digits and underscores only, joined by connectors ("95", "0.99-1.15", "1_000"): no
+#       letter;
+#     - plain compounds ("well-being", "e.g", "Self-care"): _PLAIN_COMPOUND fullmatches them
+#       (each part [A-Za-z][a-z]*, one "-" or "." between).
+#   Group 3 of _NEXT_CAP and _NEXT_WORD (issue 29.5) is "" (not None) when a run holding the
+#   word surely ends before the next word, whatever the word is: the next gap breaks a run
+#   (any of _BROKEN_GAP's characters, a superset of those that start a sentence), the text
+#   ends, or the next word is plain lowercase ASCII and not a joiner (it closes any run).  A
+#   capitalised word so followed is then a run alone, or the run's last word, without
+#   reading the next word in Python (most capitalised words of prose: "MRI was", "Paris.").
+#
+# ASCII stretches (issue 29.5).  Unicode classes (\w, [\W\d_]) cost the regex engine a
+# character-type lookup per character and the skip loops an iteration per word; a class of
+# ASCII characters is one bitmap test.  So each skip loop first tries one greedy stretch of
+# characters that hold no capital, no non-ASCII character (and for tokens no digit, "_" or
+# connector), backed off to the end of the last word in it that surely ends there (a
+# lowercase letter, then no word character: ``_WORD_END`` / ``_TOKEN_END``).  Such a stretch
+# starts on a boundary (where the previous match, word or token ended), and every word or
+# token in it starts with a lowercase ASCII letter and ends inside it, so it skips exactly
+# the words (tokens) the per-word alternative would skip one by one; what it cannot take
+# ("mRNA", "naïve", "IL-6", a capitalised word) is left to the per-word alternatives.
+_WORD_END = r"(?![\w'’\-])"
+_TOKEN_END = r"(?!\w|[\-./:@#+]++\w)"
+_LOWER_WORDS = r"[^A-Z\x80-\U0010ffff]*[a-z]" + _WORD_END
+_LOWER_TOKENS = r"[^A-Z0-9_\-./:@#+\x80-\U0010ffff]*[a-z]" + _TOKEN_END
+_RUN_ENDS = (r"(?:(?=[\W\d_]*?[.!?:;,\n()\[\]\"“”]|[\W\d_]*+\Z"
+             r"|[\W\d_]*+(?!(?:of|the|de|van|von|da|del|la|le|du)" + _WORD_END + r")[a-z]++" + _WORD_END + r")())?")
+_NEXT_CAP = re.compile(r"(?:" + _LOWER_WORDS + r"|[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?"
+                       + _RUN_ENDS)
+_NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS)
+_NEXT_IDENT = re.compile(
+    r"(?:" + _LOWER_TOKENS + r"|\W*+(?:[A-Za-z][a-z]*+(?:[\-.][A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+"
+    r"|[\d_]++(?:[\-./:@#+]++[\d_]++)*+)" + _TOKEN_END + r")*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +131,11 @@ class EntityMention:
     name: str       # display form (first seen)
     kind: str       # one of KINDS (the first kind it was seen as)
     count: int      # occurrences in the text (speaker / explicit / fact count once)
+
+
+_new_mention = object.__new__
+_set_key, _set_name, _set_kind, _set_count = (EntityMention.key.__set__, EntityMention.name.__set__,
+                                              EntityMention.kind.__set__, EntityMention.count.__set__)
 
 
 def entity_key(name: str) -> str:
@@ -134,7 +177,17 @@ class _Bag:
             item[2] += count
 
     def result(self) -> list[EntityMention]:
-        return [EntityMention(k, v[0], v[1], v[2]) for k, v in self.items.items()]
+        # EntityMention(k, *v) without the frozen dataclass's __init__ (an object.__setattr__
+        # per field): the slots' own setters, ~0.7x the time (issue 29.5; ~10 per passage).
+        out = []
+        for key, (name, kind, count) in self.items.items():
+            m = _new_mention(EntityMention)
+            _set_key(m, key)
+            _set_name(m, name)
+            _set_kind(m, kind)
+            _set_count(m, count)
+            out.append(m)
+        return out
 
 
 Run = tuple[tuple[str, ...], bool]      # (the words of a run of capitalised words, starts a sentence)
@@ -148,7 +201,10 @@ def _names(text: str) -> list[Run]:
     Speed (issues 16.4, 31.3): while no run is open, a word that does not start with a
     capital changes nothing, so one regex match (``_NEXT_CAP``, in C) jumps from one
     capitalised word to the next with the gap before it; while a run is open each next word
-    is read (``_NEXT_WORD``).  No list of every word and gap is built.  The answers are those
+    is read (``_NEXT_WORD``).  No list of every word and gap is built.  Issue 29.5: the same
+    match says whether a run would surely end after the word (group 3), so a capitalised
+    word followed by a plain lowercase word, a break or the end (most of them) is a run
+    alone at once; the commonest gaps' flags come from a fixed table.  The answers are those
     of the word-by-word loop (tests/unit/entities/test_extract_differential.py compares them
     with the frozen copy of 05fec91, test_extract_fast.py with entities_v1.py)."""
     run: list[tuple[str, bool]] = []     # (word, sentence-initial)
@@ -163,28 +219,43 @@ def _names(text: str) -> list[Run]:
         run.clear()
 
     pos = 0
-    next_cap, next_word = _NEXT_CAP.match, _NEXT_WORD.match
+    next_cap, next_word, gap_flags = _NEXT_CAP.match, _NEXT_WORD.match, _GAP_FLAGS.get
     while True:
-        m = next_word(text, pos) if run else next_cap(text, pos)
-        word = m.group(2)
+        if not run:
+            # No run open: only a capitalised word matters, and no gap can break anything.
+            m = next_cap(text, pos)
+            gap, word, ends = m.groups()
+            if word is None:
+                break
+            pos = m.end()
+            if not word[0].isupper():
+                continue                 # a non-ASCII lowercase word: nothing to open
+            word = word.strip("-'’")     # never empty: a word starts with a letter
+            low = word.casefold()
+            if low in _MONTHS_DAYS:
+                continue                 # not capital: opens nothing (and pending is empty)
+            flags = gap_flags(gap)
+            # Only the first match can start at 0: the text's first word starts a sentence.
+            initial = flags[0] if flags is not None else _starts_sentence(gap)
+            if not initial and m.start(1) == 0:
+                initial = True
+            if ends is not None:         # the run ends after this word: flush() of the one word
+                if low not in _LEADING:
+                    out.append(((word,), initial))
+                continue
+            run.append((word, initial))
+            continue
+        m = next_word(text, pos)
+        gap, word, ends = m.groups()
         if word is None:
             break
-        first = m.start(1) == 0          # the text's first word (only the first match can start there)
         pos = m.end()
-        if not run and not word[0].isupper():
-            continue                     # a non-ASCII lowercase word: nothing to open
-        word = word.strip("-'’")         # never empty: a word starts with a letter
-        gap = m.group(1)
-        if gap == " ":                   # most gaps: neither starts a sentence nor breaks a run
-            initial, broken = first, False
-        else:
-            # The three characters before the word: any in the previous word are word
-            # characters, which _SENTENCE_END (punctuation, then only spaces) cannot end on.
-            initial = first or bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
-            broken = bool(_BROKEN_GAP.search(gap))
+        word = word.strip("-'’")
+        # A run is open: this is not the text's first word.
+        initial, broken = gap_flags(gap) or (_starts_sentence(gap), bool(_BROKEN_GAP.search(gap)))
         low = word.casefold()
         capital = word[0].isupper() and low not in _MONTHS_DAYS
-        if run and (broken or initial):
+        if broken or initial:
             flush()
             pending.clear()
         if capital:
@@ -192,6 +263,8 @@ def _names(text: str) -> list[Run]:
                 run.extend((p, False) for p in pending)
             pending.clear()
             run.append((word, initial))
+            if ends is not None:         # the next word (or the end) would flush it
+                flush()
         elif run and low in _JOINERS and len(pending) < 2 and not broken:
             pending.append(word)
         else:
@@ -201,6 +274,23 @@ def _names(text: str) -> list[Run]:
     if run:
         flush()
     return out
+
+
+def _starts_sentence(gap: str) -> bool:
+    """Whether a word after ``gap`` (not the text's first) starts a sentence.  The three
+    characters before the word: any in the previous word are word characters, which
+    _SENTENCE_END (punctuation, then only spaces) cannot end on."""
+    return bool(_SENTENCE_END.search(gap[-3:])) or bool(_INITIAL_GAP.search(gap))
+
+
+# (starts a sentence, breaks a run) of the commonest gaps before a word (95% of those of
+# SciFact, LoCoMo and docstrings; "  ;  " is a blanked identifier), worked out once: a fixed
+# table, so no cache grows with the text read.
+_GAP_FLAGS: dict[str, tuple[bool, bool]] = {
+    g: (_starts_sentence(g), bool(_BROKEN_GAP.search(g)))
+    for g in (" ", ", ", ". ", "", "  ;  ", " (", ") ", "! ", "\n", ".\n\n", "  ; , ", ".", "; ", "), ", "). ",
+              "  ; . ", " - ", "(", ": ", ".  ", " ( ; ) ", ",  ;  ", ".  ;  ", "? ", " '", ' "', '" ', ".\n",
+              "\n\n", " [", "] ", " “", "” ", " ‘", "’ ", " — ", " – ", "—", "–", "/", " / ", "-", " -")}
 
 
 def _single(word: str) -> str:
@@ -234,7 +324,7 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
             # A word holds no whitespace: an ASCII one's entity_key is w.lower().strip(_KEY_STRIP).
             if len(words) == 1:
                 if not initial:
-                    w = _single(words[0])
+                    w = words[0].rstrip("'’").removesuffix("'s").removesuffix("’s")   # _single, inline
                     caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
                 continue
             for w in words:
@@ -249,7 +339,15 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
                     full.setdefault(last, {}).setdefault(entity_key(display), display)
     for name in (title, *speakers):
         if name:
-            caps.update(entity_key(w) for w in _WORD.findall(name))
+            if name.isascii() and "'" not in name:
+                # entity_key of each word, in bulk: ASCII lower() changes no character's class,
+                # so the words of name.lower() are those of name lowered (_WORD's classes on
+                # lowercase ASCII: _ASCII_WORD's, bitmaps); a word holds no whitespace
+                # (entity_key's NFKC, casefold and split change nothing) and starts with a
+                # letter, so without a quote _KEY_STRIP has nothing to strip from it.
+                caps.update(_ASCII_WORD.findall(name.lower()))
+            else:
+                caps.update(entity_key(w) for w in _WORD.findall(name))
     surnames = {last: next(iter(names.values())) for last, names in full.items() if len(names) == 1}
     return Context(frozenset(caps), surnames)
 
@@ -269,21 +367,36 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
     """Add the runs that name something (module docstring), with ``ctx`` the record's
     context (None: every sentence-initial word that is not a common word counts, as the
     seed's extractor did)."""
+    items = bag.items
+    surnames = ctx.surnames if ctx is not None else {}
     for words, initial in runs:
         if len(words) == 1:
-            w = _single(words[0])
-            low = w.casefold()
-            if low in COMMON_WORDS or low == "i" or low.startswith("i'") or low.startswith("i’"):
+            w = words[0].rstrip("'’").removesuffix("'s").removesuffix("’s")       # _single, inline
+            ascii_word = w.isascii()
+            low = w.lower() if ascii_word else w.casefold()       # casefold is lower() for ASCII
+            # (COMMON_WORDS holds STOP_WORDS: a sentence-initial stop word is dropped here too.)
+            if low in COMMON_WORDS or low == "i" or low.startswith(("i'", "i’")):
                 continue
-            if initial and low in STOP_WORDS:
-                continue
-            key = w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w)     # a word: no whitespace
-            if ctx is not None and key in ctx.surnames:
-                bag.add(ctx.surnames[key], "name")
+            key = low.strip(_KEY_STRIP) if ascii_word else entity_key(w)     # a word: no whitespace
+            full = surnames.get(key)
+            if full is not None:
+                bag.add(full, "name")
                 continue
             # Not confirmed by the record: kind "initial", a name only once the store sees it
             # written as one (memo.store.mentions upgrades the entity's kind).
-            bag.add(w, "initial" if initial and ctx is not None and key not in ctx.capitalised else "name")
+            kind = "initial" if initial and ctx is not None and key not in ctx.capitalised else "name"
+            if not ascii_word:
+                bag.add(w, kind)
+                continue
+            # bag.add(w, kind), inline: for a whitespace-free ASCII word the name is
+            # w.strip(_KEY_STRIP) and its key is ``key`` (lower() makes no _KEY_STRIP character).
+            if not key or len(key) > MAX_KEY_CHARS or key.upper() == key:
+                continue
+            item = items.get(key)
+            if item is None:
+                items[key] = [w.strip(_KEY_STRIP), kind, 1]
+            else:
+                item[2] += 1
         else:
             name = _multi(words, initial and ctx is not None)
             if len(name) == 1:
@@ -297,7 +410,8 @@ def _identifiers(text: str, bag: _Bag) -> str:
 
     A letters-only token with no capital after its first letter (most words of prose) has
     no digit, connector or inner capital, so looks_like_identifier is False for it: one
-    regex match (``_NEXT_IDENT``, in C) skips the ASCII ones and stops at the next other
+    regex match (``_NEXT_IDENT``, in C) skips the ASCII ones (and, issue 29.5, the other
+    tokens dropped whatever their context: see _NEXT_IDENT) and stops at the next other
     token, which is checked here as before."""
     pos = 0
     cuts: list[tuple[int, int]] = []
@@ -310,7 +424,7 @@ def _identifiers(text: str, bag: _Bag) -> str:
         pos = m.end()
         if tok.isalpha() and tok[1:].islower():
             continue
-        if len(tok) < 3 or not any(ch.isalpha() for ch in tok):
+        if len(tok) < 3 or not (tok[0].isalpha() or any(ch.isalpha() for ch in tok)):
             continue
         if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
             continue
@@ -389,6 +503,7 @@ def extract_seed(text: str, *, speaker: str | None = None, explicit: Iterable[st
 
 
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")     # "Carry On (franchise)" -> "Carry On"
+_JOINERS_LEADING = _JOINERS | _LEADING
 MAX_TITLE_WORDS = 8
 
 
@@ -401,13 +516,15 @@ def title_name(title: str | None) -> str | None:
     ("memo-operations") is not a name."""
     if not title:
         return None
-    text = " ".join(_DISAMBIGUATION.sub("", title).split())
+    # _DISAMBIGUATION ends with ")" and only whitespace after it: a title that does not is
+    # left as it is without running the regex (it tries every position).
+    text = " ".join((_DISAMBIGUATION.sub("", title) if title.rstrip().endswith(")") else title).split())
     words = text.split()
     if not words or len(words) > MAX_TITLE_WORDS or any(ch in text for ch in ".:;?!\n") and not _dotted(text):
         return None
     for w in words:
         core = w.strip("\"'“”‘’(),&")
-        if not core or core[0].isupper() or core[0].isdigit() or core.casefold() in _JOINERS | _LEADING \
+        if not core or core[0].isupper() or core[0].isdigit() or core.casefold() in _JOINERS_LEADING \
                 or not core[0].isalpha():
             continue
         return None
