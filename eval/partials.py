@@ -7,7 +7,7 @@ on one of the two cores the workers search on.  Now the worker that searched a c
 queries does that work once for its chunk (``PartBuilder``): it takes each response's
 results column by column (no list per result), grades them, keeps each query's unit
 ranking, its trec_eval metrics and the few numbers the coverage tables need, and hands over
-the rows as one Arrow table (pickled as its buffers).  The parent only concatenates the
+the rows as one Arrow table (through a memory-backed file: ``hand_over_via``).  The parent only concatenates the
 parts of a run in query order (``merge``) and writes the table.  Scoring in the workers
 matters because a grid's runs all end with its last task: scored in the parent, one after
 another, they kept it busy after the workers had finished.  trec_eval's measures used here

@@ -58,7 +58,8 @@ GROUP_ROWS_MAX = 500_000
 # Finished runs are scored and written (``on_run``) on this many threads of the parent:
 # a grid's runs all end with its group's last task, and one after another they kept the
 # parent busy ~90 ms each (a 12-run grid: ~1 s) while the workers had nothing left to do;
-# Parquet encoding and trec_eval release the GIL, so two threads overlap them.
+# Parquet encoding, most of a finish now (the workers score), releases the GIL, so two
+# threads overlap them.
 FINISH_THREADS = 2
 
 Tick = Callable[[int], None]

@@ -162,14 +162,23 @@ class _Bag:
 
     def add(self, name: str, kind: str, count: int = 1) -> None:
         name = name.strip(_KEY_STRIP)
-        if name.isascii():      # entity_key, inline; a lower-case ASCII key has a letter iff upper() changes it
-            key = " ".join(name.lower().split()).strip(_KEY_STRIP)
-            if not key or len(key) > MAX_KEY_CHARS or key.upper() == key:
-                return
-        else:
-            key = entity_key(name)
-            if not key or len(key) > MAX_KEY_CHARS or not any(ch.isalpha() for ch in key):
-                return
+        if name.isascii():      # entity_key, inline
+            self.add_ascii(" ".join(name.lower().split()).strip(_KEY_STRIP), name, kind, count)
+            return
+        key = entity_key(name)
+        if not key or len(key) > MAX_KEY_CHARS or not any(ch.isalpha() for ch in key):
+            return
+        self._count(key, name, kind, count)
+
+    def add_ascii(self, key: str, name: str, kind: str, count: int = 1) -> None:
+        """``add`` of an ASCII ``name`` (stripped of _KEY_STRIP) whose entity_key the caller
+        already has (``_decide`` works it out for a word anyway)."""
+        # a lower-case ASCII key has a letter iff upper() changes it
+        if not key or len(key) > MAX_KEY_CHARS or key.upper() == key:
+            return
+        self._count(key, name, kind, count)
+
+    def _count(self, key: str, name: str, kind: str, count: int) -> None:
         item = self.items.get(key)
         if item is None:
             self.items[key] = [name, kind, count]
@@ -324,7 +333,7 @@ def record_context(runs: Iterable[list[Run]], *, title: str | None = None, speak
             # A word holds no whitespace: an ASCII one's entity_key is w.lower().strip(_KEY_STRIP).
             if len(words) == 1:
                 if not initial:
-                    w = words[0].rstrip("'’").removesuffix("'s").removesuffix("’s")   # _single, inline
+                    w = _single(words[0])
                     caps.add(w.lower().strip(_KEY_STRIP) if w.isascii() else entity_key(w))
                 continue
             for w in words:
@@ -367,11 +376,10 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
     """Add the runs that name something (module docstring), with ``ctx`` the record's
     context (None: every sentence-initial word that is not a common word counts, as the
     seed's extractor did)."""
-    items = bag.items
     surnames = ctx.surnames if ctx is not None else {}
     for words, initial in runs:
         if len(words) == 1:
-            w = words[0].rstrip("'’").removesuffix("'s").removesuffix("’s")       # _single, inline
+            w = _single(words[0])
             ascii_word = w.isascii()
             low = w.lower() if ascii_word else w.casefold()       # casefold is lower() for ASCII
             # (COMMON_WORDS holds STOP_WORDS: a sentence-initial stop word is dropped here too.)
@@ -385,18 +393,12 @@ def _decide(runs: list[Run], bag: _Bag, ctx: Context | None) -> None:
             # Not confirmed by the record: kind "initial", a name only once the store sees it
             # written as one (memo.store.mentions upgrades the entity's kind).
             kind = "initial" if initial and ctx is not None and key not in ctx.capitalised else "name"
-            if not ascii_word:
-                bag.add(w, kind)
-                continue
-            # bag.add(w, kind), inline: for a whitespace-free ASCII word the name is
-            # w.strip(_KEY_STRIP) and its key is ``key`` (lower() makes no _KEY_STRIP character).
-            if not key or len(key) > MAX_KEY_CHARS or key.upper() == key:
-                continue
-            item = items.get(key)
-            if item is None:
-                items[key] = [w.strip(_KEY_STRIP), kind, 1]
+            if ascii_word:
+                # for a whitespace-free ASCII word, add()'s key is ``key`` (lower() makes no
+                # _KEY_STRIP character): not worked out twice
+                bag.add_ascii(key, w.strip(_KEY_STRIP), kind)
             else:
-                item[2] += 1
+                bag.add(w, kind)
         else:
             name = _multi(words, initial and ctx is not None)
             if len(name) == 1:

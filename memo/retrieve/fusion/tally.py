@@ -42,14 +42,14 @@ def tally(runs: Sequence[ArmRun], weights: Mapping[str, float], k: int,
           score: Contributions, tiebreak: Contributions) -> list[Candidate]:
     """Unordered candidates, score = fused (stage 4's factors multiply it): ``fused`` sums
     ``score``'s contributions, ``tiebreak`` sums ``tiebreak``'s."""
-    names = [run.name for run in runs if run.hits]
-    columns = [_columns(run.hits) for run in runs if run.hits]
-    if len(set(names)) < len(names) or not all(c[5] for c in columns):
+    live = [run for run in runs if run.hits]
+    columns = [_columns(run.hits) for run in live]
+    if len({run.name for run in live}) < len(live) or not all(c[5] for c in columns):
         return _tally_rows(runs, weights, k, score, tiebreak)
     by_pk: dict[int, dict[str, Evidence]] = {}
     ties: dict[int, float] = {}
     fused: dict[int, float] = {}
-    for run, (_, pks, ranks, raws, votes, _) in zip((r for r in runs if r.hits), columns, strict=True):
+    for run, (_, pks, ranks, raws, votes, _) in zip(live, columns, strict=True):
         name = run.name
         w = weights.get(name, 0.0)
         cs = score(run, w, k)

@@ -16,7 +16,6 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-
 # memo.text.fts_query.STOP_WORDS as of 05fec91
 STOP_WORDS: frozenset[str] = frozenset("""
 a about above after again against all am an and any are as at be because been before being

@@ -3,7 +3,7 @@ memo/text/entities.py, loaded side by side in one process and timed interleaved,
 records the import benchmarks write (issue 29.5).
 
     git show dee5b3a:memo/text/entities.py > /tmp/entities_before.py
-    .venv/bin/python tests/unit/entities/extract_cpu_ab.py /tmp/entities_before.py memo/text/entities.py [--reps 7]
+    .venv/bin/python bench/entity_extraction/extract_cpu_ab.py /tmp/entities_before.py memo/text/entities.py [--reps 7]
 
 Corpora, each passed as ``memo.store.mentions.record_mentions`` passes it to ``extract_record``:
 
@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
