@@ -67,11 +67,11 @@ PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is 
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[int], Callable[[int], None]]]]:
+def _progress(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[..., Callable[[int], None]]]]:
     """(status, tick_factory) backed by one rich progress bar on stderr; on a stderr that is
     not a terminal (a log, a pipe, CI) plain lines instead (``_plain_progress``)."""
     if not enabled:
-        yield (lambda s: None), (lambda total: (lambda n: None))
+        yield (lambda s: None), (lambda total, unit="searches": (lambda n: None))
         return
     if not _err.is_terminal:
         with _plain_progress() as pair:
@@ -87,8 +87,9 @@ def _progress(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[
             state["task"] = bar.add_task(label, total=None)
         bar.update(state["task"], description=label)
 
-    def tick_factory(total: int) -> Callable[[int], None]:
-        task = bar.add_task(f"searching ({state['label']})", total=total)
+    def tick_factory(total: int, unit: str = "searches") -> Callable[[int], None]:
+        doing = "searching" if unit == "searches" else unit
+        task = bar.add_task(f"{doing} ({state['label']})", total=total)
 
         def tick(n: int) -> None:
             bar.update(task, advance=n)
@@ -100,7 +101,7 @@ def _progress(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[
 
 @contextmanager
 def _plain_progress(every: float | None = None
-                    ) -> Iterator[tuple[Callable[[str], None], Callable[[int], Callable[[int], None]]]]:
+                    ) -> Iterator[tuple[Callable[[str], None], Callable[..., Callable[[int], None]]]]:
     """Progress as plain stderr lines (a rich bar draws nothing there): one when each stage
     starts, one every ``every`` seconds (``PLAIN_PROGRESS_EVERY``) while nothing else was
     said (a first index build or embedding runs for minutes without a status), one at the end."""
@@ -110,7 +111,7 @@ def _plain_progress(every: float | None = None
     every = PLAIN_PROGRESS_EVERY if every is None else every
     start = time.monotonic()
     lock = threading.Lock()
-    state: dict[str, Any] = {"label": "preparing", "done": 0, "total": None, "last": start}
+    state: dict[str, Any] = {"label": "preparing", "done": 0, "total": None, "unit": "searches", "last": start}
 
     def say(text: str) -> None:            # with the lock held
         now = time.monotonic()
@@ -119,7 +120,7 @@ def _plain_progress(every: float | None = None
 
     def where() -> str:
         total = state["total"]
-        return state["label"] if total is None else f"{state['label']}: {state['done']:,}/{total:,} searches"
+        return state["label"] if total is None else f"{state['label']}: {state['done']:,}/{total:,} {state['unit']}"
 
     def status(label: str) -> None:
         with lock:
@@ -127,9 +128,9 @@ def _plain_progress(every: float | None = None
                 state.update(label=label, done=0, total=None)
                 say(f"{label}...")
 
-    def tick_factory(total: int) -> Callable[[int], None]:
+    def tick_factory(total: int, unit: str = "searches") -> Callable[[int], None]:
         with lock:
-            state.update(done=0, total=total)
+            state.update(done=0, total=total, unit=unit)
             say(where())
 
         def tick(n: int) -> None:

@@ -269,9 +269,11 @@ def _passage_rows(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
 
 
 def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = None, *,
-                           root: Path | None = None, progress: bool = True) -> dict[str, object]:
+                           root: Path | None = None, progress: bool = True,
+                           on_progress: Callable[[int, int], None] | None = None) -> dict[str, object]:
     """Make sure every passage of the index has a vector for the model: from the .npy
-    cache if present, else embed (``memo.embed.backfill``) and save the cache."""
+    cache if present, else embed (``memo.embed.backfill``; ``on_progress(done, total)``
+    after each batch) and save the cache."""
     from memo.embed.backfill import backfill
     from memo.embed.model import passage_text
     from memo.embed.registry import load_registry
@@ -302,7 +304,7 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
                 for s in range(0, len(pks), 4096):
                     write_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
                 return {"model_id": spec.id, "source": "cache", "vectors": len(pks), "file": str(cache)}
-        report = backfill(conn, spec.id, progress=progress)
+        report = backfill(conn, spec.id, progress=progress, on_progress=on_progress)
         if is_postgres(conn):   # embedded into the server; the .npy cache is written from SQLite runs
             return {"model_id": spec.id, "source": "embedded", "vectors": vector_count(conn, spec.id),
                     "seconds": report.seconds, "per_second": report.per_second}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import secrets
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,7 +71,28 @@ def _uses_semantic(specs: Sequence[RunSpec]) -> bool:
     return any(s.mode in ("auto", "semantic") for s in specs)
 
 
-def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfig, dict[str, Any]]:
+TickFactory = Callable[..., Callable[[int], None]]   # (total, unit="searches") -> tick(n)
+
+
+def counter(tick_factory: TickFactory | None, unit: str) -> Callable[[int, int], None] | None:
+    """A (done, total) callback over the CLI's progress: the first call that knows its total
+    opens a count of ``unit`` (a first index build, an embedding: minutes a user watches)."""
+    if tick_factory is None:
+        return None
+    state: dict[str, Any] = {"tick": None, "done": 0}
+
+    def progress(done: int, total: int) -> None:
+        if state["tick"] is None:
+            if not total:
+                return
+            state["tick"] = tick_factory(total, unit)
+        state["tick"](done - state["done"])
+        state["done"] = done
+    return progress
+
+
+def prepare(opts: EvalOptions, es: EvalSet, status: Status,
+            tick_factory: TickFactory | None = None) -> tuple[ReplayConfig, dict[str, Any]]:
     info: dict[str, Any] = {}
     on_server = is_db_url(opts.db)
     if on_server:
@@ -89,7 +109,9 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
         info["index"] = {"path": str(db_path), "built": False, "source": "user database"}
     else:
         status("index")
-        built = build_index(es, rebuild=opts.rebuild)
+        records = counter(tick_factory, "records")
+        built = build_index(es, rebuild=opts.rebuild,
+                            progress=(lambda _stage, done, total: records(done, total)) if records else None)
         db_path = built.path
         info["index"] = {"path": str(built.path), "built": built.built, "records": built.records,
                          "passages": built.passages, "duplicates_skipped": built.duplicates,
@@ -99,10 +121,11 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status) -> tuple[ReplayConfi
         if opts.db is None or on_server:
             status("passage vectors")
             # "locomo-obs" has the same passages as "locomo": share their vector cache.
-            # The embedding's own bar only on a terminal: elsewhere it draws nothing but a blank
-            # line, and the CLI's plain progress lines say it is embedding (memo_eval.cli).
+            # The count goes to the CLI's own progress (a bar on a terminal, plain lines
+            # elsewhere: memo_eval.cli), not to the embedding's bar, a second live display.
             info["vectors"] = ensure_passage_vectors(db_path, es.name.removesuffix(OBS_SUFFIX), opts.model_id,
-                                                     progress=sys.stderr is not None and sys.stderr.isatty())
+                                                     progress=False,
+                                                     on_progress=counter(tick_factory, "passages embedded"))
             if es.facts is not None:
                 status("fact vectors")
                 info["fact_vectors"] = ensure_fact_vectors(db_path, es.name, opts.model_id)
@@ -174,11 +197,11 @@ def factor_coverage(out: RunOutput) -> dict[str, dict[str, float]]:
 
 
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
-             tick_factory: Callable[[int], Callable[[int], None]] | None = None) -> dict[str, Any]:
+             tick_factory: TickFactory | None = None) -> dict[str, Any]:
     status = status or (lambda s: None)
     es = load_eval_set(opts.dataset, opts.split, limit=opts.limit_queries)
     started = datetime.now(UTC)
-    cfg, info = prepare(opts, es, status)
+    cfg, info = prepare(opts, es, status, tick_factory)
     version = code_version()
     stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
     batch_id = f"{stamp}-{es.name}-{es.split}"

@@ -67,11 +67,14 @@ def _progress(total: int, enabled: bool):
 
 
 def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None = None, progress: bool = True,
-             *, batch_size: int = DEFAULT_BATCH, embedder=None, limit: int | None = None) -> BackfillReport:
+             *, batch_size: int = DEFAULT_BATCH, embedder=None, limit: int | None = None,
+             on_progress: Callable[[int, int], None] | None = None) -> BackfillReport:
     """Embed every pending passage for ``model_id`` (default model if None).
 
     ``embedder`` lets tests inject a fake; otherwise the process's loaded model is used
-    (raises ``ModelUnavailable`` if it cannot load).  ``limit`` caps the passages embedded."""
+    (raises ``ModelUnavailable`` if it cannot load).  ``limit`` caps the passages embedded.
+    ``on_progress(done, total)`` is called after each written batch (a caller whose stderr
+    is no terminal, where the bar draws nothing, reports its own progress from it)."""
     own = not hasattr(conn_or_path, "execute")   # a path or URL, else an open connection (either backend)
     if own:
         conn = open_db(conn_or_path, write=True)
@@ -81,7 +84,7 @@ def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None
         if embedder is None:
             embedder = load_model(load_registry().get(model_id))
         mid = embedder.model_id
-        report = _run(conn, embedder, mid, progress, batch_size, limit)
+        report = _run(conn, embedder, mid, progress, batch_size, limit, on_progress)
         if limit is not None:
             return report
         # Facts are queued the same way: every fact without a vector for the model.
@@ -104,7 +107,8 @@ def _ann_index(conn: sqlite3.Connection, model_id: str) -> bool:
     return build_ann_index(conn, model_id, int(dims))
 
 
-def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int | None) -> BackfillReport:
+def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int | None,
+         on_progress: Callable[[int, int], None] | None = None) -> BackfillReport:
     start = time.perf_counter()
     before = pending_count(conn, mid)
     target = before if limit is None else min(before, limit)
@@ -130,6 +134,8 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
                 done += len(pks)
                 if bar:
                     bar.update(task, advance=len(pks))
+                if on_progress is not None:
+                    on_progress(done, target)
     finally:
         if bar:
             bar.stop()

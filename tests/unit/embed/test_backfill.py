@@ -42,6 +42,17 @@ def test_backfill_embeds_pending_in_short_transactions(conn):
     assert backfill(conn, progress=False, embedder=emb).embedded == 0   # idempotent
 
 
+def test_backfill_reports_its_progress_after_each_batch(conn):
+    """``on_progress(done, total)``: what `memo eval` counts on a terminal and in a log."""
+    for i in range(40):
+        add(conn, f"passage {i}")
+    seen: list[tuple[int, int]] = []
+    rep = backfill(conn, progress=False, embedder=FakeEmbedder(), batch_size=16,
+                   on_progress=lambda done, total: seen.append((done, total)))
+    assert rep.embedded == 40
+    assert seen == [(16, 40), (32, 40), (40, 40)]
+
+
 def test_concurrent_backfills_do_not_clash(backend_db, conn):
     for i in range(200):
         add(conn, f"row {i}")

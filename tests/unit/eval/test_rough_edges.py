@@ -214,10 +214,10 @@ def test_plain_progress_lines_when_stderr_is_not_a_terminal(tiny, monkeypatch):
     monkeypatch.setattr(eval_cli, "PLAIN_PROGRESS_EVERY", 0.2)
     orig = R.prepare
 
-    def slow_prepare(opts, es, status):
+    def slow_prepare(opts, es, status, tick_factory=None):
         status("index")
         time.sleep(1.3)          # a long first build: lines keep coming
-        return orig(opts, es, status)
+        return orig(opts, es, status, tick_factory)
 
     monkeypatch.setattr(R, "prepare", slow_prepare)
     res = runner.invoke(app, ["eval", "run", "-d", str(tiny), "--mode", "keyword", "--json"])
