@@ -126,6 +126,16 @@ def _init_worker(cfg: ReplayConfig, barrier: Any = None, keyword_index: bool = T
         barrier.wait(timeout=600)
 
 
+def _pool_worker(cfg: ReplayConfig, barrier: Any, handover: str | None) -> None:
+    """A spawned worker's initializer.  Its searches are not anyone's traffic and nothing
+    scrapes its metrics, so it counts none (``memo.metrics.stop_recording``); a replay in
+    the caller's own process (one worker) leaves the caller's counters as they are."""
+    from memo import metrics
+
+    metrics.stop_recording()
+    _init_worker(cfg, barrier, True, handover)
+
+
 def _noop(_: int) -> int:
     return os.getpid()
 
@@ -384,7 +394,7 @@ def _run_tasks(cfg: ReplayConfig, tasks: list, workers: int, collect: Callable[[
         ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(workers)
         with _one_blas_thread(), _handover_folder() as handover, \
-                ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, barrier, True, handover)) as pool:
+                ctx.Pool(workers, initializer=_pool_worker, initargs=(cfg, barrier, handover)) as pool:
             warm_arrow()        # while the workers start: the finishes' first table needs it
             pool.map(_noop, range(workers), chunksize=1)     # every worker passed the barrier
             warm = time.perf_counter() - t_warm

@@ -14,7 +14,10 @@ from types import SimpleNamespace as Arm
 from memo import metrics
 arms = [Arm(name="keyword", ran=True, degraded=False, latency_ms=2.0),
         Arm(name="semantic", ran=False, degraded=True, latency_ms=0.0)]
-for i in range(int(sys.argv[1])):
+n, stop_after = int(sys.argv[1]), int(sys.argv[2])
+for i in range(n):
+    if i == stop_after:
+        metrics.stop_recording()
     metrics.observe_search(profile="zscore", mode="keyword", latency_ms=3.0 + i, arms=arms,
                            degraded=["arm_unavailable", "arm_unavailable"], empty_cause=None if i else "no_match")
 loaded = "prometheus_client" in sys.modules
@@ -23,8 +26,9 @@ print(json.dumps({"loaded_before": loaded, "snap": snap}))
 """
 
 
-def _run(n: int) -> dict:
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(n)], capture_output=True, text=True, timeout=60)
+def _run(n: int, stop_after: int = -1) -> dict:
+    res = subprocess.run([sys.executable, "-c", SCRIPT, str(n), str(stop_after)], capture_output=True, text=True,
+                         timeout=60)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -47,3 +51,10 @@ def test_observations_wait_for_the_metrics_and_count_once_made() -> None:
         assert latency["count"] == n
         assert abs(latency["sum"] - sum(3.0 + i for i in range(n)) / 1000.0) < 1e-9
         assert _value(snap, "memo_arm_runs_total", arm="graph", outcome="skipped") == 0   # known series at zero
+
+
+def test_a_process_that_stops_recording_counts_no_later_search() -> None:
+    """An eval replay's spawned workers (memo_eval.replay._pool_worker) count nothing."""
+    snap = _run(5, stop_after=2)["snap"]
+    assert _value(snap, "memo_searches_total", profile="zscore") == 2
+    assert _value(snap, "memo_arm_runs_total", arm="keyword", outcome="ran") == 2
