@@ -64,10 +64,21 @@ Weigh = Callable[[str, Any], VoteEvidence]
 
 
 def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
-            weigh: Weigh = registered_weigh) -> tuple[list[Candidate], list[int]]:
-    """Rule 1: (kept in order, dropped pks).  ``semantic_floor`` None = no bands for the model."""
+            weigh: Weigh = registered_weigh, known: dict[int, bool] | None = None) -> tuple[list[Candidate], list[int]]:
+    """Rule 1: (kept in order, dropped pks).  ``semantic_floor`` None = no bands for the model.
+    ``known``: each pk's verdict (kept?) for candidates fused from the very same hits
+    (``memo.retrieve.hit_memo``: a verdict reads only the arms' raw scores and votes, never a
+    contribution), filled here as verdicts are made."""
     if semantic_floor is None:
         return list(ranked), []
+    if known:                       # an eval grid's later runs: every candidate judged before
+        try:
+            keeps = [known[c.pk] for c in ranked]
+        except KeyError:
+            pass
+        else:
+            return ([c for c, keep in zip(ranked, keeps, strict=True) if keep],
+                    [c.pk for c, keep in zip(ranked, keeps, strict=True) if not keep])
     floor = semantic_floor
     kept, dropped = [], []
     # With the arms' own weigh, the verdict on a vote depends only on its arm, raw score and
@@ -80,9 +91,10 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
             _WEAK.clear()
     no_similarity = _NO_SIMILARITY if weigh is registered_weigh else frozenset()
     for c in ranked:                # a plain loop: this runs for every candidate of every search
+        keep = False
         for name, ev in c.arms.items():
             if name in no_similarity:   # a vote that is no similarity is never a weak one
-                kept.append(c)
+                keep = True
                 break
             try:
                 key = (name, ev.raw, ev.votes)
@@ -94,10 +106,14 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
                 if key is not None:
                     verdicts[key] = weak
             if not weak:
-                kept.append(c)
+                keep = True
                 break
+        if keep:
+            kept.append(c)
         else:
             dropped.append(c.pk)
+        if known is not None:
+            known[c.pk] = keep
     return kept, dropped
 
 

@@ -24,14 +24,25 @@ _FIELDS = (("namespace", "namespaces", "--namespace"), ("kind", "kinds", "--kind
 
 
 def narrow_hint(ranked: Sequence[Candidate], returned: Sequence[Candidate], meta: Mapping[int, Meta],
-                scope: Scope) -> dict[str, Any] | None:
+                scope: Scope, known: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """``known``: kept for candidates fused from the very same hits (``memo.retrieve.hit_memo``;
+    ``meta`` then holds every one of them): which fields take more than one value over them.
+    A field with one value over every candidate has one over any ranked subset."""
     if len(ranked) <= len(returned):
         return None
+    vary = None
+    if known is not None:
+        vary = known.get("vary")
+        if vary is None:
+            vary = known["vary"] = frozenset(f for f, _, _ in _FIELDS
+                                             if len({getattr(m, f) for m in meta.values()}) > 1)
+        if not vary:
+            return None
     basis = returned or ranked[:1]
     best: dict[str, Any] | None = None
     metas: list[Meta] | None = None
     for field, scope_field, option in _FIELDS:
-        if len(getattr(scope, scope_field)) == 1:
+        if len(getattr(scope, scope_field)) == 1 or (vary is not None and field not in vary):
             continue
         if metas is None:       # once, and with C-level getters: this runs on most searches
             metas = [meta[c.pk] for c in ranked if c.pk in meta]

@@ -38,6 +38,7 @@ from memo.retrieve.evidence import facts_evidence, passages_evidence
 from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
 from memo.retrieve.fusion.adaptive import adapt
+from memo.retrieve.hit_memo import hit_memo
 from memo.retrieve.limit import limit as limit_stage
 from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
@@ -100,7 +101,13 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
                                                            cached=services.arm_cache),
                         profile.fusion.keyword_full)
     fused = fuse([r for r in runs if r.ran], profile.fusion.method, arm_weights.weights, profile.fusion.k)
-    meta = fetch_meta(conn, (c.pk for c in fused))
+    # The same hits again (an eval grid's arm-hit cache): what follows from them alone is known
+    memo = hit_memo(conn, runs) if services.arm_cache else None
+    meta = memo.get("meta") if memo is not None else None
+    if meta is None:
+        meta = fetch_meta(conn, [c.pk for c in fused])
+        if memo is not None:
+            memo["meta"] = meta
     if len(meta) < len(fused):
         # An index row without a passage (a derived index out of step with the
         # canonical rows) is not a result.
@@ -121,7 +128,8 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 5 abstention
     n_before_abstention = len(ranked)
     semantic_floor = bands.semantic_floor if bands is not None else None
-    ranked, abstained_pks = abstain(ranked, semantic_floor, weigh)
+    ranked, abstained_pks = abstain(ranked, semantic_floor, weigh,
+                                    known=None if memo is None else memo.setdefault(("abstain", semantic_floor), {}))
     if abstained_pks:
         drops.append(Drop("abstention", "only evidence a semantic similarity below semantic_floor "
                           f"{bands.semantic_floor if bands else ''}", len(abstained_pks), tuple(abstained_pks)))
@@ -157,11 +165,19 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     clock.lap("cutoff_limit_budget")
 
     # 9 results + why + trace
-    table = build_table(packed, fetch_rows(conn, (c.pk for c in packed)), meta, bands, weigh,
+    if memo is None:
+        rows = fetch_rows(conn, [c.pk for c in packed])
+    else:       # every fused candidate's row, once: each run's results are some of them
+        rows = memo.get("rows")
+        if rows is None:
+            rows = memo["rows"] = fetch_rows(conn, [c.pk for c in fused])
+    table = build_table(packed, rows, meta, bands, weigh,
                         explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
-                        cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict())
+                        cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict(),
+                        known=None if memo is None else memo.setdefault(("relevance", bands), {}))
     results = table if request.columns else table.materialize()
-    narrow = narrow_hint(ranked, packed, meta, request.scope)
+    narrow = narrow_hint(ranked, packed, meta, request.scope,
+                         known=None if memo is None else memo.setdefault("narrow", {}))
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
     degraded_kinds = ["arm_unavailable"] if degraded_parts else []
@@ -196,7 +212,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
                           + (f"; the namespaces are {', '.join(have)}" if have else "; the database is empty"))
     trace = Trace(
         profile=profile.name, fusion=profile.fusion.method, mode=checked.mode, model_id=model_id,
-        arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r)) for r in runs),
+        arms=tuple(ArmTrace(r.name, r.ran, r.reason, len(r.hits), r.latency_ms, _matched(r, memo)) for r in runs),
         filter={"in_scope": in_scope, "total": total, "out_of_scope": total - in_scope},
         candidates=len(fused), cutoff_kind=cutoff_kind,
         budget={"used": used, "max": checked.max_tokens},
@@ -267,11 +283,20 @@ def _measured_similarity(runs: list) -> bool:
                for r in runs)
 
 
-def _matched(run: Any) -> int | None:
+def _matched(run: Any, memo: dict[Any, Any] | None = None) -> int | None:
     """Distinct voters behind an arm's candidates (fact arm: facts; entity and graph arms:
-    entities); None for arms without votes."""
+    entities); None for arms without votes.  ``memo``: the hits' own (``hit_memo``)."""
+    if not run.hits:
+        return None
+    if memo is not None:
+        key = ("matched", run.name)
+        if key in memo:
+            return memo[key]
     voters = {v.voter for hit in run.hits for v in hit.votes} - {None}
-    return len(voters) if voters else None
+    out = len(voters) if voters else None
+    if memo is not None:
+        memo[key] = out
+    return out
 
 
 def _keyword_coverage(conn: sqlite3.Connection, query: str, scope_sql: Any, runs: list, profile: Profile,

@@ -31,28 +31,48 @@ def build_table(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta
                 bands: ModelBands | None, weigh: Weigh, *, explain: bool, now: datetime,
                 aging_kinds: tuple[str, ...] = (),
                 cosines: Callable[[list[int]], Mapping[int, float]] | None = None,
-                fusion: Mapping[str, Mapping[str, float]] | None = None) -> ResultTable:
+                fusion: Mapping[str, Mapping[str, float]] | None = None,
+                known: dict[int, tuple[float | None, str | None]] | None = None) -> ResultTable:
     """``cosines``: the stored vectors' cosines with the query for the pks it is given (the
     results no arm measured a similarity for); None when the query was not embedded.
     ``fusion``: the query's arm weights and what set them (``ArmWeights.as_dict``), shown
-    in every result's ``why.fusion``."""
-    rels = [relevance(c, weigh) for c in cands]     # once per result: the loop below is hot
+    in every result's ``why.fusion``.  ``known``: each pk's (relevance, band) for candidates
+    fused from the very same hits (``memo.retrieve.hit_memo``: both read only the arms' raw
+    scores and votes and the stored vectors), filled here for the results it works out."""
+    if known is not None:
+        new = [c for c in cands if c.pk not in known]
+        if new:
+            known.update(zip([c.pk for c in new], zip(*_relevance(new, rows, bands, weigh, cosines), strict=True),
+                             strict=True))
+        pairs = [known[c.pk] for c in cands]
+        rels, bands_of = [rel for rel, _ in pairs], [band for _, band in pairs]
+    else:
+        rels, bands_of = _relevance(cands, rows, bands, weigh, cosines)
+    try:                            # the usual case: every result's row is there
+        return ResultTable(list(cands), [rows[c.pk] for c in cands], rels, bands_of, explain=explain, meta=meta,
+                           now=now, aging_kinds=aging_kinds, fusion=fusion)
+    except KeyError:
+        pass
+    keep = [c.pk in rows for c in cands]   # one purged by another process since the candidates were read
+    return ResultTable([c for c, k in zip(cands, keep, strict=True) if k],
+                       [rows[c.pk] for c, k in zip(cands, keep, strict=True) if k],
+                       [r for r, k in zip(rels, keep, strict=True) if k],
+                       [b for b, k in zip(bands_of, keep, strict=True) if k],
+                       explain=explain, meta=meta, now=now, aging_kinds=aging_kinds, fusion=fusion)
+
+
+def _relevance(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], bands: ModelBands | None,
+               weigh: Weigh, cosines: Callable[[list[int]], Mapping[int, float]] | None
+               ) -> tuple[list[float | None], list[str | None]]:
+    """Each candidate's relevance and band: its best cosine over the arms' votes, else its
+    stored vector's cosine (a result no arm measured a similarity for)."""
+    rels = [relevance(c, weigh) for c in cands]     # once per result: this is hot
     unmeasured = [c.pk for c, rel in zip(cands, rels, strict=True) if rel is None and c.pk in rows]
-    stored = cosines(unmeasured) if cosines is not None and unmeasured else {}
-    kept: list[Candidate] = []
-    kept_rows: list[PassageRow] = []
-    kept_rels: list[float | None] = []
-    for c, rel in zip(cands, rels, strict=True):
-        row = rows.get(c.pk)
-        if row is None:  # purged by another process since the candidates were read
-            continue
-        kept.append(c)
-        kept_rows.append(row)
-        kept_rels.append(stored.get(c.pk) if rel is None else rel)   # a result no arm measured
+    if unmeasured and cosines is not None:
+        stored = cosines(unmeasured)
+        rels = [stored.get(c.pk) if rel is None else rel for c, rel in zip(cands, rels, strict=True)]
     band_of = bands.band if bands is not None else None
-    kept_bands = [band_of(rel) for rel in kept_rels] if band_of is not None else [None] * len(kept_rels)
-    return ResultTable(kept, kept_rows, kept_rels, kept_bands, explain=explain, meta=meta, now=now,
-                       aging_kinds=aging_kinds, fusion=fusion)
+    return rels, [band_of(rel) for rel in rels] if band_of is not None else [None] * len(rels)
 
 
 def build_results(cands: Sequence[Candidate], rows: Mapping[int, PassageRow], meta: Mapping[int, Meta],

@@ -1,0 +1,43 @@
+"""What the stages after fusion know of each candidate from the arms' hits alone, kept for
+the searches that fuse the very same hits.
+
+An eval grid (``ArmServices.arm_cache``) fuses one query's hits again in every run, with
+other fusion, recency or cutoff constants: the arm-hit cache hands each run the same hit
+tuples.  What depends on those hits and not on the constants is then the same in every
+run: the candidates' rows (``fetch_meta``: the fused set is the union of the hits), each
+candidate's best cosine and its band, and abstention rule 1's verdict on it (both read
+the arms' raw scores and votes, never a contribution).  Working them out again cost
+~200 lookups per stage in each of a grid's runs.
+
+An entry lives in the connection's cache (``conn_cache``: emptied when the data changes)
+and is keyed by the identity of the hit tuples; it holds the tuples, so no id it is keyed
+by can be reused while it lives.  A search without the arm-hit cache (every search a
+user runs) gets None and computes everything, as before.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.types import ArmRun
+
+MEMO_MAX = 64     # entries per connection and data state (a grid works one query at a time)
+
+
+def hit_memo(conn: sqlite3.Connection, runs: Sequence[ArmRun]) -> dict[Any, Any]:
+    """The dict private to this exact set of hits (the runs that ran and returned some),
+    for this connection's data state."""
+    live = tuple(r.hits for r in runs if r.ran and r.hits)
+    key = (tuple(r.name for r in runs if r.ran and r.hits), tuple(map(id, live)))
+    entries = conn_cache(conn).setdefault("hit_memo", {})
+    got = entries.get(key)
+    if got is not None:
+        return got[1]
+    if len(entries) >= MEMO_MAX:
+        entries.clear()
+    memo: dict[Any, Any] = {}
+    entries[key] = (live, memo)
+    return memo
