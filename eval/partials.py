@@ -100,8 +100,12 @@ class PartBuilder:
     Arrow array per column for the chunk), with the grades, unit rankings and coverage
     numbers taken from the same columns."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], keys: Mapping[int, str]) -> None:
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], keys: Mapping[int, str],
+                 row_columns: dict[int, tuple] | None = None) -> None:
         self.qrels, self.keys = qrels, keys
+        # Each passage's row fields as its columns hold them, shared by the builders of one
+        # task (its queries' results recur in every run of the grid; the index does not change)
+        self.row_columns: dict[int, tuple] = {} if row_columns is None else row_columns
         self.cols: list[list[Any]] = [[] for _ in RESULT_FIELDS]
         # The factors column (a list of structs per row) is kept flat, as Arrow stores it:
         # converting ~100 lists of dicts per search made it the costliest column to build.
@@ -128,7 +132,7 @@ class PartBuilder:
         qid = qrow["qid"]
         keys = self.keys
         if isinstance(results, ResultTable) and results.explain:
-            got, arms = _table_columns(results, keys)
+            got, arms = _table_columns(results, keys, self.row_columns)
         else:
             got, arms = _object_columns(results, keys)
         got["qid"] = [qid] * n
@@ -147,9 +151,9 @@ class PartBuilder:
                 cols_a = per_arm.get(a)
                 if cols_a is None:
                     cols_a = per_arm[a] = ([None] * n, [None] * n, [None] * n)
-                cols_a[0][i] = int(e.rank)
-                cols_a[1][i] = float(e.raw)
-                cols_a[2][i] = float(e.contribution)
+                cols_a[0][i] = e.rank            # an int and two floats (numpy's too: Arrow
+                cols_a[1][i] = e.raw             # takes them as the same values)
+                cols_a[2][i] = e.contribution
         for a in ARM_NAMES:
             if a not in per_arm:
                 continue
@@ -180,6 +184,10 @@ class PartBuilder:
         offsets, nulls = self.f_offsets, self.f_null
         names, values, labels = self.f_names, self.f_values, self.f_labels
         end = offsets[-1]
+        if not any(factors) and None not in factors:     # no row has a factor: the usual case
+            nulls.extend([False] * len(factors))
+            offsets.extend([end] * len(factors))
+            return
         for facs in factors:
             if facs is None:
                 nulls.append(True)
@@ -227,20 +235,31 @@ def _object_columns(results: Sequence[Any], keys: Mapping[int, str]) -> tuple[di
     return got, [None if w is None else w.arms for w in whys]
 
 
-def _table_columns(table: ResultTable, keys: Mapping[int, str]) -> tuple[dict[str, list[Any]], list[Any]]:
+def _table_columns(table: ResultTable, keys: Mapping[int, str],
+                   row_columns: dict[int, tuple] | None = None) -> tuple[dict[str, list[Any]], list[Any]]:
     """The same columns read straight from stage 9's table (explain on): each value is the
     one its ``Result`` / ``Why`` would hold (``ResultTable.materialize``: score = why.final
-    = the candidate's score, the row's fields, the candidate's arm evidence)."""
+    = the candidate's score, the row's fields, the candidate's arm evidence).
+    ``row_columns``: each pk's row fields as these columns hold them, kept across calls."""
     cands, rows = table.cands, table.rows
+    pks = [c.pk for c in cands]
+    known = {} if row_columns is None else row_columns
+    try:
+        per_row = [known[pk] for pk in pks]
+    except KeyError:
+        for pk, r in zip(pks, rows, strict=True):
+            if pk not in known:
+                known[pk] = (keys.get(pk, r.record_id), int(r.tokens), r.id, r.record_id, r.namespace, r.kind)
+        per_row = [known[pk] for pk in pks]
+    doc_id, tokens, passage_id, record_id, namespace, kind = (list(col) for col in zip(*per_row, strict=True)) \
+        if per_row else ([] for _ in range(6))
     scores = [float(c.score) for c in cands]
     got: dict[str, list[Any]] = {
-        "pk": [c.pk for c in cands],
-        "doc_id": [keys.get(c.pk, row.record_id) for c, row in zip(cands, rows, strict=True)],
-        "score": scores, "relevance": list(table.relevance), "tokens": [int(r.tokens) for r in rows],
+        "pk": pks, "doc_id": doc_id, "score": scores, "relevance": list(table.relevance), "tokens": tokens,
         "fused": [float(c.fused) for c in cands], "factors": [c.factors for c in cands],
         "final": scores, "tiebreak": [float(c.tiebreak) for c in cands],
-        "passage_id": [r.id for r in rows], "record_id": [r.record_id for r in rows],
-        "namespace": [r.namespace for r in rows], "kind": [r.kind for r in rows], "band": list(table.band),
+        "passage_id": passage_id, "record_id": record_id, "namespace": namespace, "kind": kind,
+        "band": list(table.band),
     }
     return got, [c.arms for c in cands]
 

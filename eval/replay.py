@@ -235,7 +235,8 @@ def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]) -> tuple[list[tuple
     es = _W["cfg"].es
     queries = es.queries
     t0 = time.perf_counter()
-    builders = [PartBuilder(es.qrels, _W["keys"]) for _ in runs]
+    row_columns: dict[int, tuple] = {}      # a task's queries' rows recur in each of its runs
+    builders = [PartBuilder(es.qrels, _W["keys"], row_columns) for _ in runs]
     for i in qidx:
         q = queries[i]
         for (_, spec), b in zip(runs, builders, strict=True):
