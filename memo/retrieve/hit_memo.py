@@ -4,10 +4,10 @@ the searches that fuse the very same hits.
 An eval grid (``ArmServices.arm_cache``) fuses one query's hits again in every run, with
 other fusion, recency or cutoff constants: the arm-hit cache hands each run the same hit
 tuples.  What depends on those hits and not on the constants is then the same in every
-run: the candidates' rows (``fetch_meta``: the fused set is the union of the hits), each
-candidate's best cosine and its band, and abstention rule 1's verdict on it (both read
-the arms' raw scores and votes, never a contribution).  Working them out again cost
-~200 lookups per stage in each of a grid's runs.
+run: the candidates' meta (``fetch_meta``: the fused set is the union of the hits) and the
+rows of those returned so far (``fetch_rows``), each candidate's best cosine and its band,
+and abstention rule 1's verdict on it (both read the arms' raw scores and votes, never a
+contribution).  Working them out again cost ~200 lookups per stage in each of a grid's runs.
 
 An entry lives in the connection's cache (``conn_cache``: emptied when the data changes)
 and is keyed by the identity of the hit tuples; it holds the tuples, so no id it is keyed

@@ -167,10 +167,13 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 9 results + why + trace
     if memo is None:
         rows = fetch_rows(conn, [c.pk for c in packed])
-    else:       # every fused candidate's row, once: each run's results are some of them
+    else:       # the rows the searches of these hits have returned so far, and this one's new ones
         rows = memo.get("rows")
         if rows is None:
-            rows = memo["rows"] = fetch_rows(conn, [c.pk for c in fused])
+            rows = memo["rows"] = {}
+        missing = [c.pk for c in packed if c.pk not in rows]
+        if missing:
+            rows.update(fetch_rows(conn, missing))
     table = build_table(packed, rows, meta, bands, weigh,
                         explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
                         cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict(),
