@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from memo.embed import quantise, sidecar
+from memo.store.connect import db_file
 from memo.store.dialect import is_postgres
 
 _SCOPE_CACHE = 16  # distinct (generation, where, params) entries kept per index
@@ -55,9 +56,7 @@ def db_key(conn: sqlite3.Connection) -> str:
     in the server (``memo.store.postgres.vectors``), never loaded into this index."""
     if is_postgres(conn):
         return f"memory:{conn.url}"
-    row = conn.execute("PRAGMA database_list").fetchone()
-    path = row[2] if row is not None else ""
-    return path or f"memory:{id(conn)}"
+    return db_file(conn) or f"memory:{id(conn)}"
 
 
 class VectorIndex:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memo.graph.csr import CSR, distinct
+from memo.store.connect import db_file
 from memo.store.dialect import is_postgres
 
 
@@ -123,9 +124,7 @@ def _state(conn: sqlite3.Connection) -> tuple[int, int]:
 def _db_key(conn: sqlite3.Connection) -> str:
     if is_postgres(conn):   # one graph per server database
         return conn.url
-    row = conn.execute("PRAGMA database_list").fetchone()
-    path = row[2] if row is not None else ""
-    return path or f":memory:{id(conn)}"
+    return db_file(conn) or f":memory:{id(conn)}"
 
 
 def _build(epoch: int, seq: int, passage_pks: np.ndarray, entity_pks: np.ndarray, rows: np.ndarray,

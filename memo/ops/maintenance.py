@@ -13,7 +13,7 @@ from memo.ops.guard import store_errors
 from memo.ops.leftovers import DB_FILES, SIDECARS, clean_leftovers, temp_path_beside  # noqa: F401 (re-exported)
 from memo.ops.reports import BackupReport, ReindexReport, StatsReport
 from memo.store import kw_postings
-from memo.store.connect import connect, read_tx, write_tx
+from memo.store.connect import connect, db_file, read_tx, write_tx
 from memo.store.damage import (
     RESTORE_HINT,
     clear_marker,
@@ -41,8 +41,7 @@ DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"  # the semantic helper's default (TEA
 def _db_file(conn: sqlite3.Connection) -> str:
     if is_postgres(conn):   # the server's URL, without its password
         return redact(conn.url)  # type: ignore[attr-defined]
-    row = conn.execute("PRAGMA database_list").fetchone()
-    return row["file"] or ":memory:"
+    return db_file(conn) or ":memory:"
 
 
 @store_errors("stats")
@@ -278,12 +277,12 @@ def _refuse_live_files(conn: sqlite3.Connection, dest: Path) -> None:
     """The source database and its -wal/-shm/-journal, for every file the connection has
     attached (``PRAGMA database_list``): overwriting any of them destroys acknowledged writes
     (a -wal holds commits not yet checkpointed; the -shm indexes it for every open connection)."""
-    for db_file in _attached_files(conn):
-        if _same_file(dest, db_file):
+    for attached in _attached_files(conn):
+        if _same_file(dest, attached):
             raise ValidationError(f"{dest} is the database itself",
                                   hint="give a path outside the database, e.g. a file in a backups folder")
         for suffix in DB_FILES:
-            if _same_file(dest, f"{db_file}{suffix}"):
+            if _same_file(dest, f"{attached}{suffix}"):
                 raise ValidationError(
                     f"{dest} is the database's {suffix} file: replacing it would destroy acknowledged writes",
                     hint="give a path outside the database's files, e.g. a file in a backups folder")

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.scope import scope_stats
 from memo.retrieve.types import ArmHit
+from memo.store.connect import db_file
 from memo.store.dialect import is_postgres
 from memo.store.kw_postings import table_tokenizer, varints
 
@@ -191,14 +192,9 @@ _MISSES: dict[tuple[str, str], int] = {}
 BUILD_AFTER_MISSES = 2
 
 
-def _db_file(conn: sqlite3.Connection) -> str:
-    row = conn.execute("PRAGMA database_list").fetchone()
-    return str(row[2] or "")
-
-
 def ensure_index(conn: sqlite3.Connection, table: str = "passages_fts") -> ImpactIndex:
     """The index for ``conn``'s current data, built in this thread when missing or stale."""
-    key = (_db_file(conn), table)
+    key = (db_file(conn), table)
     current = _INDEXES.get(key)
     if current is not None and current.state == fts_state(conn, table):
         return current
@@ -211,7 +207,7 @@ def ensure_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impac
 
 def wait_built(conn: sqlite3.Connection, table: str = "passages_fts", timeout: float = 600.0) -> bool:
     """Wait for a background build scheduled for ``conn``'s database (benchmarks)."""
-    key = (_db_file(conn), table)
+    key = (db_file(conn), table)
     deadline = time.monotonic() + timeout
     while key in _BUILDING and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -261,7 +257,7 @@ def usable_index(conn: sqlite3.Connection, table: str) -> ImpactIndex | None:
     PostgreSQL: None (the index is SQLite's accelerator; the server ranks itself)."""
     if is_postgres(conn):
         return None
-    path = _db_file(conn)
+    path = db_file(conn)
     key = (path, table)
     current = _INDEXES.get(key)
     if current is not None and current.state == fts_state(conn, table):
@@ -276,7 +272,7 @@ def current_index(conn: sqlite3.Connection, table: str = "passages_fts") -> Impa
     """The index if one matches ``conn``'s snapshot (never schedules a build)."""
     if is_postgres(conn):
         return None
-    current = _INDEXES.get((_db_file(conn), table))
+    current = _INDEXES.get((db_file(conn), table))
     return current if current is not None and current.state == fts_state(conn, table) else None
 
 

@@ -46,6 +46,7 @@ from memo.retrieve.impact import _STEMMER, K1, STATS, B, weighted_freqs_of
 from memo.retrieve.scope import scope_stats
 from memo.retrieve.types import ArmHit
 from memo.store import kw_postings
+from memo.store.connect import db_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,10 +78,6 @@ def usable(conn: sqlite3.Connection) -> kw_postings.Meta | None:
     if kw_postings.fts_totals(conn) != (meta.rows, meta.tokens):
         return None
     return meta
-
-
-def _db_file(conn: sqlite3.Connection) -> str:
-    return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
 
 
 def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: str) -> _Entry:
@@ -130,7 +127,7 @@ class _Term:
 def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -> list[_Term]:
     """The query's phrases in order, with their postings and FTS5's idf (phrases no row
     holds are left out: they add nothing to any score)."""
-    path = _db_file(conn)
+    path = db_file(conn)
     out = []
     for stem in stems:
         entry = postings(conn, path, meta, stem)
@@ -243,7 +240,7 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     if meta is None:
         return None
     if merge_rows is not None and meta.delta >= merge_rows:
-        kw_postings.schedule_merge(_db_file(conn))
+        kw_postings.schedule_merge(db_file(conn))
     stems = stems_of(conn, tuple(words))
     if stems is None:
         return None

@@ -121,6 +121,22 @@ class MemoConnection(sqlite3.Connection):
     memo_path: Path | None = None
     memo_guarded: bool = False
     memo_readonly: str | None = None
+    memo_file: str | None = None       # ``db_file``'s answer, once asked
+
+
+def db_file(conn: sqlite3.Connection) -> str:
+    """The main database's file as SQLite names it (``PRAGMA database_list``; '' in memory):
+    the key of the per-process indexes a search reads (keyword impact index and postings,
+    vector matrix, mention graph).  A connection's main file never changes, so a
+    ``MemoConnection`` asks once (a search asked ~7 times)."""
+    known = getattr(conn, "memo_file", None)
+    if known is not None:
+        return known
+    row = conn.execute("PRAGMA database_list").fetchone()
+    path = str(row[2] or "") if row is not None else ""
+    if isinstance(conn, MemoConnection):
+        conn.memo_file = path
+    return path
 
 
 def read_only_reason(path: Path) -> str | None:

@@ -11,7 +11,7 @@ from memo.profile import load_profile
 from memo.retrieve import SearchRequest, impact, search
 from memo.retrieve.services import ArmServices
 from memo.store import kw_postings
-from memo.store.connect import read_tx
+from memo.store.connect import db_file, read_tx
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +84,7 @@ def test_a_write_makes_the_index_stale_until_rebuilt(fresh_db) -> None:
 def test_second_miss_builds_in_the_background(fresh_db) -> None:
     add(fresh_db, "alpha beta")
     prof = _profile()
-    key = (impact._db_file(fresh_db), "passages_fts")
+    key = (db_file(fresh_db), "passages_fts")
     _keyword(fresh_db, "alpha", prof)                    # miss 1: a one-shot process never builds
     assert key not in impact._BUILDING and key not in impact._INDEXES
     _keyword(fresh_db, "alpha", prof)                    # miss 2: build scheduled
