@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memo.retrieve.conn_cache import conn_cache
-from memo.retrieve.types import ArmRun
+from memo.retrieve.fetch import PassageRow, fetch_meta, fetch_rows
+from memo.retrieve.types import ArmRun, Candidate, Meta
 
 MEMO_MAX = 64     # entries per connection and data state (a grid works one query at a time)
 
@@ -41,3 +42,34 @@ def hit_memo(conn: sqlite3.Connection, runs: Sequence[ArmRun]) -> dict[Any, Any]
     memo: dict[Any, Any] = {}
     entries[key] = (live, memo)
     return memo
+
+
+def part(memo: dict[Any, Any] | None, key: Any) -> dict[Any, Any] | None:
+    """The memo's dict for one stage's values (None without a memo: the stage computes)."""
+    return None if memo is None else memo.setdefault(key, {})
+
+
+def meta_of(conn: sqlite3.Connection, fused: Sequence[Candidate], memo: dict[Any, Any] | None) -> dict[int, Meta]:
+    """``fetch_meta`` of the fused candidates, read once for these hits (their union is
+    the fused set in every run)."""
+    meta = memo.get("meta") if memo is not None else None
+    if meta is None:
+        meta = fetch_meta(conn, [c.pk for c in fused])
+        if memo is not None:
+            memo["meta"] = meta
+    return meta
+
+
+def rows_of(conn: sqlite3.Connection, packed: Sequence[Candidate],
+            memo: dict[Any, Any] | None) -> dict[int, PassageRow]:
+    """``fetch_rows`` of the results; with a memo, the rows its searches returned so far,
+    this one's new ones read and added."""
+    if memo is None:
+        return fetch_rows(conn, [c.pk for c in packed])
+    rows = memo.get("rows")
+    if rows is None:
+        rows = memo["rows"] = {}
+    missing = [c.pk for c in packed if c.pk not in rows]
+    if missing:
+        rows.update(fetch_rows(conn, missing))
+    return rows

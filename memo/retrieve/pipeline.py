@@ -35,10 +35,9 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
 from memo.retrieve.evidence import facts_evidence, passages_evidence
-from memo.retrieve.fetch import fetch_meta, fetch_rows
 from memo.retrieve.fusion import fuse
 from memo.retrieve.fusion.adaptive import adapt
-from memo.retrieve.hit_memo import hit_memo
+from memo.retrieve.hit_memo import hit_memo, meta_of, part, rows_of
 from memo.retrieve.limit import limit as limit_stage
 from memo.retrieve.narrow import narrow_hint
 from memo.retrieve.rescore import RescoreInput, Rescorer, apply, sort_best_first
@@ -103,11 +102,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     fused = fuse([r for r in runs if r.ran], profile.fusion.method, arm_weights.weights, profile.fusion.k)
     # The same hits again (an eval grid's arm-hit cache): what follows from them alone is known
     memo = hit_memo(conn, runs) if services.arm_cache else None
-    meta = memo.get("meta") if memo is not None else None
-    if meta is None:
-        meta = fetch_meta(conn, [c.pk for c in fused])
-        if memo is not None:
-            memo["meta"] = meta
+    meta = meta_of(conn, fused, memo)
     if len(meta) < len(fused):
         # An index row without a passage (a derived index out of step with the
         # canonical rows) is not a result.
@@ -128,8 +123,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     # 5 abstention
     n_before_abstention = len(ranked)
     semantic_floor = bands.semantic_floor if bands is not None else None
-    ranked, abstained_pks = abstain(ranked, semantic_floor, weigh,
-                                    known=None if memo is None else memo.setdefault(("abstain", semantic_floor), {}))
+    ranked, abstained_pks = abstain(ranked, semantic_floor, weigh, known=part(memo, ("abstain", semantic_floor)))
     if abstained_pks:
         drops.append(Drop("abstention", "only evidence a semantic similarity below semantic_floor "
                           f"{bands.semantic_floor if bands else ''}", len(abstained_pks), tuple(abstained_pks)))
@@ -165,22 +159,12 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     clock.lap("cutoff_limit_budget")
 
     # 9 results + why + trace
-    if memo is None:
-        rows = fetch_rows(conn, [c.pk for c in packed])
-    else:       # the rows the searches of these hits have returned so far, and this one's new ones
-        rows = memo.get("rows")
-        if rows is None:
-            rows = memo["rows"] = {}
-        missing = [c.pk for c in packed if c.pk not in rows]
-        if missing:
-            rows.update(fetch_rows(conn, missing))
-    table = build_table(packed, rows, meta, bands, weigh,
+    table = build_table(packed, rows_of(conn, packed, memo), meta, bands, weigh,
                         explain=checked.explain, now=checked.now, aging_kinds=profile.recency.aging_kinds,
                         cosines=_stored_cosines(conn, ctx, runs, model_id), fusion=arm_weights.as_dict(),
-                        known=None if memo is None else memo.setdefault(("relevance", bands), {}))
+                        known=part(memo, ("relevance", bands)))
     results = table if request.columns else table.materialize()
-    narrow = narrow_hint(ranked, packed, meta, request.scope,
-                         known=None if memo is None else memo.setdefault("narrow", {}))
+    narrow = narrow_hint(ranked, packed, meta, request.scope, known=part(memo, "narrow"))
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
     degraded_kinds = ["arm_unavailable"] if degraded_parts else []
