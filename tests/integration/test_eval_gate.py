@@ -111,7 +111,7 @@ def test_never_abstaining_fails_the_gate(tmp_path, monkeypatch):
     # abstention rule 1 broken: a candidate whose only evidence is a weak cosine is kept
     import memo.retrieve.pipeline as pipeline
 
-    monkeypatch.setattr(pipeline, "abstain", lambda ranked, floor, weigh=None: (list(ranked), []))
+    monkeypatch.setattr(pipeline, "abstain", lambda ranked, floor, weigh=None, known=None: (list(ranked), []))
     res = _fast(tmp_path)
     assert not res["passed"]
     assert ("sample-chat-default", "abstain_recall") in _failed(res)
