@@ -220,6 +220,7 @@ def _query_row(q: EvalQuery, resp: Any, wall_ms: float, fresh: set[str] | None =
             row[f"{arm}_weight"] = float(w)
     row["keyword_coverage"] = fw.get("evidence", {}).get("keyword_coverage")
     row["keyword_multiplier"] = fw.get("multipliers", {}).get("keyword")
+    row["code_share"] = fw.get("evidence", {}).get("code_share")
     row["rescore"] = [{"name": k, "named": list(v)} for k, v in getattr(tr, "rescore", {}).items()]
     return row
 

@@ -92,6 +92,7 @@ QUERIES_SCHEMA = pa.schema([
     # the query and the multiplier it gave the keyword weight (null: not measured)
     pa.field("keyword_coverage", pa.float64()),
     pa.field("keyword_multiplier", pa.float64()),
+    pa.field("code_share", pa.float64()),        # extra code_queries: share of the semantic hits that are code
     # stage 4's rescorers: what the query named that earned each one's factors (trace.rescore)
     pa.field("rescore", pa.list_(pa.struct([("name", pa.string()), ("named", pa.list_(pa.string()))]))),
     pa.field("stage_ms", STAGE_TYPE),            # {stage: ms} (STAGES)

@@ -106,6 +106,10 @@ KEYS: tuple[Key, ...] = (
     Key("fusion.keyword_full", "float",
         "per query, the keyword weight x min(1, the idf share of the query its best hit holds / this); "
         "0 = off (fixed weights)", 0.0, 1.0, extra="adaptive"),
+    Key("fusion.keyword_full_code", "float",
+        "per query, the coverage the keyword arm needs is keyword_full blended towards this by the share of "
+        "the semantic arm's hits that are code; 0 = off (keyword_full for every query)", 0.0, 1.0,
+        extra="code_queries"),
     # --- stage 4: recency and the rescorers --------------------------------------------
     Key("recency.floor", "float", "factor = floor + (1 - floor) x 0.5 ** (age_days / half_life_days)", 0.0, 1.0),
     Key("recency.half_life_days", "float_pos", "recency's half-life in days", 0.0, 1e6),
@@ -198,6 +202,7 @@ EXTRAS: dict[str, str] = {
     "route_share": "route only when the named entities are a real share of the query",
     "graph_floor": "the graph arm reports only passages with a real share of the walk's mass",
     "adaptive": "stage 3: the keyword arm weighs less on a query its best hit covers little of",
+    "code_queries": "stage 3: a query whose semantic hits are code asks more coverage of its keyword hits",
     "graph_bridges": "the graph arm reports the passages that connect two seeds' walks, however small their mass",
     "graph_titles": "the graph arm reports the articles whose title the keyword and semantic arms' best hits mention",
 }

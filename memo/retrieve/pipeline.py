@@ -35,6 +35,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
 from memo.retrieve.evidence import facts_evidence, passages_evidence
+from memo.retrieve.fetch import fetch_meta
 from memo.retrieve.fusion import fuse
 from memo.retrieve.fusion.adaptive import adapt
 from memo.retrieve.hit_memo import hit_memo, meta_of, part, rows_of
@@ -95,13 +96,15 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     startup = _take_startup_ms(services)
     clock.exclude("arms", startup)
 
-    # 3 fusion, with this query's arm weights (the profile's, or adapted: extra adaptive)
-    arm_weights = adapt(profile.weights, _keyword_coverage(conn, checked.query, scope_sql, runs, profile,
-                                                           cached=services.arm_cache),
-                        profile.fusion.keyword_full)
-    fused = fuse([r for r in runs if r.ran], profile.fusion.method, arm_weights.weights, profile.fusion.k)
     # The same hits again (an eval grid's arm-hit cache): what follows from them alone is known
     memo = hit_memo(conn, runs) if services.arm_cache else None
+    # 3 fusion, with this query's arm weights (the profile's, or adapted: extras adaptive
+    # and code_queries)
+    fusion = profile.fusion
+    arm_weights = adapt(profile.weights, _keyword_coverage(conn, checked.query, scope_sql, runs, profile,
+                                                           cached=services.arm_cache),
+                        fusion.keyword_full, fusion.keyword_full_code, _code_share(conn, runs, profile, memo))
+    fused = fuse([r for r in runs if r.ran], fusion.method, arm_weights.weights, fusion.k)
     meta = meta_of(conn, fused, memo)
     if len(meta) < len(fused):
         # An index row without a passage (a derived index out of step with the
@@ -292,7 +295,7 @@ def _keyword_coverage(conn: sqlite3.Connection, query: str, scope_sql: Any, runs
     read only when the extra adaptive is on; None when the arm returned nothing, or when the
     semantic arm returned nothing (mode keyword, degraded): with no other list to lean on,
     the keyword weight stays the profile's."""
-    if profile.fusion.keyword_full <= 0.0:
+    if profile.fusion.keyword_full <= 0.0 and profile.fusion.keyword_full_code <= 0.0:
         return None
     if not any(r.name == "semantic" and r.ran and r.hits for r in runs):
         return None
@@ -313,6 +316,25 @@ def _keyword_coverage(conn: sqlite3.Connection, query: str, scope_sql: Any, runs
             cache.clear()
         cache[key] = best
     return best
+
+
+def _code_share(conn: sqlite3.Connection, runs: list, profile: Profile, memo: dict[Any, Any] | None) -> float | None:
+    """The share of the semantic arm's hits whose record is code (``fusion.adaptive``'s
+    code share), read only when the extra code_queries is on; None when the semantic arm
+    returned nothing.  Kinds come from ``fetch_meta``, cached per connection: the fused
+    candidates' meta read right after fusion finds these rows there."""
+    if profile.fusion.keyword_full_code <= 0.0:
+        return None
+    run = next((r for r in runs if r.name == "semantic" and r.ran and r.hits), None)
+    if run is None:
+        return None
+    if memo is not None and "code_share" in memo:
+        return memo["code_share"]
+    meta = fetch_meta(conn, [h.pk for h in run.hits])
+    share = sum(1 for m in meta.values() if m.kind == "code") / len(meta) if meta else None
+    if memo is not None:
+        memo["code_share"] = share
+    return share
 
 
 def _keyword_evidence(conn: sqlite3.Connection, query: str, scope_sql: Any, pks: Any, fact_ids: Any) -> tuple:

@@ -1,4 +1,5 @@
-"""Per-query arm weights (issue 30, extra ``adaptive``; profile ``fusion.keyword_full``).
+"""Per-query arm weights (issue 30, extras ``adaptive`` and ``code_queries``; profile
+``fusion.keyword_full`` and ``fusion.keyword_full_code``).
 
 Fixed weights cannot serve both code searched by a question (the keyword arm matches a few
 common words of it: keyword 0.15 nDCG@10 on codesearch-nl against semantic 0.32) and
@@ -14,6 +15,20 @@ of its own spread.  So the keyword arm's weight is scaled by
 
 and every other arm keeps its profile weight.  One constant: the coverage from which the
 keyword arm is trusted in full (chosen on the train splits: docs/eval.md "Adaptive fusion").
+
+Code is where that trust is misplaced most: a question in words ("check if a file exists")
+meets a function body in identifiers, so the words the keyword arm matches are the
+question's common ones, while the semantic arm reads across the two vocabularies (on both
+code train sets the semantic arm beats the keyword arm, and a higher ``keyword_full``
+raised both).  Which corpus a query lands in is evidence the search has: the **code share**,
+the share of the semantic arm's hits whose record is of kind ``code``.  With the extra
+``code_queries`` on (``keyword_full_code`` > 0) the coverage the keyword arm needs is the
+blend
+
+    full = keyword_full x (1 - code_share) + keyword_full_code x code_share
+
+so a query answered by code passages asks more of its keyword hits, one answered by notes,
+conversations or docs is weighed as before, and a mixed knowledge base sits in between.
 
 Pure: the pipeline measures the coverage (one batched FTS read, inside the search's
 snapshot) and passes it in; the weights and the evidence go to ``why.fusion`` and
@@ -52,12 +67,28 @@ def keyword_multiplier(coverage: float, keyword_full: float) -> float:
     return min(1.0, max(0.0, coverage) / keyword_full)
 
 
-def adapt(weights: Mapping[str, float], keyword_coverage: float | None, keyword_full: float) -> ArmWeights:
+def full_for(keyword_full: float, keyword_full_code: float, code_share: float | None) -> float:
+    """The coverage from which this query's keyword arm is trusted in full: ``keyword_full``,
+    blended towards ``keyword_full_code`` by the query's code share (``keyword_full_code``
+    0 or no share measured: ``keyword_full`` unchanged)."""
+    if keyword_full_code <= 0.0 or code_share is None:
+        return keyword_full
+    s = min(1.0, max(0.0, code_share))
+    return keyword_full * (1.0 - s) + keyword_full_code * s
+
+
+def adapt(weights: Mapping[str, float], keyword_coverage: float | None, keyword_full: float,
+          keyword_full_code: float = 0.0, code_share: float | None = None) -> ArmWeights:
     """The query's arm weights.  ``keyword_coverage`` None: the keyword arm returned nothing
-    (or did not run), so there is nothing to scale."""
-    if keyword_full <= 0.0 or keyword_coverage is None:
+    (or did not run), so there is nothing to scale.  ``code_share``: the share of the
+    semantic arm's hits that are code (None: not measured, the extra code_queries off)."""
+    full = full_for(keyword_full, keyword_full_code, code_share)
+    if full <= 0.0 or keyword_coverage is None:
         return fixed(weights)
-    m = keyword_multiplier(keyword_coverage, keyword_full)
+    m = keyword_multiplier(keyword_coverage, full)
     out = dict(weights)
     out["keyword"] = weights.get("keyword", 0.0) * m
-    return ArmWeights(out, {"keyword": m}, {"keyword_coverage": keyword_coverage})
+    evidence = {"keyword_coverage": keyword_coverage}
+    if code_share is not None and keyword_full_code > 0.0:
+        evidence["code_share"] = code_share
+    return ArmWeights(out, {"keyword": m}, evidence)

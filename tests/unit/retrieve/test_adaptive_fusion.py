@@ -1,5 +1,6 @@
-"""Stage 3's per-query arm weights (issue 30, extra ``adaptive``): the keyword weight x
-min(1, coverage / keyword_full), shown in why and the trace, explain still exact."""
+"""Stage 3's per-query arm weights (issue 30, extras ``adaptive`` and ``code_queries``): the
+keyword weight x min(1, coverage / full), full blended from keyword_full towards
+keyword_full_code by the query's code share, shown in why and the trace, explain still exact."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from retrieve_helpers import FakeSemantic, add, assert_why_reproduces_final, pk_
 
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.retrieve.fusion.adaptive import adapt, keyword_multiplier
+from memo.retrieve.fusion.adaptive import adapt, full_for, keyword_multiplier
 
 NOW = "2024-07-01T00:00:00Z"
 W = {"semantic": 0.5, "keyword": 0.5, "exact": 0.3}
@@ -34,6 +35,22 @@ def test_adapt_scales_the_keyword_weight_only_and_says_why():
 def test_off_or_unmeasured_keeps_the_profile_weights(coverage, full):
     got = adapt(W, coverage, full)
     assert got.weights == W and got.multipliers == {} and got.evidence == {}
+
+
+def test_full_blends_towards_the_code_value_by_the_code_share():
+    assert full_for(0.55, 0.9, 0.0) == 0.55
+    assert full_for(0.55, 0.9, 1.0) == 0.9
+    assert full_for(0.55, 0.9, 0.5) == pytest.approx(0.725, rel=1e-12)
+    assert full_for(0.55, 0.0, 1.0) == 0.55             # code_queries off
+    assert full_for(0.55, 0.9, None) == 0.55            # nothing measured
+    assert full_for(0.0, 0.9, 1.0) == 0.9               # adaptive off, code_queries on: code queries only
+
+
+def test_adapt_on_a_code_query_asks_more_coverage_and_says_why():
+    got = adapt(W, 0.3, 0.6, 0.9, 1.0)
+    assert got.weights["keyword"] == pytest.approx(0.5 * 0.3 / 0.9, rel=1e-12)
+    assert got.evidence == {"keyword_coverage": 0.3, "code_share": 1.0}
+    assert adapt(W, 0.3, 0.6, 0.0, 1.0).evidence == {"keyword_coverage": 0.3}   # off: not evidence
 
 
 @pytest.fixture
@@ -69,7 +86,7 @@ def test_the_default_weighs_keyword_by_its_coverage_and_explains_it(conn, corpus
     assert m < 1.0
     want = {"weights": {**prof.weights, "keyword": prof.weights["keyword"] * m},
             "multipliers": {"keyword": pytest.approx(m, rel=1e-12)},
-            "evidence": {"keyword_coverage": pytest.approx(coverage, rel=1e-12)}}
+            "evidence": {"keyword_coverage": pytest.approx(coverage, rel=1e-12), "code_share": 0.0}}
     assert resp.trace.fusion_weights["weights"]["keyword"] == pytest.approx(0.5 * m, rel=1e-12)
     assert resp.trace.fusion_weights == {**want, "weights": pytest.approx(want["weights"], rel=1e-12)}
     cake = next(r for r in resp.results if r.pk == corpus["cake"])
@@ -78,6 +95,36 @@ def test_the_default_weighs_keyword_by_its_coverage_and_explains_it(conn, corpus
     assert cake.why.arms["keyword"].contribution == resp.trace.fusion_weights["weights"]["keyword"]
     for res in resp.results:
         assert_why_reproduces_final(res)
+
+
+def test_a_query_answered_by_code_weighs_keyword_by_the_blended_full(conn):
+    """Two of the semantic arm's three hits are code: the keyword arm must cover
+    keyword_full x 1/3 + keyword_full_code x 2/3 of the query to count in full; with
+    code_queries off the same search uses keyword_full.  Explain stays exact."""
+    pks = [pk_of(conn, add(conn, text, kind=kind)) for text, kind in (
+        ("def mix_cocoa(butter):\n    return butter + 2", "code"),
+        ("def bake(oven, tray):\n    oven.heat(tray)", "code"),
+        ("Chocolate cake needs cocoa and butter", "note"),
+        ("Pool party on Saturday, bring towels", "note"))]
+    svc = FakeSemantic({pks[0]: 0.6, pks[1]: 0.5, pks[2]: 0.4})
+    base = load_profile("zscore").with_overrides({"cutoff.gap": 1.0,
+                                                  "models.all-minilm-l6-v2-int8.semantic_floor": -1.0})
+    fusion = base.fusion
+    assert fusion.keyword_full_code > fusion.keyword_full > 0     # the default turns both on
+    got = {}
+    for label, prof in (("on", base), ("off", base.with_overrides({"fusion.keyword_full_code": 0.0}))):
+        resp = search(conn, SearchRequest("cocoa xylophone", response_format="explain", now=NOW, limit=100),
+                      prof, {"semantic": svc})
+        got[label] = resp.trace.fusion_weights
+        for res in resp.results:
+            assert_why_reproduces_final(res)
+    coverage = got["on"]["evidence"]["keyword_coverage"]
+    assert got["on"]["evidence"]["code_share"] == pytest.approx(2 / 3, rel=1e-12)
+    full = fusion.keyword_full / 3 + fusion.keyword_full_code * 2 / 3
+    assert got["on"]["multipliers"]["keyword"] == pytest.approx(min(1.0, coverage / full), rel=1e-12)
+    assert "code_share" not in got["off"]["evidence"]
+    assert got["off"]["multipliers"]["keyword"] == pytest.approx(min(1.0, coverage / fusion.keyword_full), rel=1e-12)
+    assert got["on"]["multipliers"]["keyword"] < got["off"]["multipliers"]["keyword"]
 
 
 def test_seed_profiles_keep_fixed_weights(conn, corpus):
