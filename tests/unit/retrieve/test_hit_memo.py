@@ -27,6 +27,7 @@ TEXTS = (   # text, kind, namespace, date
     ("Butter the cake tin before the cocoa batter goes in", "doc", "work", None),
     ("A filter for the coffee machine, paper or metal", "note", "work", "2022-03-03"),
     ("Pump up the bike tyres before the trip", "note", "home", "2024-06-29"),
+    ("def clean_filter(pool):\n    pool.pump.stop()", "code", "work", None),   # a code share (code_queries)
 )
 QUERIES = ("pool filter", "cocoa cake", "pump", "filter", "xylophone")
 
