@@ -352,7 +352,8 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
                                                                        "(default nDCG@10; recall@10 for LoCoMo).")] = None,
            runs_dir: RunsDirOpt = None, as_json: JsonOption = False) -> None:
     """Markdown report + PNG figures: metric bars with bootstrap CIs, per-query deltas against a
-    baseline, recall@k, per category, metric vs constants, per-arm contribution, latency."""
+    baseline, recall@k, adaptive fusion's keyword weight against the gain, per category, metric vs constants,
+    per-arm contribution, latency."""
     need_eval_extra()
     from memo_eval.report import build_report
     from memo_eval.traces import report_name, resolve_named, runs_root

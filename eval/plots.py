@@ -164,6 +164,42 @@ def query_deltas(path: Path, metric: str, baseline: str, deltas: Mapping[str, Se
     return path
 
 
+def weight_gain(path: Path, metric: str, baseline: str, points: Mapping[str, Sequence[tuple[float, float]]]) -> Path:
+    """Per query: the keyword weight's multiplier (x) against the run's metric minus the
+    baseline's (y), one colour per run (the 8 with most points), and each run's mean delta
+    over multiplier bins (a quarter wide; 1.0 alone: the weight kept) as a line."""
+    order = sorted(points, key=lambda k: -len(points[k]))[:8]
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    edges = (0.0, 0.25, 0.5, 0.75, 1.0)
+    for i, label in enumerate(sorted(order)):
+        xy = points[label]
+        color = f"C{i}"
+        ax.scatter([x for x, _ in xy], [y for _, y in xy], s=9, alpha=0.35, color=color, linewidths=0)
+        bx, by = [], []
+        for lo, hi in zip(edges, edges[1:], strict=False):
+            ys = [y for x, y in xy if lo <= x < hi]
+            if ys:
+                bx.append((lo + hi) / 2)
+                by.append(sum(ys) / len(ys))
+        kept = [y for x, y in xy if x >= 1.0]
+        if kept:
+            bx.append(1.0)
+            by.append(sum(kept) / len(kept))
+        ax.plot(bx, by, marker="o", color=color, label=f"{label} ({len(xy)} queries)")
+    ax.axhline(0.0, color="#222222", lw=0.8)
+    ax.set_xlim(-0.03, 1.05)
+    ax.set_xlabel("keyword weight multiplier (1 = the profile's weight)")
+    ax.set_ylabel(f"{metric} - baseline, per query")
+    ax.set_title(f"adaptive fusion: keyword weight against the gain over\n{baseline}\n"
+                 "(dots: queries; line: mean per multiplier bin)", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def recall_curves(path: Path, curves: Mapping[str, Sequence[tuple[int, float]]]) -> Path:
     """recall@k against k (log scale), one line per run; the legend sorted by recall@10."""
     def at10(label: str) -> float:

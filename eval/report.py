@@ -9,7 +9,8 @@ per-query deltas against a baseline run; recall@k curves; the runs against publi
 anchors (eval/anchors.toml); metrics per category (bars); each metric against each
 constant that some runs differ in and in nothing else, when it can matter to them
 (``constant_axes``); per-arm contribution to the fused score of the
-top 10; latency of the searches whose arms really ran (``arm_cached`` false).  Run labels
+top 10; latency of the searches whose arms really ran (``arm_cached`` false); adaptive
+fusion's keyword weight against each query's gain over the baseline (``weight_gain``).  Run labels
 are sorted (by value, or by name) and sized to stay readable at 18+ runs.
 """
 
@@ -205,6 +206,25 @@ def arm_shares(con, top: int = 10) -> dict[str, dict[str, float]]:
     return out
 
 
+def weight_gain(con, metric: str, baseline: str) -> list[dict[str, Any]]:
+    """Per query of each run whose fusion moved the keyword weight (extras adaptive and
+    code_queries: the query rows' ``keyword_multiplier``), the multiplier, the code share
+    (None: not measured) and the run's ``metric`` minus the baseline run's on that query
+    (paired by qid, as the per-query deltas are).  Empty for traces without the columns."""
+    cols = set(_columns(con, "queries"))
+    if "keyword_multiplier" not in cols or metric not in cols:
+        return []
+    code = "q.code_share" if "code_share" in cols else "NULL"
+    rows = con.execute(f"""
+        SELECT q.run_id, q.qid, q.keyword_multiplier, {code}, q.{metric} - b.{metric}
+        FROM queries q JOIN queries b ON b.qid = q.qid AND b.run_id = ?
+        WHERE q.run_id <> ? AND q.keyword_multiplier IS NOT NULL
+          AND q.{metric} IS NOT NULL AND b.{metric} IS NOT NULL
+        ORDER BY q.run_id, q.qid""", [baseline, baseline]).fetchall()
+    return [{"run_id": r, "qid": qid, "multiplier": float(m), "code_share": None if c is None else float(c),
+             "delta": float(d)} for r, qid, m, c, d in rows]
+
+
 def latencies(con) -> dict[str, list[float]]:
     """Per run, the latency of its uncached searches (``memo_eval.analysis.uncached_latency``)."""
     out: dict[str, list[float]] = {}
@@ -226,6 +246,32 @@ def pick_baseline(summ: Sequence[dict[str, Any]], labels: dict[str, str], baseli
             return s["run_id"]
     from memo.errors import DatasetError
     raise DatasetError(f"no run {baseline!r} among the report's runs", hint="give a label or run id")
+
+
+def _weight_gain_section(con, out_dir: Path, metric: str, base_id: str, labels: dict[str, str],
+                         figures: list[str]) -> list[str]:
+    """Adaptive fusion's keyword weight against what it gained, query by query: the picture
+    that says whether leaning off the keyword arm paid (docs/eval.md "Adaptive fusion")."""
+    pts = weight_gain(con, metric, base_id)
+    if not pts:
+        return []
+    per_run: dict[str, list[tuple[float, float]]] = {}
+    for p in pts:
+        per_run.setdefault(labels[p["run_id"]], []).append((p["multiplier"], p["delta"]))
+    plots.weight_gain(out_dir / "keyword_weight_gain.png", metric, labels[base_id], per_run)
+    figures.append("keyword_weight_gain.png")
+    rows = []
+    for label, xy in sorted(per_run.items()):
+        moved = [d for m, d in xy if m < 1.0]
+        kept = [d for m, d in xy if m >= 1.0]
+        rows.append([label, len(xy), len(moved), _mean(moved), _mean(kept)])
+    return [f"## Adaptive fusion: the keyword weight against the gain ({labels[base_id]})", "",
+            "Per query, the multiplier fusion gave the keyword arm's weight (extras `adaptive` and "
+            f"`code_queries`: `keyword_multiplier` in the query rows) and the run's {metric} minus the "
+            "baseline's.", "",
+            _table(["label", "queries", "keyword weight lowered", "mean delta, lowered",
+                    "mean delta, kept"], rows),
+            "", "![keyword weight against the gain](keyword_weight_gain.png)", ""]
 
 
 def _fmt(v: Any) -> str:
@@ -326,6 +372,9 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
         plots.recall_curves(out_dir / "recall_at_k.png", pts)
         figures.append("recall_at_k.png")
         md += ["## recall@k", "", "![recall@k](recall_at_k.png)", ""]
+
+    if base_id is not None:
+        md += _weight_gain_section(con, out_dir, main_metric, base_id, labels, figures)
 
     md += _anchor_section(summ, labels)
 

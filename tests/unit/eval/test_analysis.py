@@ -205,3 +205,30 @@ def test_optuna_search_is_reproducible_with_a_seed(tiny, tmp_path):
         trials.append([t["label"] for t in res["train"]["top"]])
     assert winners[0] == winners[1] and trials[0] == trials[1]
     assert "Optuna TPE, 10 trials, seed 7" in (tmp_path / "t0.toml").read_text()
+
+
+def test_weight_gain_pairs_each_query_with_the_baseline(tmp_path):
+    """Adaptive fusion's picture (issue 30.3): a query's keyword multiplier against its
+    metric minus the baseline run's on the same query; runs with fixed weights (null
+    multiplier) and queries the baseline lacks are left out."""
+    import duckdb
+
+    from memo_eval.report import _weight_gain_section, weight_gain
+
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE queries AS SELECT * FROM (VALUES
+        ('base', 'q1', 1.0, 1.0, 0.5), ('base', 'q2', 0.5, 1.0, 0.2),
+        ('run', 'q1', 0.4, 1.0, 0.7), ('run', 'q2', 1.0, 0.0, 0.1), ('run', 'q3', 0.2, 0.0, 0.9),
+        ('fixed', 'q1', NULL, NULL, 0.5)) t(run_id, qid, keyword_multiplier, code_share, ndcg_10)""")
+    got = weight_gain(con, "ndcg_10", "base")
+    assert [(g["run_id"], g["qid"], g["multiplier"], g["code_share"], round(g["delta"], 9)) for g in got] == [
+        ("run", "q1", 0.4, 1.0, 0.2), ("run", "q2", 1.0, 0.0, -0.1)]
+    figures: list[str] = []
+    md = "\n".join(_weight_gain_section(con, tmp_path, "ndcg_10", "base",
+                                        {"base": "B", "run": "R", "fixed": "F"}, figures))
+    assert figures == ["keyword_weight_gain.png"] and (tmp_path / figures[0]).stat().st_size > 1000
+    assert "| R | 2 | 1 | 0.2000 | -0.1000 |" in md
+    con.execute("CREATE TABLE q2 AS SELECT run_id, qid, ndcg_10 FROM queries")
+    con.execute("DROP TABLE queries")
+    con.execute("ALTER TABLE q2 RENAME TO queries")     # traces written before the column: no section
+    assert weight_gain(con, "ndcg_10", "base") == []
