@@ -195,6 +195,15 @@ def test_explain_renders_why_and_trace_with_the_api_numbers(page: Page) -> None:
         row = p.locator(f"#trace .trace-arm[data-arm='{a['name']}']")
         assert (row.locator("td").nth(2).text_content() or "") == a["reason"]
         assert value(row.locator("[data-field='candidates']")) == a["candidates"]
+        # stage 3's weight for this query, and the multiplier when an extra moved it
+        fw = trace["fusion_weights"]
+        assert value(row.locator("[data-field='weight']")) == fw["weights"][a["name"]], a["name"]
+        mult = row.locator("[data-field='multiplier']")
+        assert (value(mult) if mult.count() else None) == fw["multipliers"].get(a["name"]), a["name"]
+    for key, v in trace["fusion_weights"]["evidence"].items():     # what set them (adaptive: keyword_coverage)
+        assert value(p.locator(f"#trace .fusion-evidence [data-field='evidence:{key}']")) == v, key
+    assert p.locator("#trace .fusion-evidence [data-field^='evidence:']").count() == len(
+        trace["fusion_weights"]["evidence"])
     assert p.text_content("#trace .cutoff-kind") == trace["cutoff_kind"]
     assert p.text_content("#trace .budget") == f"{trace['budget']['used']} / {trace['budget']['max']} tokens"
     assert p.text_content("#trace .degraded") == ("no" if not trace["degraded"]["flag"] else

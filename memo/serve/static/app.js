@@ -346,9 +346,13 @@
       labelled("latency ms", num("latency_ms", tr.latency_ms)));
     box.append(top);
 
+    // Stage 3's weights for this query (trace.fusion_weights): the profile's, or moved by
+    // the extras adaptive and code_queries, with the measures that moved them.
+    const fw = tr.fusion_weights || {};
+    const weights = fw.weights || {}, multipliers = fw.multipliers || {};
     const arms = el("table", "trace-arms");
     const head = el("tr");
-    for (const h of ["arm", "ran", "reason", "candidates", "latency ms"]) head.append(el("th", null, h));
+    for (const h of ["arm", "ran", "reason", "candidates", "latency ms", "weight"]) head.append(el("th", null, h));
     arms.append(head);
     for (const a of tr.arms) {
       const row = el("tr", "trace-arm" + (a.ran ? "" : " muted"));
@@ -359,9 +363,23 @@
         cell.append(num(key, value));
         row.append(cell);
       }
+      const wcell = el("td");
+      if (a.name in weights) {
+        wcell.append(num("weight", weights[a.name]));
+        if (a.name in multipliers) wcell.append(el("span", "muted", " (× "), num("multiplier", multipliers[a.name]),
+          el("span", "muted", ")"));
+      }
+      row.append(wcell);
       arms.append(row);
     }
     box.append(arms);
+    const evidence = Object.entries(fw.evidence || {});
+    if (evidence.length) {
+      const said = el("div", "row fusion-evidence");
+      said.append(el("span", "muted", "weights set by: "));
+      for (const [key, value] of evidence) said.append(labelled(key, num("evidence:" + key, value)));
+      box.append(said);
+    }
 
     const facts = el("div", "row trace-facts");
     const filter = tr.filter || {};
