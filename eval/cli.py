@@ -534,6 +534,7 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
         res = S.run_suite(split=split, only=domain or (), profile=profile, also=also or (), workers=workers, out=out,
                           status=status, tick_factory=ticks)
     res["verdicts"] = S.verdicts(res)
+    res["fusion_checks"] = S.fusion_checks(res)
     table = S.render(res)
     if write_docs:
         res["written"] = str(S.write_docs(table))

@@ -17,7 +17,9 @@ docs/eval.md between the markers.
 
 The rule for the default (issue 28.2, docs/eval.md): an extra stays on only if, on the
 report splits, switching it off lowers the macro-average of nDCG@10 over domains and raises
-no domain by more than 0.005 at p < 0.05.  ``verdicts`` applies it.
+no domain by more than 0.005 at p < 0.05.  ``verdicts`` applies it.  And fusion's own rule
+(issue 30.2): on every domain the default is at least its best arm alone and the better of the
+seed's profiles, less 0.005; ``fusion_checks`` applies it.
 """
 
 from __future__ import annotations
@@ -160,6 +162,32 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+ARM_ROWS = ("keyword arm", "semantic arm")
+SEED_ROWS = ("seed rrf", "seed minmax")
+
+
+def fusion_checks(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per domain, the rule fusion answers to (issue 30.2, "fusion never falls below its best
+    arm"): the default's nDCG@10 against the better of its keyword and semantic arms alone
+    and against the better of the seed's rrf and minmax; ``holds`` when both gaps are at
+    least -TOLERANCE.  Domains missing a row are left out."""
+    by = {(r["domain"], r["label"]): r["ndcg_10"] for r in result["rows"]}
+    base = result["profile"]
+    out: dict[str, dict[str, Any]] = {}
+    for d in result["domains"]:
+        own = by.get((d, base))
+        arms = [by.get((d, a)) for a in ARM_ROWS]
+        seeds = [by.get((d, a)) for a in SEED_ROWS]
+        if own is None or None in arms or None in seeds:
+            continue
+        best_arm = max(ARM_ROWS, key=lambda a: by[(d, a)])
+        best_seed = max(SEED_ROWS, key=lambda a: by[(d, a)])
+        vs_arm, vs_seed = own - by[(d, best_arm)], own - by[(d, best_seed)]
+        out[d] = {"best_arm": best_arm, "vs_best_arm": vs_arm, "best_seed": best_seed, "vs_best_seed": vs_seed,
+                  "holds": vs_arm >= -TOLERANCE and vs_seed >= -TOLERANCE}
+    return out
+
+
 def render(result: dict[str, Any]) -> str:
     rows = {(r["domain"], r["label"]): r for r in result["rows"]}
     doms = result["domains"]
@@ -182,6 +210,13 @@ def render(result: dict[str, Any]) -> str:
             gain = "-" if x["macro_gain"] is None else f"{x['macro_gain']:+.4f}"
             lines.append(f"| {extra} | {gain} | {', '.join(x['hurts']) or 'none'} | "
                          f"{'earns its place' if x['keep'] else 'fails'} |")
+    checks = fusion_checks(result)
+    if checks:
+        lines += ["", f"| domain | `{base}` - its best arm alone | `{base}` - the better seed profile | "
+                      "fusion rule (>= -0.005 both) |", "|---|---|---|---|"]
+        for d, c in checks.items():
+            lines.append(f"| {d} | {c['vs_best_arm']:+.4f} ({c['best_arm']}) | {c['vs_best_seed']:+.4f} "
+                         f"({c['best_seed']}) | {'holds' if c['holds'] else 'fails'} |")
     lines += ["", END]
     return "\n".join(lines)
 

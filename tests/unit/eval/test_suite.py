@@ -57,6 +57,22 @@ def test_the_rule_keeps_an_extra_that_raises_the_macro_and_hurts_no_domain():
     assert "| hurts | +0.0100 | b | fails |" in table
 
 
+def test_fusion_checks_hold_the_default_to_its_best_arm_and_the_better_seed():
+    rows = [_row("a", "zscore", 0.60), _row("a", "seed rrf", 0.55), _row("a", "seed minmax", 0.58),
+            _row("a", "keyword arm", 0.40), _row("a", "semantic arm", 0.604),
+            _row("b", "zscore", 0.50), _row("b", "seed rrf", 0.45), _row("b", "seed minmax", 0.49),
+            _row("b", "keyword arm", 0.30), _row("b", "semantic arm", 0.52),
+            _row("c", "zscore", 0.50), _row("c", "seed rrf", 0.506), _row("c", "seed minmax", 0.40),
+            _row("c", "keyword arm", 0.30), _row("c", "semantic arm", 0.40)]
+    c = S.fusion_checks(_result(rows))
+    assert c["a"]["holds"] and c["a"]["best_arm"] == "semantic arm"          # 0.004 below: inside the margin
+    assert not c["b"]["holds"] and round(c["b"]["vs_best_arm"], 6) == -0.02  # below its semantic arm
+    assert not c["c"]["holds"] and c["c"]["best_seed"] == "seed rrf"         # below the seed's rrf
+    table = S.render(_result(rows))
+    assert "| b | -0.0200 (semantic arm) | +0.0100 (seed minmax) | fails |" in table
+    assert "| a | -0.0040 (semantic arm) | +0.0200 (seed minmax) | holds |" in table
+
+
 def test_write_docs_replaces_the_table_between_the_markers(tmp_path):
     doc = tmp_path / "eval.md"
     doc.write_text(f"# x\n\n{S.BEGIN}\nold\n{S.END}\n\ntail\n", encoding="utf-8")
