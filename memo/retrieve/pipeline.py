@@ -292,7 +292,7 @@ def _matched(run: Any, memo: dict[Any, Any] | None = None) -> int | None:
 def _keyword_coverage(conn: sqlite3.Connection, query: str, scope_sql: Any, runs: list, profile: Profile,
                       cached: bool = False) -> float | None:
     """The best idf coverage of the query by the keyword arm's hits (``memo.retrieve.evidence``),
-    read only when the extra adaptive is on; None when the arm returned nothing, or when the
+    read only when the extra adaptive or code_queries is on; None when the arm returned nothing, or when the
     semantic arm returned nothing (mode keyword, degraded): with no other list to lean on,
     the keyword weight stays the profile's."""
     if profile.fusion.keyword_full <= 0.0 and profile.fusion.keyword_full_code <= 0.0:
