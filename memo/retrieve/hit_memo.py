@@ -49,12 +49,13 @@ def part(memo: dict[Any, Any] | None, key: Any) -> dict[Any, Any] | None:
     return None if memo is None else memo.setdefault(key, {})
 
 
-def meta_of(conn: sqlite3.Connection, fused: Sequence[Candidate], memo: dict[Any, Any] | None) -> dict[int, Meta]:
-    """``fetch_meta`` of the fused candidates, read once for these hits (their union is
-    the fused set in every run)."""
+def meta_of(conn: sqlite3.Connection, runs: Sequence[ArmRun], memo: dict[Any, Any] | None) -> dict[int, Meta]:
+    """``fetch_meta`` of every passage the arms that ran returned: the union of their hits,
+    which is the fused set in every run (read before fusion, so stage 3 can read the kinds),
+    read once for these hits."""
     meta = memo.get("meta") if memo is not None else None
     if meta is None:
-        meta = fetch_meta(conn, [c.pk for c in fused])
+        meta = fetch_meta(conn, list(dict.fromkeys(h.pk for r in runs if r.ran for h in r.hits)))
         if memo is not None:
             memo["meta"] = meta
     return meta

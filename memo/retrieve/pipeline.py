@@ -35,7 +35,6 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.cutoff import cutoff
 from memo.retrieve.empty import NOT_FOUND_HINT, describe, empty_cause  # noqa: F401  (NOT_FOUND_HINT re-exported)
 from memo.retrieve.evidence import facts_evidence, passages_evidence
-from memo.retrieve.fetch import fetch_meta
 from memo.retrieve.fusion import fuse
 from memo.retrieve.fusion.adaptive import adapt
 from memo.retrieve.hit_memo import hit_memo, meta_of, part, rows_of
@@ -98,14 +97,16 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
 
     # The same hits again (an eval grid's arm-hit cache): what follows from them alone is known
     memo = hit_memo(conn, runs) if services.arm_cache else None
+    # The candidates' meta (one read: the fused set is the union of the hits), before fusion:
+    # the extra code_queries weighs by the kinds of the semantic arm's hits
+    meta = meta_of(conn, runs, memo)
     # 3 fusion, with this query's arm weights (the profile's, or adapted: extras adaptive
     # and code_queries)
     fusion = profile.fusion
     arm_weights = adapt(profile.weights, _keyword_coverage(conn, checked.query, scope_sql, runs, profile,
                                                            cached=services.arm_cache),
-                        fusion.keyword_full, fusion.keyword_full_code, _code_share(conn, runs, profile, memo))
+                        fusion.keyword_full, fusion.keyword_full_code, _code_share(runs, meta, profile))
     fused = fuse([r for r in runs if r.ran], fusion.method, arm_weights.weights, fusion.k)
-    meta = meta_of(conn, fused, memo)
     if len(meta) < len(fused):
         # An index row without a passage (a derived index out of step with the
         # canonical rows) is not a result.
@@ -318,23 +319,17 @@ def _keyword_coverage(conn: sqlite3.Connection, query: str, scope_sql: Any, runs
     return best
 
 
-def _code_share(conn: sqlite3.Connection, runs: list, profile: Profile, memo: dict[Any, Any] | None) -> float | None:
-    """The share of the semantic arm's hits whose record is code (``fusion.adaptive``'s
-    code share), read only when the extra code_queries is on; None when the semantic arm
-    returned nothing.  Kinds come from ``fetch_meta``, cached per connection: the fused
-    candidates' meta read right after fusion finds these rows there."""
+def _code_share(runs: list, meta: Mapping[int, Any], profile: Profile) -> float | None:
+    """The share of the semantic arm's hits whose record is code (the extra code_queries'
+    evidence, ``memo.retrieve.fusion.adaptive``), from the candidates' meta; None when the
+    extra is off or the semantic arm returned nothing."""
     if profile.fusion.keyword_full_code <= 0.0:
         return None
     run = next((r for r in runs if r.name == "semantic" and r.ran and r.hits), None)
     if run is None:
         return None
-    if memo is not None and "code_share" in memo:
-        return memo["code_share"]
-    meta = fetch_meta(conn, [h.pk for h in run.hits])
-    share = sum(1 for m in meta.values() if m.kind == "code") / len(meta) if meta else None
-    if memo is not None:
-        memo["code_share"] = share
-    return share
+    kinds = [meta[h.pk].kind for h in run.hits if h.pk in meta]
+    return sum(1 for k in kinds if k == "code") / len(kinds) if kinds else None
 
 
 def _keyword_evidence(conn: sqlite3.Connection, query: str, scope_sql: Any, pks: Any, fact_ids: Any) -> tuple:
