@@ -73,21 +73,56 @@ class RunPart:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        if _HANDOVER is not None and self.table.num_rows:
-            path = _HANDOVER / f"{os.getpid()}-{next(_SEQ)}.arrow"
-            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, self.table.schema) as writer:
-                writer.write_table(self.table)
-            state["table"] = ("arrow-ipc", str(path))
+        shared = state.pop("_shared", None)
+        if shared is not None:
+            # rows [offset, offset + n) of a table shared by a task's parts (``build_parts``):
+            # pickled once for all of them (pickle keeps one copy of an object it meets twice)
+            state["table"] = ("shared", shared[0], shared[1], self.table.num_rows)
+        elif _HANDOVER is not None and self.table.num_rows:
+            state["table"] = ("arrow-ipc", _hand_over(self.table))
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         table = state["table"]
-        if isinstance(table, tuple):
-            path = table[1]
-            # The mapping outlives the file's name: the table's buffers keep it open.
-            state["table"] = pa.ipc.open_file(pa.memory_map(path)).read_all()
-            os.unlink(path)
+        if isinstance(table, tuple) and table[0] == "shared":
+            _, holder, offset, n = table
+            state["table"] = holder.table.slice(offset, n)
+        elif isinstance(table, tuple):
+            state["table"] = _mapped(table[1])
         self.__dict__.update(state)
+
+
+def _hand_over(table: pa.Table) -> str:
+    """Write ``table`` as an Arrow IPC file in the hand-over folder; its path."""
+    assert _HANDOVER is not None
+    path = _HANDOVER / f"{os.getpid()}-{next(_SEQ)}.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return str(path)
+
+
+def _mapped(path: str) -> pa.Table:
+    # The mapping outlives the file's name: the table's buffers keep it open.
+    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+    os.unlink(path)
+    return table
+
+
+class _TaskTable:
+    """The result rows of all of a task's parts in one table, each part a slice of it
+    (``build_parts``): handed over as one file, not one per run."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def __getstate__(self) -> tuple[str, Any]:
+        if _HANDOVER is not None and self.table.num_rows:
+            return ("arrow-ipc", _hand_over(self.table))
+        return ("table", self.table)
+
+    def __setstate__(self, state: tuple[str, Any]) -> None:
+        kind, value = state
+        self.table = _mapped(value) if kind == "arrow-ipc" else value
 
 
 _STR_COLS = ("passage_id", "record_id", "namespace", "kind", "band")
@@ -200,22 +235,76 @@ class PartBuilder:
                 end += len(facs)
             offsets.append(end)
 
-    def _factors_array(self) -> pa.Array:
-        struct = pa.StructArray.from_arrays(
-            [pa.array(self.f_names, pa.string()), pa.array(self.f_values, pa.float64()),
-             pa.array(self.f_labels, pa.string())], fields=list(FACTORS_TYPE.value_type))
-        mask = pa.array(self.f_null, pa.bool_()) if any(self.f_null) else None
-        return pa.ListArray.from_arrays(pa.array(self.f_offsets, pa.int32()), struct, type=FACTORS_TYPE, mask=mask)
-
     def part(self, first: int) -> RunPart:
-        arrays = [self._factors_array() if i == _FACTORS else pa.array(c, type=f.type)
-                  for i, (c, f) in enumerate(zip(self.cols, RESULTS_SCHEMA, strict=True))]
-        table = pa.Table.from_arrays(arrays, schema=RESULTS_SCHEMA)
-        judged = {q["qid"]: self.qrels[q["qid"]] for q in self.queries if self.qrels.get(q.get("qid"))}
-        return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked,
-                       metrics=per_query(judged, self.ranked) if judged else {},
+        return build_parts([self], first)[0]
+
+    def _judged(self) -> dict[str, Mapping[str, int]]:
+        return {q["qid"]: self.qrels[q["qid"]] for q in self.queries if self.qrels.get(q.get("qid"))}
+
+    def _part(self, first: int, table: pa.Table, metrics: dict[str, dict[str, float]]) -> RunPart:
+        return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked, metrics=metrics,
                        contributions=self.contributions, voted=self.voted, factor_values=self.factor_values,
                        factor_qids=self.factor_qids)
+
+
+def build_parts(builders: Sequence[PartBuilder], first: int) -> list[RunPart]:
+    """Each builder's part (the runs of one task, over the same queries starting at
+    ``first``), their rows converted to Arrow together: one array per column for the whole
+    task, each part a slice of it, and each judged query scored in one trec_eval call
+    for all the runs.  Converting per run paid each column's fixed cost once per run (a
+    12-run grid: 456 parts, ~40 columns each): about half of a part's conversion time,
+    ~5% of a grid's replay.  The parts equal ``PartBuilder.part``'s one by one
+    (tests/unit/eval/test_partials.py)."""
+    cols = [list(itertools.chain.from_iterable(b.cols[i] for b in builders)) if i != _FACTORS else None
+            for i in range(len(RESULT_FIELDS))]
+    arrays = [_factors_array(builders) if i == _FACTORS else pa.array(c, type=f.type)
+              for i, (c, f) in enumerate(zip(cols, RESULTS_SCHEMA, strict=True))]
+    table = pa.Table.from_arrays(arrays, schema=RESULTS_SCHEMA)
+    # one trec_eval evaluation for every run's judged queries: keys made distinct per run
+    # (each measure is per query, so a query scores the same among any others)
+    judged: dict[str, Mapping[str, int]] = {}
+    ranked: dict[str, list[str]] = {}
+    keyed: list[list[tuple[str, str]]] = []
+    for r, b in enumerate(builders):
+        pairs = [(f"{r}\x1f{qid}", qid) for qid in b._judged()]
+        keyed.append(pairs)
+        for key, qid in pairs:
+            judged[key] = b.qrels[qid]
+            if qid in b.ranked:
+                ranked[key] = b.ranked[qid]
+    scored = per_query(judged, ranked) if judged else {}
+    shared = _TaskTable(table) if len(builders) > 1 else None
+    parts, offset = [], 0
+    for b, pairs in zip(builders, keyed, strict=True):
+        n = len(b.cols[0])
+        part = b._part(first, table.slice(offset, n) if shared is not None else table,
+                       {qid: scored[key] for key, qid in pairs})
+        if shared is not None:
+            part._shared = (shared, offset)        # type: ignore[attr-defined]
+        parts.append(part)
+        offset += n
+    return parts
+
+
+def _factors_array(builders: Sequence[PartBuilder]) -> pa.Array:
+    """The builders' flat factor columns, one after another, as one list<struct> array."""
+    offsets: list[int] = [0]
+    names: list[str] = []
+    values: list[float] = []
+    labels: list[str | None] = []
+    nulls: list[bool] = []
+    for b in builders:
+        base = len(names)
+        offsets.extend([o + base for o in b.f_offsets[1:]] if base else b.f_offsets[1:])
+        names.extend(b.f_names)
+        values.extend(b.f_values)
+        labels.extend(b.f_labels)
+        nulls.extend(b.f_null)
+    struct = pa.StructArray.from_arrays(
+        [pa.array(names, pa.string()), pa.array(values, pa.float64()), pa.array(labels, pa.string())],
+        fields=list(FACTORS_TYPE.value_type))
+    mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct, type=FACTORS_TYPE, mask=mask)
 
 
 def _object_columns(results: Sequence[Any], keys: Mapping[int, str]) -> tuple[dict[str, list[Any]], list[Any]]:

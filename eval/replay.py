@@ -40,7 +40,7 @@ from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
 from memo_eval.grid import RunSpec
-from memo_eval.partials import Merged, PartBuilder, RunPart, hand_over_via, merge, warm_arrow
+from memo_eval.partials import Merged, PartBuilder, RunPart, build_parts, hand_over_via, merge, warm_arrow
 
 EVAL_LIMIT = 100
 EVAL_MAX_TOKENS = 100_000_000   # "no budget": the eval measures ranking, not packing
@@ -243,7 +243,7 @@ def _task(task: tuple[list[tuple[int, RunSpec]], list[int]]) -> tuple[list[tuple
         for (_, spec), b in zip(runs, builders, strict=True):
             b.add(*_search_one(spec, i, q))
     # qidx is one contiguous range (plan_tasks): a part starts at its first query
-    out = [(ri, b.part(qidx[0])) for (ri, _), b in zip(runs, builders, strict=True)]
+    out = [(ri, part) for (ri, _), part in zip(runs, build_parts(builders, qidx[0]), strict=True)]
     return out, time.perf_counter() - t0
 
 

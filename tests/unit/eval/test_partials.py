@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memo.types import ARM_NAMES
 from memo_eval.metrics import per_query
-from memo_eval.partials import PartBuilder, fill_run_columns, merge
+from memo_eval.partials import PartBuilder, build_parts, fill_run_columns, merge
 from memo_eval.traces import RESULT_FIELDS, RESULT_INDEX, results_table
 from tests.fast_examples import examples
 
@@ -156,3 +156,63 @@ def test_a_part_pickled_with_a_handover_folder_travels_as_a_file_and_comes_back_
     assert list(tmp_path.iterdir()) == []                      # mapped, then unlinked
     assert back.table.equals(part.table) and back.ranked == part.ranked and back.queries == part.queries
     assert pickle.loads(pickle.dumps(part)).table.equals(part.table)   # no folder: inside the pickle
+
+
+def _builder(searched, qrels, keys, row_columns=None) -> PartBuilder:
+    b = PartBuilder(qrels, keys, row_columns)
+    for qrow, results in searched:
+        b.add(dict(qrow), results)
+    return b
+
+
+def _same_part(got, want) -> None:
+    assert got.table.equals(want.table) and got.first == want.first and got.queries == want.queries
+    assert got.ranked == want.ranked and got.metrics == want.metrics
+    assert got.contributions == want.contributions and got.voted == want.voted
+    assert got.factor_values == want.factor_values and got.factor_qids == want.factor_qids
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(seed=st.integers(0, 10_000), n_q=st.integers(1, 8), n_runs=st.integers(1, 5), first=st.integers(0, 50))
+def test_a_tasks_runs_built_together_equal_each_run_built_alone(seed, n_q, n_runs, first) -> None:
+    """build_parts converts a task's runs in one go (one array per column, each run a slice,
+    one trec_eval call): each part equals the one its builder makes alone, and after a trip
+    through the hand-over folder too."""
+    rng = random.Random(seed)
+    keys = {pk: f"d{pk % 7}" for pk in range(1, 99) if pk % 3}
+    qrels = {f"q{i}": {d: rng.randint(0, 2) for d in rng.sample(DOCS, 2)} for i in range(n_q) if rng.random() < 0.8}
+    runs = [_responses(rng, n_q) for _ in range(n_runs)]      # the same qids, other results per run
+    shared_rows: dict[int, tuple] = {}
+    together = build_parts([_builder(s, qrels, keys, shared_rows) for s in runs], first)
+    alone = [_builder(s, qrels, keys).part(first) for s in runs]
+    assert len(together) == n_runs
+    for got, want in zip(together, alone, strict=True):
+        _same_part(got, want)
+    assert merge(together[:1]).table.to_pylist() == merge(alone[:1]).table.to_pylist()
+
+
+def test_a_tasks_parts_travel_through_the_handover_folder_as_one_file(tmp_path) -> None:
+    import pickle
+
+    from memo_eval import partials
+
+    rng = random.Random(11)
+    keys = {pk: f"d{pk % 7}" for pk in range(1, 99)}
+    qrels = {"q0": {"d1": 1}, "q2": {"d3": 2}}
+    runs = [_responses(rng, 4) for _ in range(3)]
+    parts = build_parts([_builder(s, qrels, keys) for s in runs], 0)
+    assert all(p.table.num_rows for p in parts)
+    partials.hand_over_via(tmp_path)
+    try:
+        blob = pickle.dumps([(ri, p) for ri, p in enumerate(parts)])     # as the pool returns a task's parts
+    finally:
+        partials.hand_over_via(None)
+    assert len(list(tmp_path.iterdir())) == 1                             # one file for the task
+    back = pickle.loads(blob)
+    assert list(tmp_path.iterdir()) == []
+    for (ri, got), want in zip(back, parts, strict=True):
+        assert ri == parts.index(want)
+        _same_part(got, want)
+    again = pickle.loads(pickle.dumps(parts))                              # no folder: inside the pickle
+    for got, want in zip(again, parts, strict=True):
+        _same_part(got, want)
