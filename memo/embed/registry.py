@@ -12,7 +12,6 @@ The model in use is ``$MEMO_MODEL`` if set, else the last file's ``default``.
 
 from __future__ import annotations
 
-import importlib.resources
 import importlib.util
 import os
 import tomllib
@@ -181,4 +180,4 @@ def default_model_id() -> str:
 
 def memo_resource(rel: str) -> Path:
     """A file shipped inside the memo package (the tokenizer)."""
-    return Path(str(importlib.resources.files("memo").joinpath(rel)))
+    return Path(__file__).resolve().parents[1].joinpath(rel)

@@ -11,7 +11,6 @@ issues DDL, so concurrent readers never race on schema objects (tobi/qmd #925).
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
 from collections.abc import Callable
@@ -320,7 +319,6 @@ def check_schema(conn: sqlite3.Connection) -> None:
 # --- Schema checks at open (issue 9.7): memo's tables, and nobody else's ------------------
 
 MEMO_TABLES = ("records", "passages")   # in every memo schema since v1
-_log = logging.getLogger(__name__)
 _LOST_HINT = ("`memo doctor` checks the database; a write command (e.g. `memo stats --migrate`) restores the "
               "version number when the tables match one memo schema exactly and quick_check is ok")
 
@@ -423,6 +421,9 @@ def restore_lost_version(conn: sqlite3.Connection) -> int:
         raise StoreCorrupt(f"{path or 'the database'} lost its schema version and quick_check finds damage: "
                            f"{'; '.join(check)[:300]}", hint=RESTORE_HINT)
     conn.execute(f"PRAGMA user_version={version}")
-    _log.warning("%s: schema version was 0 with memo's tables; restored to v%d (tables match it exactly, "
-                 "quick_check ok)", path or "database", version)
+    import logging  # a rare repair's warning: most processes never import logging
+
+    logging.getLogger(__name__).warning(
+        "%s: schema version was 0 with memo's tables; restored to v%d (tables match it exactly, quick_check ok)",
+        path or "database", version)
     return version

@@ -31,6 +31,7 @@ the text: the index can always be rebuilt from ``passages``.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Han (CJK Unified Ideographs, extension A, compatibility ideographs, the ideographic
@@ -40,11 +41,17 @@ import re
 CJK_CHARS = ("\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
              "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
 CJK_CLASS = f"[{CJK_CHARS}]"
-CJK_RUN = re.compile(CJK_CLASS + "+")
+
+
+@functools.cache
+def _cjk_run() -> re.Pattern[str]:
+    """A run of CJK characters, compiled at first use (~2 ms: every process that searches
+    imports this module, and an ASCII text never needs it)."""
+    return re.compile(CJK_CLASS + "+")
 
 
 def has_cjk(text: str) -> bool:
-    return CJK_RUN.search(text) is not None
+    return not text.isascii() and _cjk_run().search(text) is not None
 
 
 def _indexed(run: str) -> str:
@@ -64,11 +71,11 @@ def index_form(text: str) -> str:
     """``text`` as ``passages_fts`` indexes it (unchanged when it holds no CJK)."""
     if not has_cjk(text):
         return text
-    return CJK_RUN.sub(lambda m: _indexed(m.group(0)), text)
+    return _cjk_run().sub(lambda m: _indexed(m.group(0)), text)
 
 
 def query_form(text: str) -> str:
     """``text`` as the keyword arm searches for it (unchanged when it holds no CJK)."""
     if not has_cjk(text):
         return text
-    return CJK_RUN.sub(lambda m: _queried(m.group(0)), text)
+    return _cjk_run().sub(lambda m: _queried(m.group(0)), text)

@@ -36,7 +36,7 @@ import re
 import unicodedata
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from memo.text.fts_query import STOP_WORDS
 from memo.text.identifiers import looks_like_identifier
@@ -117,12 +117,20 @@ _LOWER_WORDS = r"[^A-Z\x80-\U0010ffff]*[a-z]" + _WORD_END
 _LOWER_TOKENS = r"[^A-Z0-9_\-./:@#+\x80-\U0010ffff]*[a-z]" + _TOKEN_END
 _RUN_ENDS = (r"(?:(?=[\W\d_]*?[.!?:;,\n()\[\]\"“”]|[\W\d_]*+\Z"
              r"|[\W\d_]*+(?!(?:of|the|de|van|von|da|del|la|le|du)" + _WORD_END + r")[a-z]++" + _WORD_END + r")())?")
-_NEXT_CAP = re.compile(r"(?:" + _LOWER_WORDS + r"|[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?"
-                       + _RUN_ENDS)
-_NEXT_WORD = re.compile(r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS)
-_NEXT_IDENT = re.compile(
+_NEXT_CAP = (r"(?:" + _LOWER_WORDS + r"|[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)([^\W\d_][\w'’\-]*+)?"
+             + _RUN_ENDS)
+_NEXT_WORD = r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS
+_NEXT_IDENT = (
     r"(?:" + _LOWER_TOKENS + r"|\W*+(?:[A-Za-z][a-z]*+(?:[\-.][A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+"
     r"|[\d_]++(?:[\-./:@#+]++[\d_]++)*+)" + _TOKEN_END + r")*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
+
+
+@cache
+def _scanners() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """_NEXT_CAP, _NEXT_WORD and _NEXT_IDENT compiled, at the first extraction: ~7 ms that a
+    process which only searches never needs (a cold ``memo search`` imports this module
+    through routing and the mention store, issue 31.2)."""
+    return re.compile(_NEXT_CAP), re.compile(_NEXT_WORD), re.compile(_NEXT_IDENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +236,8 @@ def _names(text: str) -> list[Run]:
         run.clear()
 
     pos = 0
-    next_cap, next_word, gap_flags = _NEXT_CAP.match, _NEXT_WORD.match, _GAP_FLAGS.get
+    cap_scan, word_scan, _ = _scanners()
+    next_cap, next_word, gap_flags = cap_scan.match, word_scan.match, _GAP_FLAGS.get
     while True:
         if not run:
             # No run open: only a capitalised word matters, and no gap can break anything.
@@ -417,7 +426,7 @@ def _identifiers(text: str, bag: _Bag) -> str:
     token, which is checked here as before."""
     pos = 0
     cuts: list[tuple[int, int]] = []
-    match = _NEXT_IDENT.match
+    match = _scanners()[2].match
     while True:
         m = match(text, pos)
         tok = m.group(2)

@@ -205,3 +205,30 @@ def test_the_default_models_bands_are_the_same_in_the_profile_and_the_registry()
     m = load_profile("zscore").models[spec.id]
     assert (m.semantic_floor, m.weak, m.moderate, m.strong) == (
         spec.bands.semantic_floor, spec.bands.weak, spec.bands.moderate, spec.bands.strong)
+
+
+def test_a_profile_section_is_frozen_equal_by_value_hashable_and_copyable() -> None:
+    """Sections are made by type() from the key table (no dataclass code generation at a
+    process's first load, issue 31.2); they keep what the frozen dataclasses gave."""
+    import copy
+    import dataclasses
+
+    from memo.profile import load_profile
+
+    a, b = load_profile("rrf"), load_profile("minmax")
+    assert a.retrieve == b.retrieve and hash(a.retrieve) == hash(b.retrieve)
+    assert a.fusion != b.fusion and a.fusion != a.retrieve
+    assert repr(a.fusion).startswith("FusionCfg(method='rrf', k=")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.fusion.k = 1                      # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del a.fusion.k
+    with pytest.raises(AttributeError):
+        a.fusion.extra = 1                  # type: ignore[attr-defined]
+    assert copy.copy(a.fusion) == a.fusion and copy.deepcopy(a.fusion) == a.fusion
+    cls = type(a.fusion)
+    with pytest.raises(TypeError, match="missing"):
+        cls(method="rrf")
+    with pytest.raises(TypeError, match="unknown"):
+        cls(**{f: getattr(a.fusion, f) for f in cls._fields}, bogus=1)
+    assert a.with_overrides({"fusion.k": 7}).fusion.k == 7 and a.fusion.k != 7

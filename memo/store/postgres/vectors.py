@@ -21,7 +21,6 @@ Two plans (profile ``[index]``):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +40,8 @@ def literal(vec: np.ndarray) -> str:
 
 
 def ann_index_name(model_id: str) -> str:
+    import hashlib  # OpenSSL's, ~2.5 ms to import: not for every SQLite search that imports this module
+
     return "vectors_hnsw_" + hashlib.sha256(model_id.encode()).hexdigest()[:12]
 
 

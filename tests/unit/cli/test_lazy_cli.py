@@ -42,7 +42,11 @@ main()
 """
 
 HEAVY = ("numpy", "onnxruntime", "tokenizers", "prometheus_client", "pydantic", "scipy", "markdown_it",
-         "rich.progress", "starlette", "uvicorn", "mcp", "http.server", "memo.ops", "memo.ingest", "memo.embed.service")
+         "rich.progress", "starlette", "uvicorn", "mcp", "http.server", "memo.ops", "memo.ingest", "memo.embed.service",
+         # stdlib modules that one rare use each used to bring into every search (issue 31.2):
+         # hashlib (a PostgreSQL index name), secrets (a write's random step), logging (a
+         # repair's warning), importlib.resources (the shipped profiles' folder)
+         "hashlib", "secrets", "hmac", "logging", "importlib.resources")
 
 
 def test_the_table_names_what_each_module_registers() -> None:
