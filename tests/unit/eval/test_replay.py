@@ -167,3 +167,39 @@ def test_each_query_runs_its_arms_once_across_workers(tiny, monkeypatch):
     per_query = con.execute("SELECT qid, count(*) FILTER (WHERE NOT keyword_cached) FROM queries GROUP BY qid").fetchall()
     assert per_query and all(n == 1 for _, n in per_query), per_query
     assert isinstance(con, duckdb.DuckDBPyConnection)
+
+
+def test_the_parent_pauses_its_collector_while_workers_search_and_leaves_its_settings(tiny, monkeypatch):
+    """With spawned workers the parent collects parts with its cyclic collector off (what it
+    holds then has no cycles; a collection walked all of it) and afterwards has its own
+    thresholds and collector back: the pre-flight's worker set-up does not leak into the caller."""
+    import gc
+
+    from memo_eval import replay as R
+
+    monkeypatch.setattr(R, "CHUNK", 2)
+    monkeypatch.setattr(R, "QUERIES_MIN", 1)
+    seen: list[bool] = []
+    real_collect_state = R._collector_paused
+
+    def watching(pause):
+        seen.append(pause)
+        return real_collect_state(pause)
+
+    monkeypatch.setattr(R, "_collector_paused", watching)
+    states: list[bool] = []
+    real_finish = R.merge
+
+    def merge_watching(parts):             # runs on the parent's finishing threads
+        states.append(gc.isenabled())
+        return real_finish(parts)
+
+    monkeypatch.setattr(R, "merge", merge_watching)
+    before = gc.get_threshold()
+    assert gc.isenabled()
+    _run(tiny, expand(["rrf"], ["cutoff.gap=0.2,1.0"], mode="keyword"), workers=2)
+    assert seen == [True] and states and not any(states)
+    assert gc.get_threshold() == before and gc.isenabled()
+    _run(tiny, [RunSpec("rrf", mode="keyword")], workers=1)     # searches in this process: collector on
+    assert seen == [True, False] and states[-1] is True
+    assert gc.get_threshold() == before and gc.isenabled()
