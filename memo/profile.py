@@ -7,7 +7,7 @@
   parent, so it still loads; keys of older files under another name (``[vectors]``,
   ``retrieve.keyword_index``) are read as their new names (``memo.profile_keys.RENAMED``).
 * ``memo.profile_keys.KEYS`` is the one table of keys (type, range, doc line, group, extra):
-  it drives the section dataclasses (``profile.fusion.k``), validation and docs/profiles.md.
+  it drives the section classes (``profile.fusion.k``), validation and docs/profiles.md.
 * ``load_profile("rrf")`` (no argument: the default profile) reads ``rrf.toml`` from the
   user's profile folder (``user_profile_dir()``: ``$MEMO_PROFILES_DIR``, else
   ``<user config dir>/memo/profiles``) if it is there, else from the profiles shipped inside
