@@ -66,6 +66,13 @@ class MentionGraph:
             mask[self.order[pos[hit]]] = True
         return mask
 
+    def passage_mask_except(self, pks: np.ndarray) -> np.ndarray:
+        """Boolean mask over passage indices: every passage but these pks (absent pks
+        ignored).  The graph holds existing passages only (a deletion of mention rows bumps
+        the epoch and the graph reloads), so for a scope that rules out few passages this
+        is ``passage_mask`` of its in-scope pks without listing them."""
+        return ~self.passage_mask(pks)
+
     def entity_mask(self, pks: np.ndarray) -> np.ndarray:
         """Boolean mask over entity indices for these entity pks (absent pks ignored)."""
         mask = np.zeros(len(self.entity_pks), dtype=bool)

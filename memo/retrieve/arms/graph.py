@@ -46,7 +46,7 @@ from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, d
 from memo.retrieve.arms.shared import AUTO_ONLY, plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
-from memo.retrieve.scope import scope_counts
+from memo.retrieve.scope import scope_counts, scope_stats
 from memo.store.dialect import is_postgres
 
 if TYPE_CHECKING:
@@ -92,6 +92,20 @@ def in_scope_pks(ctx: ArmContext) -> np.ndarray:
             cache.clear()
         cache[key] = hit
     return hit
+
+
+def _scope_mask(ctx: ArmContext, graph: Any) -> np.ndarray:
+    """The graph's passages inside the scope.  A scope that rules out few passages (the
+    live filter of a database with few forgotten or superseded records: ``scope_stats``
+    lists them from the counters and a partial index) masks those out; any other lists its
+    passages (``in_scope_pks``: a join over every passage, 19% of a cold graph search at
+    1M passages)."""
+    import numpy as np
+
+    excluded = scope_stats(ctx.conn, ctx.scope_sql).excluded
+    if excluded is not None:
+        return graph.passage_mask_except(np.fromiter(sorted(excluded), dtype=np.int64, count=len(excluded)))
+    return graph.passage_mask(in_scope_pks(ctx))
 
 
 def unconfirmed_pks(ctx: ArmContext) -> np.ndarray:
@@ -155,7 +169,7 @@ class GraphArm:
         if masks is None:
             from memo.graph.ppr import transitions
 
-            p_mask = graph.passage_mask(in_scope_pks(ctx))
+            p_mask = _scope_mask(ctx, graph)
             in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
             df = graph.WT.row_sums(p_mask.astype(np.float64))
             cfg_e = ctx.profile.entities
