@@ -70,10 +70,13 @@ class RunPart:
     # per factor seen at a value other than 1 in a top-10 row: its values (row order), their qids
     factor_values: dict[str, list[float]] = field(default_factory=dict)
     factor_qids: dict[str, list[str]] = field(default_factory=dict)
+    # (the task's table, this part's first row) when ``table`` is a slice of a table shared
+    # by a task's parts (``build_parts``); None: the part's own table
+    shared: tuple[Any, int] | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        shared = state.pop("_shared", None)
+        shared = state.pop("shared", None)
         if shared is not None:
             # rows [offset, offset + n) of a table shared by a task's parts (``build_parts``):
             # pickled once for all of them (pickle keeps one copy of an object it meets twice)
@@ -89,7 +92,7 @@ class RunPart:
             state["table"] = holder.table.slice(offset, n)
         elif isinstance(table, tuple):
             state["table"] = _mapped(table[1])
-        self.__dict__.update(state)
+        self.__dict__.update(state, shared=None)
 
 
 def _hand_over(table: pa.Table) -> str:
@@ -241,10 +244,11 @@ class PartBuilder:
     def _judged(self) -> dict[str, Mapping[str, int]]:
         return {q["qid"]: self.qrels[q["qid"]] for q in self.queries if self.qrels.get(q.get("qid"))}
 
-    def _part(self, first: int, table: pa.Table, metrics: dict[str, dict[str, float]]) -> RunPart:
+    def _part(self, first: int, table: pa.Table, metrics: dict[str, dict[str, float]],
+              shared: tuple[Any, int] | None) -> RunPart:
         return RunPart(first=first, queries=self.queries, table=table, ranked=self.ranked, metrics=metrics,
                        contributions=self.contributions, voted=self.voted, factor_values=self.factor_values,
-                       factor_qids=self.factor_qids)
+                       factor_qids=self.factor_qids, shared=shared)
 
 
 def build_parts(builders: Sequence[PartBuilder], first: int) -> list[RunPart]:
@@ -277,11 +281,9 @@ def build_parts(builders: Sequence[PartBuilder], first: int) -> list[RunPart]:
     parts, offset = [], 0
     for b, pairs in zip(builders, keyed, strict=True):
         n = len(b.cols[0])
-        part = b._part(first, table.slice(offset, n) if shared is not None else table,
-                       {qid: scored[key] for key, qid in pairs})
-        if shared is not None:
-            part._shared = (shared, offset)        # type: ignore[attr-defined]
-        parts.append(part)
+        parts.append(b._part(first, table.slice(offset, n) if shared is not None else table,
+                             {qid: scored[key] for key, qid in pairs},
+                             (shared, offset) if shared is not None else None))
         offset += n
     return parts
 

@@ -104,7 +104,7 @@ def _scope_mask(ctx: ArmContext, graph: Any) -> np.ndarray:
 
     excluded = scope_stats(ctx.conn, ctx.scope_sql).excluded
     if excluded is not None:
-        return graph.passage_mask_except(np.fromiter(sorted(excluded), dtype=np.int64, count=len(excluded)))
+        return graph.passage_mask_except(np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
     return graph.passage_mask(in_scope_pks(ctx))
 
 
