@@ -159,8 +159,10 @@ KEYS: tuple[Key, ...] = (
         group="index"),
     Key("index.sidecar_min", "int", "a model with at least this many vectors is memory-mapped from a sidecar "
         "file; 0 = never", 0, 1_000_000_000, group="index"),
-    Key("index.sidecar_tail", "float_pos", "rewrite the sidecar when rows read since exceed this share of it",
-        0.0, 100.0, group="index"),
+    Key("index.sidecar_tail", "float_pos", "rewrite a sidecar (vectors, mention graph) when rows read since "
+        "exceed this share of it", 0.0, 100.0, group="index"),
+    Key("index.graph_sidecar_min", "int", "a mention graph with at least this many edges is kept in a sidecar "
+        "file a new process maps (memo.graph.sidecar); 0 = never", 0, 1_000_000_000, group="index"),
     Key("index.ann_min", "int", "PostgreSQL: in-scope vectors from which the HNSW index answers",
         0, 1_000_000_000, group="index"),
     Key("index.ann_overfetch", "float", "PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth",

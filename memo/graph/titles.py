@@ -27,6 +27,7 @@ import numpy as np
 
 from memo.graph.cache import MentionGraph
 from memo.graph.csr import CSR
+from memo.graph.sidecar import open_titles, titles_path, write_titles
 from memo.text.entities import title_key
 
 _CHUNK = 500
@@ -61,28 +62,46 @@ def seed_weights(hit_lists: Sequence[Sequence[int]], n: int) -> dict[int, float]
 
 def title_index(conn: sqlite3.Connection, graph: MentionGraph) -> TitleIndex:
     """Every graph passage's title entity: one read of the titled records' passages, one of
-    the entities those titles name (callers cache it with the graph: ``conn_cache``)."""
+    the entities those titles name (callers cache it with the graph: ``conn_cache``).  A
+    graph kept in a sidecar (``memo.graph.sidecar``) keeps its title index beside it: a new
+    process maps it (3 s of a cold search at 1M passages when computed)."""
+    path = titles_path(graph.db_path) if graph.db_path and graph.sidecar_edges else None
+    of_passage = open_titles(conn, path, graph.epoch, graph.seq, len(graph.passage_pks)) if path else None
+    if of_passage is None:
+        of_passage = _of_passage(conn, graph)
+        if path:
+            try:
+                write_titles(conn, path, graph.epoch, graph.seq, graph.edges, of_passage)
+            except (OSError, ValueError):
+                pass        # a read-only folder: the next process computes it again
+    q = np.flatnonzero(of_passage >= 0)
+    passages = CSR.from_edges(of_passage[q], q, (len(graph.entity_pks), len(graph.passage_pks)))
+    return TitleIndex(of_passage, passages)
+
+
+def _of_passage(conn: sqlite3.Connection, graph: MentionGraph) -> np.ndarray:
+    rows = conn.execute("SELECT p.pk, r.title FROM passages p JOIN records r ON r.id = p.record_id "
+                        "WHERE r.title IS NOT NULL").fetchall()
+    at = graph.passage_indices(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
     keys: dict[int, str] = {}
-    for pk, title in conn.execute("SELECT p.pk, r.title FROM passages p JOIN records r ON r.id = p.record_id "
-                                  "WHERE r.title IS NOT NULL"):
-        key = title_key(title)
-        if key is not None and int(pk) in graph.passage_index:
-            keys[graph.passage_index[int(pk)]] = key
+    for i, (_, title) in zip(at.tolist(), rows, strict=True):
+        if i >= 0:
+            key = title_key(title)
+            if key is not None:
+                keys[i] = key
     wanted = sorted(set(keys.values()))
     entity_of: dict[str, int] = {}
     for s in range(0, len(wanted), _CHUNK):
         chunk = wanted[s:s + _CHUNK]
         for epk, key in conn.execute(f"SELECT pk, key FROM entities WHERE key IN ({','.join('?' * len(chunk))})",
                                      chunk):
-            e = graph.entity_index.get(int(epk))
+            e = graph.entity_at(int(epk))
             if e is not None:
                 entity_of[key] = e
     of_passage = np.full(len(graph.passage_pks), -1, dtype=np.int64)
     for q, key in keys.items():
         of_passage[q] = entity_of.get(key, -1)
-    q = np.flatnonzero(of_passage >= 0)
-    passages = CSR.from_edges(of_passage[q], q, (len(graph.entity_pks), len(graph.passage_pks)))
-    return TitleIndex(of_passage, passages)
+    return of_passage
 
 
 def title_hop(conn: sqlite3.Connection, graph: MentionGraph, titles: TitleIndex, seeds: dict[int, float],
@@ -93,7 +112,7 @@ def title_hop(conn: sqlite3.Connection, graph: MentionGraph, titles: TitleIndex,
     score: dict[int, float] = {}
     via: dict[int, dict[int, float]] = {}
     for pk, w in seeds.items():
-        i = graph.passage_index.get(pk)
+        i = graph.passage_at(pk)
         if i is None or not passage_mask[i]:
             continue
         own = titles.of_passage[i]

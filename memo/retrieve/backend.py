@@ -59,6 +59,11 @@ class SearchBackend(Protocol):
         """Fact arm, meaning list: [(fact pk, cosine)] best first among ``allowed``."""
         ...
 
+    def vectors_pending(self, ctx: Any, svc: Any) -> int:
+        """In-scope passages with no vector for ``svc``'s model in this snapshot (the
+        semantic arm cannot see them; the trace says so in degraded)."""
+        ...
+
     def keyword_scores(self, ctx: Any, match: str, pks: Sequence[int],
                        words: Sequence[str] | None = None) -> dict[int, float]:
         """-bm25 of the keyword arm's match for these passages (the entity arm's tiebreak);

@@ -49,6 +49,10 @@ class PostgresSearch:
                                           cfg=cfg, cache=conn_cache(ctx.conn))
         return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
 
+    def vectors_pending(self, ctx: Any, svc: Any) -> int:
+        # The vectors live in the server (pgvector): one anti-join there.
+        return int(svc.pending_in_scope(ctx.conn, ctx.scope_sql.where, ctx.scope_sql.params))
+
     def fact_text_topk(self, ctx: Any, match: str, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
         return pg_fts.bm25_topk(ctx.conn, "facts_fts", _terms(match), where, params, ctx.fetch_depth,
                                 conn_cache(ctx.conn))

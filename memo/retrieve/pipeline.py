@@ -172,7 +172,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     clock.lap("results")
     degraded_parts = [f"{r.name}: {r.reason}" for r in runs if r.degraded]
     degraded_kinds = ["arm_unavailable"] if degraded_parts else []
-    pending = _pending_in_scope(conn, runs, scope_sql, services)
+    pending = _pending_in_scope(ctx, runs, services)
     if pending:
         degraded_parts.append(
             f"semantic: {pending} of {in_scope} in-scope passages have no vector for {model_id} yet "
@@ -351,18 +351,18 @@ def _model_id(services: ArmServices) -> str | None:
     return getattr(svc, "model_id", None) if svc is not None else None
 
 
-def _pending_in_scope(conn: sqlite3.Connection, runs: list, scope_sql: Any, services: ArmServices) -> int:
+def _pending_in_scope(ctx: ArmContext, runs: list, services: ArmServices) -> int:
     """In-scope passages without a vector for the model the semantic arm ran with: the
-    arm cannot see them (the keyword arms can).  Counted by the semantic service in the
-    search's read snapshot, cached per connection until the data changes (``conn_cache``);
-    a service without ``pending_in_scope`` (test fakes) reports none."""
-    count = getattr(services.semantic, "pending_in_scope", None)
-    if count is None or not any(r.name == "semantic" and r.ran for r in runs):
+    arm cannot see them (the keyword arms can).  Counted by the backend in the search's
+    read snapshot (``vectors_pending``), cached per connection until the data changes
+    (``conn_cache``); a service without ``pending_in_scope`` (test fakes) reports none."""
+    svc = services.semantic
+    if getattr(svc, "pending_in_scope", None) is None or not any(r.name == "semantic" and r.ran for r in runs):
         return 0
-    cache = conn_cache(conn).setdefault("pending_in_scope", {})
-    key = (_model_id(services), scope_sql.where, scope_sql.params)
+    cache = conn_cache(ctx.conn).setdefault("pending_in_scope", {})
+    key = (_model_id(services), ctx.scope_sql.where, ctx.scope_sql.params)
     if key not in cache:
         if len(cache) > 64:
             cache.clear()
-        cache[key] = int(count(conn, scope_sql.where, scope_sql.params))
+        cache[key] = backend_of(ctx.conn).vectors_pending(ctx, svc)
     return cache[key]

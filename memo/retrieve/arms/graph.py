@@ -160,7 +160,8 @@ class GraphArm:
 
         from memo.graph.cache import mention_graph
 
-        graph = mention_graph(ctx.conn, ctx.services.graph_cache)
+        index = ctx.profile.index
+        graph = mention_graph(ctx.conn, ctx.services.graph_cache, index.graph_sidecar_min, index.sidecar_tail)
         # The masked, normalised transitions depend only on the graph and the scope: cached
         # per connection until the data changes.
         cache = conn_cache(ctx.conn).setdefault("graph_mask", {})
@@ -212,7 +213,8 @@ class GraphArm:
 
         from memo.graph.ppr import push_walk, walk
 
-        seeds = [(graph.entity_index[e.pk], e) for e in decision.distinctive if e.pk in graph.entity_index]
+        at = [graph.entity_at(e.pk) for e in decision.distinctive]
+        seeds = [(i, e) for i, e in zip(at, decision.distinctive, strict=True) if i is not None]
         # A seed the transitions mask out (an entity with no allowed passage, or common in
         # this scope by the graph's own count) starts no walk: the walks' columns are the
         # seeds kept, in order, and each vote below names the seed of its column.

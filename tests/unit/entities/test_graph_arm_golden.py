@@ -45,7 +45,9 @@ def build(path: Path) -> None:
     conn.close()
 
 
-def dump(path: Path) -> dict[str, list]:
+def dump(path: Path, index: dict | None = None) -> dict[str, list]:
+    """Every search's graph hits, digested; ``index``: ``index.*`` keys set in every profile
+    (storage only: the hits must not change)."""
     from memo.profile import load_profile
     from memo.retrieve import SearchRequest, search
     from memo.retrieve.arms.graph import GraphArm
@@ -69,6 +71,9 @@ def dump(path: Path) -> dict[str, list]:
         "minmax_common": load_profile("minmax").with_overrides({"entities.common_share": 0.05,
                                                                 "graph.report_floor": 0.1}),
     }
+    if index:
+        variants = {k: v.with_overrides({f"index.{key}": val for key, val in index.items()})
+                    for k, v in variants.items()}
     rng = np.random.default_rng(5)
     queries = [f"Entity{a} and Entity{b}" for a, b in rng.integers(0, N_ENTITIES, size=(12, 2))]
     queries += ["Entity1 and Entity2 and Entity3", "what did Entity7 review", "the long week"]
@@ -101,6 +106,22 @@ def test_graph_arm_hits_are_those_before_the_speed_ups(tmp_path):
     expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
     assert sum(1 for v in expected.values() if v[0]) > 60       # the arm reported something
     assert got == expected
+
+
+def test_graph_arm_hits_from_the_sidecar_are_the_same(tmp_path):
+    """The graph and its title index written to sidecars, then mapped by a new process's
+    cache (forget_graphs): the same hits, bit for bit."""
+    from memo.graph import cache
+    from memo.graph.sidecar import sidecar_path, titles_path
+
+    cache.forget_graphs()
+    build(tmp_path / "g.db")
+    expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
+    assert dump(tmp_path / "g.db", {"graph_sidecar_min": 1}) == expected      # computed, then written
+    assert sidecar_path(tmp_path / "g.db").exists() and titles_path(tmp_path / "g.db").exists()
+    cache.forget_graphs()
+    assert dump(tmp_path / "g.db", {"graph_sidecar_min": 1}) == expected      # mapped
+    assert cache.DEFAULT.sidecar_note == "ok"
 
 
 if __name__ == "__main__":

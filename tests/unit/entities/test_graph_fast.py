@@ -41,13 +41,27 @@ def _same_matrix(new, old) -> None:
     assert np.array_equal(new.data, old.data)
 
 
+def _same_lookups(new, old) -> None:
+    """pk -> index answers as the frozen graph's dicts, for every pk it holds and for absent ones."""
+    p_pks, e_pks = list(old.passage_index), list(old.entity_index)
+    assert new.passage_indices(np.asarray(p_pks, dtype=np.int64)).tolist() == [old.passage_index[p] for p in p_pks]
+    assert new.entity_indices(np.asarray(e_pks, dtype=np.int64)).tolist() == [old.entity_index[e] for e in e_pks]
+    absent = [0, -3, max(p_pks + e_pks, default=0) + 1]
+    assert all(new.passage_at(p) is None and new.entity_at(p) is None for p in absent if p not in old.passage_index
+               and p not in old.entity_index)
+    assert [new.entity_at(e) for e in e_pks[:20]] == [old.entity_index[e] for e in e_pks[:20]]
+
+
 def _graphs(seed: int):
     rng = np.random.default_rng(seed)
     n_p, n_e = int(rng.integers(50, 2500)), int(rng.integers(10, 500))
     edges = _edges(rng, n_p, n_e)
-    cut = int(rng.integers(0, len(edges)))
-    # the new graph built in two reads (rows appended after a write), the old one in one
-    new = cache._append(cache._append(None, 0, 1, cache._pairs(edges[:cut])), 0, 2, cache._pairs(edges[cut:]))
+    cuts = sorted(int(c) for c in rng.integers(0, len(edges), size=int(rng.integers(1, 5))))
+    # the new graph built in one read and then merged with the rows of later writes (some
+    # tiny, some empty), the old one in one
+    new = cache._append(None, 0, 1, cache._pairs(edges[:cuts[0]]))
+    for a, b in zip(cuts, [*cuts[1:], len(edges)], strict=True):
+        new = cache._append(new, 0, new.seq + 1, cache._pairs(edges[a:b]))
     old = graph_v1._append(None, 0, 2, edges)
     return rng, new, old
 
@@ -61,9 +75,8 @@ def test_mention_graph_and_transitions_are_the_frozen_ones(seed, dense_share, mo
         monkeypatch.setattr(ppr, "DENSE_SHARE", dense_share)
     rng, new, old = _graphs(seed)
     assert np.array_equal(new.passage_pks, old.passage_pks) and np.array_equal(new.entity_pks, old.entity_pks)
-    assert new.passage_index == old.passage_index and new.entity_index == old.entity_index
+    _same_lookups(new, old)
     assert np.array_equal(new.order, old.order)
-    assert np.array_equal(new.rows, old.rows) and np.array_equal(new.cols, old.cols)
     _same_matrix(new.W, old.W)
     _same_matrix(new.WT, old.WT)
     n_p, n_e = old.W.shape
@@ -104,7 +117,7 @@ def test_empty_graph():
     g = cache._append(None, 0, 0, cache._pairs([]))
     assert g.W.shape == (0, 0) and g.edges == 0
     g = cache._append(g, 0, 1, cache._pairs([(3, 9)]))
-    assert g.passage_index == {3: 0} and g.entity_index == {9: 0} and g.edges == 1
+    assert (g.passage_at(3), g.entity_at(9), g.passage_at(9), g.edges) == (0, 0, None, 1)
 
 
 def test_graph_read_from_the_store_in_one_go_and_after_writes(fresh_db):
