@@ -24,11 +24,20 @@ from memo.store.db import open_db
 settings.register_profile("fast", max_examples=10, deadline=None)
 
 
+@pytest.fixture(scope="session")
+def _onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of optimised model graphs for the session (memo.embed.optimized): each
+    test's own cache folder would write the 90 MB file again."""
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                  _onnx_cache: Path) -> Path:
     home = tmp_path_factory.mktemp("home")
     for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(var, str(home / var.lower()))
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(_onnx_cache))
     monkeypatch.setenv("MEMO_DB", str(home / "memo.db"))
     monkeypatch.delenv("MEMO_SYNCHRONOUS", raising=False)
     return home

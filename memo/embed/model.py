@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import numpy as np
 
+from memo.embed import optimized
 from memo.embed.integrity import verify
 from memo.embed.registry import ModelSpec
 from memo.errors import ModelUnavailable
@@ -69,6 +71,25 @@ def session_options():  # -> onnxruntime.SessionOptions
     return opts
 
 
+def _session(ort: Any, spec: ModelSpec) -> Any:
+    """The model's onnxruntime session: from the graph optimised once on this machine
+    (``memo.embed.optimized``) when there is one, else optimised now (and saved)."""
+    opts = session_options()
+    root = optimized.cache_root()
+    if root is None:
+        return ort.InferenceSession(str(spec.onnx), sess_options=opts, providers=["CPUExecutionProvider"])
+    stem = optimized.key(spec.sha256, ort.__version__, opts.graph_optimization_level.name)
+    path = optimized.cached(root, stem)
+    if path is not None:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL   # done already
+        try:
+            return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 - onnxruntime raises several types; the file goes, the model loads
+            optimized.forget(root, stem)
+            opts = session_options()
+    return optimized.write(ort, spec.onnx, opts, root, stem)
+
+
 def load_tokenizer(spec: ModelSpec):  # -> tokenizers.Tokenizer
     from tokenizers import Tokenizer
 
@@ -107,8 +128,7 @@ class OnnxEmbedder:
         self.tokenizer = load_tokenizer(spec)
         self.pad_id = _pad_id(self.tokenizer)
         try:
-            self.session = ort.InferenceSession(str(spec.onnx), sess_options=session_options(),
-                                                providers=["CPUExecutionProvider"])
+            self.session = _session(ort, spec)
         except Exception as exc:  # onnxruntime raises several types for a bad graph
             raise ModelUnavailable(f"model {spec.id} failed to load: {str(exc).splitlines()[0][:200]}",
                                    hint="reinstall or refetch the model file (`memo models check`)") from exc

@@ -1,0 +1,92 @@
+"""The model's optimised graph kept per machine (memo/embed/optimized.py) with the real
+MiniLM model: the session loaded from it gives the vectors of the session that optimises
+online, bit for bit; a changed, damaged or unwritable cache costs the speed, never the
+vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memo.embed import integrity, optimized
+from memo.embed.model import OnnxEmbedder
+from memo.embed.registry import load_registry
+
+REAL = load_registry().get()
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample" / "scifact" / "corpus.jsonl"
+
+
+def _texts() -> list[str]:
+    docs = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()[:48]]
+    return ([f"{d['title']}\n{d['text']}" for d in docs] + [d["title"] for d in docs[:16]]
+            + ["def read_file(path):\n    with open(path) as fh:\n        return fh.read()",
+               "python check if file exists", "x", "Ünïcödé and emoji 🙂 in a note"])
+
+
+def _model_file(emb: OnnxEmbedder) -> str:
+    return emb.session._model_path          # onnxruntime's record of what it loaded
+
+
+@pytest.fixture
+def online(monkeypatch) -> np.ndarray:
+    """Vectors of a session that optimises the graph itself (no cache)."""
+    monkeypatch.setenv("MEMO_ONNX_CACHE", optimized.OFF)
+    integrity.forget()
+    emb = OnnxEmbedder(REAL)
+    assert _model_file(emb) == str(REAL.onnx)
+    return np.vstack([emb.embed_passages(_texts()), emb.embed_query("what causes insulin resistance")[None]])
+
+
+def _vectors(emb: OnnxEmbedder) -> np.ndarray:
+    return np.vstack([emb.embed_passages(_texts()), emb.embed_query("what causes insulin resistance")[None]])
+
+
+def _stem() -> str:
+    import onnxruntime as ort
+
+    return optimized.key(REAL.sha256, ort.__version__, "ORT_ENABLE_ALL")
+
+
+def test_the_saved_graph_gives_the_same_vectors(online, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    first = OnnxEmbedder(REAL)                          # optimises and saves
+    saved = tmp_path / f"{_stem()}.onnx"
+    assert saved.is_file() and (tmp_path / f"{_stem()}.json").is_file()
+    assert np.array_equal(_vectors(first), online)
+    again = OnnxEmbedder(REAL)                          # loads the saved graph
+    assert _model_file(again) == str(saved)
+    assert np.array_equal(_vectors(again), online)
+
+
+def test_a_changed_file_is_written_again(online, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    OnnxEmbedder(REAL)
+    saved = tmp_path / f"{_stem()}.onnx"
+    saved.write_bytes(saved.read_bytes()[: 1 << 20])    # half-copied: its stat no longer matches
+    emb = OnnxEmbedder(REAL)
+    assert _model_file(emb) == str(REAL.onnx)           # optimised again from the model
+    assert np.array_equal(_vectors(emb), online)
+    assert optimized.cached(tmp_path, _stem()) == saved
+
+
+def test_a_file_onnxruntime_refuses_is_dropped(online, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    OnnxEmbedder(REAL)
+    saved, meta = tmp_path / f"{_stem()}.onnx", tmp_path / f"{_stem()}.json"
+    saved.write_bytes(b"not a model")
+    st = saved.stat()
+    meta.write_text(json.dumps({"stat": [st.st_size, st.st_mtime_ns]}), encoding="utf-8")   # looks current
+    emb = OnnxEmbedder(REAL)
+    assert np.array_equal(_vectors(emb), online)
+    assert optimized.cached(tmp_path, _stem()) is not None and saved.stat().st_size > 1 << 20   # rewritten
+
+
+def test_a_cache_it_cannot_write_costs_the_file_only(online, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(blocker / "onnx"))
+    emb = OnnxEmbedder(REAL)
+    assert np.array_equal(_vectors(emb), online)
