@@ -118,7 +118,7 @@ class Scope:
 # --- search fields: defined once -------------------------------------------------------------
 # Every surface derives its search parameters from SEARCH_FIELDS: the CLI options of
 # ``memo search`` (memo/cli/search_cmds.py), the ``memory_search`` MCP tool's input schema
-# (memo/serve/mcp.py), the web API's query parameters (memo/serve/web_input.py) and the keyword
+# (memo/serve/mcp_server.py), the web API's query parameters (memo/serve/web_input.py) and the keyword
 # arguments of ``memo.search`` and ``MemoTools.search``.  A new scope field is one Scope
 # attribute plus one entry here.  (mode, profile, limit, max_tokens and explain /
 # response_format differ per surface on purpose and are spelled out there.)

@@ -92,7 +92,7 @@ def error_response(status: int, type_name: str, message: str, hint: str | None =
 
 def web_hint(err: MemoError) -> str:
     """The library's specific hint if it set one for this error, else the web wording of
-    the class default (same rule as memo.serve.mcp.mcp_hint)."""
+    the class default (same rule as memo.serve.mcp_server.mcp_hint)."""
     if "hint" in vars(err):
         return err.hint
     for cls in type(err).__mro__:

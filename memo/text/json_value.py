@@ -1,7 +1,7 @@
 """Checks on a parsed JSON value before memo stores it or acts on it, shared by every way
 JSON comes in: JSONL/BEIR/LoCoMo import (memo.ingest.jsonl), ``memory_add`` meta
 (memo.ops.add), the web UI's bodies (memo.serve.web_input) and memo-mcp's transport
-(memo.serve.mcp), which runs them on every incoming message, the first one included: this
+(memo.serve.mcp_server), which runs them on every incoming message, the first one included: this
 module imports nothing but ``re``, so the server need not load the ingest modules to answer
 ``initialize`` (issue 31.2).
 """

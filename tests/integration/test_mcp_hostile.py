@@ -37,7 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memo import errors as memo_errors
-from memo.serve.mcp import MAX_MESSAGE_BYTES
+from memo.serve.mcp_server import MAX_MESSAGE_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602

@@ -15,7 +15,7 @@ import anyio
 import httpx
 import pytest
 
-from memo.serve.mcp import MAX_MESSAGE_BYTES
+from memo.serve.mcp_server import MAX_MESSAGE_BYTES
 from tests.integration.mcp_http_server import AUTH, REPO, mcp_http, session
 from tests.integration.test_mcp_stdio import TOOLS
 

@@ -376,7 +376,7 @@ def test_a_client_that_leaves_at_once_does_not_crash_the_server(tmp_path: Path) 
 
 def test_unexpected_exception_becomes_error_result(tmp_path: Path) -> None:
     """In process: a crash inside a tool is an isError result, and the next call works."""
-    from memo.serve.mcp import build_server
+    from memo.serve.mcp_server import build_server
     from memo.serve.mcp_tools import MemoTools
 
     tools = MemoTools(tmp_path / "crash.db")
