@@ -41,6 +41,14 @@ class CSR:
         """The row of every stored entry (nnz,)."""
         return np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.indptr))
 
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """The column indices of these rows, concatenated in the order given."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lens = self.indptr[rows + 1] - self.indptr[rows]
+        total = int(lens.sum())
+        offsets = np.repeat(self.indptr[rows] - (np.cumsum(lens) - lens), lens) + np.arange(total)
+        return self.indices[offsets]
+
     def row_sums(self, x: np.ndarray) -> np.ndarray:
         """``self @ x`` for a vector ``x`` whose products with ``data`` are small integers
         (masks, counts): exact whatever the order of the additions."""

@@ -165,7 +165,10 @@ class SqliteSearch:
         # The keyword arm's impact index counts a one-token word when it matches the
         # snapshot (through FTS5 the join reads every holder's passage and record: docs/
         # results-log.md "Word counts for routing and keyword evidence").
-        fast = impact.scoped_df(conn, ScopeSQL(where or "1", tuple(params)), word)
+        scope = ScopeSQL(where or "1", tuple(params))
+        fast = impact.scoped_df(conn, scope, word)
+        if fast is None:      # the persistent postings, when no in-process index is current
+            fast = kw_search.scoped_df(conn, scope, word)
         if fast is not None:
             return fast
         row = conn.execute(

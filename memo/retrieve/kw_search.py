@@ -277,6 +277,31 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     return [ArmHit(pk=pk, rank=i, raw=s) for i, (pk, s) in enumerate(best, 1)]
 
 
+def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int | None:
+    """In-scope passages holding ``word`` (one token once stemmed), as ``count(*)`` of
+    FTS5's ``MATCH '"word"'`` joined with the scope counts them: the term's postings, less
+    the scope's listed exclusions.  None when the postings do not describe the snapshot,
+    the word is several tokens or the scope rules out too many passages to list (then
+    another path counts).  Routing asks this for every query word: through FTS5 the join
+    read every holder's passage and record (282 ms a word at 1M passages)."""
+    meta = usable(conn)
+    if meta is None:
+        return None
+    excluded = scope_stats(conn, scope_sql).excluded
+    stems = stems_of(conn, (word,)) if excluded is not None else None
+    if stems is None:
+        return None
+    pks = postings(conn, db_file(conn), meta, stems[0]).arrays[0]
+    if not excluded or not len(pks):
+        return len(pks)
+    import numpy as np  # a search that routes has it already (the keyword path does not)
+
+    ex = np.fromiter(excluded, dtype=np.int64, count=len(excluded))
+    pos = np.searchsorted(pks, ex)
+    inside = pos < len(pks)
+    return len(pks) - int((pks[pos[inside]] == ex[inside]).sum())
+
+
 class _NumpyRank:
     """The order and scores from the dense score array (``_dense``)."""
 

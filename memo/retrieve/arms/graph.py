@@ -108,6 +108,20 @@ def _scope_mask(ctx: ArmContext, graph: Any) -> np.ndarray:
     return graph.passage_mask(in_scope_pks(ctx))
 
 
+def _entity_counts(ctx: ArmContext, graph: Any, p_mask: np.ndarray) -> np.ndarray:
+    """Per entity, the in-scope passages that mention it (float64, as ``WT @ p_mask``).  A
+    scope that rules out few passages (``_scope_mask``) subtracts their mentions from each
+    entity's degree instead of summing over every edge (0.28 s of a cold search at 1M)."""
+    import numpy as np
+
+    excluded = scope_stats(ctx.conn, ctx.scope_sql).excluded
+    if excluded is None:
+        return graph.WT.row_sums(p_mask.astype(np.float64))
+    idx = graph.passage_indices(np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
+    out = np.bincount(graph.W.gather(idx[idx >= 0]), minlength=graph.WT.shape[0])
+    return (np.diff(graph.WT.indptr) - out).astype(np.float64)
+
+
 def unconfirmed_pks(ctx: ArmContext) -> np.ndarray:
     """Entities only ever seen as a sentence-initial capitalised word (kind ``initial``,
     ``memo.text.entities``): they carry no walk (they name nothing)."""
@@ -164,21 +178,25 @@ class GraphArm:
         graph = mention_graph(ctx.conn, ctx.services.graph_cache, index.graph_sidecar_min, index.sidecar_tail)
         # The masked, normalised transitions depend only on the graph and the scope: cached
         # per connection until the data changes.
+        # The push walk reads them for the nodes it reaches only (LocalTransitions); the exact
+        # walk (graph.epsilon = 0) multiplies whole matrices.
         cache = conn_cache(ctx.conn).setdefault("graph_mask", {})
-        key = (graph.epoch, graph.seq, ctx.scope_sql.where, ctx.scope_sql.params)
+        key = (graph.epoch, graph.seq, ctx.scope_sql.where, ctx.scope_sql.params, cfg.epsilon > 0)
         masks = cache.get(key)
         if masks is None:
-            from memo.graph.ppr import transitions
+            from memo.graph.ppr import LocalTransitions, transitions
 
             p_mask = _scope_mask(ctx, graph)
             in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
-            df = graph.WT.row_sums(p_mask.astype(np.float64))
+            df = _entity_counts(ctx, graph, p_mask)
             cfg_e = ctx.profile.entities
             e_mask = ~np.asarray(is_common(df, in_scope, cfg_e.common_share, cfg_e.common_min_passages), dtype=bool)
             e_mask &= ~graph.entity_mask(unconfirmed_pks(ctx))
             if len(cache) > 64:
                 cache.clear()
-            masks = cache[key] = (transitions(graph.W, graph.WT, p_mask, e_mask), p_mask)
+            walkable = (LocalTransitions.of(graph.W, graph.WT, p_mask, e_mask) if cfg.epsilon > 0
+                        else transitions(graph.W, graph.WT, p_mask, e_mask))
+            masks = cache[key] = (walkable, p_mask)
         rows = self._walk(ctx, graph, masks[0], decision) if decision.fired else []
         if cfg.title_hits > 0:
             rows = merge_title_hops(rows, self._title_hops(ctx, graph, masks))

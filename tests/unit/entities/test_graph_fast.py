@@ -12,7 +12,7 @@ import pytest
 from scipy import sparse
 
 from memo.graph import cache
-from memo.graph.ppr import push_walk, transitions, walk
+from memo.graph.ppr import LocalTransitions, push_walk, transitions, walk
 
 from . import graph_v1
 
@@ -89,17 +89,37 @@ def test_mention_graph_and_transitions_are_the_frozen_ones(seed, dense_share, mo
     _same_matrix(t_new.to_entities, t_old.to_entities)
     assert np.array_equal(t_new.entity_mask, t_old.entity_mask)
     assert np.array_equal(t_new.entity_alive, t_old.entity_alive)
+    local = LocalTransitions.of(new.W, new.WT, p_mask, e_mask)     # one, its degrees kept across walks
     for _ in range(6):
         seeds = [int(s) for s in rng.choice(n_e, size=int(rng.integers(1, 4)), replace=False)]
         for eps in (1e-3, 1e-5, 1e-6, 1e-8):
             for d in (0.5, 0.85):
                 a = push_walk(t_new, seeds, damping=d, epsilon=eps)
                 b = graph_v1.push_walk(t_old, seeds, damping=d, epsilon=eps)
-                assert a.iterations == b.iterations
+                c = push_walk(local, seeds, damping=d, epsilon=eps)
+                assert a.iterations == b.iterations == c.iterations
                 assert np.array_equal(a.passages, b.passages) and np.array_equal(a.entities, b.entities)
+                assert np.array_equal(c.passages, b.passages) and np.array_equal(c.entities, b.entities)
         a = walk(t_new, seeds, damping=0.5)
         b = graph_v1.walk(t_old, seeds, damping=0.5)
         assert np.array_equal(a.passages, b.passages) and np.array_equal(a.entities, b.entities)
+
+
+def test_local_transitions_hold_the_masked_rows():
+    """Each node's allowed neighbours and their count, as the rows of ``transitions``."""
+    rng = np.random.default_rng(3)
+    g = cache._append(None, 0, 1, cache._pairs(_edges(rng, 400, 60)))
+    p_mask, e_mask = rng.random(g.W.shape[0]) > 0.2, rng.random(g.W.shape[1]) > 0.2
+    full = transitions(g.W, g.WT, p_mask, e_mask)
+    local = LocalTransitions.of(g.W, g.WT, p_mask, e_mask)
+    for side, m in ((0, full.to_entities), (1, full.to_passages)):
+        nodes = rng.permutation(m.shape[0])[: m.shape[0] // 2]
+        nbrs, deg = local.neighbours(side, nodes)
+        assert np.array_equal(deg, np.diff(m.indptr)[nodes])
+        assert np.array_equal(nbrs, np.concatenate([m.indices[m.indptr[i]:m.indptr[i + 1]] for i in nodes]))
+        assert np.array_equal(local.degree(side, np.arange(m.shape[0])), np.diff(m.indptr))
+    assert np.array_equal(g.W.gather(np.array([3, 1, 3])),
+                          np.concatenate([g.W.indices[g.W.indptr[i]:g.W.indptr[i + 1]] for i in (3, 1, 3)]))
 
 
 def test_push_walk_seeds_without_allowed_passages():

@@ -1,7 +1,8 @@
 """The graph arm's scope mask (issue 31.5: a cold graph search at 1M passages spent 19% of
 its time listing every in-scope passage pk): a scope that rules out few passages masks those
 out of the graph, and gives the very mask that listing the in-scope pks gave, with forgotten,
-superseded and purged records in the store."""
+superseded and purged records in the store; each entity's in-scope count is the one the sum
+over every edge gave."""
 
 from __future__ import annotations
 
@@ -50,4 +51,6 @@ def test_the_mask_from_the_excluded_pks_is_the_mask_of_the_in_scope_pks(store, s
     assert (excluded is not None) == few                       # both ways are exercised
     got = graph_arm._scope_mask(ctx, graph)
     assert got.dtype == bool and np.array_equal(got, listed)
+    # each entity's in-scope passages: subtracted from its degree, or summed over every edge
+    assert np.array_equal(graph_arm._entity_counts(ctx, graph, got), graph.WT.row_sums(listed.astype(np.float64)))
     assert 0 < listed.sum() < len(listed) or scope.get("namespaces") == ("nowhere",)

@@ -228,3 +228,38 @@ def test_the_python_ranking_prunes_and_gives_numpys_scores(tmp_path) -> None:
             assert capped.order(10) is None       # past its cap: numpy ranks instead
     finally:
         conn.close()
+
+
+def _fts5_df(conn, word: str, scope: Scope) -> int:
+    s = build_scope_sql(scope)
+    return conn.execute("SELECT count(*) FROM passages_fts f JOIN passages p ON p.pk = f.rowid JOIN records r "
+                        "ON r.id = p.record_id WHERE passages_fts MATCH ? AND " + s.where,
+                        (f'"{word}"', *s.params)).fetchone()[0]
+
+
+def test_word_counts_for_routing_come_from_the_postings(tmp_path, monkeypatch) -> None:
+    """Routing's count of in-scope passages holding a word (backend word_df): the term's
+    postings less the listed exclusions give FTS5's count(*) of the join, after writes too
+    (base + delta); a phrase, a scope that lists nothing or stale postings answer None."""
+    conn = _db(tmp_path, 300)
+    try:
+        words = ("gene", "Cells", "binding", "w3", "w40", "absent", "filler")
+        for word in words:
+            with read_tx(conn):
+                assert kw_search.scoped_df(conn, build_scope_sql(Scope()), word) == _fts5_df(conn, word, Scope())
+        with write_tx(conn):
+            insert_record(conn, RecordDraft(body="new", id="new"), (PassageDraft(text="w40 gene genes absent"),))
+            conn.execute("UPDATE records SET superseded_at = '2025-03-01T00:00:00.000000Z' WHERE id = 'r5'")
+        assert kw_postings.read_meta(conn).delta > 0
+        for word in words:
+            with read_tx(conn):
+                got = kw_search.scoped_df(conn, build_scope_sql(Scope()), word)
+                assert got == _fts5_df(conn, word, Scope()) and got is not None, word
+        with read_tx(conn):
+            assert kw_search.scoped_df(conn, build_scope_sql(Scope()), "gene cells") is None     # two tokens
+        monkeypatch.setattr(scope_module, "EXCLUDED_MAX", 0)
+        ns_a = build_scope_sql(Scope(namespaces=("a",)))
+        with read_tx(conn):
+            assert kw_search.scoped_df(conn, ns_a, "gene") is None          # nothing listed
+    finally:
+        conn.close()
