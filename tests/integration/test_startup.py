@@ -104,3 +104,16 @@ def test_mcp_answers_initialize_before_importing_the_search_stack(tmp_path: Path
                    or m.startswith(("memo.retrieve", "memo.ops", "memo.embed.service", "memo.graph", "memo.serve.web",
                                     "memo.search_api", "memo.ingest")))
     assert not heavy, "memo-mcp imported before answering initialize: " + ", ".join(heavy[:12])
+
+
+def test_mcp_backfill_never_imports_the_sdk(tmp_path: Path) -> None:
+    """`memo-mcp backfill` embeds and exits: the command imports the SDK only to serve."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "memo.serve.mcp", "backfill", "--db",
+                           str(tmp_path / "m.db")], cwd=REPO, capture_output=True, timeout=120,
+                          env=dict(os.environ, MEMO_ONNX_CACHE="off"))
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert json.loads(proc.stdout)["embedded"] == 0
+    loaded = _imported(proc.stderr.decode())
+    assert "memo.embed.backfill" in loaded                          # the log is the command's
+    sdk = sorted(m for m in loaded if m.split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio"))
+    assert not sdk, "memo-mcp backfill imported " + ", ".join(sdk[:12])
