@@ -1,9 +1,10 @@
 """The model's optimised graph, kept per machine so that a process loads it without
 optimising it again (issue 31.2: a cold semantic search waits for the model).
 
-onnxruntime optimises a model's graph every time a session is created: for the default
-model (all-MiniLM-L6-v2 int8) 190-200 ms of the 245-290 ms a process spends loading it,
-against about 80 ms to load the graph it saved once optimised with optimisation off.
+onnxruntime optimises a model's graph every time a session is created; loading the graph it
+saved once optimised, with optimisation off, is quicker: for the default model (all-MiniLM-L6-v2
+int8) a fresh process's session took 222-285 ms against 154-200 ms (the whole model load,
+numpy and onnxruntime's import included, 258-263 -> 206-212 ms, bench/cold_cli.py).
 onnxruntime documents this as its offline mode ("save the optimized model, then load it
 with optimizations disabled"), with one caveat: the ``ORT_ENABLE_ALL`` graph may hold
 layout and kernel choices for the CPU it was optimised on.  So the file is keyed by the
