@@ -131,7 +131,7 @@ class GraphCache:
         ``sidecar_min`` (``index.graph_sidecar_min``; 0 = never): a graph of at least this
         many edges is kept in a sidecar file (``memo.graph.sidecar``) that a new process
         maps, rewritten once the edges added since pass ``sidecar_tail`` of it."""
-        key = _db_key(conn)
+        key = db_key(conn)
         epoch, seq = _state(conn)
         with self._lock:
             cached = self._graphs.get(key)
@@ -199,7 +199,7 @@ def _state(conn: sqlite3.Connection) -> tuple[int, int]:
     return sidecar.db_state(conn)
 
 
-def _db_key(conn: sqlite3.Connection) -> str:
+def db_key(conn: sqlite3.Connection) -> str:
     if is_postgres(conn):   # one graph per server database
         return conn.url
     return db_file(conn) or f":memory:{id(conn)}"
