@@ -132,7 +132,7 @@ class GraphCache:
         many edges is kept in a sidecar file (``memo.graph.sidecar``) that a new process
         maps, rewritten once the edges added since pass ``sidecar_tail`` of it."""
         key = db_key(conn)
-        epoch, seq = _state(conn)
+        epoch, seq = sidecar.db_state(conn)
         with self._lock:
             cached = self._graphs.get(key)
         if cached is not None and cached.epoch == epoch and cached.seq == seq:
@@ -155,7 +155,7 @@ class GraphCache:
     def _mapped(self, conn: sqlite3.Connection, path: str, epoch: int, seq: int) -> MentionGraph | None:
         """The graph mapped from the database's sidecar and brought up to ``seq``; None
         when there is no valid one."""
-        found, self.sidecar_note = sidecar.open_valid(conn, sidecar.sidecar_path(path))
+        found, self.sidecar_note = sidecar.open_valid(conn, sidecar.sidecar_path(path), (epoch, seq))
         if found is None:
             return None
         _, at, a = found
@@ -193,10 +193,6 @@ class GraphCache:
 
 
 DEFAULT = GraphCache()
-
-
-def _state(conn: sqlite3.Connection) -> tuple[int, int]:
-    return sidecar.db_state(conn)
 
 
 def db_key(conn: sqlite3.Connection) -> str:

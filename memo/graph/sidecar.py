@@ -140,16 +140,18 @@ def write_graph(conn: sqlite3.Connection, path: Path, epoch: int, seq: int, arra
     write_arrays(path, MAGIC, header, {k: arrays[k] for k in GRAPH_ARRAYS})
 
 
-def open_valid(conn: sqlite3.Connection, path: Path) -> tuple[tuple[int, int, dict[str, np.ndarray]] | None, str]:
+def open_valid(conn: sqlite3.Connection, path: Path, state: tuple[int, int] | None = None,
+               ) -> tuple[tuple[int, int, dict[str, np.ndarray]] | None, str]:
     """((epoch, seq, arrays), "ok") if the sidecar at ``path`` matches the database as the
-    caller's snapshot sees it (module docstring), else (None, why)."""
+    caller's snapshot sees it (module docstring), else (None, why).  ``state``: the
+    snapshot's ``db_state`` when the caller read it already."""
     if not path.exists():
         return None, "no sidecar"
     got = read_arrays(path, MAGIC)
     if got is None or set(got[1]) != set(GRAPH_ARRAYS):
         return None, "unreadable sidecar"
     meta, arrays = got
-    epoch, seq = db_state(conn)
+    epoch, seq = state if state is not None else db_state(conn)
     if int(meta["epoch"]) != epoch:
         return None, f"stale sidecar (epoch {meta['epoch']}, database {epoch})"
     if int(meta["seq"]) > seq:

@@ -285,11 +285,9 @@ def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int |
     another path counts).  Routing asks this for every query word: through FTS5 the join
     read every holder's passage and record (282 ms a word at 1M passages)."""
     meta = usable(conn)
-    if meta is None:
-        return None
-    excluded = scope_stats(conn, scope_sql).excluded
+    excluded = scope_stats(conn, scope_sql).excluded if meta is not None else None
     stems = stems_of(conn, (word,)) if excluded is not None else None
-    if stems is None:
+    if meta is None or stems is None:
         return None
     pks = postings(conn, db_file(conn), meta, stems[0]).arrays[0]
     if not excluded or not len(pks):
