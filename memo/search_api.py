@@ -1,25 +1,31 @@
 """``memo.search``: one call from a query string to a ``SearchResponse``.
 
-Opens the database read-only, builds the semantic service (lazy: the model loads on the
-first semantic query; a missing model degrades the search instead of failing it), runs
-``memo.retrieve.search`` and closes the connection.  Long-running callers (MCP server,
-eval harness) hold their own connection and call ``memo.retrieve.search`` directly.
+Opens the database read-only, builds the semantic service (a missing model degrades the
+search instead of failing it), runs ``memo.retrieve.search`` and closes the connection.
+Long-running callers (MCP server, eval harness) hold their own connection and call
+``memo.retrieve.search`` directly.
+
+A search that uses meaning (mode auto or semantic, default services) starts building the
+model's session first (``memo.embed.model.start_loading``: onnxruntime builds it without
+holding the GIL) and only then imports the pipeline, opens the database and runs the other
+stages, so a one-shot process (``memo search``) waits for the longer of the two, not their
+sum (issue 31.2).  That is why this module imports the pipeline inside ``search`` and not
+at its top: ``memo search`` imports this module before it knows the mode.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memo.embed.registry import load_registry
 from memo.errors import MemoError
-from memo.profile import Profile, load_profile
-from memo.retrieve import SearchRequest, SearchResponse
-from memo.retrieve import search as run_search
-from memo.retrieve.conn_cache import forget
-from memo.retrieve.services import ArmServices
-from memo.store.db import open_db
 from memo.types import check_fields, default_profile, scope_from
+
+if TYPE_CHECKING:
+    from memo.profile import Profile
+    from memo.retrieve import SearchResponse
+    from memo.retrieve.services import ArmServices
 
 _NO_MEANING_MODES = ("keyword", "exact")   # the semantic arm is off: nothing of memo.embed is loaded
 
@@ -62,6 +68,15 @@ def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
     for keyword/exact only.
     """
     check_fields(fields, "memo.search()")
+    if services is None and mode not in _NO_MEANING_MODES:
+        _start_model_load()
+    from memo.profile import load_profile
+    from memo.retrieve import SearchRequest
+    from memo.retrieve import search as run_search
+    from memo.retrieve.conn_cache import forget
+    from memo.retrieve.services import ArmServices
+    from memo.store.db import open_db
+
     prof = load_profile(default_profile() if profile is None else profile)
     request = SearchRequest(
         query=query, scope=scope_from(fields), mode=mode, limit=limit, max_tokens=max_tokens,
@@ -79,3 +94,16 @@ def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
         forget(conn)
         conn.close()
 
+
+def _start_model_load() -> None:
+    """Start the default model's session (the one ``semantic_services`` will ask for) on a
+    helper thread.  Anything that stops it (no registry, no onnxruntime, a bad file) is
+    left for the search itself to meet and report as it always does (degraded, with the
+    reason)."""
+    try:
+        spec = load_registry().get(None)
+        from memo.embed.model import start_loading
+
+        start_loading(spec)
+    except (MemoError, ImportError, OSError):
+        pass

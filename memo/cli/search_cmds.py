@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
-from memo.profile import diff_profiles, load_profile, profile_names
-from memo.retrieve import SearchResponse
 from memo.search_api import search as api_search
 from memo.types import PROFILE_ENV, SEARCH_FIELDS, SearchField
+
+if TYPE_CHECKING:
+    # memo.search_api imports the pipeline (and memo.profile) itself once it has started
+    # the model's load, so that a cold hybrid search overlaps the two: not at this
+    # module's import, which comes before the command line is parsed.
+    from memo.retrieve import SearchResponse
 
 
 def search(
@@ -128,6 +132,8 @@ def profiles_show(
     as_json: JsonOption = False,
 ) -> None:
     """Show a profile's constants (or list the profiles)."""
+    from memo.profile import load_profile, profile_names  # here: `memo search` does not need it yet
+
     if name is None:
         names = profile_names()
         doc: Any = {"profiles": [{"name": n, "source": str(load_profile(n).source)} for n in names]}
@@ -156,6 +162,8 @@ def profiles_diff(
     as_json: JsonOption = False,
 ) -> None:
     """Keys whose values differ between two profiles."""
+    from memo.profile import diff_profiles, load_profile
+
     pa, pb = load_profile(a), load_profile(b)
     diff = {k: v for k, v in diff_profiles(pa, pb).items() if k != "name"}
     if as_json:

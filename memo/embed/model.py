@@ -17,6 +17,11 @@
   row (more than a query or a one-passage note can take): the arena is reused between the
   passes of a call (no speed lost inside a batch) and handed back at its end.  The passes
   themselves are unchanged (same rows, same vectors).
+* Loading: onnxruntime parses and prepares the graph (~150 ms for the default model, most
+  of a load) without holding the GIL, so the session is built on a helper thread
+  (``SessionBuild``) while the caller's thread parses the tokenizer.  A one-shot caller can
+  start it earlier still (``start_loading``): ``memo search`` does, before it imports the
+  pipeline, so a cold hybrid search's imports and database work overlap the model's load.
 """
 
 from __future__ import annotations
@@ -90,6 +95,61 @@ def _session(ort: Any, spec: ModelSpec) -> Any:
     return optimized.write(ort, spec.onnx, opts, root, stem)
 
 
+class SessionBuild:
+    """One model's session, hash-checked and built on a helper thread (module docstring).
+    ``result()`` waits for it and raises what the build raised: ``ModelUnavailable`` for a
+    missing or corrupt file, onnxruntime's own error for a graph it refuses.
+
+    The thread is not a daemon: a process that exits while the session builds waits for it
+    (a few hundred ms) rather than tearing onnxruntime down under a running build."""
+
+    def __init__(self, ort: Any, spec: ModelSpec) -> None:
+        self.spec = spec
+        self._session: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._build, args=(ort,), name=f"memo-model-{spec.id}")
+        self._thread.start()
+
+    def _build(self, ort: Any) -> None:
+        try:
+            verify(self.spec.onnx, self.spec.sha256)     # before onnxruntime parses a byte of it
+            self._session = _session(ort, self.spec)
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for it
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._session
+
+
+_builds_lock = threading.Lock()
+_builds: dict[str, SessionBuild] = {}     # model id -> a build started ahead, not yet taken
+
+
+def start_loading(spec: ModelSpec) -> None:
+    """Start building ``spec``'s session now, for the next ``OnnxEmbedder(spec)`` of this
+    process to take (``memo search`` calls it before importing the pipeline).  Imports
+    onnxruntime in the calling thread first: two threads importing at once each get half
+    of the GIL, and the build is what the search will wait for.  Does nothing when a build
+    for the model is already under way; a failure shows when the model is asked for."""
+    import onnxruntime as ort
+
+    with _builds_lock:
+        if spec.id not in _builds:
+            _builds[spec.id] = SessionBuild(ort, spec)
+
+
+def _take_build(ort: Any, spec: ModelSpec) -> SessionBuild:
+    """The build ``start_loading`` started for ``spec`` (the same spec), else a new one."""
+    with _builds_lock:
+        build = _builds.pop(spec.id, None)
+    if build is not None and build.spec == spec:
+        return build
+    return SessionBuild(ort, spec)
+
+
 def load_tokenizer(spec: ModelSpec):  # -> tokenizers.Tokenizer
     from tokenizers import Tokenizer
 
@@ -104,6 +164,17 @@ def load_tokenizer(spec: ModelSpec):  # -> tokenizers.Tokenizer
     tok.enable_truncation(max_length=spec.max_tokens)
     tok.no_padding()  # we pad per batch in _pad()
     return tok
+
+
+def _built(build: SessionBuild) -> Any:
+    """The build's session; a graph onnxruntime refuses becomes ``ModelUnavailable``."""
+    try:
+        return build.result()
+    except ModelUnavailable:
+        raise
+    except Exception as exc:  # onnxruntime raises several types for a bad graph
+        raise ModelUnavailable(f"model {build.spec.id} failed to load: {str(exc).splitlines()[0][:200]}",
+                               hint="reinstall or refetch the model file (`memo models check`)") from exc
 
 
 def _pad_id(tok) -> int:
@@ -124,14 +195,13 @@ class OnnxEmbedder:
         self.spec = spec
         self.model_id = spec.id
         self.dimensions = spec.dimensions
-        verify(spec.onnx, spec.sha256)               # before onnxruntime parses a byte of it
-        self.tokenizer = load_tokenizer(spec)
-        self.pad_id = _pad_id(self.tokenizer)
+        build = _take_build(ort, spec)               # the session builds while the tokenizer loads
         try:
-            self.session = _session(ort, spec)
-        except Exception as exc:  # onnxruntime raises several types for a bad graph
-            raise ModelUnavailable(f"model {spec.id} failed to load: {str(exc).splitlines()[0][:200]}",
-                                   hint="reinstall or refetch the model file (`memo models check`)") from exc
+            tokenizer = load_tokenizer(spec)
+        finally:
+            self.session = _built(build)             # a bad model file is reported before a bad tokenizer
+        self.tokenizer = tokenizer
+        self.pad_id = _pad_id(self.tokenizer)
         # Run options that free the arena's unused memory at the end of a run (module docstring).
         self._release = ort.RunOptions()
         self._release.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
