@@ -14,7 +14,7 @@ keyword search within 5x ``python -c "import sqlite3"``).
 
 from __future__ import annotations
 
-from memo.cli import plugins
+from memo.cli import common, plugins
 from memo.cli.common import MemoGroup, memo_typer
 
 # Command name -> the module of memo.cli whose register(app) defines it (name, help, options:
@@ -52,4 +52,11 @@ def _root() -> None:
 
 
 def main() -> None:
-    app()
+    """The ``memo`` console script.  A command that asked for it (``common.skip_teardown``:
+    a search that loaded the model) ends the process without the interpreter's teardown."""
+    try:
+        app()
+    except SystemExit as exc:
+        if common.teardown_skipped():
+            common.exit_now(exc.code)
+        raise

@@ -1,9 +1,11 @@
 """sha256 checks of model files, before anything parses them.
 
 A corrupt or swapped ONNX file can crash a native loader instead of raising
-(chroma-core/chroma #7238), so every process hashes the file before its first load.  The
+(chroma-core/chroma #7238), so a process hashes the file before onnxruntime parses it.  The
 result is cached in-process per (path, size, mtime_ns): a second load of an unchanged file
-does not rehash it, and a file replaced on disk is rehashed.  Hashing the default model is
+does not rehash it, and a file replaced on disk is rehashed.  When onnxruntime loads the
+model's optimised graph instead of the file itself, the file is hashed only if its stat
+differs from the one recorded when a process last checked it (memo.embed.optimized).  Hashing the default model is
 cheap, once per process (docs/results-log.md "Embedding model: batch size, threads, hash").
 """
 
@@ -15,16 +17,22 @@ from pathlib import Path
 
 from memo.errors import ModelUnavailable
 
-_CHUNK = 1 << 20
+# Large reads: hashing releases the GIL inside each update but takes it back between reads,
+# and a model is hashed on a helper thread while the caller runs Python (memo.embed.model's
+# SessionBuild): at 1 MB a read, the 23 MB default model took 54-75 ms of wall for 20 ms of
+# CPU, each of its 23 reads waiting up to a GIL switch interval for the busy thread.
+_CHUNK = 8 << 20
 _verified: dict[tuple[str, int, int], str] = {}
 _lock = threading.Lock()
 
 
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with path.open("rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            digest.update(view[:n])
     return digest.hexdigest()
 
 

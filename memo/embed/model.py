@@ -1,6 +1,8 @@
 """Run an ONNX sentence-embedding model: tokenise, batch, pool, normalise.
 
-* The files are hash-checked (``memo.embed.integrity``) before either is parsed.
+* The files are hash-checked (``memo.embed.integrity``) before either is parsed; a model
+  whose optimised graph is loaded instead (``memo.embed.optimized``) is hashed again only
+  when its file changed since a process last checked it (``_session``).
 * ``tokenizer.json`` of all-MiniLM-L6-v2 fixes truncation and padding at 128 tokens; we
   override truncation to the model's ``max_tokens`` (256) and pad ourselves, per batch, to
   the longest text in that batch.
@@ -78,20 +80,29 @@ def session_options():  # -> onnxruntime.SessionOptions
 
 def _session(ort: Any, spec: ModelSpec) -> Any:
     """The model's onnxruntime session: from the graph optimised once on this machine
-    (``memo.embed.optimized``) when there is one, else optimised now (and saved)."""
+    (``memo.embed.optimized``) when there is one, else optimised now (and saved).
+
+    The model file is hash-checked (``verify``) before onnxruntime parses a byte of it,
+    and before its optimised graph is trusted, unless the graph's record says a process
+    checked this very file (same size, mtime, inode and ctime: ``optimized.source_checked``)."""
     opts = session_options()
     root = optimized.cache_root()
     if root is None:
+        verify(spec.onnx, spec.sha256)
         return ort.InferenceSession(str(spec.onnx), sess_options=opts, providers=["CPUExecutionProvider"])
     stem = optimized.key(spec.sha256, ort.__version__, opts.graph_optimization_level.name)
     path = optimized.cached(root, stem)
     if path is not None:
+        if not optimized.source_checked(root, stem, spec.onnx):
+            verify(spec.onnx, spec.sha256)
+            optimized.record_source(root, stem, spec.onnx)
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL   # done already
         try:
             return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception:  # noqa: BLE001 - onnxruntime raises several types; the file goes, the model loads
             optimized.forget(root, stem)
             opts = session_options()
+    verify(spec.onnx, spec.sha256)
     return optimized.write(ort, spec.onnx, opts, root, stem)
 
 
@@ -112,7 +123,6 @@ class SessionBuild:
 
     def _build(self, ort: Any) -> None:
         try:
-            verify(self.spec.onnx, self.spec.sha256)     # before onnxruntime parses a byte of it
             self._session = _session(ort, self.spec)
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for it
             self._error = exc

@@ -62,6 +62,41 @@ def _stat(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns]
 
 
+def _source_stat(path: Path) -> list[int]:
+    """What changes whenever anything writes or replaces the model file: size, mtime,
+    inode and ctime (which no one sets by hand)."""
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def source_checked(root: Path, stem: str, source: Path) -> bool:
+    """Whether ``source`` is the file whose hash a process checked when it last wrote or
+    confirmed ``stem``'s record (``record_source``) and nothing has touched it since.
+
+    The session then loads the optimised file, not ``source``: hashing ``source`` again in
+    every process (20-25 ms of CPU for the default model, on a cold search's critical path)
+    would only tell again what its unchanged stat tells.  A changed, replaced or missing
+    file is hashed as before (``memo.embed.integrity.verify``)."""
+    try:
+        want = json.loads((root / f"{stem}.json").read_text(encoding="utf-8"))
+        return want.get("source_stat") == _source_stat(source)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def record_source(root: Path, stem: str, source: Path) -> None:
+    """Note ``source``'s stat in ``stem``'s record, right after its hash was checked."""
+    meta = root / f"{stem}.json"
+    try:
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+        doc.update(source=str(source), source_stat=_source_stat(source))
+        tmp = root / f".{stem}.tmp-{os.getpid()}-{os.urandom(4).hex()}.json"
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
+        os.replace(tmp, meta)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def cached(root: Path, stem: str) -> Path | None:
     """The optimised file of ``stem`` if this module wrote it and nobody changed it since."""
     model, meta = root / f"{stem}.onnx", root / f"{stem}.json"
@@ -73,9 +108,9 @@ def cached(root: Path, stem: str) -> Path | None:
 
 
 def write(ort: Any, source: Path, options: Any, root: Path, stem: str) -> Any:
-    """Create a session of ``source`` with ``options`` (optimising online), saving the
-    optimised graph as ``stem``; returns the session.  A folder it cannot write costs the
-    file only."""
+    """Create a session of ``source`` (whose hash the caller has checked) with ``options``
+    (optimising online), saving the optimised graph as ``stem``; returns the session.  A
+    folder it cannot write costs the file only."""
     tmp = root / f".{stem}.tmp-{os.getpid()}-{os.urandom(4).hex()}.onnx"
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -88,7 +123,8 @@ def write(ort: Any, source: Path, options: Any, root: Path, stem: str) -> Any:
             final = root / f"{stem}.onnx"
             os.replace(tmp, final)
             meta_tmp = root / f".{stem}.tmp-{os.getpid()}.json"
-            meta_tmp.write_text(json.dumps({"stat": _stat(final), "source": str(source)}), encoding="utf-8")
+            meta_tmp.write_text(json.dumps({"stat": _stat(final), "source": str(source),
+                                            "source_stat": _source_stat(source)}), encoding="utf-8")
             os.replace(meta_tmp, root / f"{stem}.json")
         except OSError:
             pass

@@ -5,7 +5,9 @@ vectors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 from memo.embed import integrity, optimized
 from memo.embed.model import OnnxEmbedder
 from memo.embed.registry import load_registry
+from memo.errors import ModelUnavailable
 
 REAL = load_registry().get()
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample" / "scifact" / "corpus.jsonl"
@@ -90,3 +93,48 @@ def test_a_cache_it_cannot_write_costs_the_file_only(online, tmp_path, monkeypat
     monkeypatch.setenv("MEMO_ONNX_CACHE", str(blocker / "onnx"))
     emb = OnnxEmbedder(REAL)
     assert np.array_equal(_vectors(emb), online)
+
+
+def _model_hashes(monkeypatch, path: Path) -> list[str]:
+    """The model file's hash computations from now on (the tokenizer's are not counted)."""
+    seen: list[str] = []
+    real = integrity.sha256_file
+
+    def counting(p: Path) -> str:
+        if Path(p) == path:
+            seen.append(str(p))
+        return real(p)
+
+    monkeypatch.setattr(integrity, "sha256_file", counting)
+    return seen
+
+
+def test_a_checked_model_file_is_not_hashed_again(tmp_path, monkeypatch):
+    """Another process (the in-process hash cache emptied) loading the optimised graph of a
+    model file nobody touched since it was checked does not hash it again; a file written
+    since (same bytes: a new ctime) is hashed once more; a damaged one is refused although
+    its optimised graph is still there."""
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(REAL.onnx, copy)
+    spec = dataclasses.replace(REAL, onnx=copy)
+    hashes = _model_hashes(monkeypatch, copy)
+    integrity.forget()
+    OnnxEmbedder(spec)                                   # hashes, optimises, records the file's stat
+    assert len(hashes) == 1
+    integrity.forget()
+    emb = OnnxEmbedder(spec)
+    assert len(hashes) == 1 and _model_file(emb) == str(tmp_path / "cache" / f"{_stem()}.onnx")
+    copy.write_bytes(copy.read_bytes())                  # rewritten: same bytes, new ctime
+    integrity.forget()
+    OnnxEmbedder(spec)
+    assert len(hashes) == 2
+    integrity.forget()
+    OnnxEmbedder(spec)                                   # recorded again: not hashed a third time
+    assert len(hashes) == 2
+    data = bytearray(copy.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    integrity.forget()
+    with pytest.raises(ModelUnavailable, match="sha256"):
+        OnnxEmbedder(spec)
