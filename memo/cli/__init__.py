@@ -53,7 +53,7 @@ def _root() -> None:
 
 def main() -> None:
     """The ``memo`` console script.  A command that asked for it (``common.skip_teardown``:
-    a search that loaded the model) ends the process without the interpreter's teardown."""
+    ``memo search``) ends the process without the interpreter's teardown."""
     try:
         app()
     except SystemExit as exc:

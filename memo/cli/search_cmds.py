@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, skip_teardown
-from memo.search_api import loads_model as api_loads_model
 from memo.search_api import search as api_search
 from memo.types import PROFILE_ENV, SEARCH_FIELDS, SearchField
 
@@ -31,10 +30,9 @@ def search(
 ) -> None:
     """Search the knowledge base (scope -> arms -> fusion -> recency -> abstention -> cutoff -> limit -> budget)."""
     fields = {f.name: options[f.cli_param] for f in SEARCH_FIELDS if options.get(f.cli_param) not in (None, [])}
-    if api_loads_model(mode):
-        # read-only, its connection closed by api_search: nothing a teardown must finish,
-        # and the model's teardown is most of what a cold hybrid search waits for after its output
-        skip_teardown()
+    # read-only, its connection closed by api_search: nothing a teardown must finish (with
+    # the model loaded, the teardown is most of what a cold search waits for after its output)
+    skip_teardown()
     resp = api_search(query, db=db, mode=mode, profile=profile, limit=limit, max_tokens=max_tokens,
                       explain=explain, **fields)
     if as_json:
