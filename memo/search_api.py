@@ -110,5 +110,5 @@ def _start_model_load() -> None:
         from memo.embed.model import start_loading
 
         start_loading(spec)
-    except (MemoError, ImportError, OSError):
+    except Exception:  # noqa: BLE001 - only a head start: the search meets and reports the fault itself
         pass

@@ -5,8 +5,9 @@ A corrupt or swapped ONNX file can crash a native loader instead of raising
 result is cached in-process per (path, size, mtime_ns): a second load of an unchanged file
 does not rehash it, and a file replaced on disk is rehashed.  When onnxruntime loads the
 model's optimised graph instead of the file itself, the file is hashed only if its stat
-differs from the one recorded when a process last checked it (memo.embed.optimized).  Hashing the default model is
-cheap, once per process (docs/results-log.md "Embedding model: batch size, threads, hash").
+differs from the one recorded when a process last checked it (memo.embed.optimized).
+Hashing the default model is cheap (docs/results-log.md "Embedding model: batch size,
+threads, hash").
 """
 
 from __future__ import annotations

@@ -94,16 +94,25 @@ def _session(ort: Any, spec: ModelSpec) -> Any:
     path = optimized.cached(root, stem)
     if path is not None:
         if not optimized.source_checked(root, stem, spec.onnx):
-            verify(spec.onnx, spec.sha256)
-            optimized.record_source(root, stem, spec.onnx)
+            optimized.record_source(root, stem, spec.onnx, _verified_stat(spec))
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL   # done already
         try:
             return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception:  # noqa: BLE001 - onnxruntime raises several types; the file goes, the model loads
             optimized.forget(root, stem)
             opts = session_options()
+    return optimized.write(ort, spec.onnx, opts, root, stem, _verified_stat(spec))
+
+
+def _verified_stat(spec: ModelSpec) -> list[int] | None:
+    """Hash-check the model file; its stat from before the check (None: a file that is
+    not there, which ``verify`` reports)."""
+    try:
+        stat = optimized.source_stat(spec.onnx)
+    except OSError:
+        stat = None
     verify(spec.onnx, spec.sha256)
-    return optimized.write(ort, spec.onnx, opts, root, stem)
+    return stat
 
 
 class SessionBuild:

@@ -62,9 +62,10 @@ def _stat(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _source_stat(path: Path) -> list[int]:
+def source_stat(path: Path) -> list[int]:
     """What changes whenever anything writes or replaces the model file: size, mtime,
-    inode and ctime (which no one sets by hand)."""
+    inode and ctime (which no one sets by hand).  Taken before the file is hashed, so a
+    write during the hash leaves a stat that no longer matches."""
     st = path.stat()
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
@@ -79,17 +80,18 @@ def source_checked(root: Path, stem: str, source: Path) -> bool:
     file is hashed as before (``memo.embed.integrity.verify``)."""
     try:
         want = json.loads((root / f"{stem}.json").read_text(encoding="utf-8"))
-        return want.get("source_stat") == _source_stat(source)
+        return want.get("source_stat") == source_stat(source)
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def record_source(root: Path, stem: str, source: Path) -> None:
-    """Note ``source``'s stat in ``stem``'s record, right after its hash was checked."""
+def record_source(root: Path, stem: str, source: Path, stat: list[int]) -> None:
+    """Note ``source``'s ``stat`` (``source_stat``, taken before its hash was checked) in
+    ``stem``'s record."""
     meta = root / f"{stem}.json"
     try:
         doc = json.loads(meta.read_text(encoding="utf-8"))
-        doc.update(source=str(source), source_stat=_source_stat(source))
+        doc.update(source=str(source), source_stat=stat)
         tmp = root / f".{stem}.tmp-{os.getpid()}-{os.urandom(4).hex()}.json"
         tmp.write_text(json.dumps(doc), encoding="utf-8")
         os.replace(tmp, meta)
@@ -107,10 +109,11 @@ def cached(root: Path, stem: str) -> Path | None:
         return None
 
 
-def write(ort: Any, source: Path, options: Any, root: Path, stem: str) -> Any:
-    """Create a session of ``source`` (whose hash the caller has checked) with ``options``
-    (optimising online), saving the optimised graph as ``stem``; returns the session.  A
-    folder it cannot write costs the file only."""
+def write(ort: Any, source: Path, options: Any, root: Path, stem: str, stat: list[int] | None = None) -> Any:
+    """Create a session of ``source`` (whose hash the caller has checked; ``stat``: its
+    ``source_stat`` from before that check) with ``options`` (optimising online), saving
+    the optimised graph as ``stem``; returns the session.  A folder it cannot write costs
+    the file only."""
     tmp = root / f".{stem}.tmp-{os.getpid()}-{os.urandom(4).hex()}.onnx"
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -124,7 +127,7 @@ def write(ort: Any, source: Path, options: Any, root: Path, stem: str) -> Any:
             os.replace(tmp, final)
             meta_tmp = root / f".{stem}.tmp-{os.getpid()}.json"
             meta_tmp.write_text(json.dumps({"stat": _stat(final), "source": str(source),
-                                            "source_stat": _source_stat(source)}), encoding="utf-8")
+                                            "source_stat": stat}), encoding="utf-8")
             os.replace(meta_tmp, root / f"{stem}.json")
         except OSError:
             pass
