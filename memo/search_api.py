@@ -44,11 +44,6 @@ class _NotLoaded:
         return False, "not loaded: keyword or exact mode"
 
 
-def loads_model(mode: str, services: object = None) -> bool:
-    """Whether ``search(mode=mode, services=services)`` loads the embedding model."""
-    return services is None and mode not in _NO_MEANING_MODES
-
-
 def default_model_id() -> str | None:
     """The default model's id from the registry (no numpy, no onnxruntime); None if the
     registry cannot be read."""
@@ -73,7 +68,7 @@ def search(query: str, *, db: str | Path | None = None, mode: str = "auto",
     for keyword/exact only.
     """
     check_fields(fields, "memo.search()")
-    if loads_model(mode, services):
+    if services is None and mode not in _NO_MEANING_MODES:     # the default semantic service, below
         _start_model_load()
     from memo.profile import load_profile
     from memo.retrieve import SearchRequest

@@ -92,4 +92,4 @@ def test_memo_search_starts_the_model_before_the_pipeline(tmp_path: Path) -> Non
     order = _import_order(res.stderr)
     assert "onnxruntime" in order and "memo.retrieve" in order
     assert order.index("onnxruntime") < order.index("memo.retrieve"), "the pipeline was imported first"
-    assert doc["trace"]["stage_ms"]["model_load"] >= 0
+    assert "model_load" in doc["trace"]["stage_ms"]        # this process loaded the model, and says so
