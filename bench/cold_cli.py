@@ -13,6 +13,9 @@ whole processes, interleaved (one run of each command per round), several rounds
     keyword_before / hybrid_before                   (with --memo-path DIR: the same commands
                                                       with another checkout's memo first on
                                                       PYTHONPATH, e.g. an older commit)
+    keyword_claims                                   (with --claims N: keyword mode, run i asks
+                                                      the bundled sample's claim i mod N, as
+                                                      users write them: one query can be lucky)
 
 and prints medians, ratios to the floors, the keyword trace's latency_ms and arms stage
 (the search alone), and for hybrid its stage_ms model_load / matrix_load (start-up,
@@ -38,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "datasets" / "sample" / "scifact" / "corpus.jsonl"
 QUERY = "ADAR1 binds to Dicer to cleave pre-miRNA"   # SciFact test claim 49
+CLAIMS = ROOT / "datasets" / "sample" / "scifact" / "queries.jsonl"
 
 
 def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
@@ -72,11 +76,20 @@ def _doc(args: argparse.Namespace, times: dict[str, list[float]], traces: dict[s
     return doc
 
 
+CLAIM = "<claim>"     # keyword_claims' query: the run's claim
+
+
+def _ask(cmd: list[str], claim: str) -> list[str]:
+    return [claim if a == CLAIM else a for a in cmd]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--db", help="search this database instead of importing the sample into a temporary one")
     ap.add_argument("--query", default=QUERY)
+    ap.add_argument("--claims", type=int, default=0, metavar="N",
+                    help="also time keyword searches of the sample's first N claims, one per run in turn")
     ap.add_argument("--no-hybrid", action="store_true", help="time keyword mode only (a database without vectors)")
     ap.add_argument("--memo-path", help="also time the searches with this checkout's memo first on PYTHONPATH")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
@@ -99,6 +112,9 @@ def main() -> None:
         searches = {"keyword": [py, "-m", "memo", "search", args.query, "--mode", "keyword", "--json"]}
         if not args.no_hybrid:
             searches["hybrid"] = [py, "-m", "memo", "search", args.query, "--json"]
+        claims = [json.loads(line)["text"] for line in CLAIMS.read_text().splitlines()[:args.claims]]
+        if claims:
+            searches["keyword_claims"] = [py, "-m", "memo", "search", CLAIM, "--mode", "keyword", "--json"]
         cmds: dict[str, tuple[list[str], dict[str, str]]] = {
             "floor": ([py, "-c", "pass"], env),
             "sqlite": ([py, "-c", "import sqlite3"], env),
@@ -107,11 +123,12 @@ def main() -> None:
         times: dict[str, list[float]] = {k: [] for k in cmds}
         traces: dict[str, list[dict]] = {k: [] for k in cmds if k not in ("floor", "sqlite")}
         for name in traces:                     # warm the OS page cache once (not counted)
-            wall(*cmds[name], work)
+            for claim in claims if "claims" in name else [""]:
+                wall(_ask(cmds[name][0], claim), cmds[name][1], work)
         load = [os.getloadavg()[0]]
-        for _ in range(args.runs):
+        for run in range(args.runs):
             for name, (cmd, e) in cmds.items():
-                ms, out = wall(cmd, e, work)
+                ms, out = wall(_ask(cmd, claims[run % len(claims)] if claims else ""), e, work)
                 times[name].append(ms)
                 if name in traces:
                     traces[name].append(json.loads(out)["trace"])

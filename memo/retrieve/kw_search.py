@@ -24,9 +24,14 @@ doubles from the same operations in the same order (Python floats are IEEE doubl
 MaxScore's pruning so a common word's postings are only looked up for the candidates the
 rarer words give: phrases are taken rarest first, and once the m-th best partial score
 exceeds the summed bounds (``idf * (k1 + 1)``) of the phrases not taken yet, no passage
-outside the candidates can enter the first m; the candidates' scores are then summed
-phrase by phrase in query order, as FTS5 and ``bincount`` do.  When the candidates would
-need more than ``PY_MAX_POSTINGS`` postings, numpy ranks instead.  Later searches in the
+outside the candidates can enter the first m.  The phrases left are then looked up for
+the candidates only, and after each one the candidates that can no longer reach the m-th
+(their partial plus the bounds still left below the m-th best partial) are dropped, so a
+long question's common words are searched for a few passages, not for every passage its
+rarer words hold.  The survivors' scores are summed phrase by phrase in query order, as
+FTS5 and ``bincount`` do.  When the ranking would visit more than ``PY_MAX_POSTINGS``
+postings, numpy ranks instead (past ~100k postings, ~0.5-0.65 us each, numpy's import
+and a dense sum cost less).  Later searches in the
 process, and every search of a process that already holds numpy, use numpy and the caches.
 """
 
@@ -65,7 +70,7 @@ SCOPE_CHUNK = 4     # best-first scope checks take fetch_depth x this many candi
 # Which ranking a search uses: "auto" (Python for a process's first search when numpy is not
 # loaded, numpy otherwise), or "python" / "numpy" (the tests check both against FTS5).
 RANKER = "auto"
-PY_MAX_POSTINGS = 60_000   # "auto": numpy ranks once the Python ranking has visited more postings
+PY_MAX_POSTINGS = 100_000   # "auto": numpy ranks once the Python ranking has visited more postings (~0.5-0.65 us each)
 _BOUND_MARGIN = 1.0 + 1e-9   # a phrase's bound, widened past any rounding of its terms
 _searched = False          # this process ran a postings search already
 
@@ -387,53 +392,42 @@ class _PyRank:
         """Exact scores of a set of pks that holds every pk of the first ``m`` of the order
         (and all of its ties); False when that needs more than ``cap`` postings.
 
-        Phrases are visited rarest first into ``partial`` (each pk's terms so far: a lower
-        bound of its score) until the m-th best partial exceeds ``rest``, the summed bounds
-        of the phrases left: a pk outside ``partial`` scores at most ``rest``.  A candidate
-        whose partial plus ``rest`` stays below the m-th best partial cannot reach the m-th
-        either; the others get their left phrases' terms looked up (binary search) and their
-        score summed in query order."""
+        Phrases are visited rarest first, every posting into ``partial`` (each pk's terms so
+        far: a lower bound of its score), until the m-th best partial exceeds ``rest``, the
+        summed bounds of the phrases left: a pk outside ``partial`` scores at most ``rest``.
+        Then the phrases left are visited for the candidates only, rarest first, and after
+        each the candidates whose partial plus the bounds still left stays below the m-th
+        best partial are dropped (``_prune``): as ``rest`` shrinks and the m-th rises, few
+        are still looked up in the common words.  The survivors' scores are summed phrase
+        by phrase in query order, as FTS5 sums them."""
         phrases, weight = self._phrases, self._weight
         bounds = [p.idf * (K1 + 1.0) * _BOUND_MARGIN for p in phrases]   # a term < idf (k1 + 1)
         todo = sorted(range(len(phrases)), key=lambda i: (-bounds[i], i))   # rarest first
         terms: list[dict[int, float] | None] = [None] * len(phrases)
         partial: dict[int, float] = {}
-        mth = 0.0
+        taken = 0.0        # summed bounds of the phrases visited: no partial exceeds it
         while todo:
-            rest = math.fsum(bounds[i] for i in todo) * _BOUND_MARGIN
-            if len(partial) >= m:
-                mth = heapq.nlargest(m, partial.values())[-1]
-                if mth > rest:
-                    break     # no pk outside ``partial`` can reach the m-th
+            rest = _rest(bounds, todo)
+            # the m-th best partial can exceed ``rest`` only if ``taken`` does: a cheap test first
+            if len(partial) >= m and taken * _BOUND_MARGIN > rest and _mth(partial, m) > rest:
+                break     # no pk outside ``partial`` can reach the m-th
             i = todo.pop(0)
             self._visited += len(phrases[i].pks)
             if self._cap is not None and self._visited > self._cap:
                 return False
             got = terms[i] = self._terms_of(phrases[i], weight)
-            if not partial:
-                partial = dict(got)
-            else:
-                get = partial.get
-                for p, c in got.items():
-                    partial[p] = get(p, 0.0) + c
-        rest = math.fsum(bounds[i] for i in todo) * _BOUND_MARGIN
-        if len(partial) >= m:
-            mth = heapq.nlargest(m, partial.values())[-1]
-            low = mth * (1.0 - 1e-9)
-            cand = [p for p, v in partial.items() if (v + rest) * _BOUND_MARGIN >= low]
-        else:
-            cand = list(partial)
-        for i in todo:        # the common phrases: looked up for the candidates left only
-            ph, got = phrases[i], {}
-            n = len(ph.pks)
+            _add(partial, got)
+            taken += bounds[i]
+        cand = _prune(partial, m, _rest(bounds, todo))
+        while todo:           # the common phrases: looked up for the candidates left only
+            i = todo.pop(0)
             self._visited += len(cand)
             if self._cap is not None and self._visited > self._cap:
                 return False
-            for p in cand:
-                j = bisect_left(ph.pks, p)
-                if j < n and ph.pks[j] == p:
-                    got[p] = _py_term(ph.tf[j], ph.sec[j], ph.dl[j], ph.idf, self._avgdl, weight)
-            terms[i] = got
+            got = terms[i] = self._lookup(phrases[i], cand, weight)
+            for p, c in got.items():
+                cand[p] += c
+            cand = _prune(cand, m, _rest(bounds, todo))
         held = [t for t in terms if t is not None]
         scores = {}
         for p in cand:        # phrase by phrase in query order from 0.0, as FTS5 sums them
@@ -447,15 +441,66 @@ class _PyRank:
         return True
 
     def _terms_of(self, ph: _PyPhrase, section_weight: float) -> dict[int, float]:
-        """Every posting's term of one phrase: ``_py_term``, inlined for the common weight 1.0
-        with ``K1 * ((1 - B) + (B * dl) / avgdl)`` computed once per row length."""
+        """Every posting's term of one phrase: ``_py_term``, for the common weight 1.0
+        computed once per distinct (tf, row length) with the same operations and mapped
+        over the postings in C (no Python step per posting)."""
         if section_weight != 1.0:
             return {p: _py_term(t, s, d, ph.idf, self._avgdl, section_weight)
                     for p, t, s, d in zip(ph.pks, ph.tf, ph.sec, ph.dl, strict=True)}
         avgdl, idf, k1p = self._avgdl, ph.idf, K1 + 1.0
-        norm = {d: K1 * ((1 - B) + (B * d) / avgdl) for d in set(ph.dl)}
         # f = float(tf): int * float and float + int convert tf exactly, as float(tf) does
-        return {p: ((t * k1p) / (norm[d] + t)) * idf for p, t, d in zip(ph.pks, ph.tf, ph.dl, strict=True)}
+        term = {(t, d): ((t * k1p) / (K1 * ((1 - B) + (B * d) / avgdl) + t)) * idf
+                for t, d in set(zip(ph.tf, ph.dl, strict=True))}
+        return dict(zip(ph.pks, map(term.__getitem__, zip(ph.tf, ph.dl, strict=True)), strict=True))
+
+    def _lookup(self, ph: _PyPhrase, cand: dict[int, float], section_weight: float) -> dict[int, float]:
+        """The phrase's terms of the candidates it holds: every posting's term when the
+        phrase is not much longer than the candidates, else a binary search per candidate."""
+        pks, n = ph.pks, len(ph.pks)
+        if n <= _SCAN_RATIO * len(cand):
+            every = self._terms_of(ph, section_weight)
+            return {p: every[p] for p in cand.keys() & every.keys()}
+        got = {}
+        lo = 0
+        for p in sorted(cand):    # ascending: each search starts where the last one ended
+            j = lo = bisect_left(pks, p, lo)
+            if j == n:
+                break
+            if pks[j] == p:
+                got[p] = _py_term(ph.tf[j], ph.sec[j], ph.dl[j], ph.idf, self._avgdl, section_weight)
+        return got
+
+
+_SCAN_RATIO = 8     # a phrase at most this many times longer than the candidates is scored whole
+
+
+def _rest(bounds: list[float], todo: list[int]) -> float:
+    """The most the phrases in ``todo`` can add to any pk's score."""
+    return math.fsum(bounds[i] for i in todo) * _BOUND_MARGIN
+
+
+def _mth(partial: dict[int, float], m: int) -> float:
+    return heapq.nlargest(m, partial.values())[-1]
+
+
+def _add(partial: dict[int, float], got: dict[int, float]) -> None:
+    """``partial[p] += got[p]`` (absent = 0.0): the new pks in C, the shared ones in Python."""
+    if not partial:
+        partial.update(got)
+        return
+    shared = [(p, partial[p]) for p in partial.keys() & got.keys()]
+    partial.update(got)
+    for p, v in shared:
+        partial[p] = v + got[p]
+
+
+def _prune(partial: dict[int, float], m: int, rest: float) -> dict[int, float]:
+    """The pks that can still be among the first ``m`` (ties included): partial plus
+    ``rest`` at least the m-th best partial, less the rounding margins."""
+    if len(partial) <= m:
+        return dict(partial)
+    low = _mth(partial, m) * (1.0 - 1e-9)
+    return {p: v for p, v in partial.items() if (v + rest) * _BOUND_MARGIN >= low}
 
 
 def _py_ordered(scores: dict[int, float], m: int) -> list[int]:

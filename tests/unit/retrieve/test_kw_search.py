@@ -230,6 +230,34 @@ def test_the_python_ranking_prunes_and_gives_numpys_scores(tmp_path) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize("scan_ratio", [0, 10**9])
+@pytest.mark.parametrize("weight", [1.0, 2.5])
+def test_the_python_ranking_prunes_candidates_phrase_by_phrase(tmp_path, monkeypatch, scan_ratio, weight) -> None:
+    """After the rare words admit the candidates, each common word is looked up for the
+    candidates still able to reach the m-th and drops those that no longer can: the same
+    order and doubles as numpy's whether a common word is scored whole or searched per
+    candidate (``_SCAN_RATIO``), at every depth, and fewer postings visited than all."""
+    monkeypatch.setattr(kw_search, "_SCAN_RATIO", scan_ratio)
+    conn = _db(tmp_path, 600, seed=11)
+    try:
+        with read_tx(conn):
+            meta = kw_search.usable(conn)
+            for words in (("w1", "w2", "gene", "cells", "protein", "binding"), ("w7", "cells", "filler"),
+                          ("gene", "w3", "w3", "binding", "w40", "w41", "w42")):
+                stems = kw_search.stems_of(conn, words)
+                every = sum(len(kw_postings.term_postings(conn, s)) for s in stems)
+                for m in (1, 2, 5, 10, 30, 100, 700):
+                    rank = kw_search._PyRank.of(conn, meta, stems, weight, None)
+                    order = rank.order(m)
+                    dense = kw_search._NumpyRank(kw_search.scores(conn, meta, stems, weight))
+                    assert order == dense.order(m), (words, m)
+                    assert [rank.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
+                    if m <= 5:
+                        assert rank._visited < every, (words, m)
+    finally:
+        conn.close()
+
+
 def _fts5_df(conn, word: str, scope: Scope) -> int:
     s = build_scope_sql(scope)
     return conn.execute("SELECT count(*) FROM passages_fts f JOIN passages p ON p.pk = f.rowid JOIN records r "
