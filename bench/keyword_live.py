@@ -62,7 +62,7 @@ def writer(db: str, seconds: float, seed: int, out: str) -> None:
     from memo.store.connect import write_tx
     from memo.store.db import open_db
     from memo.store.records import insert_record
-    from memo.types import PassageDraft, RecordDraft
+    from memo.stored import PassageDraft, RecordDraft
 
     titles, sentences = load_sentences()
     rng = random.Random(seed)

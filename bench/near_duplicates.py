@@ -48,7 +48,7 @@ from memo.ops.add import add_record
 from memo.ops.facts import add_fact
 from memo.profile import load_profile
 from memo.store.db import open_db
-from memo.types import FactDraft, RecordDraft
+from memo.stored import FactDraft, RecordDraft
 
 REPO = Path(__file__).resolve().parents[1]
 EXTRA_WORDS = ("also", "really", "recently", "still", "now", "again")

@@ -46,7 +46,7 @@ FILTERS = {"none": "", "half": "p.pk % 2 = 0", "twentieth": "p.pk % 20 = 0"}
 def _random_db(conn, n: int, dims: int, model_id: str) -> None:  # noqa: ANN001
     from memo.embed.vectors import write_vectors
     from memo.ops.add import add_record
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     have = conn.execute("SELECT count(*) FROM vectors WHERE model_id = ?", (model_id,)).fetchone()[0]
     if have >= n:

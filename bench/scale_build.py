@@ -53,7 +53,7 @@ from memo.store.db import open_db  # noqa: E402
 from memo.store.dialect import is_db_url  # noqa: E402
 from memo.store.migrations import LATEST as SCHEMA_VERSION  # noqa: E402
 from memo.store.records import NewRecord, content_hash, derive_passages, insert_records  # noqa: E402
-from memo.types import PassageDraft, RecordDraft  # noqa: E402
+from memo.stored import PassageDraft, RecordDraft  # noqa: E402
 
 BUILDER_VERSION = 1
 CORPUS = ROOT / "datasets" / "scifact" / "corpus.jsonl.gz"

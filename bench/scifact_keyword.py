@@ -29,7 +29,8 @@ from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft, Scope
+from memo.stored import PassageDraft, RecordDraft
+from memo.types import Scope
 
 NAMESPACE = "scifact"
 

@@ -85,7 +85,7 @@ def _writer(db: str, seconds: float, name: str, out: str, go: str, rate: float, 
     from memo.embed.background import BackgroundEmbedder, BatchOutcome
     from memo.ops.add import add_record
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     commit_ms: list[float] = []
     lock_ms: list[float] = []
@@ -207,7 +207,7 @@ def seed(db: str, n: int) -> None:
     from memo.ops.after_commit import embed_pending
     from memo.store.connect import write_tx
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     texts = _texts()
     conn = open_db(db)

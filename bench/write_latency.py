@@ -32,7 +32,7 @@ def _writer(db: str, seconds: float, embed: bool, name: str, out: str) -> None:
     from memo.ops.after_commit import after_commit
     from memo.store.connect import write_tx
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     conn = open_db(db)
     if embed:   # one add before the clock starts: loads the model (a server keeps it loaded)

@@ -55,7 +55,7 @@ Progress = Callable[[str, int, int], None]   # (stage, done, total)
 _MEMO = Path(str(package_files("memo")))
 # The code that decides what an index holds: hashed by file content (a change rebuilds).
 INDEX_CODE_GLOBS = ("ingest/*.py", "store/*.py", "text/*.py", "ops/importer.py", "ops/add.py", "ops/facts.py",
-                    "ops/reports.py", "types.py")
+                    "ops/reports.py", "types.py", "stored.py")
 
 
 def index_code_files() -> list[Path]:

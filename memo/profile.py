@@ -218,13 +218,18 @@ class Profile:
         return {k: v for k, v in mine.items() if k != "name" and theirs.get(k) != v}
 
 
-@lru_cache(maxsize=8)
-def _by_name_for(keys: tuple[Key, ...]) -> dict[str, Key]:
-    return {k.name: k for k in keys}
+_by_name_cache: tuple[tuple[Key, ...], dict[str, Key]] | None = None
 
 
 def _by_name() -> dict[str, Key]:
-    return _by_name_for(_keys())
+    """Name -> key of the table, built again only when the table is another object (a test
+    may extend it).  Not an lru_cache: that hashed all the table's keys at every call,
+    ~100 calls per profile load."""
+    global _by_name_cache
+    keys = _keys()
+    if _by_name_cache is None or _by_name_cache[0] is not keys:
+        _by_name_cache = (keys, {k.name: k for k in keys})
+    return _by_name_cache[1]
 
 
 def _split_key(dotted: str) -> list[str] | None:

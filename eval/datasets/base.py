@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 Unit = Literal["record", "passage", "auto"]
 

@@ -59,7 +59,7 @@ from functools import partial
 from pathlib import Path
 
 from memo.errors import DatasetError
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 from memo_eval.datasets.base import EvalSet
 
 RULES_VERSION = 1

@@ -14,7 +14,7 @@ import typer
 from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
 from memo.ops import facts as fops
 from memo.store.db import open_db
-from memo.types import Fact, FactDraft
+from memo.stored import Fact, FactDraft
 
 EvidenceOpt = Annotated[list[str] | None, typer.Option(
     "--evidence", "-e", help="Evidence: a passage id '<record>:<n>', a record id (all its passages) or a "

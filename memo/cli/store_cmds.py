@@ -34,7 +34,7 @@ from memo.ops.importer import FORMATS, ImportOptions
 from memo.ops.importer import Progress as ImportProgress
 from memo.ops.reports import ImportReport, VectorStatus
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (a separate collection).")]
 KindOpt = Annotated[str | None, typer.Option("--kind", "-k", help="note, conversation, doc or code.")]

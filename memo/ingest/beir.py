@@ -23,8 +23,8 @@ from typing import IO, BinaryIO
 from memo.errors import DatasetError
 from memo.ingest.files import DEFAULT_MAX_BYTES, NotRegularFile, gunzipped, open_regular
 from memo.ingest.jsonl import READ_ERRORS, line_over_cap, load_json, read_lines
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.json_value import json_problem
-from memo.types import PassageDraft, RecordDraft
 
 
 def open_binary(path: str | Path) -> BinaryIO:

@@ -47,8 +47,8 @@ from typing import Any
 from memo.errors import DatasetError
 from memo.ingest.beir import open_binary
 from memo.ingest.jsonl import load_json, read_lines
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.json_value import json_problem
-from memo.types import PassageDraft, RecordDraft
 
 EXPORTS = ("chatgpt", "claude", "chat-jsonl")
 CONVERSATION_KEYS = ("conversation_id", "conversation", "session_id", "session", "thread_id", "thread")

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from memo.ingest.windows import windowed
-from memo.types import PassageDraft
+from memo.stored import PassageDraft
 
 LANGUAGES = ("javascript", "typescript", "go", "rust")
 _COMMENTS = {"comment", "line_comment", "block_comment", "attribute_item", "inner_attribute_item",

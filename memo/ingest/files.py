@@ -37,7 +37,7 @@ from memo.errors import ValidationError
 from memo.ingest.markdown_parse import first_heading
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import front_matter, looks_like_markdown
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 MAX_FOLDER_DEPTH = 64             # folders below the import root that are walked

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memo.ingest.files import FileItem, NotRegularFile, gunzipped, open_regular
+from memo.stored import RecordDraft
 from memo.text.json_value import MAX_JSON_DEPTH, json_problem
-from memo.types import KINDS, RecordDraft
+from memo.types import KINDS
 
 _STR_FIELDS = ("kind", "namespace", "title", "source", "library", "version", "author")
 KNOWN_FIELDS = {"text", "body", "tags", "event_date", "event_at", "trust", "id", "meta", "type", "entities",

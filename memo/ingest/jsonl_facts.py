@@ -19,8 +19,8 @@ from typing import BinaryIO
 
 from memo.ingest.files import NotRegularFile
 from memo.ingest.jsonl import READ_ERRORS, load_json, open_lines, read_lines
+from memo.stored import FactDraft
 from memo.text.json_value import json_problem
-from memo.types import FactDraft
 
 FACT_FIELDS = {"type", "text", "evidence", "namespace", "subject", "predicate", "object", "event_date",
                "event_at", "trust", "author", "source", "meta"}

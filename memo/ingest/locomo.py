@@ -26,8 +26,8 @@ from typing import Any
 from memo.errors import DatasetError
 from memo.ingest.beir import open_binary
 from memo.ingest.jsonl import load_json
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.json_value import json_problem
-from memo.types import PassageDraft, RecordDraft
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M%p on %d %B, %Y")

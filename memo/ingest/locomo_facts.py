@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.ingest.locomo import load_samples, parse_session_date, sessions
-from memo.types import FactDraft
+from memo.stored import FactDraft
 
 _ID = re.compile(r"D:?(\d+):(\d+)")
 _OBS_KEY = re.compile(r"session_(\d+)_observation")

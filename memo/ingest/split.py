@@ -17,7 +17,8 @@ from memo.ingest.split_code import split_code
 from memo.ingest.split_markdown import looks_like_markdown, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
 from memo.ingest.windows import windowed
-from memo.types import TURN_KINDS, PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
+from memo.types import TURN_KINDS
 
 MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx"}
 

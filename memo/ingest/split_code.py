@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 
 from memo.ingest.code_parse import LANGUAGES, split_tree_sitter
 from memo.ingest.windows import windowed
-from memo.types import PassageDraft
+from memo.stored import PassageDraft
 
 CODE_EXTENSIONS = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".ts": "typescript",

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from memo.ingest.budget import SPECIAL, WINDOW, count_many, count_pieces, pieces_up_to
 from memo.ingest.markdown_parse import HEADING_SEP, Block, front_matter, has_headings, parse_markdown
-from memo.types import PassageDraft
+from memo.stored import PassageDraft
 
 __all__ = ["HEADING_SEP", "MAX_TOKENS", "front_matter", "looks_like_markdown", "pack_blocks", "split_markdown"]
 

@@ -21,7 +21,7 @@ import re
 from memo.ingest.markdown_parse import Block
 from memo.ingest.split_markdown import list_items, pack_blocks, text_budget
 from memo.ingest.windows import windowed
-from memo.types import PassageDraft
+from memo.stored import PassageDraft
 
 _TURN = re.compile(r"^\s*(?:\[(?P<date>[^\]]+)\]\s*)?(?P<speaker>[^\s:][^:]{0,40}):\s+(?P<text>\S.*)$")
 _DATE_LINE = re.compile(r"^\s*(?:#+\s*)?\[?(?P<date>\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?Z?)\]?\s*$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from memo.types import PassageDraft
+from memo.stored import PassageDraft
 
 MAX_WORDS = 200
 _MIN_TAIL = 40

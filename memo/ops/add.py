@@ -27,9 +27,10 @@ from memo.store.records import (
     utc_now,
     validate_draft,
 )
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.folding import has_surrogates
 from memo.text.json_value import json_problem
-from memo.types import PassageDraft, RecordDraft, default_profile
+from memo.types import default_profile
 
 
 def prepare(draft: RecordDraft, *, nul_ok: bool = True) -> tuple[PassageDraft, ...]:

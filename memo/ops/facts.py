@@ -34,8 +34,9 @@ from memo.store.facts import (
 from memo.store.facts import get_fact as _get_fact
 from memo.store.mentions import drop_fact_mentions
 from memo.store.records import utc_now
+from memo.stored import Fact, FactDraft
 from memo.text.limits import MAX_IDS, check_list
-from memo.types import Fact, FactDraft, default_profile
+from memo.types import default_profile
 
 
 @dataclass(frozen=True, slots=True)

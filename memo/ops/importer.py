@@ -54,7 +54,7 @@ from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
 from memo.ops.store_batch import PreparedItem, prepare_item, store_items
 from memo.store.connect import write_tx
-from memo.types import FactDraft, RecordDraft
+from memo.stored import FactDraft, RecordDraft
 
 FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat")
 DEFAULT_BATCH = 500

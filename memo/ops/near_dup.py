@@ -54,10 +54,11 @@ from memo.retrieve.arms.keyword import KeywordArm
 from memo.retrieve.backend import backend_of
 from memo.retrieve.scope import build_scope_sql
 from memo.store.connect import read_tx
+from memo.stored import FactDraft, RecordDraft
 from memo.text.cjk import CJK_CHARS, CJK_CLASS
 from memo.text.fts_query import keyword_match
 from memo.text.limits import clip_query
-from memo.types import FactDraft, RecordDraft, Scope
+from memo.types import Scope
 
 CANDIDATES = 5
 MAX_WORDS = 2000

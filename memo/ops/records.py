@@ -16,8 +16,9 @@ from memo.store.derived import unindex_passages
 from memo.store.facts import facts_of_record, purge_fact_rows
 from memo.store.mentions import drop_record_mentions
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
+from memo.stored import Record, RecordDraft
 from memo.text.limits import MAX_IDS, check_list
-from memo.types import KINDS, Record, RecordDraft
+from memo.types import KINDS
 
 
 @store_errors("get")

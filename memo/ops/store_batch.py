@@ -34,7 +34,7 @@ from memo.store.records import (
     new_record_id,
     utc_now,
 )
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 _CHUNK = 500          # keys per IN (...) list: well under SQLite's bound-parameter limit
 _LIVE = "superseded_at IS NULL AND forgotten_at IS NULL"

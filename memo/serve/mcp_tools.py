@@ -46,8 +46,9 @@ from memo.profile import Profile, load_profile
 from memo.serialize import to_jsonable
 from memo.store.connect import release_memory
 from memo.store.db import open_db, resolve_db
+from memo.stored import FactDraft, RecordDraft
 from memo.text.limits import RELEASE_AFTER_CHARS
-from memo.types import FactDraft, RecordDraft, check_fields, default_profile, scope_from
+from memo.types import check_fields, default_profile, scope_from
 
 if TYPE_CHECKING:
     from memo.embed.background import BackgroundEmbedder

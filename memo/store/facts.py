@@ -31,8 +31,8 @@ from memo.errors import NotFound, ValidationError
 from memo.store.derived import bump_vectors_epoch, rebuild_fact_index  # noqa: F401  (rebuild_fact_index re-exported)
 from memo.store.mentions import index_fact_mentions
 from memo.store.records import utc_now
+from memo.stored import Fact, FactDraft, FactEvidence, RecordFact
 from memo.text.limits import MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES, check_list
-from memo.types import Fact, FactDraft, FactEvidence, RecordFact
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
 

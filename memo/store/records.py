@@ -21,10 +21,11 @@ from memo.store.mentions import (
     record_mentions,
     write_passage_mentions,
 )
+from memo.stored import Passage, PassageDraft, Record, RecordDraft
 from memo.text.entities import EntityMention
 from memo.text.limits import MAX_BODY_CHARS, MAX_ENTITIES, MAX_TAGS, check_list
 from memo.text.tokens import count_tokens
-from memo.types import KINDS, Passage, PassageDraft, Record, RecordDraft
+from memo.types import KINDS
 
 
 def utc_now() -> str:

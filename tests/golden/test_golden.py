@@ -23,7 +23,8 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.facts import insert_fact, resolve_evidence
 from memo.store.records import insert_record
-from memo.types import FactDraft, PassageDraft, RecordDraft, Scope
+from memo.stored import FactDraft, PassageDraft, RecordDraft
+from memo.types import Scope
 
 HERE = Path(__file__).resolve().parent
 CORPUS = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))

@@ -116,7 +116,7 @@ EXTRA_CASES = [
 def conn(tmp_path_factory):
     from memo.store.connect import write_tx
     from memo.store.records import insert_record
-    from memo.types import PassageDraft, RecordDraft
+    from memo.stored import PassageDraft, RecordDraft
 
     c = build(tmp_path_factory.mktemp("seed") / "golden.db")
     with write_tx(c):

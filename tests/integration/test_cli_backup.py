@@ -19,7 +19,7 @@ from memo.cli import app
 from memo.store.connect import connect
 from memo.store.db import open_db
 from memo.store.migrations import LATEST
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 runner = CliRunner()
 EXE = Path(sys.executable).with_name("memo")

@@ -356,7 +356,7 @@ def test_a_client_that_leaves_at_once_does_not_crash_the_server(tmp_path: Path) 
     without an active exception", -6, when the interpreter finalised mid-load)."""
     from memo.ops.add import add_record
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     db = tmp_path / "leave.db"
     conn = open_db(db)

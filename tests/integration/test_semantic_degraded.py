@@ -22,7 +22,7 @@ from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 REAL = load_registry().get("all-minilm-l6-v2-int8")
 MODEL_ID = "minilm-copy"

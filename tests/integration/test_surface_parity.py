@@ -30,7 +30,7 @@ from memo.serve.web import create_app
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 from tests.integration.mcp_http_server import mcp_http, session
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from web_server import WebServer, memo_web
 from memo import ops
 from memo.ops.facts import add_fact
 from memo.store.db import open_db
-from memo.types import FactDraft, RecordDraft
+from memo.stored import FactDraft, RecordDraft
 
 NOTE = "The staging deploy key rotates every 30 days; ask the platform team for a new one."
 SEED = [

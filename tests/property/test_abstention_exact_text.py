@@ -15,7 +15,7 @@ from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 from tests.fast_examples import examples
 
 # Common words (in many passages: idf clamped to ~0), stop words, rare and odd tokens.

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.identifiers import encode_token, identifier_tokens
-from memo.types import PassageDraft, RecordDraft
 from tests.fast_examples import examples
 
 # Identifier-shaped tokens (net/http, ERR_CONN_RESET, 2026.4.10, multi-agent, path/to/file.py, ...)

@@ -20,7 +20,8 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.facts import insert_fact
 from memo.store.records import insert_record
-from memo.types import FactDraft, PassageDraft, RecordDraft, Scope
+from memo.stored import FactDraft, PassageDraft, RecordDraft
+from memo.types import Scope
 from tests.fast_examples import examples
 
 NS = ("a", "b", "c")

@@ -24,9 +24,9 @@ from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.folding import scrub_surrogates, unicode61_tokens
 from memo.text.fts_query import STOP_WORDS, keyword_match, query_words
-from memo.types import PassageDraft, RecordDraft
 from tests.fast_examples import examples
 
 FORMS = ("NFC", "NFD", "NFKC", "NFKD")

@@ -16,6 +16,7 @@ from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record, validate_draft
+from memo.stored import PassageDraft, RecordDraft
 from memo.text import limits
 from memo.text.fts_query import (
     MAX_QUERY_CHARS,
@@ -25,7 +26,6 @@ from memo.text.fts_query import (
     keyword_match,
     query_words,
 )
-from memo.types import PassageDraft, RecordDraft
 from tests.fast_examples import examples
 
 OPERATORS = ['"', "'", "AND", "OR", "NOT", "NEAR", "NEAR(", "*", ":", "^", "-", "(", ")", "{", "}", "+",

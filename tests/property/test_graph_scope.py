@@ -17,7 +17,8 @@ from memo.ops.records import forget, supersede
 from memo.retrieve import SearchRequest, search
 from memo.retrieve.scope import build_scope_sql
 from memo.store.db import open_db
-from memo.types import RecordDraft, Scope
+from memo.stored import RecordDraft
+from memo.types import Scope
 from tests.fast_examples import examples
 
 NAMES = ("Alice", "Bob", "Carol", "Dave", "Paris", "Berlin", "Initech", "Globex")

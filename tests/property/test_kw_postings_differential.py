@@ -26,7 +26,8 @@ from memo.store.connect import read_tx, write_tx
 from memo.store.db import open_db
 from memo.store.derived import index_passages, unindex_passages
 from memo.store.records import NewRecord, content_hash, derive_passages, insert_record, insert_records
-from memo.types import PassageDraft, RecordDraft, Scope
+from memo.stored import PassageDraft, RecordDraft
+from memo.types import Scope
 from tests.fast_examples import examples
 from tests.property.test_impact_differential import WORDS, _hits, _same, doc_st, query_st, scope_st, weight_st
 

@@ -30,8 +30,9 @@ from memo.serialize import to_jsonable
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.limits import MAX_QUERY_CHARS
-from memo.types import KINDS, PassageDraft, RecordDraft, Scope
+from memo.types import KINDS, Scope
 from tests.fast_examples import examples
 
 SURROGATES = [chr(c) for c in (0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xD83D, 0xDE00)]

@@ -24,8 +24,8 @@ def facts(db: str, out: str, seconds: float) -> None:
     from memo.errors import ValidationError
     from memo.ops.facts import add_fact
     from memo.store.db import open_db
+    from memo.stored import FactDraft
     from memo.text.limits import MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES
-    from memo.types import FactDraft
 
     conn = open_db(db)
     rids = [r[0] for r in conn.execute("SELECT id FROM records WHERE namespace = 'big' ORDER BY id")]
@@ -73,7 +73,7 @@ def adder(db: str, out: str, stop: str) -> None:
     import memo.ops.add as add_module
     from memo.ops import add_record
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     real = add_module.write_tx
     waits: list[float] = []

@@ -67,7 +67,7 @@ def main(url: str, name: str, workdir: Path) -> None:
     from memo.ops.importer import ImportOptions
     from memo.ops.records import forget, supersede
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     conn = open_db(url)
     bg = NoEmbed()

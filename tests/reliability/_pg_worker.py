@@ -91,7 +91,7 @@ def writer(url: str, out: str, seconds: float, name: str, workdir: Path) -> None
     from memo.ops.add import add_record
     from memo.ops.importer import ImportOptions
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     stats = {"name": name, "role": "writer", "ops": 0, "adds": 0, "imports": 0, "records": 0,
              "passages": 0, "txs": 0, "busy": 0, "errors": 0}

@@ -75,7 +75,7 @@ class Writer:
 
     def __call__(self, conn, i: int) -> list[str]:  # noqa: ANN001
         from memo.ops import add_record
-        from memo.types import RecordDraft
+        from memo.stored import RecordDraft
         rep = add_record(conn, RecordDraft(body=f"conc zebra {self.name} {i} tok{uuid.uuid4().hex}",
                                            namespace="conc", tags=(self.name,)))
         return [rep.record_id]
@@ -89,7 +89,7 @@ class Outsider(Writer):
     def __call__(self, conn, i: int) -> list[str]:  # noqa: ANN001
         from memo.store.connect import write_tx
         from memo.store.records import insert_record
-        from memo.types import PassageDraft, RecordDraft
+        from memo.stored import PassageDraft, RecordDraft
         text = f"zebra zebra password is hunter2 {i} {uuid.uuid4().hex}"
         with write_tx(conn):
             insert_record(conn, RecordDraft(body=text, namespace="personal"), (PassageDraft(text=text),))

@@ -22,7 +22,7 @@ import pytest
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 WORKER = Path(__file__).with_name("_fact_lock_worker.py")
 RECORDS, PER_RECORD = 200, 100        # 20,000 passages, each with an ext_id

@@ -13,7 +13,7 @@ from memo.errors import StoreError
 from memo.ops import store_batch
 from memo.ops.importer import ImportOptions
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 FILES = 7
 BATCH = 3

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from memo import ops
 from memo.cli import app
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 runner = CliRunner()
 

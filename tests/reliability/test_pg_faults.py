@@ -335,6 +335,6 @@ class NoEmbedHere:
 
 
 def _draft(body: str):  # noqa: ANN202
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     return RecordDraft(body=body, namespace="pgfault")

@@ -22,8 +22,9 @@ from memo.errors import MemoError, QuerySyntaxError, ValidationError
 from memo.ops.importer import ImportOptions
 from memo.retrieve import SearchRequest, search
 from memo.store.db import open_db
+from memo.stored import RecordDraft
 from memo.text.limits import MAX_BODY_CHARS
-from memo.types import RecordDraft, Scope
+from memo.types import Scope
 
 pytestmark = pytest.mark.postgresql
 

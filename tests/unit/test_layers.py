@@ -9,7 +9,7 @@ depends on the packages above its target too (except the two root packages, ``me
 
 Layers, lowest first (a module may import its own layer or a lower one):
 
-    0  memo.types, memo.errors, memo.text, memo.profile (+ _keys, _docs), memo.serialize, memo.metrics,
+    0  memo.types, memo.stored, memo.errors, memo.text, memo.profile (+ _keys, _docs), memo.serialize, memo.metrics,
        memo.download, memo.deferred              values, vocabulary, pure functions
     1  memo.store, memo.ingest, memo.embed       storage, splitters, vectors
     2  memo.graph                                graphs over the store
@@ -37,7 +37,7 @@ PACKAGES = {"memo": "memo", "memo_eval": "eval"}
 ROOTS = set(PACKAGES)
 
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (0, ("memo.types", "memo.errors", "memo.text", "memo.profile", "memo.profile_keys", "memo.profile_docs",
+    (0, ("memo.types", "memo.stored", "memo.errors", "memo.text", "memo.profile", "memo.profile_keys", "memo.profile_docs",
          "memo.serialize", "memo.metrics",
          "memo.download", "memo.deferred")),
     (1, ("memo.store", "memo.ingest", "memo.embed", "memo.models")),

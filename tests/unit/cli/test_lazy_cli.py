@@ -23,7 +23,7 @@ from memo.cli.common import memo_typer
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 CLI_DIR = Path(memo.cli.__file__).parent
 

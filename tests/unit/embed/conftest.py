@@ -16,7 +16,7 @@ from memo.embed.registry import Bands, ModelSpec
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 DIM = 8
 

@@ -22,7 +22,7 @@ from memo.embed.vectors import pending_count
 from memo.errors import ModelUnavailable
 from memo.ops.facts import add_fact
 from memo.store.db import open_db
-from memo.types import FactDraft, RecordDraft
+from memo.stored import FactDraft, RecordDraft
 
 pytestmark = pytest.mark.timeout(60)
 DIM = 8

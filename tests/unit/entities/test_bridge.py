@@ -14,7 +14,7 @@ from memo.profile import load_profile
 from memo.retrieve import search
 from memo.retrieve.arms.graph import bridges
 from memo.retrieve.types import SearchRequest
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 CHAIN = ["Alice Moreau joined the Lighthouse project in March.",
          "The Lighthouse project stores its data in Kestrel DB.",

@@ -13,7 +13,7 @@ from memo.errors import NotFound
 from memo.ingest.jsonl import parse_line
 from memo.ops.add import add_record
 from memo.ops.entities import list_entities, show_entity
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 
 def test_list_and_show(fresh_db):

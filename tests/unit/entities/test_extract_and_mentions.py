@@ -7,8 +7,8 @@ from memo.ops.add import add_record
 from memo.ops.facts import add_fact, forget_facts, supersede_fact
 from memo.ops.maintenance import reindex
 from memo.ops.records import forget, purge
+from memo.stored import FactDraft, RecordDraft
 from memo.text.entities import entity_key, extract, extract_record
-from memo.types import FactDraft, RecordDraft
 
 
 def keys(text: str, **kw) -> dict[str, str]:

@@ -26,7 +26,7 @@ FILLER = "the results were reviewed again by all of them after a long week".spli
 def build(path: Path) -> None:
     from memo.ops.add import add_record
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     rng = np.random.default_rng(29)
     weights = 1.0 / np.arange(1, N_ENTITIES + 1) ** 0.8

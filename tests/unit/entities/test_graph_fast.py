@@ -145,7 +145,7 @@ def test_graph_read_from_the_store_in_one_go_and_after_writes(fresh_db):
     frozen per-row loop builds from ``fetchall``, loaded at once or brought up to date."""
     from memo.graph.cache import GraphCache
     from memo.ops.add import add_record
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     rng = np.random.default_rng(11)
     names = [f"Place{i}" for i in range(40)]
@@ -180,7 +180,7 @@ def test_the_graph_arm_runs_without_scipy(tmp_path):
 
     from memo.ops.add import add_record
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     db = tmp_path / "g.db"
     conn = open_db(db)

@@ -16,7 +16,7 @@ from memo.graph.cache import GraphCache
 from memo.ops.add import add_record
 from memo.ops.records import forget
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 NAMES = [f"Place{i}" for i in range(30)]
 

@@ -11,7 +11,7 @@ from memo.graph.cache import GraphCache
 from memo.ops.add import add_record
 from memo.store.connect import write_tx
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 PLACES = [f"Harbor{i}" for i in range(12)]
 

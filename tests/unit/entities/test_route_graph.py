@@ -23,7 +23,8 @@ from memo.retrieve.route import (
     term_shaped,
 )
 from memo.retrieve.types import SearchRequest
-from memo.types import RecordDraft, Scope
+from memo.stored import RecordDraft
+from memo.types import Scope
 
 CUES = ("with", "who", "between")
 
@@ -213,7 +214,8 @@ def test_entity_df_from_the_mentions_index_equals_the_joined_count(db_path):
     from memo.retrieve.scope import build_scope_sql
     from memo.store.db import open_db
     from memo.store.mentions import scoped_df
-    from memo.types import RecordDraft, Scope
+    from memo.stored import RecordDraft
+    from memo.types import Scope
 
     conn = open_db(db_path, write=True)
     ids = [ops.add_record(conn, RecordDraft(body=f"Alice met Bob in Paris, note {i}", namespace=ns)).record_id

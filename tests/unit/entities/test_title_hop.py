@@ -13,8 +13,8 @@ from memo.retrieve import search
 from memo.retrieve.arms.graph import merge_title_hops, title_seed_lists
 from memo.retrieve.arms.semantic import TypedVote
 from memo.retrieve.types import ArmHit, SearchRequest
+from memo.stored import RecordDraft
 from memo.text.entities import title_key
-from memo.types import RecordDraft
 
 ARTICLES = [
     ("Haymo of Faversham", "Haymo of Faversham was an English Franciscan friar and scholar who lectured at Paris "

@@ -13,7 +13,8 @@ from memo.retrieve import SearchRequest, search
 from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import FactDraft, PassageDraft, RecordDraft, Scope
+from memo.stored import FactDraft, PassageDraft, RecordDraft
+from memo.types import Scope
 from tests.unit.ops.index_rows import keyword_rows
 
 NOW = "2024-07-01T00:00:00Z"

@@ -15,8 +15,8 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.facts import resolve_evidence
 from memo.store.records import insert_record
+from memo.stored import FactDraft, PassageDraft, RecordDraft
 from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES, MAX_IDS, MAX_TAGS
-from memo.types import FactDraft, PassageDraft, RecordDraft
 
 
 @pytest.fixture

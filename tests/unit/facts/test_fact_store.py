@@ -17,7 +17,7 @@ from memo.store.db import open_db
 from memo.store.dialect import is_postgres
 from memo.store.postgres.vectors import fact_vector_topk
 from memo.store.records import insert_record
-from memo.types import FactDraft, PassageDraft, RecordDraft
+from memo.stored import FactDraft, PassageDraft, RecordDraft
 from tests.unit.ops.index_rows import keyword_rows
 
 DIM = 8

@@ -12,7 +12,7 @@ import pytest
 from memo.ops import add_record
 from memo.ops.facts import add_fact, import_facts
 from memo.profile import load_profile
-from memo.types import FactDraft, RecordDraft
+from memo.stored import FactDraft, RecordDraft
 
 FACT = "Alice moved from Boston to Denver in March 2023 to join the robotics team."
 EDITED = "Alice moved from Boston to Denver in March 2023 to join the robotics group."

@@ -13,8 +13,8 @@ import pytest
 
 from memo.ingest import budget
 from memo.ingest.split import split_record
+from memo.stored import RecordDraft
 from memo.text.folding import scrub_surrogates
-from memo.types import RecordDraft
 
 ROOT = Path(__file__).resolve().parents[3]
 SCIFACT = ROOT / "datasets" / "scifact" / "corpus.jsonl.gz"

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from memo.ingest.files import iter_files, list_files
 from memo.ingest.jsonl import iter_jsonl
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 T = RecordDraft(body="", namespace="ns", tags=("imp",), author="me")
 

@@ -6,8 +6,8 @@ from memo.ingest.split_code import module_name
 from memo.ingest.split_markdown import MAX_TOKENS, MIN_TOKENS, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
 from memo.ingest.windows import MAX_WORDS, split_words
+from memo.stored import PassageDraft, RecordDraft
 from memo.text.tokens import count_tokens
-from memo.types import PassageDraft, RecordDraft
 
 MD = """Preamble line.
 

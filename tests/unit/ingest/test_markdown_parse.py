@@ -81,7 +81,7 @@ def test_split_is_stable():
 def test_add_heading_only_note_and_jsonl_heading_line(tmp_path: Path):
     from memo.ops import ImportOptions, add_record, get, import_path
     from memo.store.db import open_db
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
     conn = open_db(tmp_path / "m.db")
     rep = add_record(conn, RecordDraft(body="## Decision: we use WAL mode", kind="note"))
     assert get(conn, rep.record_id).passages[0].text == "Decision: we use WAL mode"

@@ -21,7 +21,7 @@ from memo.ops import maintenance
 from memo.store.connect import connect
 from memo.store.db import open_db
 from memo.store.migrations import LATEST
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 # Backup and restore copy SQLite files (online backup API, -wal/-shm, page size, locks); on
 # PostgreSQL they refuse with a pointer to pg_dump (test_ops_maintenance.py).

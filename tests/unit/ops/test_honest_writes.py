@@ -19,7 +19,7 @@ from memo.embed.backfill import backfill
 from memo.embed.registry import default_model_id
 from memo.errors import ModelUnavailable
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 pytestmark = pytest.mark.timeout(120)
 DIM = 8

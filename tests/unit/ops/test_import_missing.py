@@ -15,7 +15,7 @@ from memo.ops import store_batch as store_batch_mod
 from memo.ops.importer import ImportOptions
 from memo.profile import load_profile
 from memo.retrieve import SearchRequest, search
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 from tests.unit.ops.statements import is_write_begin, traced
 
 

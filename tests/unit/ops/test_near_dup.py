@@ -12,7 +12,7 @@ from memo.ops import add_record
 from memo.ops.near_dup import similarity, words
 from memo.profile import load_profile
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 NOTE = "The staging deploy key rotates every 30 days; ask the platform team for a new one."
 EDITED = "The staging deploy key rotates every 30 days, ask the platform team for the new one!"

@@ -3,7 +3,7 @@ import pytest
 from memo import ops
 from memo.errors import ConfirmationRequired, NotFound, ValidationError
 from memo.store.dialect import is_postgres
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 from tests.unit.ops.index_rows import keyword_rows
 
 

@@ -7,7 +7,7 @@ from memo.store.dialect import is_postgres
 from memo.store.migrations import LATEST
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.connection import redact
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 
 def _fill(conn):

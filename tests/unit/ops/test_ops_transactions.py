@@ -3,7 +3,7 @@ IMMEDIATE ... COMMIT on SQLite; on PostgreSQL BEGIN, the writers' advisory lock,
 
 from memo import ops
 from memo.store.dialect import is_postgres
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 from tests.unit.ops.statements import is_write_begin, traced
 
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")

@@ -10,7 +10,7 @@ import numpy as np
 
 from memo.store.connect import write_tx
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 
 def add(conn: sqlite3.Connection, text: str, *, recorded_at: str | None = None, section: str = "",

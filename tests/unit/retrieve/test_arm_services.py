@@ -13,7 +13,8 @@ from memo.retrieve import SearchRequest, search
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.scope import build_scope_sql
 from memo.retrieve.services import ArmServices
-from memo.types import RecordDraft, Scope
+from memo.stored import RecordDraft
+from memo.types import Scope
 
 
 def test_of_accepts_the_old_dict_and_refuses_unknown_keys():

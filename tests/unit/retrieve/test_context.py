@@ -11,7 +11,7 @@ from memo.retrieve.context import RESCORER
 from memo.retrieve.types import Candidate, Meta
 from memo.store.connect import write_tx
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 KINDS = ("conversation",)
 

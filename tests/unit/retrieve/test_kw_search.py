@@ -24,7 +24,8 @@ from memo.store import kw_postings
 from memo.store.connect import read_tx, write_tx
 from memo.store.db import open_db
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft, Scope
+from memo.stored import PassageDraft, RecordDraft
+from memo.types import Scope
 from tests.fast_examples import examples
 
 pytestmark = pytest.mark.sqlite_only

@@ -214,7 +214,7 @@ def test_a_result_the_semantic_arm_did_not_return_still_has_a_relevance(backend_
     from memo.ops import add_record as _add
     from memo.profile import load_profile as _load
     from memo.store.db import open_db as _open
-    from memo.types import RecordDraft as _Draft
+    from memo.stored import RecordDraft as _Draft
 
     db = backend_db
     c = _open(db, write=True)

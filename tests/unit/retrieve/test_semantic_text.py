@@ -12,7 +12,7 @@ from memo.retrieve import SearchRequest, search
 from memo.retrieve.arms.shared import strip_spans, written_as_name
 from memo.store.connect import write_tx
 from memo.store.records import insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 
 
 @pytest.mark.parametrize(("query", "spans", "out"), [

@@ -23,7 +23,7 @@ from memo.store import migrations
 from memo.store.connect import connect, write_tx
 from memo.store.damage import check_header, marker_path, read_marker
 from memo.store.db import open_db
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 
 PAGE = 4096
 

@@ -12,7 +12,7 @@ from memo.ops import add_record
 from memo.store.db import open_db
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.keyword_form import keyword_index_mismatches
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 from tests.pg_server import drop_database, new_database
 
 pytestmark = pytest.mark.postgresql   # the session's server (tests/pg_server.py)

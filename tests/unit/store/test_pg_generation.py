@@ -11,7 +11,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.store.connect import read_tx
 from memo.store.db import open_db
 from memo.store.postgres import tx
-from memo.types import RecordDraft
+from memo.stored import RecordDraft
 from tests.pg_server import drop_database, new_database
 
 pytestmark = pytest.mark.postgresql   # the session's server (tests/pg_server.py)

@@ -26,7 +26,7 @@ def conn():
     c = open_db(url)
     from memo.embed.vectors import write_vectors
     from memo.ops.add import add_record
-    from memo.types import RecordDraft
+    from memo.stored import RecordDraft
 
     body = "\n\n".join(f"passage number {i}" for i in range(N))
     add_record(c, RecordDraft(body=body, kind="note", meta={"split": "paragraphs"}), background=_NoEmbed())

@@ -101,7 +101,7 @@ def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -
     from memo.ops import add_record
     from memo.store.db import open_db as _open
     from memo.store.migrations import LATEST as _LATEST
-    from memo.types import RecordDraft as _Draft
+    from memo.stored import RecordDraft as _Draft
 
     db = tmp_path / "old.db"
     conn = _open(db, write=True)

@@ -8,7 +8,7 @@ from memo.store.db import open_db
 from memo.store.derived import rebuild_derived
 from memo.store.dialect import is_postgres
 from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record
-from memo.types import PassageDraft, RecordDraft
+from memo.stored import PassageDraft, RecordDraft
 from tests.unit.ops.index_rows import keyword_rows
 
 

@@ -18,10 +18,10 @@ from memo.store.db import open_db
 from memo.store.derived import KEYWORD_FORM_KEY, rebuild_derived
 from memo.store.dialect import is_db_url
 from memo.store.postgres.keyword_form import keyword_index_mismatches
+from memo.stored import RecordDraft
 from memo.text.cjk import CJK_CHARS, has_cjk, index_form, query_form
 from memo.text.fts_query import keyword_match, query_words
 from memo.text.tokens import count_tokens
-from memo.types import RecordDraft
 
 ZH = "我们决定使用数据库备份策略每天凌晨执行"
 JA = "毎週月曜日に会議を開きます。議題は新しいデータベースの移行計画です。"
