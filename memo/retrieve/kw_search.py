@@ -68,8 +68,13 @@ _CACHE_MAX = 4096
 _LOCK = threading.Lock()
 SCOPE_CHUNK = 4     # best-first scope checks take fetch_depth x this many candidates at a time
 # Which ranking a search uses: "auto" (Python for a process's first search when numpy is not
-# loaded, numpy otherwise), or "python" / "numpy" (the tests check both against FTS5).
+# loaded, numpy otherwise: dense or pruned by ``PRUNE_POSTINGS``), or "python" / "numpy" (numpy
+# as "auto" picks it) / "dense" / "pruned" (the tests check each against FTS5).
 RANKER = "auto"
+# numpy sums every posting of a query's phrases below this many, and prunes (``_NumpyPruned``)
+# from it: SciFact claims at 1M passages hold ~3M postings (dense 30 ms warm, pruned 15 ms), at
+# 100k ~300k (dense 1.8 ms, pruned 2.3: its fixed cost).  Measured, bench notes in docs/scale.md.
+PRUNE_POSTINGS = 300_000
 PY_MAX_POSTINGS = 100_000   # "auto": numpy ranks once the Python ranking has visited more postings (~0.5-0.65 us each)
 _BOUND_MARGIN = 1.0 + 1e-9   # a phrase's bound, widened past any rounding of its terms
 _searched = False          # this process ran a postings search already
@@ -252,16 +257,16 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     global _searched
     python = RANKER == "python" or (RANKER == "auto" and not _searched and "numpy" not in sys.modules)
     _searched = True
-    rank: _PyRank | _NumpyRank = (
+    rank: _PyRank | _NumpyRank | _NumpyPruned = (
         _PyRank.of(conn, meta, stems, section_weight, None if RANKER == "python" else PY_MAX_POSTINGS) if python
-        else _NumpyRank(_dense(_terms(conn, meta, stems), meta, _avgdl(meta), section_weight)))
+        else _numpy_rank(_terms(conn, meta, stems), meta, section_weight))
 
     def order_of(m: int) -> list[int]:
         nonlocal rank
         got = rank.order(m)
         if got is None:       # the Python ranking would visit too many postings: numpy ranks
-            dense = _NumpyRank(_dense(_terms(conn, meta, stems), meta, _avgdl(meta), section_weight))
-            rank, got = dense, dense.order(m)
+            rank = _numpy_rank(_terms(conn, meta, stems), meta, section_weight)
+            got = rank.order(m)
         return got
 
     excluded = scope_stats(conn, scope_sql).excluded
@@ -305,6 +310,14 @@ def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int |
     return len(pks) - int((pks[pos[inside]] == ex[inside]).sum())
 
 
+def _numpy_rank(terms: list[_Term], meta: kw_postings.Meta, section_weight: float) -> _NumpyRank | _NumpyPruned:
+    """Every posting summed (``_dense``), or pruned (``_NumpyPruned``) once the phrases hold
+    ``PRUNE_POSTINGS`` postings or more: the same order and doubles either way."""
+    if RANKER == "dense" or (RANKER != "pruned" and sum(len(t.pks) for t in terms) < PRUNE_POSTINGS):
+        return _NumpyRank(_dense(terms, meta, _avgdl(meta), section_weight))
+    return _NumpyPruned.of(terms, meta, section_weight)
+
+
 class _NumpyRank:
     """The order and scores from the dense score array (``_dense``)."""
 
@@ -316,6 +329,148 @@ class _NumpyRank:
 
     def score(self, pk: int) -> float:
         return float(self._score[pk])
+
+
+class _NumpyPruned:
+    """The first ``m`` of the order with ``_PyRank``'s pruning in numpy: the rarest phrases'
+    terms summed into a dense partial (each phrase's pks are distinct, so ``+=`` at them
+    adds once) until the m-th best partial beats the bounds of the phrases left; then the
+    candidates' terms of each phrase left found by binary search (``searchsorted``), the
+    candidates that can no longer reach the m-th dropped after each; the survivors' scores
+    summed phrase by phrase in query order from 0.0 (``bincount``'s order: the same
+    doubles).  At 1M passages a long question's common words hold millions of postings
+    that ``_dense`` adds up for every passage; here they are looked up for a few hundred."""
+
+    def __init__(self, terms: list[_Term], meta: kw_postings.Meta, section_weight: float) -> None:
+        self._terms, self._meta, self._weight, self._avgdl = terms, meta, section_weight, _avgdl(meta)
+        self._m = -1
+        self._cand: np.ndarray | None = None
+        self._total: np.ndarray | None = None
+        self._scores: dict[int, float] | None = None
+
+    @classmethod
+    def of(cls, terms: list[_Term], meta: kw_postings.Meta, section_weight: float) -> _NumpyPruned:
+        return cls(terms, meta, section_weight)
+
+    def _every(self, i: int) -> np.ndarray:
+        """Phrase ``i``'s term for each of its postings (cached with the postings)."""
+        return _all_contrib(self._terms[i], self._meta, self._avgdl, self._weight)
+
+    def _some(self, i: int, at: np.ndarray) -> np.ndarray:
+        """Phrase ``i``'s terms of its postings at ``at``: from the cache when a search
+        computed them all, else for those only (the same doubles: elementwise)."""
+        t = self._terms[i]
+        entry = t.entry
+        if entry.contrib is not None and entry.contrib_key == (self._meta.rows, self._meta.tokens, self._weight):
+            return entry.contrib[at]
+        return _contrib(t, t.tf[at], t.sec[at], t.dl[at], self._avgdl, self._weight)
+
+    def order(self, m: int) -> list[int]:
+        import numpy as np
+
+        if m > self._m:
+            self._rank(m)
+        cand, total = self._cand, self._total
+        assert cand is not None and total is not None
+        matched = total > 0.0       # as ``_ordered``: a passage whose terms are all 0.0 matches nothing
+        cand, total = cand[matched], total[matched]
+        if len(cand) > m:
+            kth = total[np.argpartition(-total, m - 1)[m - 1]]
+            keep = total >= kth
+            cand, total = cand[keep], total[keep]
+        return cand[np.lexsort((cand, -total))].tolist()
+
+    def score(self, pk: int) -> float:
+        if self._scores is None:
+            assert self._cand is not None and self._total is not None
+            self._scores = dict(zip(self._cand.tolist(), self._total.tolist(), strict=True))
+        return self._scores[pk]
+
+    def _rank(self, m: int) -> None:
+        import numpy as np
+
+        terms = self._terms
+        self._m, self._scores = m, None
+        if not terms:
+            self._cand, self._total = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            return
+        bounds = [t.idf * (K1 + 1.0) * _BOUND_MARGIN for t in terms]
+        todo = sorted(range(len(terms)), key=lambda i: (-bounds[i], i))   # rarest first
+        size = max(int(t.pks[-1]) for t in terms) + 1
+        taken: list[int] = []
+        dense, mth = None, None
+        ub = 0.0       # at least the m-th best partial: the last one computed plus the bounds added since
+        while todo:
+            rest = _rest(bounds, todo)
+            if taken and ub * _BOUND_MARGIN > rest and max(len(terms[i].pks) for i in taken) >= m:
+                dense = _np_partial(terms, [self._every(i) for i in taken], taken, size)
+                held = dense[dense > 0.0]
+                if len(held) >= m:
+                    ub = _np_mth(held, m)
+                    if ub > rest:
+                        mth = ub
+                        break     # no pk outside the admitted ones can reach the m-th
+            i = todo.pop(0)
+            taken.append(i)
+            ub += bounds[i]
+            dense = None
+        if dense is None:
+            dense = _np_partial(terms, [self._every(i) for i in taken], taken, size)
+        # a pk whose partial is 0.0 scores at most ``rest``, below the m-th: not a candidate
+        cand = np.flatnonzero(dense)
+        part = dense[cand]
+        cand, part = _np_prune(cand, part, m, _rest(bounds, todo), mth)
+        while todo:            # the common phrases: looked up for the candidates left only
+            i = todo.pop(0)
+            at, hit = _np_find(terms[i].pks, cand)
+            part[hit] += self._some(i, at[hit])
+            cand, part = _np_prune(cand, part, m, _rest(bounds, todo))
+        total = np.zeros(len(cand), dtype=np.float64)
+        for i in range(len(terms)):      # phrase by phrase in query order from 0.0
+            at, hit = _np_find(terms[i].pks, cand)
+            total[hit] += self._some(i, at[hit])
+        self._cand, self._total = cand, total
+
+
+def _np_partial(terms: list[_Term], contrib: list[np.ndarray], taken: list[int], size: int) -> np.ndarray:
+    """The taken phrases' terms (``contrib``, in ``taken``'s order) summed per pk (dense,
+    0.0 = none)."""
+    import numpy as np
+
+    if len(taken) == 1:
+        dense = np.zeros(size, dtype=np.float64)
+        dense[terms[taken[0]].pks] = contrib[0]
+        return dense
+    return np.bincount(np.concatenate([terms[i].pks for i in taken]),
+                       weights=np.concatenate(contrib), minlength=size)
+
+
+def _np_find(pks: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each candidate sits in ``pks`` (ascending), and whether it is there."""
+    import numpy as np
+
+    at = np.searchsorted(pks, cand)
+    at[at == len(pks)] = 0
+    return at, pks[at] == cand
+
+
+def _np_mth(values: np.ndarray, m: int) -> float:
+    """The m-th largest of ``values`` (at least m of them)."""
+    import numpy as np
+
+    k = len(values) - m
+    return float(np.partition(values, k)[k])
+
+
+def _np_prune(cand: np.ndarray, part: np.ndarray, m: int, rest: float, mth: float | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``_prune`` for arrays: the candidates whose partial plus ``rest`` reaches the m-th best
+    partial (``mth`` when the caller has it), less the rounding margins."""
+    if len(cand) <= m:
+        return cand, part
+    low = (_np_mth(part, m) if mth is None else mth) * (1.0 - 1e-9)
+    keep = (part + rest) * _BOUND_MARGIN >= low
+    return cand[keep], part[keep]
 
 
 @dataclass(frozen=True, slots=True)

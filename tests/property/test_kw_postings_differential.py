@@ -135,7 +135,7 @@ def test_postings_stay_fts5s_through_writes_and_merges(docs, ops, queries, depth
                     query = " ".join(words)
                     slow = _hits(conn, query, scope, "fts5", depth, weight)
                     every = _hits(conn, query, scope, "fts5", 10_000, weight)
-                    for ranker in ("numpy", "python"):     # kw_search: both rankings
+                    for ranker in ("dense", "pruned", "python"):     # kw_search: every ranking
                         kw_search.RANKER = ranker
                         before = impact.STATS["postings"]
                         fast = _hits(conn, query, scope, "impact", depth, weight)
