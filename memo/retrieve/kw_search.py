@@ -13,7 +13,8 @@ writes) makes the search fall back to FTS5 instead of ranking from stale posting
 Cost of a search: per query term one base row (packed arrays, decoded by numpy without a
 copy; cached per base generation, so a warm process reads only the delta rows of its
 terms) and the term's delta rows (few: merges fold them into the base), then the same
-vector arithmetic as the in-memory index.  Scope: the few excluded pks are dropped
+vector arithmetic as the in-memory index: every posting summed (``_dense``), or, once the
+query's phrases hold ``PRUNE_POSTINGS`` postings, the pruned sum below (``_NumpyPruned``).  Scope: the few excluded pks are dropped
 (``scope_stats.excluded``); with many, candidates are checked against the scope in SQL
 best first, a chunk at a time, until ``fetch_depth`` are in scope: never a scan of every
 passage.
