@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memo.profile import load_profile
-from memo.retrieve import impact, kw_search
+from memo.retrieve import impact, kw_rank, kw_search
 from memo.retrieve import scope as scope_module
 from memo.retrieve.arms.base import ArmContext
 from memo.retrieve.arms.keyword import KeywordArm
@@ -218,14 +218,14 @@ def test_the_python_ranking_prunes_and_gives_numpys_scores(tmp_path) -> None:
             meta = kw_search.usable(conn)
             stems = kw_search.stems_of(conn, ("w1", "gene", "cells", "w2"))
             for m in (1, 3, 10, 40, 400):
-                rank = kw_search._PyRank.of(conn, meta, stems, 1.0, None)
+                rank = kw_search._py_rank(conn, meta, stems, 1.0, None)
                 order = rank.order(m)
-                dense = kw_search._NumpyRank(kw_search.scores(conn, meta, stems, 1.0))
+                dense = kw_rank.NumpyRank(kw_search.scores(conn, meta, stems, 1.0))
                 assert order == dense.order(m), m
                 assert [rank.score(p) for p in order] == [dense.score(p) for p in order]
                 if m <= 10:       # the common words' postings were not all visited
                     assert rank._visited < sum(len(kw_postings.term_postings(conn, s)) for s in stems), m
-            capped = kw_search._PyRank.of(conn, meta, stems, 1.0, 5)
+            capped = kw_search._py_rank(conn, meta, stems, 1.0, 5)
             assert capped.order(10) is None       # past its cap: numpy ranks instead
     finally:
         conn.close()
@@ -237,9 +237,9 @@ def test_the_pruned_rankings_drop_candidates_phrase_by_phrase(tmp_path, monkeypa
     """After the rare words admit the candidates, each common word is looked up for the
     candidates still able to reach the m-th and drops those that no longer can: the Python
     ranking and numpy's pruned one give the dense sum's order and doubles, whether the
-    Python one scores a common word whole or searches it per candidate (``_SCAN_RATIO``),
+    Python one scores a common word whole or searches it per candidate (``kw_rank._SCAN_RATIO``),
     at every depth, a repeated word included, and visit fewer postings than all."""
-    monkeypatch.setattr(kw_search, "_SCAN_RATIO", scan_ratio)
+    monkeypatch.setattr(kw_rank, "_SCAN_RATIO", scan_ratio)
     conn = _db(tmp_path, 600, seed=11)
     try:
         with read_tx(conn):
@@ -249,13 +249,13 @@ def test_the_pruned_rankings_drop_candidates_phrase_by_phrase(tmp_path, monkeypa
                 stems = kw_search.stems_of(conn, words)
                 every = sum(len(kw_postings.term_postings(conn, s)) for s in stems)
                 for m in (1, 2, 5, 10, 30, 100, 700):
-                    rank = kw_search._PyRank.of(conn, meta, stems, weight, None)
+                    rank = kw_search._py_rank(conn, meta, stems, weight, None)
                     order = rank.order(m)
-                    dense = kw_search._NumpyRank(kw_search.scores(conn, meta, stems, weight))
+                    dense = kw_rank.NumpyRank(kw_search.scores(conn, meta, stems, weight))
                     assert order == dense.order(m), (words, m)
                     assert [rank.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
                     kw_search._CACHE.clear()     # no phrase's terms cached: those it looks up computed alone
-                    pruned = kw_search._NumpyPruned.of(kw_search._terms(conn, meta, stems), meta, weight)
+                    pruned = kw_rank.NumpyPruned(kw_search._terms(conn, meta, stems), meta, weight)
                     assert pruned.order(m) == order, (words, m)
                     assert [pruned.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
                     if m <= 5 and weight:

@@ -1,0 +1,432 @@
+"""The keyword arm's rankings over a query's postings (``memo.retrieve.kw_search`` reads
+them): FTS5's bm25 bit for bit, the same floating-point operations in the same order as
+``memo.retrieve.impact`` (its module docstring derives them from fts5_aux.c), each passage's
+terms summed phrase by phrase in query order from 0.0, as FTS5 sums them.
+
+* ``dense_scores`` / ``NumpyRank``: every posting's term summed per passage (``bincount``).
+* ``NumpyPruned``: MaxScore's pruning in numpy.  The rarest phrases are summed densely until
+  the m-th best partial beats the summed bounds (``idf * (k1 + 1)``) of the phrases left;
+  then the phrases left are looked up for the candidates only (``searchsorted``), and after
+  each the candidates that can no longer reach the m-th are dropped.  At 1M passages a long
+  question's common words hold millions of postings that the dense sum adds up for every
+  passage; here they are looked up for a few hundred.
+* ``PyRank``: the same pruning without numpy, for a cold process's first search (importing
+  numpy is ~60 ms, most of what a one-shot ``memo search --mode keyword`` would spend, issue
+  31.2): Python floats are IEEE doubles, so the same operations give the same doubles.
+
+Every ranking gives the first ``m`` passages of the order (score desc, pk asc), ties at the
+m-th included, and the scores of those; the pruned ones widen every bound and threshold by
+a rounding margin, so a passage is dropped only when it cannot reach the m-th.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memo.retrieve.impact import K1, B, weighted_freqs_of
+from memo.store import kw_postings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BOUND_MARGIN = 1.0 + 1e-9   # a phrase's bound, widened past any rounding of its terms
+
+
+@dataclass(slots=True)
+class Entry:
+    seq: int                            # the delta is applied up to this write
+    arrays: tuple[np.ndarray, ...]      # pks (ascending), tf, sec, dl
+    contrib_key: tuple[int, int, float] | None = None   # (rows, tokens, weight) of contrib
+    contrib: np.ndarray | None = None   # every posting's bm25 term, idf included
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    pks: np.ndarray       # ascending
+    tf: np.ndarray
+    sec: np.ndarray
+    dl: np.ndarray
+    idf: float
+    entry: Entry
+
+
+def idf_of(meta: kw_postings.Meta, n_hit: int) -> float:
+    """FTS5's idf of a phrase ``n_hit`` rows hold (fts5_aux.c: floored at 1e-6)."""
+    idf = math.log((float(meta.rows - n_hit) + 0.5) / (float(n_hit) + 0.5))
+    return 1e-6 if idf <= 0.0 else idf
+
+
+def _contrib(t: Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl: float, section_weight: float
+             ) -> np.ndarray:
+    """FTS5's per-phrase term ``idf * (f * (k1 + 1)) / (f + K)``, with the same operations
+    in the same order as fts5Bm25Function."""
+    import numpy as np
+
+    f = weighted_freqs_of(tf, sec, section_weight)
+    # FTS5: k1 * (1 - b + b * D / avgdl), left to right as C evaluates it.
+    denom = K1 * ((1 - B) + (B * dl.astype(np.float64)) / avgdl)
+    denom += f                       # f + K
+    f *= K1 + 1.0                    # f * (k1 + 1)
+    f /= denom
+    f *= t.idf                       # idf * (...)
+    return f
+
+
+def all_contrib(t: Term, meta: kw_postings.Meta, avgdl: float, section_weight: float) -> np.ndarray:
+    """The phrase's term for each of its postings (cached with the postings: the same
+    doubles for the same rows, tokens and weight; a subset is the same elementwise)."""
+    key = (meta.rows, meta.tokens, section_weight)
+    entry = t.entry
+    if entry.contrib_key != key or entry.contrib is None:
+        entry.contrib = _contrib(t, t.tf, t.sec, t.dl, avgdl, section_weight)
+        entry.contrib_key = key
+    return entry.contrib
+
+
+def avgdl_of(meta: kw_postings.Meta) -> float:
+    return float(meta.tokens) / float(meta.rows) if meta.rows else 1.0
+
+
+def dense_scores(terms: list[Term], meta: kw_postings.Meta, avgdl: float, section_weight: float) -> np.ndarray:
+    import numpy as np
+
+    if not terms:
+        return np.zeros(0, dtype=np.float64)
+    every = np.concatenate([t.pks.astype(np.int64) for t in terms])
+    weights = np.concatenate([all_contrib(t, meta, avgdl, section_weight) for t in terms])
+    return np.bincount(every, weights=weights, minlength=int(every.max()) + 1)
+
+
+def _ordered(score: np.ndarray, m: int) -> np.ndarray:
+    """The first ``m`` (or more, at a tie) pks of the order (score desc, pk asc) among
+    the matching ones: an exact prefix of that order."""
+    import numpy as np
+
+    cand = np.flatnonzero(score > 0.0)
+    if len(cand) > m:
+        s = score[cand]
+        kth = s[np.argpartition(-s, m - 1)[m - 1]]
+        cand = cand[s >= kth]
+    return cand[np.lexsort((cand, -score[cand]))]
+
+
+class NumpyRank:
+    """The order and scores from the dense score array (``dense_scores``)."""
+
+    def __init__(self, score: np.ndarray) -> None:
+        self._score = score
+
+    def order(self, m: int) -> list[int]:
+        return _ordered(self._score, m).tolist()
+
+    def score(self, pk: int) -> float:
+        return float(self._score[pk])
+
+
+class NumpyPruned:
+    """The first ``m`` of the order with ``PyRank``'s pruning in numpy: the rarest phrases'
+    terms summed into a dense partial (each phrase's pks are distinct, so ``+=`` at them
+    adds once) until the m-th best partial beats the bounds of the phrases left; then the
+    candidates' terms of each phrase left found by binary search (``searchsorted``), the
+    candidates that can no longer reach the m-th dropped after each; the survivors' scores
+    summed phrase by phrase in query order from 0.0 (``bincount``'s order: the same
+    doubles).  At 1M passages a long question's common words hold millions of postings
+    that ``dense_scores`` adds up for every passage; here they are looked up for a few hundred."""
+
+    def __init__(self, terms: list[Term], meta: kw_postings.Meta, section_weight: float) -> None:
+        self._terms, self._meta, self._weight, self._avgdl = terms, meta, section_weight, avgdl_of(meta)
+        self._m = -1
+        self._cand: np.ndarray | None = None
+        self._total: np.ndarray | None = None
+        self._scores: dict[int, float] | None = None
+
+    def _every(self, i: int) -> np.ndarray:
+        """Phrase ``i``'s term for each of its postings (cached with the postings)."""
+        return all_contrib(self._terms[i], self._meta, self._avgdl, self._weight)
+
+    def _some(self, i: int, at: np.ndarray) -> np.ndarray:
+        """Phrase ``i``'s terms of its postings at ``at``: from the cache when a search
+        computed them all, else for those only (the same doubles: elementwise)."""
+        t = self._terms[i]
+        entry = t.entry
+        if entry.contrib is not None and entry.contrib_key == (self._meta.rows, self._meta.tokens, self._weight):
+            return entry.contrib[at]
+        return _contrib(t, t.tf[at], t.sec[at], t.dl[at], self._avgdl, self._weight)
+
+    def order(self, m: int) -> list[int]:
+        import numpy as np
+
+        if m > self._m:
+            self._rank(m)
+        cand, total = self._cand, self._total
+        assert cand is not None and total is not None
+        matched = total > 0.0       # as ``_ordered``: a passage whose terms are all 0.0 matches nothing
+        cand, total = cand[matched], total[matched]
+        if len(cand) > m:
+            kth = total[np.argpartition(-total, m - 1)[m - 1]]
+            keep = total >= kth
+            cand, total = cand[keep], total[keep]
+        return cand[np.lexsort((cand, -total))].tolist()
+
+    def score(self, pk: int) -> float:
+        if self._scores is None:
+            assert self._cand is not None and self._total is not None
+            self._scores = dict(zip(self._cand.tolist(), self._total.tolist(), strict=True))
+        return self._scores[pk]
+
+    def _rank(self, m: int) -> None:
+        import numpy as np
+
+        terms = self._terms
+        self._m, self._scores = m, None
+        if not terms:
+            self._cand, self._total = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            return
+        bounds = [t.idf * (K1 + 1.0) * BOUND_MARGIN for t in terms]
+        todo = sorted(range(len(terms)), key=lambda i: (-bounds[i], i))   # rarest first
+        size = max(int(t.pks[-1]) for t in terms) + 1
+        taken: list[int] = []
+        dense, mth = None, None
+        ub = 0.0       # at least the m-th best partial: the last one computed plus the bounds added since
+        while todo:
+            rest = _rest(bounds, todo)
+            if taken and ub * BOUND_MARGIN > rest and max(len(terms[i].pks) for i in taken) >= m:
+                dense = _np_partial(terms, [self._every(i) for i in taken], taken, size)
+                held = dense[dense > 0.0]
+                if len(held) >= m:
+                    ub = _np_mth(held, m)
+                    if ub > rest:
+                        mth = ub
+                        break     # no pk outside the admitted ones can reach the m-th
+            i = todo.pop(0)
+            taken.append(i)
+            ub += bounds[i]
+            dense = None
+        if dense is None:
+            dense = _np_partial(terms, [self._every(i) for i in taken], taken, size)
+        # a pk whose partial is 0.0 scores at most ``rest``, below the m-th: not a candidate
+        cand = np.flatnonzero(dense)
+        part = dense[cand]
+        cand, part = _np_prune(cand, part, m, _rest(bounds, todo), mth)
+        while todo:            # the common phrases: looked up for the candidates left only
+            i = todo.pop(0)
+            at, hit = _np_find(terms[i].pks, cand)
+            part[hit] += self._some(i, at[hit])
+            cand, part = _np_prune(cand, part, m, _rest(bounds, todo))
+        total = np.zeros(len(cand), dtype=np.float64)
+        for i in range(len(terms)):      # phrase by phrase in query order from 0.0
+            at, hit = _np_find(terms[i].pks, cand)
+            total[hit] += self._some(i, at[hit])
+        self._cand, self._total = cand, total
+
+
+def _np_partial(terms: list[Term], contrib: list[np.ndarray], taken: list[int], size: int) -> np.ndarray:
+    """The taken phrases' terms (``contrib``, in ``taken``'s order) summed per pk (dense,
+    0.0 = none)."""
+    import numpy as np
+
+    if len(taken) == 1:
+        dense = np.zeros(size, dtype=np.float64)
+        dense[terms[taken[0]].pks] = contrib[0]
+        return dense
+    return np.bincount(np.concatenate([terms[i].pks for i in taken]),
+                       weights=np.concatenate(contrib), minlength=size)
+
+
+def _np_find(pks: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each candidate sits in ``pks`` (ascending), and whether it is there."""
+    import numpy as np
+
+    at = np.searchsorted(pks, cand)
+    at[at == len(pks)] = 0
+    return at, pks[at] == cand
+
+
+def _np_mth(values: np.ndarray, m: int) -> float:
+    """The m-th largest of ``values`` (at least m of them)."""
+    import numpy as np
+
+    k = len(values) - m
+    return float(np.partition(values, k)[k])
+
+
+def _np_prune(cand: np.ndarray, part: np.ndarray, m: int, rest: float, mth: float | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``_prune`` for arrays: the candidates whose partial plus ``rest`` reaches the m-th best
+    partial (``mth`` when the caller has it), less the rounding margins."""
+    if len(cand) <= m:
+        return cand, part
+    low = (_np_mth(part, m) if mth is None else mth) * (1.0 - 1e-9)
+    keep = (part + rest) * BOUND_MARGIN >= low
+    return cand[keep], part[keep]
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    pks: Sequence[int]    # ascending
+    tf: Sequence[int]
+    sec: Sequence[int]
+    dl: Sequence[int]
+    idf: float
+
+
+def _py_term(tf: int, sec: int, dl: int, idf: float, avgdl: float, section_weight: float) -> float:
+    """One posting's bm25 term: ``_contrib`` (and ``impact.weighted_freqs_of``) for one
+    posting, the same operations in the same order."""
+    if section_weight == 1.0:
+        f = float(tf)
+    else:
+        f = float(tf - sec)        # 1.0 per occurrence in text, then the section's one at a time
+        for _ in range(sec):
+            f += section_weight
+    return ((f * (K1 + 1.0)) / (K1 * ((1 - B) + (B * dl) / avgdl) + f)) * idf
+
+
+class PyRank:
+    """The first ``m`` of the order (score desc, pk asc), ties included, ranked in Python with
+    MaxScore's pruning (module docstring); ``order`` says None when that would visit more
+    than ``cap`` postings."""
+
+    def __init__(self, phrases: list[Phrase], avgdl: float, section_weight: float, cap: int | None) -> None:
+        self._phrases, self._avgdl, self._weight, self._cap = phrases, avgdl, section_weight, cap
+        self._m = -1
+        self._scores: dict[int, float] = {}
+        self._visited = 0     # postings visited by every ranking of this search (the cap's count)
+
+    def order(self, m: int) -> list[int] | None:
+        """The first ``m`` pks of the order (more at a tie); None past the cap."""
+        if m > self._m and not self._rank(m):
+            return None
+        return _py_ordered(self._scores, m)
+
+    def score(self, pk: int) -> float:
+        return self._scores[pk]
+
+    def _rank(self, m: int) -> bool:
+        """Exact scores of a set of pks that holds every pk of the first ``m`` of the order
+        (and all of its ties); False when that needs more than ``cap`` postings.
+
+        Phrases are visited rarest first, every posting into ``partial`` (each pk's terms so
+        far: a lower bound of its score), until the m-th best partial exceeds ``rest``, the
+        summed bounds of the phrases left: a pk outside ``partial`` scores at most ``rest``.
+        Then the phrases left are visited for the candidates only, rarest first, and after
+        each the candidates whose partial plus the bounds still left stays below the m-th
+        best partial are dropped (``_prune``): as ``rest`` shrinks and the m-th rises, few
+        are still looked up in the common words.  The survivors' scores are summed phrase
+        by phrase in query order, as FTS5 sums them."""
+        phrases, weight = self._phrases, self._weight
+        bounds = [p.idf * (K1 + 1.0) * BOUND_MARGIN for p in phrases]   # a term < idf (k1 + 1)
+        todo = sorted(range(len(phrases)), key=lambda i: (-bounds[i], i))   # rarest first
+        terms: list[dict[int, float] | None] = [None] * len(phrases)
+        partial: dict[int, float] = {}
+        taken = 0.0        # summed bounds of the phrases visited: no partial exceeds it
+        while todo:
+            rest = _rest(bounds, todo)
+            # the m-th best partial can exceed ``rest`` only if ``taken`` does: a cheap test first
+            if len(partial) >= m and taken * BOUND_MARGIN > rest and _mth(partial, m) > rest:
+                break     # no pk outside ``partial`` can reach the m-th
+            i = todo.pop(0)
+            self._visited += len(phrases[i].pks)
+            if self._cap is not None and self._visited > self._cap:
+                return False
+            got = terms[i] = self._terms_of(phrases[i], weight)
+            _add(partial, got)
+            taken += bounds[i]
+        cand = _prune(partial, m, _rest(bounds, todo))
+        while todo:           # the common phrases: looked up for the candidates left only
+            i = todo.pop(0)
+            self._visited += len(cand)
+            if self._cap is not None and self._visited > self._cap:
+                return False
+            got = terms[i] = self._lookup(phrases[i], cand, weight)
+            for p, c in got.items():
+                cand[p] += c
+            cand = _prune(cand, m, _rest(bounds, todo))
+        held = [t for t in terms if t is not None]
+        scores = {}
+        for p in cand:        # phrase by phrase in query order from 0.0, as FTS5 sums them
+            total = 0.0
+            for got in held:
+                c = got.get(p)
+                if c is not None:
+                    total += c
+            scores[p] = total
+        self._m, self._scores = m, scores
+        return True
+
+    def _terms_of(self, ph: Phrase, section_weight: float) -> dict[int, float]:
+        """Every posting's term of one phrase: ``_py_term``, for the common weight 1.0
+        computed once per distinct (tf, row length) with the same operations and mapped
+        over the postings in C (no Python step per posting)."""
+        if section_weight != 1.0:
+            return {p: _py_term(t, s, d, ph.idf, self._avgdl, section_weight)
+                    for p, t, s, d in zip(ph.pks, ph.tf, ph.sec, ph.dl, strict=True)}
+        avgdl, idf, k1p = self._avgdl, ph.idf, K1 + 1.0
+        # f = float(tf): int * float and float + int convert tf exactly, as float(tf) does
+        term = {(t, d): ((t * k1p) / (K1 * ((1 - B) + (B * d) / avgdl) + t)) * idf
+                for t, d in set(zip(ph.tf, ph.dl, strict=True))}
+        return dict(zip(ph.pks, map(term.__getitem__, zip(ph.tf, ph.dl, strict=True)), strict=True))
+
+    def _lookup(self, ph: Phrase, cand: dict[int, float], section_weight: float) -> dict[int, float]:
+        """The phrase's terms of the candidates it holds: every posting's term when the
+        phrase is not much longer than the candidates, else a binary search per candidate."""
+        pks, n = ph.pks, len(ph.pks)
+        if n <= _SCAN_RATIO * len(cand):
+            every = self._terms_of(ph, section_weight)
+            return {p: every[p] for p in cand.keys() & every.keys()}
+        got = {}
+        lo = 0
+        for p in sorted(cand):    # ascending: each search starts where the last one ended
+            j = lo = bisect_left(pks, p, lo)
+            if j == n:
+                break
+            if pks[j] == p:
+                got[p] = _py_term(ph.tf[j], ph.sec[j], ph.dl[j], ph.idf, self._avgdl, section_weight)
+        return got
+
+
+_SCAN_RATIO = 8     # a phrase at most this many times longer than the candidates is scored whole
+
+
+def _rest(bounds: list[float], todo: list[int]) -> float:
+    """The most the phrases in ``todo`` can add to any pk's score."""
+    return math.fsum(bounds[i] for i in todo) * BOUND_MARGIN
+
+
+def _mth(partial: dict[int, float], m: int) -> float:
+    return heapq.nlargest(m, partial.values())[-1]
+
+
+def _add(partial: dict[int, float], got: dict[int, float]) -> None:
+    """``partial[p] += got[p]`` (absent = 0.0): the new pks in C, the shared ones in Python."""
+    if not partial:
+        partial.update(got)
+        return
+    shared = [(p, partial[p]) for p in partial.keys() & got.keys()]
+    partial.update(got)
+    for p, v in shared:
+        partial[p] = v + got[p]
+
+
+def _prune(partial: dict[int, float], m: int, rest: float) -> dict[int, float]:
+    """The pks that can still be among the first ``m`` (ties included): partial plus
+    ``rest`` at least the m-th best partial, less the rounding margins."""
+    if len(partial) <= m:
+        return dict(partial)
+    low = _mth(partial, m) * (1.0 - 1e-9)
+    return {p: v for p, v in partial.items() if (v + rest) * BOUND_MARGIN >= low}
+
+
+def _py_ordered(scores: dict[int, float], m: int) -> list[int]:
+    """``_ordered`` over a dict of scores."""
+    cand = [(s, p) for p, s in scores.items() if s > 0.0]
+    if len(cand) > m:
+        kth = heapq.nlargest(m, (s for s, _ in cand))[-1]
+        cand = [(s, p) for s, p in cand if s >= kth]
+    cand.sort(key=lambda sp: (-sp[0], sp[1]))
+    return [p for _, p in cand]
