@@ -71,8 +71,9 @@ def _doc(args: argparse.Namespace, times: dict[str, list[float]], traces: dict[s
         out[name] = row
     doc: dict[str, object] = {"runs": args.runs, "cores": os.cpu_count(), "db": args.db or "the sample",
                               "load_avg": [round(min(load), 2), round(max(load), 2)], "commands": out}
-    if "keyword_before" in med:
-        doc["keyword_after_over_before"] = round(med["keyword"] / med["keyword_before"], 3)
+    for name in ("keyword", "keyword_claims"):
+        if name + "_before" in med:
+            doc[name + "_after_over_before"] = round(med[name] / med[name + "_before"], 3)
     return doc
 
 
@@ -149,8 +150,9 @@ def main() -> None:
                  if tr and name.startswith("hybrid") else f"{'':>8}")
         print(f"{name:<16} {med[name]:9.1f} {min(v):9.1f} {max(v):9.1f} {med[name] / med['sqlite']:9.2f} "
               f"{med[name] / med['floor']:9.2f} {lat} {arms} {model}")
-    if "keyword_before" in med:
-        print(f"\nkeyword after / before: {med['keyword'] / med['keyword_before']:.3f}")
+    for name in ("keyword", "keyword_claims"):
+        if name + "_before" in med:
+            print(f"{name} after / before: {med[name] / med[name + '_before']:.3f}")
 
 
 if __name__ == "__main__":

@@ -32,9 +32,11 @@ def keyword_live(p50: float, p99: float) -> dict:
         "p50_ratio": p50, "p99_ratio": p99, "served": {"postings": 967, "fts5": 0}, "writes": 60}}
 
 
-def cold_cli(keyword_x: float, hybrid_x: float | None) -> dict:
+def cold_cli(keyword_x: float, hybrid_x: float | None, claims_x: float | None = None) -> dict:
     commands = {"floor": {"median_ms": 23.2, "x_sqlite": 0.87}, "sqlite": {"median_ms": 26.5, "x_sqlite": 1.0},
                 "keyword": {"median_ms": 282.0, "x_sqlite": keyword_x}}
+    if claims_x is not None:
+        commands["keyword_claims"] = {"median_ms": 151.0, "x_sqlite": claims_x}
     if hybrid_x is not None:
         commands["hybrid"] = {"median_ms": 614.0, "x_sqlite": hybrid_x}
     return {"runs": 3, "commands": commands}
@@ -110,6 +112,12 @@ def test_cold_cli_keyword_5x_hybrid_15x() -> None:
     assert rows[0].floor == "import sqlite3 26.5 ms" and rows[0].measured == "6.40x (282 ms)"
     assert len(uw.rows_cold_cli([cold_cli(4.9, None)])) == 1     # --no-hybrid: keyword only
     assert uw.rows_cold_cli([cold_cli(4.9, None)])[0].met is True
+    claims = uw.rows_cold_cli([cold_cli(4.9, 14.0, claims_x=5.7)])      # --claims N: its own row
+    assert [(r.figure, r.met) for r in claims] == [
+        ("31.2 cold `memo search` keyword / import sqlite3", True),
+        ("31.2 cold `memo search` keyword, the sample's claims / import sqlite3", False),
+        ("31.2 cold `memo search` hybrid / import sqlite3", True)]
+    assert claims[1].measured == "5.70x (151 ms)"
 
 
 def test_mcp_initialize_within_300_ms() -> None:
