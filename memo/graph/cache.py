@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from memo.graph import sidecar
-from memo.graph.csr import CSR, distinct
+from memo.graph.csr import CSR, distinct, unit_weights
 from memo.store.connect import db_file
 from memo.store.dialect import is_postgres
 
@@ -160,8 +160,8 @@ class GraphCache:
             return None
         _, at, a = found
         shape = (len(a["passage_pks"]), len(a["entity_pks"]))
-        W = CSR(a["w_indptr"], a["w_indices"], np.ones(len(a["w_indices"])), shape)
-        WT = CSR(a["wt_indptr"], a["wt_indices"], np.ones(len(a["wt_indices"])), (shape[1], shape[0]))
+        W = CSR(a["w_indptr"], a["w_indices"], unit_weights(len(a["w_indices"])), shape)
+        WT = CSR(a["wt_indptr"], a["wt_indices"], unit_weights(len(a["wt_indices"])), (shape[1], shape[0]))
         graph = MentionGraph(epoch, at, W, WT, a["passage_pks"], a["entity_pks"], a["order"], a["passage_sorted"],
                              a["entity_order"], a["entity_sorted"], path, W.nnz)
         return graph if at == seq else _append(graph, epoch, seq, _read(conn, at, seq))
@@ -230,7 +230,7 @@ def _merge(m: CSR, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -
     r, c = np.divmod(keys, width)
     indptr = np.zeros(shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=shape[0]), out=indptr[1:])
-    return CSR(indptr, c, np.ones(len(c)), shape)
+    return CSR(indptr, c, unit_weights(len(c)), shape)
 
 
 def _grow(sorted_pks: np.ndarray, order: np.ndarray, pks: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
