@@ -122,6 +122,39 @@ def test_local_transitions_hold_the_masked_rows():
                           np.concatenate([g.W.indices[g.W.indptr[i]:g.W.indptr[i + 1]] for i in (3, 1, 3)]))
 
 
+@pytest.mark.parametrize("eager_share", [0.25, 0.0, 1.0])
+def test_local_transitions_count_every_degree_up_front(monkeypatch, eager_share):
+    """The degrees ``LocalTransitions.of`` counts from the masked-out nodes' edges are the
+    rows' allowed neighbours of ``transitions`` (0 for a masked-out row); past
+    ``EAGER_SHARE`` of the edges they are left to the walk (-1) and found the same; the
+    walks are the same either way."""
+    from memo.graph import ppr
+
+    monkeypatch.setattr(ppr, "EAGER_SHARE", eager_share)
+    rng = np.random.default_rng(11)
+    g = cache._append(None, 0, 1, cache._pairs(_edges(rng, 700, 90)))
+    for share in (0.0, 0.03, 0.3, 0.9):
+        p_mask, e_mask = rng.random(g.W.shape[0]) >= share, rng.random(g.W.shape[1]) >= share
+        full = transitions(g.W, g.WT, p_mask, e_mask)
+        local = LocalTransitions.of(g.W, g.WT, p_mask, e_mask)
+        for side, m in ((0, full.to_entities), (1, full.to_passages)):
+            upfront = local.degrees[side]
+            counted = (upfront >= 0).all()
+            assert counted or (upfront == -1).all(), (share, side)
+            if eager_share == 1.0:
+                assert counted
+            if eager_share == 0.0 and share > 0:
+                assert not counted
+            if counted:
+                assert np.array_equal(upfront, np.diff(m.indptr)), (share, side)
+            assert np.array_equal(local.degree(side, np.arange(m.shape[0])), np.diff(m.indptr))
+        seeds = [int(s) for s in rng.choice(g.W.shape[1], size=2, replace=False)]
+        a = push_walk(full, seeds, damping=0.85, epsilon=1e-6)
+        b = push_walk(LocalTransitions.of(g.W, g.WT, p_mask, e_mask), seeds, damping=0.85, epsilon=1e-6)
+        assert a.iterations == b.iterations
+        assert np.array_equal(a.passages, b.passages) and np.array_equal(a.entities, b.entities)
+
+
 def test_push_walk_seeds_without_allowed_passages():
     # e0 - p0 - e1 - p1, p1 masked out, e2 mentioned only by p1: e2 has no allowed passage
     W = sparse.csr_matrix((np.ones(4), ([0, 0, 1, 1], [0, 1, 1, 2])), shape=(2, 3))
