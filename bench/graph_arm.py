@@ -46,8 +46,10 @@ from memo.graph.cache import forget_graphs, mention_graph  # noqa: E402
 from memo.graph.ppr import push_walk, transitions, walk  # noqa: E402
 from memo.profile import load_profile  # noqa: E402
 from memo.retrieve import SearchRequest, search  # noqa: E402
+from memo.store import kw_postings  # noqa: E402
 from memo.store.connect import write_tx  # noqa: E402
 from memo.store.db import open_db  # noqa: E402
+from memo.store.derived import rebuild_keyword_index  # noqa: E402
 
 
 def build(path: Path, n: int, seed: int) -> None:
@@ -76,6 +78,12 @@ def build(path: Path, n: int, seed: int) -> None:
             conn.executemany("INSERT INTO passages(pk, id, record_id, ord, text, tokens) VALUES (?, ?, ?, ?, ?, ?)",
                              rows)
             conn.executemany("INSERT INTO mentions(passage_pk, entity_pk, count) VALUES (?, ?, 1)", mrows)
+    # The keyword index and its postings too: a search counts the in-scope passages from them
+    # (without them every passage is out of scope and nothing routes).
+    with write_tx(conn):
+        rebuild_keyword_index(conn)
+    with write_tx(conn):
+        kw_postings.rebuild(conn)
     conn.close()
 
 
@@ -140,7 +148,7 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(os.environ.get("MEMO_CACHE", ".cache")) / "memo-bench"
     root.mkdir(parents=True, exist_ok=True)
-    path = root / f"graph-{args.passages}-{args.seed}.db"
+    path = root / f"graph-{args.passages}-{args.seed}-kw.db"   # -kw: with the keyword index (see build)
     if not path.exists():
         t0 = time.perf_counter()
         build(path, args.passages, args.seed)
