@@ -188,6 +188,9 @@ class SqliteSearch:
         found = impact.term_postings(conn, tuple(terms), table) if table == "passages_fts" else None
         if found is not None:
             return _holders_from_index(found, terms, rows)
+        held = kw_search.term_holders(conn, terms, rows) if table == "passages_fts" else None
+        if held is not None:         # the persistent postings (any process, from its first search)
+            return held
         return _holders_from_fts(conn, table, terms, rows)
 
 

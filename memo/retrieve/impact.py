@@ -431,11 +431,11 @@ def term_postings(conn: sqlite3.Connection, words: tuple[str, ...],
     """The index matching ``conn``'s snapshot and, per word, the sorted row numbers of the
     rows holding it (FTS5's ``MATCH '"word"'``: the word's one stem, any column); None when
     no index matches or a word is not one token (then FTS5 answers)."""
-    import numpy as np
-
     index = current_index(conn, table)
     if index is None:
         return None
+    import numpy as np  # an index is numpy's: a process holding none need not import it
+
     stems = _STEMMER.stems(index.tokenizer, words) if words else []
     if stems is None:
         return None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import threading
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -169,7 +170,7 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     if stems is None:
         return None
     global _searched
-    python = RANKER == "python" or (RANKER == "auto" and not _searched and "numpy" not in sys.modules)
+    python = RANKER == "python" or (RANKER == "auto" and not _searched and not _numpy_loaded())
     _searched = True
     rank: PyRank | NumpyRank | NumpyPruned = (
         _py_rank(conn, meta, stems, section_weight, None if RANKER == "python" else PY_MAX_POSTINGS) if python
@@ -222,6 +223,45 @@ def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int |
     pos = np.searchsorted(pks, ex)
     inside = pos < len(pks)
     return len(pks) - int((pks[pos[inside]] == ex[inside]).sum())
+
+
+def _numpy_loaded() -> bool:
+    """This process imported numpy already (then its cached arrays cost nothing extra)."""
+    return "numpy" in sys.modules
+
+
+def term_holders(conn: sqlite3.Connection, terms: Sequence[str], rows: Sequence[int]
+                 ) -> list[tuple[str, int, list[int]]] | None:
+    """Keyword evidence's counts from the postings: per term, the rows of ``passages_fts``
+    holding it (FTS5's ``count(*)`` of ``MATCH '"term"'``: the postings mirror exactly those
+    rows) and which of ``rows`` (passage pks) hold it, by binary search; None when the
+    postings do not describe the snapshot or a term is several tokens (then FTS5 answers).
+    Through FTS5 a common word's count read its whole posting list (~25 ms of a cold hybrid
+    search at 1M passages).  A process without numpy reads the postings as arrays."""
+    meta = usable(conn)
+    if meta is None:
+        return None
+    stems = stems_of(conn, tuple(terms)) if terms else []
+    if stems is None:
+        return None
+    path = db_file(conn)
+    cand = sorted(set(rows))
+    out = []
+    read: dict[str, Sequence[int]] = {}
+    for term, stem in zip(terms, stems, strict=True):
+        pks = read.get(stem)
+        if pks is None:
+            pks = read[stem] = (postings(conn, path, meta, stem).arrays[0] if _numpy_loaded()
+                                else _py_postings(conn, stem)[0])
+        n, held, lo = len(pks), [], 0
+        for r in cand:
+            lo = bisect_left(pks, r, lo)
+            if lo == n:
+                break
+            if pks[lo] == r:
+                held.append(r)
+        out.append((term, n, held))
+    return out
 
 
 def _numpy_rank(terms: list[Term], meta: kw_postings.Meta, section_weight: float) -> NumpyRank | NumpyPruned:

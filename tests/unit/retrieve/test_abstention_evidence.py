@@ -192,6 +192,37 @@ def test_joint_floor_is_validated():
 
 
 @pytest.mark.sqlite_only
+@pytest.mark.parametrize("with_numpy", [True, False])
+def test_coverage_from_the_keyword_postings_equals_coverage_from_fts5(conn, corpus, monkeypatch, with_numpy):
+    """Differential: with no impact index, the counts and holders come from the persistent
+    keyword postings (numpy's cached arrays, or the arrays a process without numpy reads);
+    the measure is the same to the last bit.  A term of several tokens leaves it to FTS5."""
+    from memo.retrieve import backend_sqlite as sqlite_backend
+    from memo.retrieve import impact, kw_search
+
+    queries = ["zebra quasar nebula weather", "weather report", "quasars and zebras", "cake filter pool",
+               "nothing here at all", "the a of", "weather weather quasar"]
+    pks = list(corpus.values())
+    impact.forget_indexes()
+    monkeypatch.setattr(kw_search, "term_holders", lambda *a: None)
+    slow = [passages_evidence(conn, q, pks, 10) for q in queries]
+    monkeypatch.undo()
+    assert kw_search.term_holders(conn, ["weather"], pks) is not None      # the postings describe the snapshot
+
+    def no_fts(*a, **k):
+        raise AssertionError("the keyword postings should have answered")
+
+    monkeypatch.setattr(sqlite_backend, "_holders_from_fts", no_fts)
+    monkeypatch.setattr(kw_search, "_numpy_loaded", lambda: with_numpy)   # without: kw_search reads arrays
+    fast = [passages_evidence(conn, q, pks + [10_000], 10) for q in queries]   # an unknown pk too
+    for s, f in zip(slow, fast, strict=True):
+        assert f.terms == s.terms
+        assert {k: v for k, v in f.coverage.items() if k != 10_000} == s.coverage
+        assert {k: v for k, v in f.matched.items() if k != 10_000} == s.matched
+        assert f.coverage.get(10_000, 0.0) == 0.0
+
+
+@pytest.mark.sqlite_only
 def test_coverage_from_the_impact_index_equals_coverage_from_fts5(conn, corpus, monkeypatch):
     """Differential: with the keyword arm's impact index current, the counts and holders
     come from its postings; the measure is the same to the last bit."""
