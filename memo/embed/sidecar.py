@@ -11,7 +11,8 @@ after ``open_valid`` checked it against the database:
 * ``vectors_epoch`` (``memo_meta``) equal to the one it was built at: any deletion of
   passages or vectors bumps the epoch, so a sidecar holding a row that is gone is stale;
 * its ``max_seq`` not above the database's ``MAX(seq)`` (a restored or rebuilt file);
-* the count of the model's rows with ``seq <= max_seq`` equal to its row count;
+* the count of the model's rows with ``seq <= max_seq`` equal to its row count (from the
+  count the schema's triggers keep, ``rows_up_to``: no scan of the table);
 * up to ``_SAMPLES`` rows (first, last, evenly spaced) present in the table with the same
   passage pk and the same CRC-32 of the float32 blob (another database of the same shape).
 
@@ -40,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from memo.embed.quantise import CHUNK_ROWS, quantise_rows
+from memo.store.migrations import VECTOR_COUNTS_FROM, user_version
 
 MAGIC = b"MEMOVEC1"
 FORMAT = 1
@@ -243,8 +245,7 @@ def open_valid(conn: sqlite3.Connection, path: Path, model_id: str, dims: int) -
         return None, f"stale sidecar (epoch {sc.epoch}, database {epoch})"
     if sc.max_seq > max_seq:
         return None, f"sidecar is ahead of the database (seq {sc.max_seq} > {max_seq})"
-    count = int(conn.execute("SELECT count(*) FROM vectors WHERE model_id = ? AND seq <= ?",
-                             (model_id, sc.max_seq)).fetchone()[0])
+    count = rows_up_to(conn, model_id, sc.max_seq)
     if count != sc.rows:
         return None, f"sidecar has {sc.rows} rows, the database {count}"
     for seq, pk, crc in sc.samples:
@@ -253,6 +254,20 @@ def open_valid(conn: sqlite3.Connection, path: Path, model_id: str, dims: int) -
         if row is None or int(row[0]) != pk or zlib.crc32(row[1]) != crc:
             return None, f"sidecar row seq {seq} differs from the database"
     return sc, "ok"
+
+
+def rows_up_to(conn: sqlite3.Connection, model_id: str, max_seq: int) -> int:
+    """The model's vector rows with ``seq <= max_seq`` in ``conn``'s snapshot: the count the
+    triggers keep (schema v7, ``memo.store.migrations.m007_vector_counts``) less the rows
+    written after ``max_seq`` (a rowid range over those few), or, in a database read at an
+    older schema, a count of the range."""
+    if user_version(conn) >= VECTOR_COUNTS_FROM:
+        row = conn.execute("SELECT rows FROM vector_counts WHERE model_id = ?", (model_id,)).fetchone()
+        after = conn.execute("SELECT count(*) FROM vectors WHERE seq > ? AND model_id = ?",
+                             (max_seq, model_id)).fetchone()[0]
+        return (int(row[0]) if row is not None else 0) - int(after)
+    return int(conn.execute("SELECT count(*) FROM vectors WHERE model_id = ? AND seq <= ?",
+                            (model_id, max_seq)).fetchone()[0])
 
 
 def rebuild_all(conn: sqlite3.Connection, db_path: str | Path, min_rows: int) -> dict[str, int]:

@@ -44,11 +44,12 @@ def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], v
     pg = is_postgres(conn)   # pgvector's vector type takes its text form
     rows = [(int(pk), model_id, pg_literal(v) if pg else encode(v), int(pk)) for pk, v in zip(pks, vecs, strict=True)]
     with write_tx(conn):
-        before = conn.total_changes
-        conn.executemany(
+        # the statement's own rows (total_changes would count the rows vector_counts'
+        # triggers write too: schema v7)
+        cur = conn.executemany(
             f"INSERT OR IGNORE INTO {table}({key}, model_id, vec) "
             f"SELECT ?, ?, ?{'::vector' if pg else ''} WHERE EXISTS (SELECT 1 FROM {parent} WHERE pk = ?)", rows)
-        return conn.total_changes - before
+        return max(int(cur.rowcount), 0) if rows else 0
 
 
 def pending_count(conn: sqlite3.Connection, model_id: str) -> int:

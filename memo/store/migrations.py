@@ -220,13 +220,44 @@ def m006_keyword_postings(conn: sqlite3.Connection) -> None:
                       " WHERE superseded_at IS NOT NULL OR forgotten_at IS NOT NULL;")
 
 
+def m007_vector_counts(conn: sqlite3.Connection) -> None:
+    """Each model's vector rows, kept by triggers (every insert, delete, cascade from a
+    deleted passage, or change of model), so the vector sidecar's check needs no count of
+    the table (``memo.embed.sidecar.open_valid``: an index range over every row, 55-100 ms
+    of a cold hybrid search at 1M passages; issue 31.2).  ``INSERT OR IGNORE`` of a row
+    already there inserts nothing and fires nothing; memo writes vectors no other way."""
+    _run_script(conn, VECTOR_COUNTS)
+
+
+VECTOR_COUNTS = """
+CREATE TABLE vector_counts (
+    model_id TEXT PRIMARY KEY,
+    rows     INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO vector_counts(model_id, rows) SELECT model_id, count(*) FROM vectors GROUP BY model_id;
+CREATE TRIGGER vectors_counted_insert AFTER INSERT ON vectors BEGIN
+    INSERT INTO vector_counts(model_id, rows) VALUES (NEW.model_id, 1)
+        ON CONFLICT(model_id) DO UPDATE SET rows = rows + 1;
+END;
+CREATE TRIGGER vectors_counted_delete AFTER DELETE ON vectors BEGIN
+    UPDATE vector_counts SET rows = rows - 1 WHERE model_id = OLD.model_id;
+END;
+CREATE TRIGGER vectors_counted_model AFTER UPDATE OF model_id ON vectors BEGIN
+    UPDATE vector_counts SET rows = rows - 1 WHERE model_id = OLD.model_id;
+    INSERT INTO vector_counts(model_id, rows) VALUES (NEW.model_id, 1)
+        ON CONFLICT(model_id) DO UPDATE SET rows = rows + 1;
+END;
+"""
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
-                                                          m005_hash_index, m006_keyword_postings]
+                                                          m005_hash_index, m006_keyword_postings, m007_vector_counts]
 LATEST = len(MIGRATIONS)
 # The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
 # add only indexes that writes use (m004), so a database from the previous memo searches
 # before anything writes to it; the first write migrates it.
 READ_FROM = 3
+VECTOR_COUNTS_FROM = 7      # ``vector_counts`` and its triggers exist from this version on
 
 
 def user_version(conn: sqlite3.Connection) -> int:

@@ -169,6 +169,58 @@ def test_stale_sidecar_after_delete_is_not_used(db):
         assert sidecar.open_valid(conn, sidecar.sidecar_path(path, "m"), "m", D)[0] is not None
 
 
+def _counted(conn) -> dict[str, int]:
+    return {r[0]: int(r[1]) for r in conn.execute("SELECT model_id, rows FROM vector_counts") if r[1]}
+
+
+def _actual(conn) -> dict[str, int]:
+    return {r[0]: int(r[1]) for r in conn.execute("SELECT model_id, count(*) FROM vectors GROUP BY model_id")}
+
+
+def test_vector_counts_follow_every_write(db):
+    """schema v7: the triggers keep each model's rows through inserts (a duplicate ignored),
+    deletes, a passage's cascade and a change of model."""
+    conn, path, pks, vecs = db
+    assert _counted(conn) == _actual(conn) == {"m": len(pks)}
+    assert write_vectors(conn, "m", pks[:5], vecs[:5]) == 0          # already there: nothing
+    assert write_vectors(conn, "other", pks[:7], vecs[:7]) == 7
+    assert _counted(conn) == _actual(conn) == {"m": len(pks), "other": 7}
+    with write_tx(conn):
+        conn.execute("DELETE FROM vectors WHERE model_id = 'm' AND passage_pk IN (?, ?)", (pks[0], pks[1]))
+        conn.execute("DELETE FROM passages WHERE pk = ?", (pks[2],))      # its vectors cascade
+        conn.execute("UPDATE vectors SET model_id = 'third' WHERE model_id = 'other' AND passage_pk = ?", (pks[3],))
+    assert _counted(conn) == _actual(conn) == {"m": len(pks) - 3, "other": 5, "third": 1}
+
+
+def test_sidecar_check_reads_the_kept_count_not_the_table(db):
+    """The sidecar's row check uses the kept count less the rows after it (no count of every
+    row), and still refuses a sidecar whose rows were deleted behind the epoch's back; a
+    database at an older schema (no kept count) counts the rows as before."""
+    conn, path, pks, vecs = db
+    _search(VectorIndex("m", D, db_path=str(path)), conn, vecs[0], None, 5, EXACT)
+    write_vectors(conn, "m", _fill(conn, 2, start=7000), vecs[:2])         # two rows after the sidecar
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        with read_tx(conn):
+            assert sidecar.open_valid(conn, sidecar.sidecar_path(path, "m"), "m", D)[1] == "ok"
+    finally:
+        conn.set_trace_callback(None)
+    assert not [q for q in seen if "count(*) FROM vectors WHERE model_id" in q], seen
+    assert [q for q in seen if "FROM vector_counts" in q], seen
+    with write_tx(conn):    # a row gone with no epoch bump (another tool): the kept count says so
+        conn.execute("DELETE FROM vectors WHERE passage_pk = ? AND model_id = 'm'", (pks[100],))
+    with read_tx(conn):
+        sc, why = sidecar.open_valid(conn, sidecar.sidecar_path(path, "m"), "m", D)
+    assert sc is None and "rows" in why, why
+    with write_tx(conn):
+        conn.execute("PRAGMA user_version = 6")      # as a v6 file is read: the rows are counted
+    with read_tx(conn):
+        assert sidecar.rows_up_to(conn, "m", 10**9) == _actual(conn)["m"]
+        sc, why = sidecar.open_valid(conn, sidecar.sidecar_path(path, "m"), "m", D)
+    assert sc is None and "rows" in why, why
+
+
 def test_sidecar_of_another_database_is_refused(db, tmp_path):
     conn, path, pks, vecs = db
     _search(VectorIndex("m", D, db_path=str(path)), conn, vecs[0], None, 5, EXACT)

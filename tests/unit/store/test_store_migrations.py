@@ -110,6 +110,8 @@ def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -
     raw = _sqlite3.connect(db)
     raw.executescript("DROP INDEX records_ext_id; DROP INDEX passages_ext; DROP INDEX records_hash; "
                       "DROP TABLE kw_base; DROP TABLE kw_delta; DROP TABLE kw_meta; DROP INDEX records_not_live; "
+                      "DROP TRIGGER vectors_counted_insert; DROP TRIGGER vectors_counted_delete; "
+                      "DROP TRIGGER vectors_counted_model; DROP TABLE vector_counts; "
                       "PRAGMA user_version = 3;")
     raw.close()
     assert memo.search("deploy key", db=db, mode="keyword").results
