@@ -86,7 +86,8 @@ class FactVectorIndex(VectorIndex):
         return str(row[0]), int(row[1])
 
     def _load_since(self, conn: sqlite3.Connection, seq: int, max_seq: int) -> None:
-        rows = conn.execute("SELECT seq, fact_pk, vec FROM fact_vectors WHERE model_id = ? AND seq > ? "
+        # ``+model_id``: the rowid range over the rows after ``seq`` (as VectorIndex._read_since)
+        rows = conn.execute("SELECT seq, fact_pk, vec FROM fact_vectors WHERE +model_id = ? AND seq > ? "
                             "ORDER BY seq", (self.model_id, seq)).fetchall()
         self.loads += 1
         if rows:

@@ -201,7 +201,9 @@ class VectorIndex:
             self.load_ms += (time.perf_counter() - t0) * 1000.0
 
     def _read_since(self, conn: sqlite3.Connection, seq: int, max_seq: int) -> None:
-        rows = conn.execute("SELECT seq, passage_pk, vec FROM vectors WHERE model_id = ? AND seq > ? "
+        # ``+model_id``: the rowid range over the rows after ``seq``, not the (model_id,
+        # passage) index over every row of the model and a sort (82 ms for 10 rows at 1M)
+        rows = conn.execute("SELECT seq, passage_pk, vec FROM vectors WHERE +model_id = ? AND seq > ? "
                             "ORDER BY seq", (self.model_id, seq)).fetchall()
         self._add_rows(rows, max_seq)
 

@@ -181,7 +181,8 @@ def build(conn: sqlite3.Connection, path: Path, model_id: str, dims: int) -> Sid
         def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
             after = 0
             while True:
-                got = conn.execute("SELECT seq, passage_pk, vec FROM vectors WHERE model_id = ? AND seq > ? "
+                # ``+model_id``: a rowid range per chunk, not the model's whole index and a sort
+                got = conn.execute("SELECT seq, passage_pk, vec FROM vectors WHERE +model_id = ? AND seq > ? "
                                    "AND seq <= ? ORDER BY seq LIMIT ?",
                                    (model_id, after, max_seq, CHUNK_ROWS)).fetchall()
                 if not got:
@@ -263,7 +264,9 @@ def rows_up_to(conn: sqlite3.Connection, model_id: str, max_seq: int) -> int:
     older schema, a count of the range."""
     if user_version(conn) >= VECTOR_COUNTS_FROM:
         row = conn.execute("SELECT rows FROM vector_counts WHERE model_id = ?", (model_id,)).fetchone()
-        after = conn.execute("SELECT count(*) FROM vectors WHERE seq > ? AND model_id = ?",
+        # ``+model_id``: the rowid range over the few rows after, not the (model_id, passage)
+        # index over all of the model's rows (84 ms against 0.9 at 1M)
+        after = conn.execute("SELECT count(*) FROM vectors WHERE seq > ? AND +model_id = ?",
                              (max_seq, model_id)).fetchone()[0]
         return (int(row[0]) if row is not None else 0) - int(after)
     return int(conn.execute("SELECT count(*) FROM vectors WHERE model_id = ? AND seq <= ?",
