@@ -22,7 +22,7 @@ weights (the dense sum without reading, caching or ordering).
 checkout without ``kw_rank`` has no pruned numpy ranking and its Python ranking is
 ``kw_search._PyRank``).
 
-    python bench/keyword_rank.py --db .cache/scale/memo-100k-s16-none-b1-v6.db [--queries 40] [--json]
+    python bench/keyword_rank.py --db <the 100k file of bench/scale_build.py> [--queries 40] [--json]
 """
 
 from __future__ import annotations
