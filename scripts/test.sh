@@ -42,6 +42,18 @@ test.sh: the whole suite, slow tests included.  On 2 cores expect about 30 minut
   Fast path (under 3 minutes, no PostgreSQL, no Chromium): ./scripts/test.sh --fast
 MSG
 fi
+# The whole suite needs a few GB of free disk (the eval cache, the wheel test's venv, the
+# tests' databases); a disk that fills mid-run makes every later test error at set-up, so
+# say up front when it is short, and say again after a failure how much was left.
+_free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR==2 {printf "%.1f", $4 / 1048576}'; }
+_tmp="${TMPDIR:-/tmp}"
+_need_gb=6
+for _d in . "$_tmp"; do
+  _f="$(_free_gb "$_d")"
+  if [ -n "$_f" ] && awk -v f="$_f" -v n="$_need_gb" 'BEGIN {exit !(f < n)}'; then
+    echo "test.sh: warning: only ${_f} GB free on the disk of $_d; the whole suite needs about ${_need_gb} GB (free space, or point TMPDIR elsewhere)" >&2
+  fi
+done
 source scripts/_venv.sh dev
 
 if [ "$_fast" -eq 1 ]; then
@@ -53,6 +65,9 @@ else
   # The PostgreSQL half of the backend-parametrised tests must run here, never skip.
   MEMO_REQUIRE_POSTGRES=1 .venv/bin/python -m pytest "$@"
   rc=$?
+fi
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+  echo "test.sh: free disk after the run: $(_free_gb .) GB (checkout), $(_free_gb "$_tmp") GB ($_tmp)" >&2
 fi
 echo "test.sh: pytest took $(( (SECONDS - _t0) / 60 )) min $(( (SECONDS - _t0) % 60 )) s (exit $rc)" >&2
 if [ "$rc" -eq 5 ]; then

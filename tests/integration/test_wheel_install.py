@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def _run(cmd: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 900
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("wheel")
     src, wheels, venv, work = root / "src", root / "wheels", root / "venv", root / "work"
     for d in (src, wheels, work):
