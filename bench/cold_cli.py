@@ -49,7 +49,7 @@ def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     res = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     ms = (time.perf_counter() - t0) * 1000.0
     if res.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr[-2000:]}")
+        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr[-2000:]}{res.stdout[-2000:]}")
     return ms, res.stdout
 
 
@@ -99,7 +99,7 @@ def main() -> None:
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="memo-cold-") as tmp:
         work = Path(tmp)
-        env = dict(os.environ, MEMO_DB=args.db or str(work / "memo.db"))
+        env = dict(os.environ, MEMO_DB=str(Path(args.db).resolve()) if args.db else str(work / "memo.db"))
         if not args.db:
             t0 = time.perf_counter()
             wall([py, "-m", "memo", "import", str(SAMPLE), "--format", "beir", "--namespace", "scifact", "--json"],

@@ -12,6 +12,12 @@ import os as _os
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
 
+# Before any memo module (or typer, which memo.cli imports) defines a dataclass: their
+# methods' compiled code comes from a cache in memo's __pycache__ (memo/dc_code_cache.py).
+from memo import dc_code_cache as _dc_code_cache  # noqa: E402
+
+_dc_code_cache.install()
+
 __version__ = "0.1.0"
 __all__ = ["search", "__version__"]
 
