@@ -296,16 +296,33 @@ def entities_by_alias(conn: sqlite3.Connection, forms: Sequence[str]) -> dict[st
 
 
 def scoped_mentions(conn: sqlite3.Connection, entity_pks: Sequence[int], scope_where: str,
-                    scope_params: Sequence[object]) -> list[tuple[int, int]]:
+                    scope_params: Sequence[object], *, min_entities: int = 1) -> list[tuple[int, int]]:
     """Distinct (passage pk, entity pk) for these entities, passages inside the scope
-    (the WHERE over ``passages p JOIN records r`` every arm applies)."""
+    (the WHERE over ``passages p JOIN records r`` every arm applies), of the passages that
+    mention at least ``min_entities`` of them.
+
+    With ``min_entities`` > 1 the passages are counted first on the covering index
+    ``mentions_entity`` alone (which entities a passage mentions does not depend on the
+    scope, which keeps or drops a passage whole), and only those join passages and
+    records: an entity named in thousands of passages cost one join per mention (~13 ms
+    for 1,742 mentions at 1M passages, where the count takes ~1 ms and usually keeps none)."""
     if not entity_pks:
         return []
     marks = ",".join("?" * len(entity_pks))
+    only = ""
+    params: tuple[object, ...] = (*entity_pks, *scope_params)
+    if min_entities > 1:
+        keep = [int(r[0]) for r in conn.execute(
+            f"SELECT passage_pk FROM mentions WHERE entity_pk IN ({marks}) GROUP BY passage_pk "
+            "HAVING count(DISTINCT entity_pk) >= ?", (*entity_pks, min_entities))]
+        if not keep:
+            return []
+        only = " AND m.passage_pk IN (SELECT value FROM json_each(?))"
+        params = (*entity_pks, json.dumps(keep), *scope_params)
     return [(int(r[0]), int(r[1])) for r in conn.execute(
         "SELECT DISTINCT m.passage_pk, m.entity_pk FROM mentions m JOIN passages p ON p.pk = m.passage_pk "
-        f"JOIN records r ON r.id = p.record_id WHERE m.entity_pk IN ({marks}) AND " + (scope_where or "1"),
-        (*entity_pks, *scope_params))]
+        f"JOIN records r ON r.id = p.record_id WHERE m.entity_pk IN ({marks}){only} AND " + (scope_where or "1"),
+        params)]
 
 
 def df_outside(conn: sqlite3.Connection, entity_pks: Sequence[int], excluded: Collection[int]) -> dict[int, int]:

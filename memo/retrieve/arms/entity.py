@@ -72,12 +72,13 @@ class EntityArm:
         ents = decision.distinctive
         in_scope, _ = scope_counts(ctx.conn, ctx.scope_sql)
         weight = {e.pk: idf(in_scope, e.df) for e in ents}
+        need = min(ctx.profile.entities.min_shared, len(ents))
         by_passage: dict[int, set[int]] = {}
-        for ppk, epk in scoped_mentions(ctx.conn, [e.pk for e in ents], ctx.scope_sql.where, ctx.scope_sql.params):
+        for ppk, epk in scoped_mentions(ctx.conn, [e.pk for e in ents], ctx.scope_sql.where, ctx.scope_sql.params,
+                                        min_entities=need):
             by_passage.setdefault(ppk, set()).add(epk)
         if not by_passage:
             return []
-        need = min(ctx.profile.entities.min_shared, len(ents))
         by_passage = {p: got for p, got in by_passage.items() if len(got) >= need}
         if not by_passage:
             return []

@@ -231,6 +231,40 @@ def test_entity_df_from_the_mentions_index_equals_the_joined_count(db_path):
     assert entity_df(conn, pks, "1 = 1", ()) == scoped_df(conn, pks, "1 = 1", ())
 
 
+def test_scoped_mentions_counted_first_equal_the_filtered_join(db_path):
+    """Differential: with ``min_entities`` the passages are counted on the mentions index
+    before the scope's join; the pairs are those of the plain join less the passages naming
+    fewer of the entities, scoped, forgotten and superseded, on both backends."""
+    from memo import ops
+    from memo.retrieve.scope import build_scope_sql
+    from memo.store.db import open_db
+    from memo.store.mentions import scoped_mentions
+
+    conn = open_db(db_path, write=True)
+    bodies = ["Alice met Bob in Paris.", "Alice and Bob.", "Bob in Paris.", "Alice alone.",
+              "Carol met Alice and Bob in Rome.", "Paris, Rome and Berlin with Carol."]
+    ids = [ops.add_record(conn, RecordDraft(body=b, namespace=("a", "b")[i % 2])).record_id
+           for i, b in enumerate(bodies * 2)]
+    ops.forget(conn, [ids[0]])
+    ops.supersede(conn, ids[7], "Bob met Carol in Berlin.")
+    pks = [r[0] for r in conn.execute("SELECT pk FROM entities ORDER BY pk")]
+    assert len(pks) >= 5
+    seen = set()
+    for scope in (Scope(), Scope(namespaces=("a",)), Scope(namespaces=("b",))):
+        sql = build_scope_sql(scope)
+        for ents in (pks, pks[:2], pks[1:4], pks[::2]):
+            plain = scoped_mentions(conn, ents, sql.where, sql.params)
+            for k in (2, 3, 4):
+                per: dict[int, set[int]] = {}
+                for ppk, epk in plain:
+                    per.setdefault(ppk, set()).add(epk)
+                want = sorted(pair for pair in plain if len(per[pair[0]]) >= k)
+                got = sorted(scoped_mentions(conn, ents, sql.where, sql.params, min_entities=k))
+                assert got == want, (scope, ents, k)
+                seen.add(bool(want))
+    assert seen == {True, False}               # some choices keep passages, some keep none
+
+
 def test_a_seed_the_walk_masks_out_starts_no_walk_and_breaks_nothing(fresh_db, monkeypatch):
     """A routed entity the graph's transitions mask out (no allowed passage, or common by
     the graph's own count) used to shift the walks' columns against the seeds: the arm's
