@@ -50,6 +50,11 @@ class SearchBackend(Protocol):
         """Semantic arm: top ``ctx.fetch_depth`` passages by cosine under the scope."""
         ...
 
+    def prepare_vectors(self, ctx: Any, svc: Any) -> None:
+        """What ``vector_topk`` will read, made ready before the query vector exists (the
+        semantic arm's ``prepare``, while a cold process's model loads); same answers."""
+        ...
+
     def fact_text_topk(self, ctx: Any, match: str, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
         """Fact arm, keyword list: [(fact pk, -bm25)] best first under the facts' filter."""
         ...

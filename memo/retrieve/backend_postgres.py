@@ -49,6 +49,10 @@ class PostgresSearch:
                                           cfg=cfg, cache=conn_cache(ctx.conn))
         return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
 
+    def prepare_vectors(self, ctx: Any, svc: Any) -> None:
+        # The vectors live in the server (pgvector): nothing to map in this process.
+        return None
+
     def vectors_pending(self, ctx: Any, svc: Any) -> int:
         # The vectors live in the server (pgvector): one anti-join there.
         return int(svc.pending_in_scope(ctx.conn, ctx.scope_sql.where, ctx.scope_sql.params))

@@ -111,6 +111,16 @@ class SqliteSearch:
             hits = svc.index.search(ctx.conn, qvec, allowed_pks(ctx, svc), ctx.fetch_depth)
         return [ArmHit(pk=int(pk), rank=i + 1, raw=float(cos)) for i, (pk, cos) in enumerate(hits)]
 
+    def prepare_vectors(self, ctx: Any, svc: Any) -> None:
+        # memo's own index: the matrix brought up to this snapshot (the sidecar mapped and
+        # checked) and, for a scope that excludes few passages (the int8 scan reads every
+        # row), the int8 rows' pages mapped into the process.  Fakes: nothing to do.
+        if getattr(svc.index, "cfg", _NO_CFG) is _NO_CFG:
+            return
+        svc.index.refresh(ctx.conn, ctx.profile.index if ctx.profile is not None else None)
+        if scope_stats(ctx.conn, ctx.scope_sql).excluded is not None:
+            svc.index.warm()
+
     def vectors_pending(self, ctx: Any, svc: Any) -> int:
         # memo's own index counts the in-scope rows it holds, with the masks the search
         # just used; the passages in scope are already counted (scope_stats), so nothing

@@ -6,6 +6,14 @@ matrix-vector product, a few milliseconds, and a thread pool's hand-off would co
 as much as it saves on 2 cores (docs/results-log.md "Arms in one thread, the arm-hit cache,
 the candidate fetch").
 
+Order: first the arms that need neither the model nor another arm's hits (``Arm.needs_model``,
+``Arm.after``), then the others' ``prepare`` (what of them needs neither), then the others,
+each group in ``ARMS`` order; the runs are reported in ``ARMS`` order.  A cold ``memo search``
+starts building the model's session on a helper thread, and the semantic arm waits for it
+(~100 ms at 1M passages): the keyword, exact and entity arms and the graph arm's walk now
+fill that wait instead of following it.  No arm reads what a later one writes, so the hits
+are the same in any order (``tests/unit/retrieve/test_run_arms_order.py``).
+
 Each arm's hits go into ``ctx.scratch.hits`` as it finishes, so an arm later in ``ARMS``
 may read those of the arms before it: the graph arm's title hop reads the keyword and
 semantic arms' best (``graph.title_hits``), and declares their keys in its ``reads``.
@@ -45,46 +53,69 @@ ARM_CACHE_MAX = 8192   # entries per connection (~10 KB each at fetch_depth 100)
 def run_arms(ctx: ArmContext, arms: Sequence[Arm]) -> list[ArmRun]:
     cache = conn_cache(ctx.conn).setdefault("arm_hits", {}) if ctx.services.arm_cache else None
     request_key = _request_key(ctx) if cache is not None else None
-    runs: list[ArmRun] = []
-    syntax_error: QuerySyntaxError | None = None
-    for arm in arms:
-        plan = arm.plan(ctx)
-        if not plan.runs:
-            runs.append(ArmRun(arm.name, False, plan.reason, plan.degraded, (), 0.0))
+
+    def cached(arm: Arm) -> tuple[tuple[Any, ...], tuple | None]:
+        if cache is None:
+            return (), None
+        key = (arm.name, request_key, reads_key(arm, ctx.profile))
+        return key, cache.get(key)
+
+    free = [a for a in arms if not _waits(a)]
+    rest = [a for a in arms if _waits(a)]
+    done: dict[str, ArmRun] = {}
+    errors: dict[str, QuerySyntaxError] = {}
+    for arm in free:
+        done[arm.name] = _run_one(ctx, arm, arm.plan(ctx), cached(arm), cache, errors)
+    for arm in rest:
+        prepare = getattr(arm, "prepare", None)
+        if prepare is None or cached(arm)[1] is not None:
             continue
-        if cache is not None:
-            key = (arm.name, request_key, reads_key(arm, ctx.profile))
-            hit = cache.get(key)
-            if hit is not None:
-                runs.append(ArmRun(arm.name, True, plan.reason, False, hit[0], hit[1]))
-                ctx.scratch.hits[arm.name] = hit[0]
-                continue
-        t0 = time.perf_counter()
         try:
-            hits = arm.run(ctx)
-        except QuerySyntaxError as err:
-            syntax_error = err
-            runs.append(ArmRun(arm.name, False, f"not run: {err}", False, (), _ms(t0)))
-            continue
-        except ModelUnavailable as err:
-            runs.append(ArmRun(arm.name, False, f"model unavailable: {err}", True, (), _ms(t0)))
-            continue
-        except sqlite3.OperationalError as err:
-            if "locked" in str(err) or "busy" in str(err):
-                raise StoreBusy(f"{arm.name} arm: {err}") from err
-            raise StoreError(f"{arm.name} arm: {err}") from err
-        except sqlite3.DatabaseError as err:
-            raise StoreError(f"{arm.name} arm: {err}") from err
-        run = ArmRun(arm.name, True, plan.reason, False, tuple(hits[:ctx.fetch_depth]), _ms(t0))
-        if cache is not None:
-            if len(cache) >= ARM_CACHE_MAX:
-                cache.clear()
-            cache[key] = (run.hits, run.latency_ms)
-        ctx.scratch.hits[arm.name] = run.hits
-        runs.append(run)
-    if syntax_error is not None and not any(r.ran for r in runs):
-        raise syntax_error
+            prepare(ctx)
+        except Exception:  # noqa: BLE001 - only a head start: its run() does it again and reports the error
+            ctx.scratch.prepared.pop(arm.name, None)
+    for arm in rest:
+        done[arm.name] = _run_one(ctx, arm, arm.plan(ctx), cached(arm), cache, errors)
+    runs = [done[a.name] for a in arms]
+    if errors and not any(r.ran for r in runs):
+        raise [errors[a.name] for a in arms if a.name in errors][-1]     # the last arm's, in ARMS order
     return runs
+
+
+def _waits(arm: Arm) -> bool:
+    """The arm needs the embedding model or another arm's hits."""
+    return bool(getattr(arm, "needs_model", False) or getattr(arm, "after", ()))
+
+
+def _run_one(ctx: ArmContext, arm: Arm, plan: Any, cached: tuple[tuple[Any, ...], tuple | None],
+             cache: dict | None, errors: dict[str, QuerySyntaxError]) -> ArmRun:
+    if not plan.runs:
+        return ArmRun(arm.name, False, plan.reason, plan.degraded, (), 0.0)
+    key, hit = cached
+    if hit is not None:
+        ctx.scratch.hits[arm.name] = hit[0]
+        return ArmRun(arm.name, True, plan.reason, False, hit[0], hit[1])
+    t0 = time.perf_counter()
+    try:
+        hits = arm.run(ctx)
+    except QuerySyntaxError as err:
+        errors[arm.name] = err
+        return ArmRun(arm.name, False, f"not run: {err}", False, (), _ms(t0))
+    except ModelUnavailable as err:
+        return ArmRun(arm.name, False, f"model unavailable: {err}", True, (), _ms(t0))
+    except sqlite3.OperationalError as err:
+        if "locked" in str(err) or "busy" in str(err):
+            raise StoreBusy(f"{arm.name} arm: {err}") from err
+        raise StoreError(f"{arm.name} arm: {err}") from err
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"{arm.name} arm: {err}") from err
+    run = ArmRun(arm.name, True, plan.reason, False, tuple(hits[:ctx.fetch_depth]), _ms(t0))
+    if cache is not None:
+        if len(cache) >= ARM_CACHE_MAX:
+            cache.clear()
+        cache[key] = (run.hits, run.latency_ms)
+    ctx.scratch.hits[arm.name] = run.hits
+    return run
 
 
 def _request_key(ctx: ArmContext) -> tuple[Any, ...]:

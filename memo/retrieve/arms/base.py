@@ -16,6 +16,13 @@ Contract:
 * ``run(ctx)`` returns at most ``ctx.fetch_depth`` ``ArmHit`` s, best first, rank 1-based,
   with the scope filter already applied *inside* the arm's query (``ctx.scope_sql``),
   before its top-k.
+* ``needs_model``: its plan or run may wait for the embedding model (the query vector);
+  ``after``: the arms whose hits it reads (``ctx.scratch.hits``).  ``memo.retrieve.run_arms``
+  runs the arms that need neither first, so a cold process's model load overlaps them.
+* ``prepare(ctx)`` (optional): the part of ``run`` that needs neither the model nor another
+  arm's hits, done ahead while the model loads (into ``ctx.scratch.prepared[name]``, which
+  ``run`` takes, or a warmed cache); called before ``plan``, so it checks cheaply itself
+  whether the arm will run, and never waits for the model.  Same hits with or without it.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class Scratch:
     # The hits of the arms that already ran, by arm name (memo.retrieve.run_arms): the graph
     # arm's title hop reads the keyword and semantic arms' best (graph.title_hits).
     hits: dict[str, tuple[ArmHit, ...]] = field(default_factory=dict)
+    # What an arm's prepare() computed ahead of its run(), by arm name (taken by run()).
+    prepared: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +121,8 @@ class Arm(Protocol):
     name: ArmName
     evidence: frozenset[EvidenceKind]
     reads: tuple[str, ...]
+    needs_model: bool
+    after: tuple[ArmName, ...]
 
     def plan(self, ctx: ArmContext) -> ArmPlan: ...
 

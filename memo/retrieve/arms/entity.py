@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memo.errors import QuerySyntaxError
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmName, ArmPlan, VoteEvidence, default_weigh
 from memo.retrieve.arms.shared import plan_routed, routed
 from memo.retrieve.backend import backend_of
 from memo.retrieve.scope import scope_counts
@@ -58,6 +58,8 @@ class EntityArm:
     name = "entity"
     evidence = frozenset({"structural"})
     reads = ("retrieve.fetch_depth", "entities")
+    needs_model = False
+    after: tuple[ArmName, ...] = ()
 
     def weigh(self, ev: Any) -> VoteEvidence:
         return default_weigh(self.evidence, ev)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmName, ArmPlan, VoteEvidence, default_weigh
 from memo.retrieve.backend import backend_of
 from memo.text.fts_query import exact_match
 from memo.text.identifiers import query_looks_like_identifier
@@ -19,6 +19,8 @@ class ExactArm:
     name = "exact"
     evidence = frozenset({"lexical"})
     reads = ("retrieve.fetch_depth", "exact.min_share")
+    needs_model = False
+    after: tuple[ArmName, ...] = ()
 
     def weigh(self, ev: Any) -> VoteEvidence:
         return default_weigh(self.evidence, ev)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memo.errors import ModelUnavailable, QuerySyntaxError
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmName, ArmPlan, VoteEvidence
 from memo.retrieve.arms.shared import SEMANTIC_OFF_MODES, query_vector
 from memo.retrieve.backend import backend_of
 from memo.retrieve.conn_cache import conn_cache
@@ -114,6 +114,9 @@ class FactArm:
     name = "fact"
     evidence = frozenset({"lexical", "semantic"})
     reads = ("retrieve.fetch_depth", "fact", "fusion.k", "index")
+    # facts by meaning embed the query
+    needs_model = True
+    after: tuple[ArmName, ...] = ()
 
     def weigh(self, ev: Any) -> VoteEvidence:
         """Facts matched by words are judged by their text's coverage; facts matched by

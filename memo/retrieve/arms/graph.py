@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmName, ArmPlan, VoteEvidence, default_weigh
 from memo.retrieve.arms.shared import AUTO_ONLY, plan_routed, routed
 from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.route import is_common
@@ -153,6 +153,8 @@ class GraphArm:
     name = "graph"
     evidence = frozenset({"structural"})
     reads = ("retrieve.fetch_depth", "entities", "graph", "retrieve.keyword_section_weight", "index")
+    needs_model = False
+    after: tuple[ArmName, ...] = TITLE_HOP_ARMS     # the title hop reads their best hits
 
     def weigh(self, ev: Any) -> VoteEvidence:
         return default_weigh(self.evidence, ev)
@@ -163,13 +165,33 @@ class GraphArm:
             return ArmPlan(runs=True, reason=f"{plan.reason}; title hop from the best keyword and semantic hits")
         return plan
 
+    def prepare(self, ctx: ArmContext) -> None:
+        """The graph, its masks and the walk from the query's entities: all of the arm but
+        the title hop, which reads the keyword and semantic arms' hits (``run_arms`` calls
+        this while a cold process's model loads)."""
+        if self.plan(ctx).runs:
+            ctx.scratch.prepared[self.name] = self._walked(ctx)
+
     def run(self, ctx: ArmContext) -> list[ArmHit]:
-        if ctx.profile is None:
+        prepared = ctx.scratch.prepared.pop(self.name, None)
+        walked = prepared if prepared is not None else self._walked(ctx)
+        if walked is None:
             return []
+        graph, masks, rows = walked
+        if ctx.profile.graph.title_hits > 0:
+            rows = merge_title_hops(rows, self._title_hops(ctx, graph, masks))
+        rows.sort(key=lambda t: (-t[0], t[1]))
+        return [ArmHit(pk=pk, rank=rank, raw=raw, votes=votes)
+                for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1)]
+
+    def _walked(self, ctx: ArmContext) -> tuple[Any, Any, list[tuple[float, int, tuple[GraphVote, ...]]]] | None:
+        """(graph, masks, the walk's rows), or None when the arm reports nothing."""
+        if ctx.profile is None:
+            return None
         decision = routed(ctx)
         cfg = ctx.profile.graph
         if not decision.fired and cfg.title_hits <= 0:
-            return []
+            return None
         import numpy as np
 
         from memo.graph.cache import mention_graph
@@ -198,11 +220,7 @@ class GraphArm:
                         else transitions(graph.W, graph.WT, p_mask, e_mask))
             masks = cache[key] = (walkable, p_mask)
         rows = self._walk(ctx, graph, masks[0], decision) if decision.fired else []
-        if cfg.title_hits > 0:
-            rows = merge_title_hops(rows, self._title_hops(ctx, graph, masks))
-        rows.sort(key=lambda t: (-t[0], t[1]))
-        return [ArmHit(pk=pk, rank=rank, raw=raw, votes=votes)
-                for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1)]
+        return graph, masks, rows
 
     @staticmethod
     def _title_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence, default_weigh
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmName, ArmPlan, VoteEvidence, default_weigh
 from memo.retrieve.backend import backend_of
 from memo.text.fts_query import keyword_match, query_words
 
@@ -22,6 +22,8 @@ class KeywordArm:
     name = "keyword"
     evidence = frozenset({"lexical"})
     reads = ("retrieve.fetch_depth", "retrieve.keyword_section_weight")
+    needs_model = False
+    after: tuple[ArmName, ...] = ()
 
     def weigh(self, ev: Any) -> VoteEvidence:
         return default_weigh(self.evidence, ev)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memo.retrieve.arms.base import ArmContext, ArmHit, ArmPlan, VoteEvidence
+from memo.retrieve.arms.base import ArmContext, ArmHit, ArmName, ArmPlan, VoteEvidence
 from memo.retrieve.arms.shared import SEMANTIC_OFF_MODES, embedded_text, own_vector, query_vector
 from memo.retrieve.backend import backend_of
 
@@ -26,6 +26,9 @@ class SemanticArm:
     evidence = frozenset({"semantic"})
     # [index]: the int8 scan's shortlist decides which rows are rescored exactly
     reads = ("retrieve.fetch_depth", "entities", "index")
+    # embeds the query: waits for the model
+    needs_model = True
+    after: tuple[ArmName, ...] = ()
 
     def weigh(self, ev: Any) -> VoteEvidence:
         """The cosine, and the query-as-typed cosine a hit carries when the arm embedded
@@ -49,6 +52,14 @@ class SemanticArm:
             return ArmPlan(runs=True, reason=f"model {svc.model_id}; embeds the query without "
                                              f"{', '.join(left_out)} (common in scope)")
         return ArmPlan(runs=True, reason=f"model {svc.model_id}")
+
+    def prepare(self, ctx: ArmContext) -> None:
+        """The vectors this search will scan made ready while the model loads (the matrix
+        loaded, its int8 rows' pages mapped: ``Backend.prepare_vectors``)."""
+        svc = ctx.services.semantic
+        if ctx.mode in SEMANTIC_OFF_MODES or svc is None or getattr(svc, "index", None) is None:
+            return
+        backend_of(ctx.conn).prepare_vectors(ctx, svc)
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
         svc = ctx.services.semantic

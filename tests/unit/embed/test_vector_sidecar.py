@@ -4,6 +4,7 @@ snapshot (issue 16.3 / 16.5)."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sqlite3
 from pathlib import Path
@@ -391,3 +392,51 @@ def test_packed_scores_equal_the_int8_kernel():
     p = quantise.pack(rows8)
     assert p is not None
     np.testing.assert_array_equal(quantise.approx_scores(q, rows8, scale, p), quantise.approx_scores(q, rows8, scale))
+
+
+def _resident_kb(addr: int) -> int:
+    """Rss (kB) of this process's mapping that holds ``addr`` (Linux /proc/self/smaps)."""
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()[0]
+        if "-" in head and not head.endswith(":"):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= addr < hi
+        elif inside and head == "Rss:":
+            return int(line.split()[1])
+    raise AssertionError("no mapping holds the address")
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+def test_warm_maps_the_int8_rows_once_and_changes_no_answer(tmp_path: Path):
+    """The semantic arm's prepare (while a cold process's model loads) maps the int8 rows'
+    pages ahead of the first scan; a process that scanned (or packed) already is left alone;
+    the answers are the ones without it."""
+    path = tmp_path / "w.db"
+    conn = open_db(path)
+    pks = _fill(conn, 40_000)
+    write_vectors(conn, "m", pks, _unit(np.random.default_rng(8), len(pks)))
+    qs = _unit(np.random.default_rng(12), 3)
+    want = [_search(VectorIndex("m", D, db_path=str(path)), conn, q, None, 50, QUANT) for q in qs]
+    conn.close()
+    conn = open_db(path)                 # the sidecar exists now: mapped, not read
+    idx = VectorIndex("m", D, db_path=str(path))
+    with read_tx(conn):
+        idx.refresh(conn, QUANT)
+    i8 = idx._base.i8
+    size_kb = i8.nbytes // 1024
+    before = _resident_kb(i8.ctypes.data)
+    idx.warm()
+    after = _resident_kb(i8.ctypes.data)
+    assert before < size_kb // 2 and after >= size_kb * 0.95, (before, after, size_kb)
+    got = [_search(idx, conn, q, None, 50, QUANT) for q in qs]
+    assert got == want and idx.last_path == "int8"
+    # after a scan (or once packed) there is nothing to map: warm does not read the rows
+    idx._base = dataclasses.replace(idx._base, i8=_Untouchable())
+    idx.warm()
+    conn.close()
+
+
+class _Untouchable:
+    def __array__(self, *a, **k):
+        raise AssertionError("warm read the int8 rows again after a scan")
