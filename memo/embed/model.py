@@ -37,7 +37,7 @@ import numpy as np
 from memo.embed import optimized
 from memo.embed.integrity import verify
 from memo.embed.registry import ModelSpec
-from memo.errors import ModelUnavailable
+from memo.errors import MemoError, ModelUnavailable
 from memo.text.folding import scrub_surrogates
 
 DEFAULT_BATCH = 64
@@ -160,6 +160,34 @@ def start_loading(spec: ModelSpec) -> None:
             _builds[spec.id] = SessionBuild(ort, spec)
 
 
+_tokenizers: dict[str, tuple[ModelSpec, Any]] = {}   # model id -> (spec, tokenizer) parsed ahead, not yet taken
+
+
+def preload_tokenizer(spec: ModelSpec) -> None:
+    """Parse ``spec``'s tokenizer now, for the next ``OnnxEmbedder(spec)`` of this process
+    to take: the semantic arm's prepare, while the session builds on its helper thread
+    (the tokenizer is ~15 ms that would otherwise follow the build).  A failure is left
+    for the embedder to meet and report."""
+    with _builds_lock:
+        if spec.id in _tokenizers:
+            return
+    try:
+        tok = load_tokenizer(spec)
+    except MemoError:
+        return
+    with _builds_lock:
+        _tokenizers.setdefault(spec.id, (spec, tok))
+
+
+def _take_tokenizer(spec: ModelSpec) -> Any:
+    """The tokenizer ``preload_tokenizer`` parsed for ``spec`` (the same spec), else a new one."""
+    with _builds_lock:
+        got = _tokenizers.pop(spec.id, None)
+    if got is not None and got[0] == spec:
+        return got[1]
+    return load_tokenizer(spec)
+
+
 def _take_build(ort: Any, spec: ModelSpec) -> SessionBuild:
     """The build ``start_loading`` started for ``spec`` (the same spec), else a new one."""
     with _builds_lock:
@@ -216,7 +244,7 @@ class OnnxEmbedder:
         self.dimensions = spec.dimensions
         build = _take_build(ort, spec)               # the session builds while the tokenizer loads
         try:
-            tokenizer = load_tokenizer(spec)
+            tokenizer = _take_tokenizer(spec)
         finally:
             self.session = _built(build)             # a bad model file is reported before a bad tokenizer
         self.tokenizer = tokenizer

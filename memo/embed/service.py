@@ -25,7 +25,7 @@ import numpy as np
 from memo.embed.fact_vectors import clear_fact_indexes, get_fact_index
 from memo.embed.index import VectorIndex, db_key
 from memo.embed.integrity import file_key
-from memo.embed.model import OnnxEmbedder
+from memo.embed.model import OnnxEmbedder, preload_tokenizer
 from memo.embed.registry import ModelSpec, Registry, load_registry
 from memo.errors import MemoError, ModelUnavailable
 
@@ -40,6 +40,13 @@ def _file_state(spec: ModelSpec) -> object:
         return (file_key(spec.onnx), file_key(spec.tokenizer) if spec.tokenizer.exists() else None)
     except OSError:
         return None
+
+
+def model_loaded(spec: ModelSpec) -> bool:
+    """Whether this process holds ``spec``'s model already."""
+    with _lock:
+        model = _models.get(spec.id)
+        return model is not None and model.spec == spec
 
 
 def load_model(spec: ModelSpec) -> OnnxEmbedder:
@@ -107,6 +114,12 @@ class SemanticService:
             finally:
                 self._model_load_ms += (time.perf_counter() - t0) * 1000.0
         return self._embedder  # type: ignore[return-value]
+
+    def prepare_model(self) -> None:
+        """Before the model is asked for (the semantic arm's prepare): when this process has
+        not loaded it yet, its tokenizer is parsed now, while the session builds."""
+        if self._embedder is None and not model_loaded(self.spec):
+            preload_tokenizer(self.spec)
 
     def take_startup_ms(self) -> dict[str, float]:
         """Model and matrix load time (ms) since the last call: the pipeline reports it in

@@ -56,6 +56,30 @@ def test_a_build_for_another_file_is_not_taken(tmp_path: Path) -> None:
     assert REAL.id not in model._builds
 
 
+def test_an_embedder_takes_the_tokenizer_parsed_ahead(tmp_path: Path) -> None:
+    """The semantic arm's prepare parses the tokenizer while the session builds; the next
+    embedder of the same spec takes it (same vectors), another spec's is not taken, and a
+    missing tokenizer parsed ahead is still reported when the model is asked for."""
+    plain = _vectors(OnnxEmbedder(REAL))
+    model.preload_tokenizer(REAL)
+    tok = model._tokenizers[REAL.id][1]
+    model.preload_tokenizer(REAL)                        # a second call keeps the first
+    assert model._tokenizers[REAL.id][1] is tok
+    emb = OnnxEmbedder(REAL)
+    assert emb.tokenizer is tok and REAL.id not in model._tokenizers
+    assert np.array_equal(_vectors(emb), plain)
+    copy = tmp_path / "tokenizer.json"
+    shutil.copyfile(REAL.tokenizer, copy)
+    model.preload_tokenizer(dataclasses.replace(REAL, tokenizer=copy))
+    other = model._tokenizers[REAL.id][1]
+    assert OnnxEmbedder(REAL).tokenizer is not other and REAL.id not in model._tokenizers
+    gone = dataclasses.replace(REAL, tokenizer=tmp_path / "missing.json", tokenizer_sha256=None)
+    model.preload_tokenizer(gone)                        # nothing parsed, nothing raised
+    assert REAL.id not in model._tokenizers
+    with pytest.raises(ModelUnavailable, match="tokenizer"):
+        OnnxEmbedder(gone)
+
+
 def test_a_damaged_file_started_ahead_fails_when_asked_for(tmp_path: Path) -> None:
     bad = tmp_path / "model.onnx"
     bad.write_bytes(REAL.onnx.read_bytes()[:4096])

@@ -54,11 +54,15 @@ class SemanticArm:
         return ArmPlan(runs=True, reason=f"model {svc.model_id}")
 
     def prepare(self, ctx: ArmContext) -> None:
-        """The vectors this search will scan made ready while the model loads (the matrix
-        loaded, its int8 rows' pages mapped: ``Backend.prepare_vectors``)."""
+        """What this search will need made ready while the model's session builds: the
+        tokenizer (``prepare_model``) and the vectors it will scan (the matrix loaded, its
+        int8 rows' pages mapped: ``Backend.prepare_vectors``)."""
         svc = ctx.services.semantic
         if ctx.mode in SEMANTIC_OFF_MODES or svc is None or getattr(svc, "index", None) is None:
             return
+        prepare_model = getattr(svc, "prepare_model", None)     # the tokenizer, parsed ahead
+        if prepare_model is not None:
+            prepare_model()
         backend_of(ctx.conn).prepare_vectors(ctx, svc)
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
