@@ -42,18 +42,23 @@ def _file_state(spec: ModelSpec) -> object:
         return None
 
 
+def _held(spec: ModelSpec) -> OnnxEmbedder | None:
+    """This process's loaded model for ``spec``, if any (caller holds ``_lock``)."""
+    model = _models.get(spec.id)
+    return model if model is not None and model.spec == spec else None
+
+
 def model_loaded(spec: ModelSpec) -> bool:
     """Whether this process holds ``spec``'s model already."""
     with _lock:
-        model = _models.get(spec.id)
-        return model is not None and model.spec == spec
+        return _held(spec) is not None
 
 
 def load_model(spec: ModelSpec) -> OnnxEmbedder:
     """The process's loaded model for ``spec`` (hash-checked, loaded once)."""
     with _lock:
-        model = _models.get(spec.id)
-        if model is not None and model.spec == spec:
+        model = _held(spec)
+        if model is not None:
             return model
         state = (spec, _file_state(spec))
         failed = _failures.get(spec.id)

@@ -79,10 +79,7 @@ class EntityArm:
         for ppk, epk in scoped_mentions(ctx.conn, [e.pk for e in ents], ctx.scope_sql.where, ctx.scope_sql.params,
                                         min_entities=need):
             by_passage.setdefault(ppk, set()).add(epk)
-        if not by_passage:
-            return []
-        by_passage = {p: got for p, got in by_passage.items() if len(got) >= need}
-        if not by_passage:
+        if not by_passage:        # scoped_mentions kept only passages naming ``need`` of them
             return []
         kw = keyword_scores(ctx, by_passage)
         scored = []

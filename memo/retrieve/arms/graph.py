@@ -170,11 +170,12 @@ class GraphArm:
         the title hop, which reads the keyword and semantic arms' hits (``run_arms`` calls
         this while a cold process's model loads)."""
         if self.plan(ctx).runs:
-            ctx.scratch.prepared[self.name] = self._walked(ctx)
+            ctx.scratch.prepared[self.name] = (self._walked(ctx),)
 
     def run(self, ctx: ArmContext) -> list[ArmHit]:
+        # (walked,) when prepare ran (walked None: nothing to report), else computed here
         prepared = ctx.scratch.prepared.pop(self.name, None)
-        walked = prepared if prepared is not None else self._walked(ctx)
+        walked = prepared[0] if prepared is not None else self._walked(ctx)
         if walked is None:
             return []
         graph, masks, rows = walked
