@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from memo.errors import DatasetError
+from memo.ingest.code_detect import looks_like_code
 from memo.ingest.files import DEFAULT_MAX_BYTES, NotRegularFile, gunzipped, open_regular
 from memo.ingest.jsonl import READ_ERRORS, line_over_cap, load_json, read_lines
 from memo.stored import PassageDraft, RecordDraft
@@ -66,7 +67,9 @@ def beir_draft(doc: dict[str, object], namespace: str = "default") -> RecordDraf
     body = f"{title}\n\n{text}" if title and text else (title or text)
     # A title-only document still needs a passage with text for the arms to see it.
     passage = PassageDraft(section=title, text=text or title, ext_id=ext_id)
-    return RecordDraft(body=body, kind="doc", namespace=namespace, title=title or None,
+    # BEIR carries no kind: a code-search corpus's function bodies are code, not prose.
+    kind = "code" if text and looks_like_code(text) else "doc"
+    return RecordDraft(body=body, kind=kind, namespace=namespace, title=title or None,
                        ext_id=ext_id, passages=(passage,))
 
 
