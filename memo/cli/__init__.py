@@ -9,13 +9,17 @@ The root imports no command module: ``COMMAND_MODULES`` says which module regist
 command, and ``MemoGroup`` imports a module when the command line names one of its commands
 (``memo --help`` imports them all to list their help).  A fresh ``memo search`` process thus
 imports the search skin only, not the writers, importers and servers (issue 31.2: a cold
-keyword search within 5x ``python -c "import sqlite3"``).
+keyword search within 5x ``python -c "import sqlite3"``).  The usual ``memo search`` lines do
+not import typer at all: ``memo.cli.fast_search`` reads them from the same option table
+(``memo.cli.options``) and the typer app (``memo.cli.root``) is made only for the others.
 """
 
 from __future__ import annotations
 
-from memo.cli import common, plugins
-from memo.cli.common import MemoGroup, memo_typer
+import sys
+from typing import Any
+
+from memo.cli.plumbing import exit_now, teardown_skipped
 
 # Command name -> the module of memo.cli whose register(app) defines it (name, help, options:
 # there and only there; tests/unit/cli/test_lazy_cli.py checks this table against the modules).
@@ -35,28 +39,35 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
-class RootGroup(MemoGroup):
-    command_modules = COMMAND_MODULES
-
-
-app = memo_typer(name="memo", help="memo: a local-first memory and knowledge base for AI agents.",
-                 no_args_is_help=True, cls=RootGroup)
-plugins.register(app)
-
-
-@app.callback()
-def _root() -> None:
-    # No options of its own.  A callback keeps the root a group in typer's eyes: its only
-    # registered command is the plugin slot; the others are added by RootGroup on demand.
-    pass
-
-
 def main() -> None:
-    """The ``memo`` console script.  A command that asked for it (``common.skip_teardown``:
-    ``memo search``) ends the process without the interpreter's teardown."""
+    """The ``memo`` console script.  ``memo search`` in its usual forms is read without
+    typer (``memo.cli.fast_search``); every other line goes to the typer app.  A command
+    that asked for it (``plumbing.skip_teardown``: ``memo search``) ends the process without
+    the interpreter's teardown."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["search"]:
+        from memo.cli import fast_search
+
+        code = fast_search.run(argv[1:])
+        if code is not None:
+            if teardown_skipped():
+                exit_now(code)
+            sys.exit(code)
+    from memo.cli.root import app
+
     try:
         app()
     except SystemExit as exc:
-        if common.teardown_skipped():
-            common.exit_now(exc.code)
+        if teardown_skipped():
+            exit_now(exc.code)
         raise
+
+
+def __getattr__(name: str) -> Any:
+    """``memo.cli.app``: the typer app, made on first use (memo.cli.root) so that a line
+    the fast path reads never imports typer."""
+    if name == "app":
+        from memo.cli.root import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 exactly what each module registers, and a fresh ``memo search --mode keyword`` process,
 served by the persistent postings, imports the search skin only: not the other command
 modules, numpy, onnxruntime, prometheus_client, pydantic (typer's coercion), rich's
-progress bars or the markdown parser."""
+progress bars or the markdown parser; nor typer (memo.cli.fast_search reads the line)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from memo.cli import main
 main()
 """
 
-HEAVY = ("numpy", "onnxruntime", "tokenizers", "prometheus_client", "pydantic", "scipy", "markdown_it",
+HEAVY = ("typer", "numpy", "onnxruntime", "tokenizers", "prometheus_client", "pydantic", "scipy", "markdown_it",
          "rich.progress", "starlette", "uvicorn", "mcp", "http.server", "memo.ops", "memo.ingest", "memo.embed.service",
          # stdlib modules that one rare use each used to bring into every search (issue 31.2):
          # hashlib (a PostgreSQL index name), secrets (a write's random step), logging (a
