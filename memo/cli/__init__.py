@@ -19,25 +19,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from memo.cli.commands import COMMAND_MODULES
 from memo.cli.plumbing import exit_now, teardown_skipped
 
-# Command name -> the module of memo.cli whose register(app) defines it (name, help, options:
-# there and only there; tests/unit/cli/test_lazy_cli.py checks this table against the modules).
-# The order is `memo --help`'s: typer lists commands, then groups; the plugin slots come last.
-# Lazy for start-up cost only (the modules import each other freely; no cycle is hidden here).
-COMMAND_MODULES: dict[str, str] = {
-    **dict.fromkeys(("add", "import", "get", "list", "supersede", "forget", "purge", "stats", "reindex",
-                     "backup", "restore"), "store_cmds"),
-    "search": "search_cmds",
-    "backfill": "embed_cmds",
-    "web": "web_cmds",
-    "doctor": "doctor_cmds",
-    "fact": "fact_cmds",
-    "entities": "entity_cmds",
-    "profiles": "search_cmds",
-    "models": "embed_cmds",
-}
-
+__all__ = ["COMMAND_MODULES", "app", "main"]
 
 def main() -> None:
     """The ``memo`` console script.  ``memo search`` in its usual forms is read without

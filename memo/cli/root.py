@@ -1,5 +1,5 @@
 """The root of the ``memo`` typer app: the group that loads each command's module on demand
-(``memo.cli.COMMAND_MODULES``) and the plugin slots (memo/cli/plugins.py).
+(``memo.cli.commands.COMMAND_MODULES``) and the plugin slots (memo/cli/plugins.py).
 
 ``memo.cli`` makes it only when a command line needs typer (``memo.cli.main``); ``from
 memo.cli import app`` reaches it too.
@@ -7,7 +7,8 @@ memo.cli import app`` reaches it too.
 
 from __future__ import annotations
 
-from memo.cli import COMMAND_MODULES, plugins
+from memo.cli import plugins
+from memo.cli.commands import COMMAND_MODULES
 from memo.cli.common import MemoGroup, memo_typer
 
 
