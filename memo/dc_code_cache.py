@@ -3,7 +3,7 @@
 Python 3.11 and 3.12 build each method of a dataclass (``__init__``, ``__repr__``,
 ``__eq__``, ``__hash__``, a frozen class's ``__setattr__`` / ``__delattr__``) by
 compiling a few lines of source text with ``exec``.  A cold ``memo search`` creates ~50
-dataclasses (memo's pipeline types and typer's), and compiling their ~300 methods is
+dataclasses (memo's pipeline types), and compiling their ~300 methods is
 about 70% of that work: ~10-15 ms of a ~125 ms process whose goal is 5x a bare
 ``import sqlite3``.  The compiled code depends on the source text alone (the globals and
 defaults are bound when the function is made, not compiled in), so it is cached the way
@@ -31,14 +31,17 @@ from types import CodeType
 from typing import Any
 
 # The cache file's header: a file of another layout or interpreter is ignored, then rewritten.
-_FORMAT = b"memo-dc-code-1\n"
+_FORMAT = b"memo-dc-code-2\n"
 # A file grown past this many texts (edits leave stale ones behind) is rewritten with the
 # texts of the process that writes it only.
 MAX_ENTRIES = 5000
 
 # The stdlib's own, kept for the differential test (tests/unit/test_dc_code_cache.py).
 _STOCK = dataclasses._create_fn if hasattr(dataclasses, "_create_fn") else None
-_codes: dict[str, CodeType] = {}
+# text -> its code, or the code's marshal bytes as read from the file: a process decodes only
+# the texts it asks for (the file holds every text any memo process compiled: ~1,100 after a
+# test run, 5 ms to decode whole against ~150 a search needs).
+_codes: dict[str, CodeType | bytes] = {}
 _used: set[str] = set()               # the texts this process asked for
 _state: dict[str, Any] = {"path": None, "loaded": False, "dirty": False, "misses": 0}
 
@@ -64,7 +67,7 @@ def _load() -> None:
     except (EOFError, ValueError, TypeError):
         return                          # a torn or foreign file: compile, then rewrite it
     if isinstance(table, dict):
-        _codes.update((k, v) for k, v in table.items() if isinstance(k, str) and isinstance(v, CodeType))
+        _codes.update((k, v) for k, v in table.items() if isinstance(k, str) and isinstance(v, bytes))
 
 
 def _magic() -> bytes:
@@ -79,7 +82,8 @@ def _save() -> None:
     _state["dirty"] = False
     if sys.dont_write_bytecode:
         return
-    table = _codes if len(_codes) <= MAX_ENTRIES else {t: _codes[t] for t in _used if t in _codes}
+    keep = _codes if len(_codes) <= MAX_ENTRIES else {t: _codes[t] for t in _used if t in _codes}
+    table = {t: c if isinstance(c, bytes) else marshal.dumps(c) for t, c in keep.items()}
     path: Path = _state["path"]
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
@@ -98,6 +102,13 @@ def _compiled(txt: str) -> CodeType:
         _load()
     code = _codes.get(txt)
     _used.add(txt)
+    if isinstance(code, bytes):
+        try:
+            code = _codes[txt] = marshal.loads(code)
+        except (EOFError, ValueError, TypeError):
+            code = None                 # a damaged entry: compile it again
+        if not isinstance(code, CodeType):
+            code = None
     if code is None:
         code = compile(txt, "<string>", "exec")
         _codes[txt] = code

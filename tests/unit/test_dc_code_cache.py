@@ -170,3 +170,36 @@ def test_opt_out_and_other_interpreters(monkeypatch: pytest.MonkeyPatch) -> None
                           "print(dataclasses._create_fn.__module__)"], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "dataclasses"
+
+
+@needs_patch
+def test_a_process_decodes_only_the_texts_it_asks_for(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The file holds every text any process compiled; a process reads them all but turns
+    into code only those it asks for, and writes the others back as they were."""
+    path = tmp_path / "c.bin"
+    texts = [f"def __create_fn__():\n def f(self):\n  return {i}\n return f" for i in range(50)]
+    monkeypatch.setattr(dcc, "_codes", {t: compile(t, "<string>", "exec") for t in texts})
+    monkeypatch.setattr(dcc, "_used", set())
+    monkeypatch.setattr(dcc, "_state", {"path": path, "loaded": True, "dirty": True, "misses": 0})
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    dcc._save()
+    monkeypatch.setattr(dcc, "_codes", {})
+    dcc._state["loaded"] = False
+    code = dcc._compiled(texts[7])
+    assert dcc._state["misses"] == 0
+    ns: dict = {}
+    exec(code, {}, ns)
+    assert ns["__create_fn__"]()(None) == 7
+    assert [t for t, c in dcc._codes.items() if not isinstance(c, bytes)] == [texts[7]]
+    dcc._save()                                      # the undecoded ones go back as they came
+    monkeypatch.setattr(dcc, "_codes", {})
+    dcc._state["loaded"] = False
+    dcc._load()
+    assert sorted(dcc._codes) == sorted(texts)
+    for i in (0, 49):
+        exec(dcc._compiled(texts[i]), {}, ns)
+        assert ns["__create_fn__"]()(None) == i
+    # A damaged entry is compiled again, not an error.
+    dcc._codes[texts[3]] = b"\x00garbage"
+    exec(dcc._compiled(texts[3]), {}, ns)
+    assert ns["__create_fn__"]()(None) == 3 and dcc._state["misses"] == 1
