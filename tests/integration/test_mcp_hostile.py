@@ -37,6 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memo import errors as memo_errors
+from memo.embed.warmup import LOADING
 from memo.serve.mcp_server import MAX_MESSAGE_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,6 +165,19 @@ def server(tmp_path: Path) -> Iterator[Server]:
         srv.close()
 
 
+def until_warm(server: Server, timeout: float = 120.0) -> None:
+    """Searches until one is no longer degraded for the model loading in the background
+    (the warm-up after initialize): a test that compares RSS samples starts after it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = server.call("memory_search", {"query": "warm-up"})["result"]
+        reason = (result.get("structuredContent") or {}).get("trace", {}).get("degraded", {}).get("reason") or ""
+        if LOADING not in reason:
+            return
+        assert time.monotonic() < deadline, f"the model did not load within {timeout} s: {reason}"
+        time.sleep(0.05)
+
+
 def assert_error(reply: dict[str, Any], code: int | tuple[int, ...]) -> dict[str, Any]:
     codes = code if isinstance(code, tuple) else (code,)
     assert "error" in reply and "result" not in reply, reply
@@ -253,6 +267,7 @@ def test_oversized_message_is_refused_at_the_transport(server: Server, where: st
         line = f'{{"jsonrpc": "2.0", "method": "tools/call", "params": {args}, "id": 41}}'
     else:
         line = f'{{"jsonrpc": "2.0", "method": "tools/call", "params": {args}}}'
+    until_warm(server)          # the model's load (~100 MB) must not land between the samples
     before = server.rss_mb()
     server.send(line)
     if where == "none":
