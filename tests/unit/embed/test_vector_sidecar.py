@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -440,3 +441,33 @@ def test_warm_maps_the_int8_rows_once_and_changes_no_answer(tmp_path: Path):
 class _Untouchable:
     def __array__(self, *a, **k):
         raise AssertionError("warm read the int8 rows again after a scan")
+
+
+def test_a_split_scan_gives_the_one_thread_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SPLIT_ROWS the unpacked scan runs its halves on two threads: the same scores,
+    in row order (an odd row count too), and a failure in the helper reaches the caller."""
+    rng = np.random.default_rng(11)
+    rows8, scale = quantise.quantise_rows(_unit(rng, 1001))
+    q = _unit(rng, 1)[0]
+    whole = quantise.approx_scores(q, rows8, scale)
+    threads: set[str] = set()
+    scan = quantise.kernel()
+    assert scan is not None
+
+    def seen(q8: np.ndarray, r8: np.ndarray) -> np.ndarray:
+        threads.add(threading.current_thread().name)
+        return scan(q8, r8)
+
+    monkeypatch.setattr(quantise, "SPLIT_ROWS", 1000)
+    monkeypatch.setattr(quantise, "_kernel", seen)
+    np.testing.assert_array_equal(quantise.approx_scores(q, rows8, scale), whole)
+    assert threads == {threading.current_thread().name, "memo-int8-scan"}
+
+    def fails(q8: np.ndarray, r8: np.ndarray) -> np.ndarray:
+        if threading.current_thread().name == "memo-int8-scan":
+            raise MemoryError("the helper's half")
+        return scan(q8, r8)
+
+    monkeypatch.setattr(quantise, "_kernel", fails)
+    with pytest.raises(MemoryError, match="helper"):
+        quantise.approx_scores(q, rows8, scale)
