@@ -39,8 +39,8 @@ MAX_ENTRIES = 5000
 # The stdlib's own, kept for the differential test (tests/unit/test_dc_code_cache.py).
 _STOCK = dataclasses._create_fn if hasattr(dataclasses, "_create_fn") else None
 # text -> its code, or the code's marshal bytes as read from the file: a process decodes only
-# the texts it asks for (the file holds every text any memo process compiled: ~1,100 after a
-# test run, 5 ms to decode whole against ~150 a search needs).
+# the texts it asks for (the file holds every text any memo process compiled, the harness's
+# and the servers' too, many times what a search needs).
 _codes: dict[str, CodeType | bytes] = {}
 _used: set[str] = set()               # the texts this process asked for
 _state: dict[str, Any] = {"path": None, "loaded": False, "dirty": False, "misses": 0}

@@ -1,7 +1,7 @@
 """``memo search`` read without typer: the command lines people and agents type (issue 31.2).
 
-A cold ``memo search`` spent ~15 ms importing typer and building its command before the
-search began, ~20% of a keyword search's whole process.  ``run(args)`` reads ``args`` (what
+A cold ``memo search`` spent a fifth of a keyword search's process importing typer and
+building its command before the search began (docs/scale.md, "Cold CLI, session 25").  ``run(args)`` reads ``args`` (what
 follows ``search``) with the options' own table, ``memo.cli.options.SEARCH_OPTIONS``, and
 runs ``memo.cli.search_core.run_search`` as the typer command does: the same ``--json``
 stdout, text checks, error mapping and exit codes (``memo.cli.plumbing``).

@@ -4,7 +4,7 @@ Defined once, here, without typer: ``memo.cli.common`` turns ``DB`` and ``JSON``
 typer options every command takes, ``memo.cli.search_cmds`` builds ``memo search``'s typer
 command (and its ``--help``) from ``SEARCH_OPTIONS``, and ``memo.cli.fast_search`` parses
 the usual ``memo search`` command lines from the same table without importing typer
-(issue 31.2: typer's import and its command building are ~15 ms of a cold search).  The
+(issue 31.2: typer's import and its command building, docs/scale.md).  The
 search fields themselves are ``memo.types.SEARCH_FIELDS``, shared with MCP and the web API.
 """
 

@@ -27,9 +27,9 @@ _QMAX = 127.0
 CHUNK_ROWS = 65_536
 
 # An unpacked scan of at least this many rows is split in two, the second half on a helper
-# thread: the kernel releases the GIL, so at 1M x 384 the halves run on both cores (one
-# thread 31 ms, two 22 ms with the other core half busy; a fresh process's one-shot search
-# scans unpacked).  Below it a thread's start costs more than half a scan saves.
+# thread: the kernel releases the GIL, so the halves run on both cores (a fresh process's
+# one-shot search scans unpacked; figures in docs/scale.md, "The int8 scan on both cores").
+# Below it a thread's start costs more than half a scan saves.
 SPLIT_ROWS = 262_144
 
 Kernel = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -15,7 +15,7 @@ least ``MIN_CODE_SHARE`` of its counted lines are, over at least ``MIN_CODE_LINE
 them; a one-line text only when it is a definition or statement with the punctuation of
 one (``def f(x): return x``, flattened code).  Measured on the corpora of the suite
 (docs/eval.md "Code in a BEIR corpus"): every SciFact abstract and HotpotQA paragraph reads
-as prose, every standard-library function of codesearch as code.
+as prose, and all but a few of the standard-library functions of codesearch as code.
 """
 
 from __future__ import annotations
