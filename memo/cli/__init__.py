@@ -24,6 +24,7 @@ from memo.cli.plumbing import exit_now, teardown_skipped
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
+
 def main() -> None:
     """The ``memo`` console script.  ``memo search`` in its usual forms is read without
     typer (``memo.cli.fast_search``); every other line goes to the typer app.  A command

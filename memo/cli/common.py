@@ -37,7 +37,7 @@ from memo.cli import options, plugins
 from memo.cli.options import CliOption
 from memo.cli.plumbing import (  # noqa: F401  (re-exported: the command modules import them from here)
     USAGE_HINT,
-    bad_text,
+    check_text,
     closed_stdout,
     echo,
     echo_err,
@@ -71,7 +71,6 @@ JsonOption = typer_annotation(options.JSON)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-
 def _param_label(name: str) -> str:
     from typer._click.globals import get_current_context
 
@@ -83,17 +82,8 @@ def _param_label(name: str) -> str:
 
 
 def check_text_params(kwargs: dict[str, Any]) -> None:
-    """Refuse text options and arguments that are not valid Unicode.  Paths are left to
-    the library (a file name may be any bytes)."""
-    for name, value in kwargs.items():
-        values: Sequence[Any] = value if isinstance(value, (list, tuple)) else (value,)
-        for item in values:
-            problem = bad_text(item) if isinstance(item, str) else None
-            if problem:
-                raise ValidationError(f"{_param_label(name)} {problem}",
-                                      hint="pass the text in UTF-8 (check the terminal's or the file's encoding)")
-
-
+    """``plumbing.check_text``, parameters named as click names them."""
+    check_text(kwargs, _param_label)
 
 
 def _command_path() -> str:
@@ -101,8 +91,6 @@ def _command_path() -> str:
 
     ctx = get_current_context(silent=True)
     return ctx.command_path if ctx is not None else "memo"
-
-
 
 
 def handle_errors(func: F) -> F:
@@ -136,8 +124,6 @@ def memo_typer(**settings: Any) -> typer.Typer:
     """A typer app with memo's settings: the root, and the app each command module registers
     its commands on when the root loads it (``MemoGroup.get_command``)."""
     return typer.Typer(add_completion=False, pretty_exceptions_enable=False, **settings)
-
-
 
 
 def _metavar(param: Any) -> str | None:

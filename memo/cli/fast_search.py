@@ -25,10 +25,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from memo.cli.options import QUERY_PARAM, SEARCH_OPTIONS, CliOption
-from memo.cli.plumbing import bad_text, closed_stdout, json_stdout, report_error, unexpected_error
+from memo.cli.options import JSON, QUERY_PARAM, SEARCH_OPTIONS, CliOption
+from memo.cli.plumbing import check_text, closed_stdout, json_stdout, report_error, unexpected_error
 from memo.cli.search_core import run_search
-from memo.errors import MemoError, ValidationError
+from memo.errors import MemoError
 
 FORCE_TYPER_ENV = "MEMO_CLI_TYPER"
 
@@ -96,19 +96,18 @@ def run(args: Sequence[str]) -> int | None:
     kwargs = parse(args)
     if kwargs is None:
         return None
-    as_json = bool(kwargs.get(_JSON_PARAM))
+    as_json = bool(kwargs.get(JSON.param))
     with json_stdout(as_json):
         return _call(kwargs, as_json)
 
 
-_JSON_PARAM = next(o.param for o in SEARCH_OPTIONS if o.flags == ("--json",))
 _LABELS = {QUERY_PARAM: f"argument {QUERY_PARAM.upper()}", **{o.param: o.flags[0] for o in SEARCH_OPTIONS}}
 
 
 def _call(kwargs: dict[str, Any], as_json: bool) -> int:
     """``memo.cli.common.handle_errors`` around ``run_search``, without typer."""
     try:
-        _check_text(kwargs)
+        check_text(kwargs, _LABELS.__getitem__)
         run_search(**kwargs)
         return 0
     except MemoError as err:
@@ -121,16 +120,6 @@ def _call(kwargs: dict[str, Any], as_json: bool) -> int:
         err = unexpected_error(exc, f"{program_name()} search")
         report_error(err, as_json)
         return err.exit_code
-
-
-def _check_text(kwargs: dict[str, Any]) -> None:
-    """``memo.cli.common.check_text_params``: text that is not valid Unicode is refused."""
-    for name, value in kwargs.items():
-        for item in value if isinstance(value, list) else (value,):
-            problem = bad_text(item) if isinstance(item, str) else None
-            if problem:
-                raise ValidationError(f"{_LABELS[name]} {problem}",
-                                      hint="pass the text in UTF-8 (check the terminal's or the file's encoding)")
 
 
 def program_name() -> str:

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -113,6 +113,19 @@ def bad_text(value: str) -> str | None:
             return f"is not valid UTF-8 (byte 0x{char - 0xDC00:02x} at character {exc.start})"
         return f"holds a lone surrogate U+{char:04X} at character {exc.start}"
     return None
+
+
+def check_text(kwargs: dict[str, Any], label: Callable[[str], str]) -> None:
+    """Refuse text options and arguments that are not valid Unicode (``label(name)``: how the
+    command line names the parameter).  Paths are left to the library (a file name may be
+    any bytes)."""
+    for name, value in kwargs.items():
+        values: Sequence[Any] = value if isinstance(value, (list, tuple)) else (value,)
+        for item in values:
+            problem = bad_text(item) if isinstance(item, str) else None
+            if problem:
+                raise ValidationError(f"{label(name)} {problem}",
+                                      hint="pass the text in UTF-8 (check the terminal's or the file's encoding)")
 
 
 # OSErrors that say a path is unusable as given (not that the disk or the system failed).

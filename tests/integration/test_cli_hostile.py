@@ -289,7 +289,7 @@ def noisy(*a, **k):
     print("python-level print from a library")
     return real(*a, **k)
 api.search = noisy
-import memo.cli.search_cmds as sc
+import memo.cli.search_core as sc
 sc.api_search = noisy
 from memo.cli import main
 sys.argv = ["memo", *sys.argv[1:]]
