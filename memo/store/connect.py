@@ -214,8 +214,9 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
             raise _os_fault(exc, f"cannot create the folder {path.parent}", path.parent) from exc
         if not os.path.lexists(path):
             _create_whole(path)
+    header_cached = False
     if os.path.exists(path) and os.path.getsize(path) > 0:
-        _check_header_once(path)
+        header_cached = _check_header_once(path)
     # mode=rw: never let SQLite create a file here (it would start empty); see above.
     if readonly or ro_reason:
         uri = _read_only_uri(path)
@@ -241,9 +242,13 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute(f"PRAGMA synchronous={_synchronous()}")
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if header_cached:
+            _recheck_header(path)
         raise store_error_from(exc, f"opening {path}", path=path) from exc
     except MemoError:
         conn.close()
+        if header_cached:
+            _recheck_header(path)
         raise
     return conn
 
@@ -270,14 +275,16 @@ def _os_fault(exc: OSError, action: str, where: Path) -> StoreError:
 _HEADER_CHECKED: set[tuple[int, int]] = set()
 
 
-def _check_header_once(path: Path) -> None:
+def _check_header_once(path: Path) -> bool:
+    """Raise the typed error for a bad header; True when the header was not read because
+    this process had read it before (see ``_recheck_header``)."""
     try:
         st = os.stat(path)
     except OSError:
         st = None
     key = (st.st_dev, st.st_ino) if st is not None else None
     if key is not None and key in _HEADER_CHECKED:
-        return
+        return True
     problem = check_header(path)
     if problem and problem.startswith("is not a memo database"):
         raise StoreError(f"{path} {problem}", hint=NOT_MEMO_HINT)
@@ -285,6 +292,20 @@ def _check_header_once(path: Path) -> None:
         raise StoreCorrupt(f"the database {path} {problem}", hint=RESTORE_HINT)
     if key is not None:
         _HEADER_CHECKED.add(key)
+    return False
+
+
+def _recheck_header(path: Path) -> None:
+    """SQLite refused a file whose header this process had passed.  A file system reuses
+    the inode of a deleted file, so the file may be another one (a text file written where
+    a database was deleted): read its header now, to say "not a memo database" rather than
+    "damaged".  Nothing of ours holds a lock on a file SQLite cannot read as a database."""
+    try:
+        st = os.stat(path)
+        _HEADER_CHECKED.discard((st.st_dev, st.st_ino))
+    except OSError:
+        return
+    _check_header_once(path)
 
 
 def _foreign(conn: sqlite3.Connection) -> bool:

@@ -16,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from memo.errors import StoreCorrupt, StoreError
 from memo.store.db import open_db
 
 # SQLite's unix VFS lock bytes (os_unix.c / sqliteInt.h): a reader holds a read lock on
@@ -54,3 +57,23 @@ def test_a_second_open_keeps_the_first_connections_locks(db_path: Path) -> None:
     first.execute("COMMIT")
     second.close()
     first.close()
+
+
+def test_a_file_written_over_a_checked_database_is_still_not_a_memo_database(tmp_path: Path) -> None:
+    """The header is read once per (device, inode), and a file system reuses the inode of a
+    deleted database for the next file (CI met it: a text file written in a later test came
+    out "damaged").  Text written over a database whose header this process passed, same
+    inode, must still be reported as not a memo database, with its hint, not as damage."""
+    path = tmp_path / "x.db"
+    open_db(path).close()
+    inode = path.stat().st_ino
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with open(path, "r+b") as fh:
+        fh.write(b"plain text notes\n" * 20)
+        fh.truncate()
+    assert path.stat().st_ino == inode
+    with pytest.raises(StoreError) as caught:
+        open_db(path)
+    assert not isinstance(caught.value, StoreCorrupt)
+    assert "not a memo database" in str(caught.value)
