@@ -30,9 +30,11 @@ open it, so nobody can be using it) is the verified copy renamed into place; the
 damaged file is moved aside as the safety copy, and this is refused if a ``-wal``/``-shm``
 is beside it (someone may still have it open; it would be replayed onto the new file).
 
-In-memory vector matrices of other processes notice the change because the copy carries a
-``vectors_epoch`` greater than both the live one and the backup's (``memo.embed.index``
-reloads fully when the epoch changes); it is bumped once more right after the restore.
+In-memory vector matrices and mention graphs of other processes notice the change because
+the copy carries a ``vectors_epoch`` and a ``mentions_epoch`` that neither the live database
+nor the backup held (fresh random ones, ``memo.store.epochs``: ``memo.embed.index`` and
+``memo.graph.cache`` reload fully when an epoch changes); the vectors' is moved once more
+right after the restore.
 
 No acknowledged write falls between the safety copy and the restore: the restore runs
 holding memo's writers' queue (``memo.store.write_queue``), and only if ``PRAGMA
@@ -75,6 +77,7 @@ from memo.ops.maintenance import (
     verify_copy,
 )
 from memo.ops.reports import RestoreReport
+from memo.store import epochs
 from memo.store.connect import BUSY_TIMEOUT_MS, connect, write_tx
 from memo.store.damage import clear_marker
 from memo.store.db import resolve_db_path
@@ -173,27 +176,20 @@ def _remove_sidecars(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def _prepare_copy(tmp: Path, live_epoch: int) -> None:
-    """Migrate the private copy to this memo's schema and give it a vectors_epoch no cache
-    can hold yet, so every in-memory vector matrix reloads after the restore."""
+def _prepare_copy(tmp: Path) -> None:
+    """Migrate the private copy to this memo's schema and give it epochs no cache can hold
+    yet, so every in-memory vector matrix and mention graph reloads after the restore."""
     conn = connect(tmp)
     try:
         ensure_schema(conn)
         with write_tx(conn):
-            conn.execute("UPDATE memo_meta SET value = CAST(max(CAST(value AS INTEGER), ?) + 1 AS TEXT) "
-                         "WHERE key = 'vectors_epoch'", (live_epoch,))
+            # fresh epochs (memo.store.epochs): neither the live database's nor the backup's,
+            # so no process's vector matrix or mention graph of either is taken for this one
+            epochs.new_database(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
     _remove_sidecars(tmp)
-
-
-def _epoch(conn: sqlite3.Connection) -> int:
-    try:
-        row = conn.execute("SELECT value FROM memo_meta WHERE key = 'vectors_epoch'").fetchone()
-        return int(row[0]) if row else 0
-    except (sqlite3.Error, ValueError, TypeError):
-        return 0
 
 
 def _stamp() -> str:
@@ -349,7 +345,7 @@ def _restore_through_sqlite(conn: sqlite3.Connection, live: Path, bpath: Path, t
                 previous_integrity, seen = _safety_snapshot(conn, previous)
             else:
                 seen = int(conn.execute("PRAGMA data_version").fetchone()[0])
-            _prepare_copy(tmp, _epoch(conn))
+            _prepare_copy(tmp)
             integrity, got = verify_copy(tmp)
             if integrity != "ok" or not _same_rows(got, counts, version):
                 raise StoreCorrupt(f"the prepared copy of {bpath} failed verification: integrity={integrity!r}",
@@ -387,7 +383,7 @@ def _restore_by_rename(live: Path, bpath: Path, tmp: Path, version: int, counts:
         names = ", ".join(p.name for p in found)
         raise StoreError(f"{live} cannot be read as a database and {names} is beside it",
                          hint="close every memo process, move those files away, and retry")
-    _prepare_copy(tmp, 0)
+    _prepare_copy(tmp)
     previous = None
     if exists:
         previous = _safety_path(live)

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from memo.errors import StoreCorrupt
-from memo.store import kw_postings
+from memo.store import epochs, kw_postings
 from memo.store.dialect import is_postgres
 from memo.store.postgres.keyword_form import rederive_keyword_forms, write_keyword_forms
 from memo.text.cjk import has_cjk, index_form
@@ -169,8 +169,9 @@ def reindex_cjk_passages(conn: sqlite3.Connection) -> int:
 
 
 def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
-    """Tell in-memory vector matrices that rows went away: reload fully."""
-    conn.execute("UPDATE memo_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'vectors_epoch'")
+    """Tell in-memory vector matrices that rows went away: reload fully (a fresh random
+    epoch, ``memo.store.epochs``)."""
+    epochs.bump(conn, epochs.VECTORS)
 
 
 def rebuild_fact_index(conn: sqlite3.Connection) -> int:

@@ -35,7 +35,6 @@ over the same strings (``memo.text.cjk.index_form`` of text and section, what
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import sys
@@ -46,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memo.store.dialect import is_postgres
+from memo.store.epochs import random_below
 
 if TYPE_CHECKING:
     import numpy as np
@@ -191,18 +191,11 @@ def tokenize_rows(tokenizer: str, rows: Sequence[tuple[int, str, str]]) -> Token
 
 # --- the write path: append to the delta in the writer's transaction ---------------------
 
-def _random_below(power_of_two: int) -> int:
-    """A uniform random integer in [0, power_of_two) from the OS's generator (``secrets``
-    would add ~4 ms of imports, hmac and hashlib, to every process that searches: a cold
-    ``memo search`` imports this module).  Exact for a power of two up to 2**64."""
-    return int.from_bytes(os.urandom(8), "little") % power_of_two
-
-
 def _next_seq(conn: sqlite3.Connection) -> int:
     # A random step, not + 1: searching processes cache a term's postings by (file, base
     # generation) up to a seq (memo.retrieve.kw_search); a file replaced by an older copy of
     # itself (a restore) then continues on other seq values than the history it forgot.
-    step = 1 + _random_below(1 << 20)
+    step = 1 + random_below(1 << 20)
     return int(conn.execute("UPDATE kw_meta SET value = value + ? WHERE key = 'seq' RETURNING value",
                             (step,)).fetchone()[0])
 
@@ -378,7 +371,7 @@ def _built(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
                      ((rows, "rows"), (tokens, "tokens"), (1, "built"), (_BYTEORDER, "byteorder"), (0, "delta")))
     # A random generation: a cache entry of another file (or of this path before it was
     # replaced) never matches (memo.retrieve.kw_search).
-    conn.execute("UPDATE kw_meta SET value = ? WHERE key = 'generation'", (_random_below(1 << 62),))
+    conn.execute("UPDATE kw_meta SET value = ? WHERE key = 'generation'", (random_below(1 << 62),))
 
 
 def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, int, int]]

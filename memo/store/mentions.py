@@ -28,6 +28,7 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 
+from memo.store import epochs
 from memo.store.dialect import is_postgres
 from memo.text.entities import EntityMention, aliases, extract, extract_record
 
@@ -221,8 +222,8 @@ def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int) -> int:
 
 
 def bump_mentions_epoch(conn: sqlite3.Connection) -> None:
-    """Rows went away: graph caches reload in full."""
-    conn.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'mentions_epoch'")
+    """Rows went away: graph caches reload in full (a fresh random epoch, ``memo.store.epochs``)."""
+    epochs.bump(conn, epochs.MENTIONS)
 
 
 def drop_record_mentions(conn: sqlite3.Connection, record_ids: Iterable[str]) -> int:

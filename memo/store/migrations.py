@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memo.errors import SchemaTooNew, StoreCorrupt, StoreError
-from memo.store import kw_postings
+from memo.store import epochs, kw_postings
 from memo.store.connect import write_tx
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
 from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
@@ -287,8 +287,11 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         _refuse_negative(current)
         if not check_tables(conn, current, lost_ok=True):
             current = restore_lost_version(conn)
+        created = current == 0
         for number in range(current, LATEST):
             MIGRATIONS[number](conn)
+        if created:     # its caches' epochs its own, not another database's (memo.store.epochs)
+            epochs.new_database(conn)
         conn.execute(f"PRAGMA user_version={LATEST}")
         rewrote = 0
         if not keyword_form_current(conn) and not _marked(conn):

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from memo.errors import SchemaTooNew, StoreError
+from memo.store import epochs
 
 M001 = r"""
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -342,10 +343,13 @@ def ensure_schema(conn: Any) -> int:
         current = schema_version(conn)   # re-read under the lock: another process may have won
         if current > LATEST:
             raise SchemaTooNew(f"database schema v{current} is newer than this memo (v{LATEST})")
+        created = current == 0
         for number in range(current, LATEST):
             conn.execute_native(MIGRATIONS[number], None)
             if number in AFTER_SQL:
                 AFTER_SQL[number](conn)
+        if created:     # its caches' epochs its own, not another database's (memo.store.epochs)
+            epochs.new_database(conn)
         conn.execute_native(
             "INSERT INTO memo_meta(key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(LATEST),))

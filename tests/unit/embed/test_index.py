@@ -96,3 +96,26 @@ def test_ties_are_deterministic(conn):
     write_vectors(conn, "m", pks, np.stack([same] * 6))
     got = VectorIndex("m", DIM).search(conn, same, None, 4)
     assert [p for p, _ in got] == pks[:4]
+
+
+def test_a_database_created_again_at_the_path_reloads(tmp_path):
+    """One index (a server's, kept per path) over a database deleted and created again at
+    the same path with as many rows: the new database's epoch is its own (memo.store.epochs),
+    so the index reloads instead of keeping the old rows as if nothing had gone."""
+    from memo.store.db import open_db
+
+    idx = VectorIndex("m", DIM)
+    path = tmp_path / "memo.db"
+    for seed in (0, 1):
+        conn = open_db(path)
+        try:
+            pks = _pks(conn, 6)
+            write_vectors(conn, "m", pks, np.stack([_vec(p + 100 * seed) for p in pks]))
+            q = _vec(pks[3] + 100 * seed)
+            got = idx.search(conn, q, None, 1)
+            assert got[0][0] == pks[3] and abs(got[0][1] - 1.0) < 1e-5, seed
+        finally:
+            conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"memo.db{suffix}").unlink(missing_ok=True)
+    assert idx.reloads == 2

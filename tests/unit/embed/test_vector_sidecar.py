@@ -252,6 +252,9 @@ def test_sidecar_of_another_database_is_refused(db, tmp_path):
     oconn = open_db(other)
     opks = _fill(oconn, 3000)
     write_vectors(oconn, "m", opks, _unit(np.random.default_rng(8), len(opks)))   # same shape, other rows
+    epoch = conn.execute("SELECT value FROM memo_meta WHERE key = 'vectors_epoch'").fetchone()[0]
+    with write_tx(oconn):   # as two databases from before random epochs (both '0'): the checks behind it
+        oconn.execute("UPDATE memo_meta SET value = ? WHERE key = 'vectors_epoch'", (epoch,))
     shutil.copy(sidecar.sidecar_path(path, "m"), sidecar.sidecar_path(other, "m"))
     with read_tx(oconn):
         sc, why = sidecar.open_valid(oconn, sidecar.sidecar_path(other, "m"), "m", D)

@@ -15,6 +15,7 @@ from memo.graph import sidecar
 from memo.graph.cache import GraphCache
 from memo.ops.add import add_record
 from memo.ops.records import forget
+from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.stored import RecordDraft
 
@@ -94,10 +95,19 @@ def test_a_deletion_makes_it_stale(db):
     assert probe.sidecar_note == "ok"
 
 
+def _share_epoch(conn, like) -> None:
+    """Give ``conn`` the mentions epoch of ``like``: the checks behind the epoch's are tested
+    (two databases from before epochs were random both hold '0'; memo.store.epochs)."""
+    value = like.execute("SELECT value FROM memo_meta WHERE key = 'mentions_epoch'").fetchone()[0]
+    with write_tx(conn):
+        conn.execute("UPDATE memo_meta SET value = ? WHERE key = 'mentions_epoch'", (value,))
+
+
 def test_another_databases_sidecar_is_not_trusted(db, tmp_path):
     conn, path = db
     other = open_db(tmp_path / "other.db")
     _add(other, 40, 0, seed=99)                      # same shape, other mentions
+    _share_epoch(other, conn)     # as two databases from before random epochs (both '0') would
     GraphCache().graph(other, sidecar_min=1)
     shutil.copy(sidecar.sidecar_path(tmp_path / "other.db"), sidecar.sidecar_path(path))
     found, why = sidecar.open_valid(conn, sidecar.sidecar_path(path))
@@ -115,6 +125,7 @@ def test_a_sidecar_ahead_of_the_database_is_not_trusted(db, tmp_path):
     GraphCache().graph(conn, sidecar_min=1, sidecar_tail=0.0)       # written at the later seq
     older = open_db(tmp_path / "older.db")
     _add(older, 40, 0)                                               # the same first rows only
+    _share_epoch(older, conn)
     shutil.copy(sidecar.sidecar_path(path), sidecar.sidecar_path(tmp_path / "older.db"))
     found, why = sidecar.open_valid(older, sidecar.sidecar_path(tmp_path / "older.db"))
     assert found is None and "ahead" in why

@@ -18,8 +18,10 @@ from memo.errors import (
     ValidationError,
 )
 from memo.ops import maintenance
-from memo.store.connect import connect
+from memo.store.connect import connect, write_tx
 from memo.store.db import open_db
+from memo.store.derived import bump_vectors_epoch
+from memo.store.mentions import bump_mentions_epoch
 from memo.store.migrations import LATEST
 from memo.stored import RecordDraft
 
@@ -282,15 +284,26 @@ def test_restore_verifies_the_live_database_before_any_writer_gets_in(fresh_db, 
     assert held_during_verify == [True]
 
 
-def test_restore_bumps_the_vectors_epoch_past_both(fresh_db, db_path, tmp_path):
+def test_restore_gives_epochs_neither_database_held(fresh_db, db_path, tmp_path):
+    """Vector matrices and mention graphs of other processes reload after a restore: its
+    epochs are fresh ones, neither the live database's nor the backup's (memo.store.epochs)."""
+    def held():
+        return dict(fresh_db.execute("SELECT key, value FROM memo_meta WHERE key IN "
+                                     "('vectors_epoch', 'mentions_epoch')").fetchall())
+
     _add(fresh_db, 2, "a")
     bk = tmp_path / "b.db"
     ops.backup(fresh_db, bk)
-    for _ in range(3):
-        fresh_db.execute("UPDATE memo_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch'")
-    live_epoch = int(fresh_db.execute("SELECT value FROM memo_meta WHERE key = 'vectors_epoch'").fetchone()[0])
+    backup = held()
+    with write_tx(fresh_db):
+        bump_vectors_epoch(fresh_db)
+        bump_mentions_epoch(fresh_db)
+    live = held()
+    assert live["vectors_epoch"] != backup["vectors_epoch"] and live["mentions_epoch"] != backup["mentions_epoch"]
     ops.restore(bk, db_path, confirm=True)
-    assert int(fresh_db.execute("SELECT value FROM memo_meta WHERE key = 'vectors_epoch'").fetchone()[0]) > live_epoch
+    after = held()
+    for key in ("vectors_epoch", "mentions_epoch"):
+        assert after[key] not in (live[key], backup[key]), key
 
 
 def _bad_backups(tmp_path: Path, good: Path) -> dict[str, tuple[Path, type, str]]:

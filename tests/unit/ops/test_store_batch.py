@@ -28,14 +28,16 @@ TABLES = {
     "entities": "SELECT * FROM entities ORDER BY pk",
     "entity_aliases": "SELECT * FROM entity_aliases ORDER BY alias, entity_pk",
     "mentions": "SELECT * FROM mentions ORDER BY seq",
-    "memo_meta": "SELECT * FROM memo_meta ORDER BY key",
+    # the epochs are random per database (memo.store.epochs): not content
+    "memo_meta": "SELECT * FROM memo_meta WHERE key NOT IN ('vectors_epoch', 'mentions_epoch') ORDER BY key",
 }
 # PostgreSQL: records have no rowid (ids follow the fixed clock's order); the keyword
 # index is the passage's tsv (in ``passages``) and the postings bm25 reads; memo_meta's
 # ``generation`` counts committed write transactions (readers' caches), like SQLite's
 # data_version, which is not a stored row either.
 PG_TABLES = {**TABLES, "records": "SELECT * FROM records ORDER BY id",
-             "memo_meta": "SELECT * FROM memo_meta WHERE key <> 'generation' ORDER BY key",
+             "memo_meta": "SELECT * FROM memo_meta WHERE key NOT IN ('generation', 'vectors_epoch', "
+                          "'mentions_epoch') ORDER BY key",
              "passages_fts": "SELECT * FROM passage_terms ORDER BY key, lex",
              "exact_terms": "SELECT * FROM exact_terms ORDER BY key, lex"}
 
