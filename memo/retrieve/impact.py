@@ -97,10 +97,17 @@ class ImpactIndex:
 # --- FTS5 records ----------------------------------------------------------------------
 
 def fts_state(conn: sqlite3.Connection, table: str) -> bytes:
-    """The FTS5 averages and structure records of ``table`` in ``conn``'s snapshot."""
+    """The FTS5 averages and structure records of ``table`` in ``conn``'s snapshot, and the
+    keyword postings' generation: two databases written alike (a database created again at
+    the same path, with as many rows and tokens) have the same records, but each its own
+    random generation (``memo.store.epochs``), so an index of one is never taken for the other."""
     rows = conn.execute(f"SELECT id, block FROM {table}_data WHERE id IN (?, ?) ORDER BY id",
                         (_AVERAGES_ID, _STRUCTURE_ID)).fetchall()
-    return b"|".join(bytes(r[1] or b"") for r in rows)
+    try:
+        gen = conn.execute("SELECT value FROM kw_meta WHERE key = 'generation'").fetchone()
+    except sqlite3.OperationalError:    # a database older than the postings (migration 6)
+        gen = None
+    return b"|".join([*(bytes(r[1] or b"") for r in rows), str(gen[0] if gen else "").encode()])
 
 
 # --- building ----------------------------------------------------------------------------

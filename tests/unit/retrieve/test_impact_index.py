@@ -180,3 +180,25 @@ def test_stems_are_kept_per_tokenizer_and_words_and_equal_fts5s() -> None:
     assert impact._STEMMER.stems(porter, ["running", "Dogs"]) == ["run", "dog"]
     assert impact._STEMMER.stems("unicode61", ("running",)) == ["running"]     # no stemmer: its own entry
     assert impact._STEMMER.stems(porter, ("two words",)) is None
+
+
+def test_a_database_created_again_at_the_path_is_not_served_the_old_index(tmp_path) -> None:
+    """Two databases written alike at one path have the same FTS5 records; the postings'
+    random generation tells them apart, so the first one's index is stale for the second."""
+    from memo.store.db import open_db
+
+    path = tmp_path / "memo.db"
+    conn = open_db(path)
+    add(conn, "alpha beta")
+    impact.ensure_index(conn)
+    conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"memo.db{suffix}").unlink(missing_ok=True)
+    conn = open_db(path)
+    try:
+        add(conn, "gamma delta")
+        with read_tx(conn):
+            assert impact.usable_index(conn, "passages_fts") is None
+        assert "gamma" in impact.ensure_index(conn).vocab
+    finally:
+        conn.close()
