@@ -50,6 +50,7 @@ from memo.store.damage import (
     NOT_MEMO_HINT,
     RESTORE_HINT,
     check_header,
+    clear_marker,
     db_path_of,
     fault_from,
     is_corrupt_error,
@@ -214,6 +215,10 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
             raise _os_fault(exc, f"cannot create the folder {path.parent}", path.parent) from exc
         if not os.path.lexists(path):
             _create_whole(path)
+            # A damaged marker left beside a deleted database names that file, not this new
+            # one, which may well have its inode (file systems reuse freed inodes at once):
+            # kept, it refused every write to a database created to start over.
+            clear_marker(path)
     header_cached = False
     if os.path.exists(path) and os.path.getsize(path) > 0:
         header_cached = _check_header_once(path)

@@ -232,6 +232,21 @@ def test_a_marker_for_another_file_is_stale(memo_db):
     assert ops.add_record(open_db(memo_db), RecordDraft(body="fine")).status == "added"
 
 
+def test_a_database_created_where_a_damaged_one_was_deleted_takes_writes(memo_db):
+    """Starting over: the damaged file deleted, memo creates a new one at the path.  The
+    marker named the old file by its inode, which the new file may well reuse (file systems
+    hand freed inodes out at once); it must not refuse the new database's writes."""
+    marker_path(memo_db).write_text(json.dumps({"reason": "damaged", "at": None, "inode": memo_db.stat().st_ino}))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{memo_db}{suffix}").unlink(missing_ok=True)
+    conn = open_db(memo_db)
+    try:
+        assert read_marker(memo_db) is None and not marker_path(memo_db).exists()
+        assert ops.add_record(conn, RecordDraft(body="a fresh start")).status == "added"
+    finally:
+        conn.close()
+
+
 def test_doctor_clears_the_marker_of_a_healthy_file(memo_db):
     marker_path(memo_db).write_text(json.dumps({"reason": "a transient scare", "at": None,
                                                 "inode": memo_db.stat().st_ino}))
