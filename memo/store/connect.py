@@ -245,16 +245,13 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         if not conn.memo_readonly and not _foreign(conn):
             _enable_wal(conn)
         conn.execute(f"PRAGMA synchronous={_synchronous()}")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, MemoError) as exc:
         conn.close()
-        if header_cached:
+        if header_cached and _not_a_database(exc):
             _recheck_header(path)
+        if isinstance(exc, MemoError):
+            raise
         raise store_error_from(exc, f"opening {path}", path=path) from exc
-    except MemoError:
-        conn.close()
-        if header_cached:
-            _recheck_header(path)
-        raise
     return conn
 
 
@@ -298,6 +295,20 @@ def _check_header_once(path: Path) -> bool:
     if key is not None:
         _HEADER_CHECKED.add(key)
     return False
+
+
+def _not_a_database(exc: BaseException) -> bool:
+    """SQLite's SQLITE_NOTADB, raised directly or as the cause of a MemoError: the only
+    refusal after which the header is read again (``_recheck_header``).  Never after a busy
+    or locked database, whose locks another connection of this process may hold."""
+    while exc is not None:
+        if isinstance(exc, sqlite3.DatabaseError):
+            return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == _SQLITE_NOTADB
+        exc = exc.__cause__
+    return False
+
+
+_SQLITE_NOTADB = 26
 
 
 def _recheck_header(path: Path) -> None:

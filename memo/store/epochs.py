@@ -40,8 +40,8 @@ def bump(conn, key: str) -> None:  # noqa: ANN001 - a SQLite or PostgreSQL conne
     conn.execute("UPDATE memo_meta SET value = ? WHERE key = ?", (fresh_epoch(), key))
 
 
-def new_database(conn, keys: tuple[str, ...] = (VECTORS, MENTIONS)) -> None:  # noqa: ANN001
+def new_database(conn) -> None:  # noqa: ANN001 - a SQLite or PostgreSQL connection
     """Fresh epochs for a database just created (or just restored): its own, not the '0'
     every database starts from in the migrations' SQL."""
-    for key in keys:
+    for key in (VECTORS, MENTIONS):
         bump(conn, key)
