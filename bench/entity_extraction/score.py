@@ -1,6 +1,6 @@
 """Precision and recall of entity extraction on a hand-labelled sample (issue 29.1).
 
-bench/entity_extraction/sample.jsonl: 104 passages from four domains, labelled by hand
+bench/entity_extraction/sample.jsonl: 124 passages from five domains, labelled by hand
 (``gold``: the case-folded keys of the entities worth linking in the passage):
 
 * hotpotqa (35): the first two sentences of a paragraph of datasets/hotpotqa/corpus.jsonl,
@@ -8,11 +8,15 @@ bench/entity_extraction/sample.jsonl: 104 passages from four domains, labelled b
 * locomo (35): turns of datasets/locomo/locomo10.json (conversations 2 and 5), with the speaker;
 * notes (9): paragraphs of datasets/sample/notes/*.md, with the file stem as title and
   the heading path;
-* scifact (25): the first two sentences of a SciFact abstract, with its (sentence) title.
+* scifact (25): the first two sentences of a SciFact abstract, with its (sentence) title;
+* nodedocs (20): every 203rd of the 4,067 passages of 120-500 characters of the nodedocs
+  eval index (pk order) (the
+  Node.js API docs), with its document's title and heading path.
 
 Worth linking: a proper name (person, place, organisation, work, event, product, named
 group), a record's subject, a specific named thing in acronym or identifier form (HPV,
-PD-1, ERR_CONN_RESET, ADR-2, docs/mcp.md).  Not: demonyms and languages (American,
+PD-1, ERR_CONN_RESET, ADR-2, docs/mcp.md; in code docs an API, class, module or option name:
+stream.Readable, fs.open, node:crypto, highWaterMark, not an example's variables).  Not: demonyms and languages (American,
 Albanian), generic terms and their abbreviations (BP, EVs, Tregs), section labels
 (BACKGROUND), months and weekdays, positions (Prime Minister).  A speaker is an entity of
 its turn.  Keys compare after entity_key, a leading "the " and a final "." removed.

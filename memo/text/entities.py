@@ -14,7 +14,9 @@ with a case-folded key (its identity), a display name, a kind and a count:
   entities; "I" never does.  Month and weekday names are dates, not entities.
 * ``identifier``: identifier-shaped tokens as the exact arm keeps them
   (``memo.text.identifiers``: ``ERR_CONN_RESET``, ``net/http``, ``POL-358``), with at
-  least one letter and three characters; hyphenated plain words ("well-being") are not.
+  least one letter and three characters, dotted names included (``stream.Readable``,
+  ``os.path.join``); hyphenated plain words ("well-being"), abbreviations ("e.g") and
+  run-on sentences ("airport.The") are not.
 * ``handle`` (``@alice`` -> ``alice``), ``tag`` (``#python`` -> ``python``), ``wiki``
   (``[[Project X|the project]]`` -> ``project x``).
 * ``speaker`` (a conversation turn's speaker), ``explicit`` (named by the caller:
@@ -70,8 +72,20 @@ _BROKEN_GAP = re.compile(r"[.!?:;,\n()\[\]\"“”]")    # a gap that ends a run
 _HANDLE = re.compile(r"(?<![\w@])@([^\W_][\w.\-]*[^\W_]|[^\W_])", re.UNICODE)
 _TAG = re.compile(r"(?<![\w&#])#([^\W\d_][\w\-]*)", re.UNICODE)
 _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
-# Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
-_PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
+# Hyphenated plain words ("well-being", "Self-care") and abbreviations ("e.g", "U.S") are
+# words, not identifiers.  Dotted lowercase words are names of code and of the web
+# (stream.Readable, os.path.join, core.autocrlf, clinicaltrials.gov): identifiers, unless
+# the part after a single dot is a common word written capitalised, a sentence whose space
+# after the full stop went missing ("airport.The").
+_PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:['\-][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
+_RUN_ON = re.compile(r"[A-Za-z][a-z]*\.([A-Z][a-z]*)")
+
+
+def _run_on(tok: str) -> bool:
+    m = _RUN_ON.fullmatch(tok)
+    return m is not None and m.group(1).casefold() in COMMON_WORDS
+
+
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
 # The scans of ``_names`` and ``_identifiers`` (issues 31.3, 29.5): each match of these starts
 # where the previous one ended, on a word or token boundary, so the words and tokens they read
@@ -92,8 +106,9 @@ _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
 #       from the first letter);
 #     - digits and underscores only, joined by connectors ("95", "0.99-1.15", "1_000"): no
 #       letter;
-#     - plain compounds ("well-being", "e.g", "Self-care"): _PLAIN_COMPOUND fullmatches them
-#       (each part [A-Za-z][a-z]*, one "-" or "." between).
+#     - hyphenated plain words ("well-being", "Self-care"): _PLAIN_COMPOUND fullmatches them
+#       (each part [A-Za-z][a-z]*, one "-" between).  Dotted ones reach Python: they are
+#       identifiers unless abbreviations or run-on sentences.
 #   Group 3 of _NEXT_CAP and _NEXT_WORD (issue 29.5) is "" (not None) when a run holding the
 #   word surely ends before the next word, whatever the word is: the next gap breaks a run
 #   (any of _BROKEN_GAP's characters, a superset of those that start a sentence), the text
@@ -121,7 +136,7 @@ _NEXT_CAP = (r"(?:" + _LOWER_WORDS + r"|[\W\d_]*+[a-z][\w'’\-]*+)*+([\W\d_]*+)
              + _RUN_ENDS)
 _NEXT_WORD = r"([\W\d_]*+)([^\W\d_][\w'’\-]*+)?" + _RUN_ENDS
 _NEXT_IDENT = (
-    r"(?:" + _LOWER_TOKENS + r"|\W*+(?:[A-Za-z][a-z]*+(?:[\-.][A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+"
+    r"(?:" + _LOWER_TOKENS + r"|\W*+(?:[A-Za-z][a-z]*+(?:-[A-Za-z][a-z]*+)*+|[A-Z][A-Z][A-Za-z]*+"
     r"|[\d_]++(?:[\-./:@#+]++[\d_]++)*+)" + _TOKEN_END + r")*+(\W*+)(\w++(?:[\-./:@#+]++\w++)*+)?")
 
 
@@ -437,7 +452,7 @@ def _identifiers(text: str, bag: _Bag) -> str:
             continue
         if len(tok) < 3 or not (tok[0].isalpha() or any(ch.isalpha() for ch in tok)):
             continue
-        if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
+        if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok) or _run_on(tok):
             continue
         bag.add(tok, "identifier")
         cuts.append((m.start(2), pos))

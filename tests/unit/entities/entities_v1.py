@@ -36,8 +36,17 @@ _SENTENCE_END = re.compile(r"[.!?:;\n\"“”(\[]\s*$")
 _HANDLE = re.compile(r"(?<![\w@])@([^\W_][\w.\-]*[^\W_]|[^\W_])", re.UNICODE)
 _TAG = re.compile(r"(?<![\w&#])#([^\W\d_][\w\-]*)", re.UNICODE)
 _WIKI = re.compile(r"\[\[([^\]\|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
-# Hyphenated or dotted plain words ("well-being", "Self-care", "e.g") are words, not identifiers.
-_PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:[\-.'][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
+# Hyphenated plain words ("well-being", "Self-care") and abbreviations ("e.g") are words, not identifiers.
+_PLAIN_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:['\-][A-Za-z][a-z]*)+|(?:[A-Za-z]\.){1,3}[A-Za-z]?")
+# Dotted words are identifiers unless a run-on sentence ("airport.The"): as memo.text.entities.
+_RUN_ON = re.compile(r"[A-Za-z][a-z]*\.([A-Z][a-z]*)")
+
+
+def _run_on(tok: str) -> bool:
+    m = _RUN_ON.fullmatch(tok)
+    return m is not None and m.group(1).casefold() in COMMON_WORDS
+
+
 _IDENT = re.compile(r"\w+(?:[\-./:@#+]+\w+)*", re.UNICODE)
 
 
@@ -164,7 +173,7 @@ def _identifiers(text: str, bag: _Bag) -> str:
         tok = m.group(0)
         if len(tok) < 3 or not any(ch.isalpha() for ch in tok):
             continue
-        if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok):
+        if not looks_like_identifier(tok) or _PLAIN_COMPOUND.fullmatch(tok) or _run_on(tok):
             continue
         bag.add(tok, "identifier")
         out.append(text[last:m.start()] + " ; ")

@@ -63,6 +63,15 @@ def test_markers_identifiers_speaker_explicit():
                    "python": "tag", "err_conn_reset": "identifier", "net/http": "identifier"}
 
 
+def test_dotted_words_are_identifiers_unless_abbreviations_or_run_on_sentences():
+    """Names of code and of the web are dotted lowercase words (issue 29.1, a code-docs
+    sample in bench/entity_extraction): they link the sections that name them."""
+    got = keys("see stream.Readable and os.path.join, clinicaltrials.gov and Node.js; "
+               "the airport.The end, e.g. this, i.e. that, well-being.")
+    assert got == {"stream.readable": "identifier", "os.path.join": "identifier",
+                   "clinicaltrials.gov": "identifier", "node.js": "identifier"}
+
+
 def test_counts_and_keys():
     (m,) = extract("Paris and Paris and PARIS")
     assert (m.key, m.count) == ("paris", 3)

@@ -35,7 +35,8 @@ _PIECES = [*"aAbBzZ019 _-./:@#+'’\n\t.,;:!?\"“”()[]{}<>&ÉéßİıǅΣσς
            "well-being ", "Self-care ", "Bank of America and Wells Fargo. ", "Lord of the Rings ", "When ",
            "Yesterday ", "Thanks ", "Unrelated ", "Paris ", "in Paris ", "X ", "ÉCOLE ", "Ǆemal ", "ΣΊΣΥΦΟΣ ",
            "[[Project X|the project]] ", "[[a#b]] ", "x" * 130, "Aa" * 70 + " ", " > ", "\ud800", "--", "'s", "-'",
-           "of-", "the’", "oF ", "mRNA ", "naïve ", "and/or ", "0.99-1.15 ", "1_000 ", "DCs ", "ABcD ", "MRI "]
+           "of-", "the’", "oF ", "mRNA ", "naïve ", "and/or ", "0.99-1.15 ", "1_000 ", "DCs ", "ABcD ", "MRI ",
+           "stream.Readable ", "os.path.join ", "airport.The ", "key.buffer ", "Node.js ", "Ph.D "]
 
 
 def _tuples(mentions) -> list[tuple]:  # noqa: ANN001
