@@ -10,11 +10,19 @@ shaped like a name is an entity of every passage of its record, ``memo.text.enti
 
 ``title_hop`` reads the first ``graph.title_hits`` hits of the keyword and semantic arms
 (pseudo-relevance feedback: the best hits stand in for the first hop), each weighted by
-the reciprocal of its rank in each arm, and returns the in-scope passages whose record's
-title is an entity one of those hits mentions (walk masks applied: never a common entity,
-nor a word only seen starting a sentence), never the hit's own article.  A passage's score
-is the sum of the weights of the hits that point to it; it may be a passage no other arm
-found (a new candidate, not only a re-rank).
+the reciprocal of its rank in each arm, and returns, for each entity one of those hits
+mentions (walk masks applied: never a common entity, nor a word only seen starting a
+sentence) that titles an article other than the hit's own, each such article's *lead*: its
+first passage.  The graph indexes passages in the order their mentions were written, a
+record's together and in its own order, and every passage of a titled record mentions the
+title: so the passages an entity titles form one run of consecutive indices per record, and
+a lead is where a run starts (two records of one title written back to back would read as
+one; the scope keeps or drops a record whole).  A
+Wikipedia paragraph is its article's lead; a document of hundreds of sections ("Stream" of
+the Node.js docs) is reached through its introduction, not through its first hundred
+sections, which flooded the fused list of every docs question (issue 29.3, 2026-12-05:
+docs/eval.md).  A passage's score is the sum of the weights of the hits that point to it;
+it may be a passage no other arm found (a new candidate, not only a re-rank).
 """
 
 from __future__ import annotations
@@ -211,8 +219,10 @@ def title_hop(conn: sqlite3.Connection, graph: MentionGraph, titles: TitleIndex,
         for e in W.indices[W.indptr[i]:W.indptr[i + 1]].tolist():
             if e == own or not entity_mask[e] or T.indptr[e] == T.indptr[e + 1]:
                 continue    # the hit's own article's title, a masked entity, no article titled so
+            last = -2
             for q in T.indices[T.indptr[e]:T.indptr[e + 1]].tolist():
-                if q != i and passage_mask[q]:
+                lead, last = q != last + 1, q      # a record's passages hold consecutive indices
+                if lead and q != i and passage_mask[q]:
                     score[q] = score.get(q, 0.0) + w
                     v = via.setdefault(q, {})
                     v[e] = v.get(e, 0.0) + w

@@ -80,3 +80,27 @@ def test_hops_join_the_walk_on_its_scale():
     got = {pk: (round(raw, 6), votes) for raw, pk, votes in merge_title_hops(walked, hops)}
     assert got == {10: (0.4, ("w",)), 11: (0.5, ("w", "h")), 12: (0.2, ("h",))}
     assert merge_title_hops([], hops)[0][0] == 1.0
+
+
+def test_a_long_article_is_reached_through_its_lead_only(fresh_db):
+    """A document of many sections is one article: the hop reports its first passage, not
+    every section (which flooded the fused list of every docs question)."""
+    from memo.store.connect import write_tx
+    from memo.store.records import insert_record
+    from memo.stored import PassageDraft
+
+    ids = _store(fresh_db)
+    sections = ["Henry III of England was king of England from 1216 until his death in 1272.",
+                "His campaigns in Poitou failed in 1242.", "Westminster Abbey was rebuilt at his cost.",
+                "He married Eleanor of Provence in 1236."]
+    with write_tx(fresh_db):
+        long_id = insert_record(fresh_db, RecordDraft(body=" ".join(sections), title="Henry III of England",
+                                                      kind="doc", namespace="default", id="henry-long"),
+                                tuple(PassageDraft(text=t, section="Henry III of England") for t in sections))
+    hop = load_profile("zscore").with_overrides({"graph.title_hits": 3})
+    r = search(fresh_db, SearchRequest(QUERY, response_format="explain", limit=20), hop)
+    hopped = [x.passage_id for x in r.results if "graph" in x.why.arms
+              and [v.name for v in x.why.arms["graph"].votes] == ["Henry III of England"]]
+    assert f"{ids[1]}:0" in hopped                                  # the short article, as before
+    assert [p for p in hopped if p.startswith("henry-long")] == ["henry-long:0"]   # the long one's lead only
+    assert long_id is not None
