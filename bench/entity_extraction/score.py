@@ -9,15 +9,14 @@ bench/entity_extraction/sample.jsonl: 124 passages from five domains, labelled b
 * notes (9): paragraphs of datasets/sample/notes/*.md, with the file stem as title and
   the heading path;
 * scifact (25): the first two sentences of a SciFact abstract, with its (sentence) title;
-* nodedocs (20): every 203rd of the 4,067 passages of 120-500 characters of the nodedocs
-  eval index (pk order) (the
-  Node.js API docs), with its document's title and heading path.
+* nodedocs (20): the Node.js API docs, every 203rd (in pk order) of the 4,067 passages of
+  120-500 characters of the nodedocs eval index, with its document's title and heading path.
 
 Worth linking: a proper name (person, place, organisation, work, event, product, named
 group), a record's subject, a specific named thing in acronym or identifier form (HPV,
-PD-1, ERR_CONN_RESET, ADR-2, docs/mcp.md; in code docs an API, class, module or option name:
-stream.Readable, fs.open, node:crypto, highWaterMark, not an example's variables).  Not: demonyms and languages (American,
-Albanian), generic terms and their abbreviations (BP, EVs, Tregs), section labels
+PD-1, ERR_CONN_RESET, ADR-2, docs/mcp.md; in code docs an API, class, module or option
+name: stream.Readable, fs.open, node:crypto, highWaterMark, not an example's variables).
+Not: demonyms and languages (American, Albanian), generic terms and their abbreviations (BP, EVs, Tregs), section labels
 (BACKGROUND), months and weekdays, positions (Prime Minister).  A speaker is an entity of
 its turn.  Keys compare after entity_key, a leading "the " and a final "." removed.
 

@@ -13,16 +13,18 @@ shaped like a name is an entity of every passage of its record, ``memo.text.enti
 the reciprocal of its rank in each arm, and returns, for each entity one of those hits
 mentions (walk masks applied: never a common entity, nor a word only seen starting a
 sentence) that titles an article other than the hit's own, each such article's *lead*: its
-first passage.  The graph indexes passages in the order their mentions were written, a
-record's together and in its own order, and every passage of a titled record mentions the
-title: so the passages an entity titles form one run of consecutive indices per record, and
-a lead is where a run starts (two records of one title written back to back would read as
-one; the scope keeps or drops a record whole).  A
-Wikipedia paragraph is its article's lead; a document of hundreds of sections ("Stream" of
-the Node.js docs) is reached through its introduction, not through its first hundred
-sections, which flooded the fused list of every docs question (issue 29.3, 2026-12-05:
-docs/eval.md).  A passage's score is the sum of the weights of the hits that point to it;
-it may be a passage no other arm found (a new candidate, not only a re-rank).
+first passage.  A Wikipedia paragraph is its article's lead; a document of hundreds of
+sections ("Stream" of the Node.js docs) is reached through its introduction, not through
+its first hundred sections, which flooded the fused list of every docs question (issue
+29.3, 2026-12-05: docs/eval.md).  A passage's score is the sum of the weights of the hits
+that point to it; it may be a passage no other arm found (a new candidate, not only a
+re-rank).
+
+Leads need no stored data: the graph indexes passages in the order their mentions were
+written, a record's together and in its own order, and every passage of a titled record
+mentions the title, so the passages an entity titles form one run of consecutive indices
+per record and a lead is where a run starts (two records of one title written back to
+back read as one; the scope keeps or drops a record whole).
 """
 
 from __future__ import annotations

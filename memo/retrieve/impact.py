@@ -55,7 +55,7 @@ from memo.retrieve.scope import scope_stats
 from memo.retrieve.types import ArmHit
 from memo.store.connect import db_file
 from memo.store.dialect import is_postgres
-from memo.store.kw_postings import table_tokenizer, varints
+from memo.store.kw_postings import read_meta, table_tokenizer, varints
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,11 +103,8 @@ def fts_state(conn: sqlite3.Connection, table: str) -> bytes:
     random generation (``memo.store.epochs``), so an index of one is never taken for the other."""
     rows = conn.execute(f"SELECT id, block FROM {table}_data WHERE id IN (?, ?) ORDER BY id",
                         (_AVERAGES_ID, _STRUCTURE_ID)).fetchall()
-    try:
-        gen = conn.execute("SELECT value FROM kw_meta WHERE key = 'generation'").fetchone()
-    except sqlite3.OperationalError:    # a database older than the postings (migration 6)
-        gen = None
-    return b"|".join([*(bytes(r[1] or b"") for r in rows), str(gen[0] if gen else "").encode()])
+    meta = read_meta(conn)      # None: a database older than the postings (migration 6)
+    return b"|".join([*(bytes(r[1] or b"") for r in rows), str(meta.generation if meta else "").encode()])
 
 
 # --- building ----------------------------------------------------------------------------

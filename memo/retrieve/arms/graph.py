@@ -30,9 +30,9 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    ``memo.graph.titles``): the lead passage of each record whose title is an entity that
    one of the keyword and semantic arms' first ``title_hits`` hits mentions (seed weight:
    1/rank in each arm; a semantic hit below the model's semantic_floor seeds nothing),
-   never the hit's own article.  The second passage of a bridge question shares few words with it
-   but is the article about a thing the first one names: this adds candidates no other
-   arm found.  With the hop on, the arm runs on every auto search (not only routed ones);
+   never the hit's own article.  The second passage of a bridge question shares few words
+   with it but is the article about a thing the first one names: this adds candidates no
+   other arm found.  With the hop on, the arm runs on every auto search (not only routed ones);
    its score is put on the walk's scale (``merge_title_hops``) and its votes name the
    entity each hop went through.
 """
