@@ -98,6 +98,10 @@ KEYS: tuple[Key, ...] = (
         "the graph arm also reports passages whose record's title names an entity that one of the keyword and "
         "semantic arms' first this-many hits mentions (the second hop of a bridge question); 0 = off",
         0, 100, extra="graph_titles"),
+    Key("graph.section_hits", "int",
+        "the graph arm also reports the section of a document or code whose own heading names an entity that one "
+        "of the keyword and semantic arms' first this-many hits mentions (a method's, class's or event's own "
+        "section); 0 = off", 0, 100, extra="graph_sections"),
     Key("fact.merge", "choice", "one fact ranking from the keyword and meaning fact lists", choices=FACT_MERGES),
     # --- stage 3: fusion ---------------------------------------------------------------
     Key("fusion.method", "choice", "rrf: sum of weight / (k + rank); minmax: sum of weight x min-max "
@@ -207,6 +211,8 @@ EXTRAS: dict[str, str] = {
     "code_queries": "stage 3: a query whose semantic hits are code asks more coverage of its keyword hits",
     "graph_bridges": "the graph arm reports the passages that connect two seeds' walks, however small their mass",
     "graph_titles": "the graph arm reports the articles whose title the keyword and semantic arms' best hits mention",
+    "graph_sections": "the graph arm reports the sections whose heading names what the keyword and semantic arms' "
+                      "best hits mention",
 }
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}

@@ -16,9 +16,10 @@ graph cache (``memo.graph.cache``) from a graph it holds, and trusted only after
   passage and entity (another database of the same shape).  The rows with a higher seq are
   read by the cache as usual.
 
-It may also hold the title index of the same graph (``memo.graph.titles``: which entity
-each passage's record title is; 3 s of a cold search at 1M), written beside it once a
-search computed it.
+Beside it may lie the title index of the same graph (``memo.graph.titles``: which entity
+each passage's record title is; 3 s of a cold search at 1M) and the section index
+(``memo.graph.sections``: which entity each passage's own heading names), each written once
+a search computed it.
 
 Layout: 8-byte magic, 4-byte header length, a JSON header (the fields above, each array's
 offset, dtype and shape), then the arrays, each aligned to 4 KiB.  Written under a
@@ -50,7 +51,12 @@ def sidecar_path(db_path: str | Path) -> Path:
 
 
 def titles_path(db_path: str | Path) -> Path:
-    return Path(f"{db_path}-graph-titles.bin")
+    return subject_path(db_path, "titles")
+
+
+def subject_path(db_path: str | Path, name: str) -> Path:
+    """The file of a subject index (``memo.graph.titles.SubjectSpec``: titles, sections)."""
+    return Path(f"{db_path}-graph-{name}.bin")
 
 
 def db_state(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from memo.graph.cache import MentionGraph, db_key
 from memo.graph.csr import CSR
-from memo.graph.sidecar import open_titles, titles_path, write_titles
+from memo.graph.sidecar import open_titles, subject_path, write_titles
 from memo.text.entities import title_key
 
 _CHUNK = 500
@@ -69,6 +69,39 @@ class TitleIndex:
     unresolved: dict[str, list[int]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SubjectSpec:
+    """What a passage's *subject* is, for an index in ``TitleIndex``'s form: the record's
+    title (this module) or the section's own heading (``memo.graph.sections``).  ``keys(conn,
+    pks)``: (pk, the subject's entity key) of the passages that have one, among ``pks`` (None:
+    every passage)."""
+
+    name: str                      # the sidecar's and the process cache's name
+    keys: Callable[[sqlite3.Connection, Sequence[int] | None], list[tuple[int, str]]]
+
+
+def in_chunks(conn: sqlite3.Connection, sql: str, pks: Sequence[int] | None, params: tuple = ()) -> list[tuple]:
+    """``sql``'s rows, ``{pks}`` in it replaced by nothing (``pks`` None) or by ``AND p.pk IN
+    (...)`` over ``pks`` a chunk at a time."""
+    if pks is None:
+        return conn.execute(sql.format(pks=""), params).fetchall()
+    rows: list[tuple] = []
+    for s in range(0, len(pks), _CHUNK):
+        chunk = list(pks[s:s + _CHUNK])
+        rows += conn.execute(sql.format(pks=f" AND p.pk IN ({','.join('?' * len(chunk))})"),
+                             (*params, *chunk)).fetchall()
+    return rows
+
+
+def _title_keys(conn: sqlite3.Connection, pks: Sequence[int] | None) -> list[tuple[int, str]]:
+    rows = in_chunks(conn, "SELECT p.pk, r.title FROM passages p JOIN records r ON r.id = p.record_id "
+                           "WHERE r.title IS NOT NULL{pks}", pks)
+    return [(pk, key) for pk, title in rows if (key := title_key(title)) is not None]
+
+
+TITLES = SubjectSpec("titles", _title_keys)
+
+
 def seed_weights(hit_lists: Sequence[Sequence[int]], n: int) -> dict[int, float]:
     """Passage pk -> sum over the lists of 1/rank for its rank <= ``n`` in each (pure)."""
     out: dict[int, float] = {}
@@ -81,17 +114,17 @@ def seed_weights(hit_lists: Sequence[Sequence[int]], n: int) -> dict[int, float]
 # The last title index of each database in this process: a server's next graph state (rows
 # appended by a write) updates it with the new passages and entities only (``_updated``)
 # instead of reading every titled passage again (3 s at 1M passages after every write).
-_LAST: dict[str, TitleIndex] = {}
+_LAST: dict[tuple[str, str], TitleIndex] = {}
 _LOCK = threading.Lock()
 
 
-def title_index(conn: sqlite3.Connection, graph: MentionGraph) -> TitleIndex:
+def title_index(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec = TITLES) -> TitleIndex:
     """Every graph passage's title entity (callers cache it with the graph: ``conn_cache``).
     From the last index of this database when the graph only grew since (``_updated``),
     else from the sidecar a graph kept in one has beside it (``memo.graph.sidecar``: a new
     process maps it), else computed: one read of the titled records' passages, one of the
-    entities those titles name."""
-    key = db_key(conn)
+    entities those titles name.  ``spec``: another kind of subject (``SubjectSpec``)."""
+    key = (spec.name, db_key(conn))
     with _LOCK:
         last = _LAST.get(key)
         if last is not None and (last.epoch, last.seq) == (graph.epoch, graph.seq) \
@@ -101,9 +134,9 @@ def title_index(conn: sqlite3.Connection, graph: MentionGraph) -> TitleIndex:
                 and last.seq < graph.seq and len(last.of_passage) <= len(graph.passage_pks)
                 and last.entities <= len(graph.entity_pks))
         if grew:
-            index = _updated(conn, graph, last)       # type: ignore[arg-type]
+            index = _updated(conn, graph, last, spec)       # type: ignore[arg-type]
         else:
-            index = _computed(conn, graph)
+            index = _computed(conn, graph, spec)
         if len(_LAST) >= 8:
             _LAST.pop(next(iter(_LAST)))
         _LAST[key] = index
@@ -116,12 +149,12 @@ def forget_title_indexes() -> None:
         _LAST.clear()
 
 
-def _computed(conn: sqlite3.Connection, graph: MentionGraph) -> TitleIndex:
-    path = titles_path(graph.db_path) if graph.db_path and graph.sidecar_edges else None
+def _computed(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec = TITLES) -> TitleIndex:
+    path = subject_path(graph.db_path, spec.name) if graph.db_path and graph.sidecar_edges else None
     of_passage = open_titles(conn, path, graph.epoch, graph.seq, len(graph.passage_pks)) if path else None
     unresolved = None
     if of_passage is None:
-        of_passage, unresolved = _of_passage(conn, graph, np.arange(len(graph.passage_pks)))
+        of_passage, unresolved = _of_passage(conn, graph, np.arange(len(graph.passage_pks)), spec)
         if path:
             try:
                 write_titles(conn, path, graph.epoch, graph.seq, graph.edges, of_passage)
@@ -136,7 +169,8 @@ def _index_of(graph: MentionGraph, of_passage: np.ndarray, unresolved: dict[str,
     return TitleIndex(of_passage, passages, graph.epoch, graph.seq, len(graph.entity_pks), unresolved)
 
 
-def _updated(conn: sqlite3.Connection, graph: MentionGraph, last: TitleIndex) -> TitleIndex:
+def _updated(conn: sqlite3.Connection, graph: MentionGraph, last: TitleIndex,
+             spec: SubjectSpec = TITLES) -> TitleIndex:
     """``last`` brought to ``graph``, which only grew since (same epoch): passage and entity
     indices are kept and new ones appended, an entity is never removed and its key is
     unique, so an old passage's title entity stays, an unresolved one can only be resolved
@@ -158,36 +192,25 @@ def _updated(conn: sqlite3.Connection, graph: MentionGraph, last: TitleIndex) ->
             if waiting:
                 of_passage[waiting] = graph.entity_at(int(epk))
     if len(graph.passage_pks) > n_old:
-        fresh, more = _of_passage(conn, graph, np.arange(n_old, len(graph.passage_pks)))
+        fresh, more = _of_passage(conn, graph, np.arange(n_old, len(graph.passage_pks)), spec)
         of_passage[n_old:] = fresh[n_old:]
         for key, qs in more.items():
             unresolved.setdefault(key, []).extend(qs)
     return _index_of(graph, of_passage, unresolved)
 
 
-def _of_passage(conn: sqlite3.Connection, graph: MentionGraph,
-                indices: np.ndarray) -> tuple[np.ndarray, dict[str, list[int]]]:
+def _of_passage(conn: sqlite3.Connection, graph: MentionGraph, indices: np.ndarray,
+                spec: SubjectSpec = TITLES) -> tuple[np.ndarray, dict[str, list[int]]]:
     """(passage index -> title entity index, -1 none, for the passages at ``indices``; the
     title keys that name no entity of the graph -> their passage indices)."""
     of_passage = np.full(len(graph.passage_pks), -1, dtype=np.int64)
-    if len(indices) == len(graph.passage_pks):      # every passage: one read of the titled ones
-        rows = conn.execute("SELECT p.pk, r.title FROM passages p JOIN records r ON r.id = p.record_id "
-                            "WHERE r.title IS NOT NULL").fetchall()
-    else:
-        rows = []
-        pks = [int(pk) for pk in graph.passage_pks[indices]]
-        for s in range(0, len(pks), _CHUNK):
-            chunk = pks[s:s + _CHUNK]
-            rows += conn.execute("SELECT p.pk, r.title FROM passages p JOIN records r ON r.id = p.record_id "
-                                 f"WHERE r.title IS NOT NULL AND p.pk IN ({','.join('?' * len(chunk))})",
-                                 chunk).fetchall()
-    at = graph.passage_indices(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+    every = len(indices) == len(graph.passage_pks)      # every passage: one read of the titled ones
+    pairs = spec.keys(conn, None if every else [int(pk) for pk in graph.passage_pks[indices]])
+    at = graph.passage_indices(np.fromiter((pk for pk, _ in pairs), dtype=np.int64, count=len(pairs)))
     keys: dict[int, str] = {}
-    for i, (_, title) in zip(at.tolist(), rows, strict=True):
+    for i, (_, key) in zip(at.tolist(), pairs, strict=True):
         if i >= 0:
-            key = title_key(title)
-            if key is not None:
-                keys[i] = key
+            keys[i] = key
     wanted = sorted(set(keys.values()))
     entity_of: dict[str, int] = {}
     for s in range(0, len(wanted), _CHUNK):

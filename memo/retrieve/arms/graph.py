@@ -35,6 +35,10 @@ entity" | "Same routing; reports only passages not every seed mentions directly"
    other arm found.  With the hop on, the arm runs on every auto search (not only routed ones);
    its score is put on the walk's scale (``merge_title_hops``) and its votes name the
    entity each hop went through.
+8. Section hop (``graph.section_hits`` > 0, extra ``graph_sections``; ``memo.graph.sections``):
+   the same hop one level down, to the lead passage of each section of a document or code
+   whose own heading names the entity ("hmac.update(data[, inputEncoding])" for a hit that
+   calls ``hmac.update()``), from the first ``section_hits`` hits; merged the same way.
 """
 
 from __future__ import annotations
@@ -161,7 +165,7 @@ class GraphArm:
 
     def plan(self, ctx: ArmContext) -> ArmPlan:
         plan = plan_routed(ctx)
-        if not plan.runs and ctx.mode == AUTO_ONLY and ctx.profile is not None and ctx.profile.graph.title_hits > 0:
+        if not plan.runs and ctx.mode == AUTO_ONLY and ctx.profile is not None and _hops(ctx.profile.graph):
             return ArmPlan(runs=True, reason=f"{plan.reason}; title hop from the best keyword and semantic hits")
         return plan
 
@@ -181,6 +185,8 @@ class GraphArm:
         graph, masks, rows = walked
         if ctx.profile.graph.title_hits > 0:
             rows = merge_title_hops(rows, self._title_hops(ctx, graph, masks))
+        if ctx.profile.graph.section_hits > 0:
+            rows = merge_title_hops(rows, self._section_hops(ctx, graph, masks))
         rows.sort(key=lambda t: (-t[0], t[1]))
         return [ArmHit(pk=pk, rank=rank, raw=raw, votes=votes)
                 for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1)]
@@ -191,7 +197,7 @@ class GraphArm:
             return None
         decision = routed(ctx)
         cfg = ctx.profile.graph
-        if not decision.fired and cfg.title_hits <= 0:
+        if not decision.fired and not _hops(cfg):
             return None
         import numpy as np
 
@@ -225,25 +231,15 @@ class GraphArm:
 
     @staticmethod
     def _title_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
-        from memo.graph.titles import seed_weights, title_hop, title_index
+        from memo.graph.titles import title_index
 
-        n = ctx.profile.graph.title_hits
-        # A semantic hit abstention rule 1 would drop (every cosine below the model's
-        # semantic_floor) seeds nothing: else an off-topic query's weak neighbours would
-        # hand structural votes, which abstention keeps, to the articles they name.
-        svc = ctx.services.semantic
-        bands = ctx.profile.models.get(getattr(svc, "model_id", None)) if svc is not None else None
-        floor = bands.semantic_floor if bands is not None else None
-        seeds = seed_weights(title_seed_lists(ctx.scratch.hits, floor), n)
-        cache = conn_cache(ctx.conn).setdefault("graph_titles", {})
-        titles = cache.get((graph.epoch, graph.seq))
-        if titles is None:
-            cache.clear()
-            titles = cache[(graph.epoch, graph.seq)] = title_index(ctx.conn, graph)
-        hops = title_hop(ctx.conn, graph, titles, seeds, masks[1], masks[0].entity_mask)
-        return [(h.score, int(graph.passage_pks[h.index]), tuple(GraphVote(k, nm, w) for k, nm, w in h.via))
-                for h in hops[:ctx.fetch_depth]]
+        return _hop(ctx, graph, masks, ctx.profile.graph.title_hits, "graph_titles", title_index)
 
+    @staticmethod
+    def _section_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
+        from memo.graph.sections import section_index
+
+        return _hop(ctx, graph, masks, ctx.profile.graph.section_hits, "graph_sections", section_index)
     @staticmethod
     def _walk(ctx: ArmContext, graph: Any, masks: Any, decision: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
         import numpy as np
@@ -305,6 +301,34 @@ class GraphArm:
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [(raw, pk, tuple(GraphVote(e.key, e.name, m) for (_, e), m in zip(seeds, masses, strict=True)))
                 for raw, pk, masses in scored[:ctx.fetch_depth]]
+
+
+def _hops(cfg: Any) -> bool:
+    """Whether a hop (title or section) makes the arm run on every auto search."""
+    return cfg.title_hits > 0 or cfg.section_hits > 0
+
+
+def _hop(ctx: ArmContext, graph: Any, masks: Any, n: int, cache_name: str,
+         build: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
+    """A title or section hop from the first ``n`` keyword and semantic hits, over the
+    index ``build(conn, graph)`` makes (cached per graph state)."""
+    from memo.graph.titles import seed_weights, title_hop
+
+    # A semantic hit abstention rule 1 would drop (every cosine below the model's
+    # semantic_floor) seeds nothing: else an off-topic query's weak neighbours would
+    # hand structural votes, which abstention keeps, to the articles they name.
+    svc = ctx.services.semantic
+    bands = ctx.profile.models.get(getattr(svc, "model_id", None)) if svc is not None else None
+    floor = bands.semantic_floor if bands is not None else None
+    seeds = seed_weights(title_seed_lists(ctx.scratch.hits, floor), n)
+    cache = conn_cache(ctx.conn).setdefault(cache_name, {})
+    index = cache.get((graph.epoch, graph.seq))
+    if index is None:
+        cache.clear()
+        index = cache[(graph.epoch, graph.seq)] = build(ctx.conn, graph)
+    hops = title_hop(ctx.conn, graph, index, seeds, masks[1], masks[0].entity_mask)
+    return [(h.score, int(graph.passage_pks[h.index]), tuple(GraphVote(k, nm, w) for k, nm, w in h.via))
+            for h in hops[:ctx.fetch_depth]]
 
 
 def title_seed_lists(hits: dict[str, tuple[ArmHit, ...]], floor: float | None) -> list[list[int]]:
