@@ -212,14 +212,14 @@ def _of_passage(conn: sqlite3.Connection, graph: MentionGraph, indices: np.ndarr
         if i >= 0:
             keys[i] = key
     wanted = sorted(set(keys.values()))
-    entity_of: dict[str, int] = {}
+    found: list[tuple[int, str]] = []
     for s in range(0, len(wanted), _CHUNK):
         chunk = wanted[s:s + _CHUNK]
-        for epk, key in conn.execute(f"SELECT pk, key FROM entities WHERE key IN ({','.join('?' * len(chunk))})",
-                                     chunk):
-            e = graph.entity_at(int(epk))
-            if e is not None:
-                entity_of[key] = e
+        found += conn.execute(f"SELECT pk, key FROM entities WHERE key IN ({','.join('?' * len(chunk))})",
+                              chunk).fetchall()
+    # one lookup for all (a numpy search per entity cost more than the SQL at 4k headings)
+    at_e = graph.entity_indices(np.fromiter((int(pk) for pk, _ in found), dtype=np.int64, count=len(found)))
+    entity_of = {key: e for (_, key), e in zip(found, at_e.tolist(), strict=True) if e >= 0}
     unresolved: dict[str, list[int]] = {}
     for q, key in keys.items():
         e = entity_of.get(key, -1)
