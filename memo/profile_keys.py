@@ -167,6 +167,9 @@ KEYS: tuple[Key, ...] = (
         "exceed this share of it", 0.0, 100.0, group="index"),
     Key("index.graph_sidecar_min", "int", "a mention graph with at least this many edges is kept in a sidecar "
         "file a new process maps (memo.graph.sidecar); 0 = never", 0, 1_000_000_000, group="index"),
+    Key("index.subject_sidecar_min", "int", "a graph's title and section indexes are kept in sidecar files a new "
+        "process maps once the graph holds this many passages (a graph kept in its own sidecar keeps them "
+        "whatever its size); 0 = only then", 0, 1_000_000_000, group="index"),
     Key("index.ann_min", "int", "PostgreSQL: in-scope vectors from which the HNSW index answers",
         0, 1_000_000_000, group="index"),
     Key("index.ann_overfetch", "float", "PostgreSQL: HNSW candidates = ann_overfetch x fetch_depth",

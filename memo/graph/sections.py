@@ -79,7 +79,7 @@ def _section_keys(conn: sqlite3.Connection, pks: Sequence[int] | None) -> list[t
 SECTIONS = SubjectSpec("sections", _section_keys)
 
 
-def section_index(conn: sqlite3.Connection, graph: MentionGraph) -> TitleIndex:
+def section_index(conn: sqlite3.Connection, graph: MentionGraph, sidecar_min: int = 0) -> TitleIndex:
     """Every graph passage's section subject as an entity index (-1: none), in the title
-    index's form so ``title_hop`` reads it."""
-    return title_index(conn, graph, SECTIONS)
+    index's form so ``title_hop`` reads it (``sidecar_min``: ``title_index``'s)."""
+    return title_index(conn, graph, SECTIONS, sidecar_min)

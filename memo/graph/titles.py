@@ -118,12 +118,15 @@ _LAST: dict[tuple[str, str], TitleIndex] = {}
 _LOCK = threading.Lock()
 
 
-def title_index(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec = TITLES) -> TitleIndex:
+def title_index(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec = TITLES,
+                sidecar_min: int = 0) -> TitleIndex:
     """Every graph passage's title entity (callers cache it with the graph: ``conn_cache``).
     From the last index of this database when the graph only grew since (``_updated``),
     else from the sidecar a graph kept in one has beside it (``memo.graph.sidecar``: a new
     process maps it), else computed: one read of the titled records' passages, one of the
-    entities those titles name.  ``spec``: another kind of subject (``SubjectSpec``)."""
+    entities those titles name.  ``spec``: another kind of subject (``SubjectSpec``).  The
+    sidecar is kept beside a graph kept in its own, or one of at least ``sidecar_min``
+    passages (``index.subject_sidecar_min``; 0: only the former)."""
     key = (spec.name, db_key(conn))
     with _LOCK:
         last = _LAST.get(key)
@@ -136,7 +139,7 @@ def title_index(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec
         if grew:
             index = _updated(conn, graph, last, spec)       # type: ignore[arg-type]
         else:
-            index = _computed(conn, graph, spec)
+            index = _computed(conn, graph, spec, sidecar_min)
         if len(_LAST) >= 8:
             _LAST.pop(next(iter(_LAST)))
         _LAST[key] = index
@@ -149,8 +152,10 @@ def forget_title_indexes() -> None:
         _LAST.clear()
 
 
-def _computed(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec = TITLES) -> TitleIndex:
-    path = subject_path(graph.db_path, spec.name) if graph.db_path and graph.sidecar_edges else None
+def _computed(conn: sqlite3.Connection, graph: MentionGraph, spec: SubjectSpec = TITLES,
+              sidecar_min: int = 0) -> TitleIndex:
+    kept = graph.sidecar_edges or 0 < sidecar_min <= len(graph.passage_pks)
+    path = subject_path(graph.db_path, spec.name) if graph.db_path and kept else None
     of_passage = open_titles(conn, path, graph.epoch, graph.seq, len(graph.passage_pks)) if path else None
     unresolved = None
     if of_passage is None:

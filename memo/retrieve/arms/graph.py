@@ -233,7 +233,8 @@ class GraphArm:
     def _title_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
         from memo.graph.titles import title_index
 
-        return _hop(ctx, graph, masks, ctx.profile.graph.title_hits, "graph_titles", title_index)
+        return _hop(ctx, graph, masks, ctx.profile.graph.title_hits, "graph_titles",
+                    lambda conn, g, n: title_index(conn, g, sidecar_min=n))
 
     @staticmethod
     def _section_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
@@ -311,7 +312,7 @@ def _hops(cfg: Any) -> bool:
 def _hop(ctx: ArmContext, graph: Any, masks: Any, n: int, cache_name: str,
          build: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
     """A title or section hop from the first ``n`` keyword and semantic hits, over the
-    index ``build(conn, graph)`` makes (cached per graph state)."""
+    index ``build(conn, graph, index.subject_sidecar_min)`` makes (cached per graph state)."""
     from memo.graph.titles import seed_weights, title_hop
 
     # A semantic hit abstention rule 1 would drop (every cosine below the model's
@@ -325,7 +326,7 @@ def _hop(ctx: ArmContext, graph: Any, masks: Any, n: int, cache_name: str,
     index = cache.get((graph.epoch, graph.seq))
     if index is None:
         cache.clear()
-        index = cache[(graph.epoch, graph.seq)] = build(ctx.conn, graph)
+        index = cache[(graph.epoch, graph.seq)] = build(ctx.conn, graph, ctx.profile.index.subject_sidecar_min)
     hops = title_hop(ctx.conn, graph, index, seeds, masks[1], masks[0].entity_mask)
     return [(h.score, int(graph.passage_pks[h.index]), tuple(GraphVote(k, nm, w) for k, nm, w in h.via))
             for h in hops[:ctx.fetch_depth]]
