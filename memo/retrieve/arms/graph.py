@@ -166,7 +166,8 @@ class GraphArm:
     def plan(self, ctx: ArmContext) -> ArmPlan:
         plan = plan_routed(ctx)
         if not plan.runs and ctx.mode == AUTO_ONLY and ctx.profile is not None and _hops(ctx.profile.graph):
-            return ArmPlan(runs=True, reason=f"{plan.reason}; title hop from the best keyword and semantic hits")
+            return ArmPlan(runs=True, reason=f"{plan.reason}; title or section hop from the best keyword and "
+                                             "semantic hits")
         return plan
 
     def prepare(self, ctx: ArmContext) -> None:
@@ -183,10 +184,13 @@ class GraphArm:
         if walked is None:
             return []
         graph, masks, rows = walked
-        if ctx.profile.graph.title_hits > 0:
-            rows = merge_title_hops(rows, self._title_hops(ctx, graph, masks))
-        if ctx.profile.graph.section_hits > 0:
-            rows = merge_title_hops(rows, self._section_hops(ctx, graph, masks))
+        if _hops(ctx.profile.graph):
+            from memo.graph.sections import SECTIONS
+            from memo.graph.titles import TITLES
+
+            for n, spec in ((ctx.profile.graph.title_hits, TITLES), (ctx.profile.graph.section_hits, SECTIONS)):
+                if n > 0:
+                    rows = merge_title_hops(rows, _hop(ctx, graph, masks, n, spec))
         rows.sort(key=lambda t: (-t[0], t[1]))
         return [ArmHit(pk=pk, rank=rank, raw=raw, votes=votes)
                 for rank, (raw, pk, votes) in enumerate(rows[:ctx.fetch_depth], 1)]
@@ -229,18 +233,6 @@ class GraphArm:
         rows = self._walk(ctx, graph, masks[0], decision) if decision.fired else []
         return graph, masks, rows
 
-    @staticmethod
-    def _title_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
-        from memo.graph.titles import title_index
-
-        return _hop(ctx, graph, masks, ctx.profile.graph.title_hits, "graph_titles",
-                    lambda conn, g, n: title_index(conn, g, sidecar_min=n))
-
-    @staticmethod
-    def _section_hops(ctx: ArmContext, graph: Any, masks: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
-        from memo.graph.sections import section_index
-
-        return _hop(ctx, graph, masks, ctx.profile.graph.section_hits, "graph_sections", section_index)
     @staticmethod
     def _walk(ctx: ArmContext, graph: Any, masks: Any, decision: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
         import numpy as np
@@ -309,11 +301,10 @@ def _hops(cfg: Any) -> bool:
     return cfg.title_hits > 0 or cfg.section_hits > 0
 
 
-def _hop(ctx: ArmContext, graph: Any, masks: Any, n: int, cache_name: str,
-         build: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
-    """A title or section hop from the first ``n`` keyword and semantic hits, over the
-    index ``build(conn, graph, index.subject_sidecar_min)`` makes (cached per graph state)."""
-    from memo.graph.titles import seed_weights, title_hop
+def _hop(ctx: ArmContext, graph: Any, masks: Any, n: int, spec: Any) -> list[tuple[float, int, tuple[GraphVote, ...]]]:
+    """A title or section hop (``spec``: ``memo.graph.titles.SubjectSpec``) from the first
+    ``n`` keyword and semantic hits, over its subject index (cached per graph state)."""
+    from memo.graph.titles import seed_weights, title_hop, title_index
 
     # A semantic hit abstention rule 1 would drop (every cosine below the model's
     # semantic_floor) seeds nothing: else an off-topic query's weak neighbours would
@@ -322,11 +313,12 @@ def _hop(ctx: ArmContext, graph: Any, masks: Any, n: int, cache_name: str,
     bands = ctx.profile.models.get(getattr(svc, "model_id", None)) if svc is not None else None
     floor = bands.semantic_floor if bands is not None else None
     seeds = seed_weights(title_seed_lists(ctx.scratch.hits, floor), n)
-    cache = conn_cache(ctx.conn).setdefault(cache_name, {})
+    cache = conn_cache(ctx.conn).setdefault(f"graph_{spec.name}", {})
     index = cache.get((graph.epoch, graph.seq))
     if index is None:
         cache.clear()
-        index = cache[(graph.epoch, graph.seq)] = build(ctx.conn, graph, ctx.profile.index.subject_sidecar_min)
+        index = cache[(graph.epoch, graph.seq)] = title_index(ctx.conn, graph, spec,
+                                                              ctx.profile.index.subject_sidecar_min)
     hops = title_hop(ctx.conn, graph, index, seeds, masks[1], masks[0].entity_mask)
     return [(h.score, int(graph.passage_pks[h.index]), tuple(GraphVote(k, nm, w) for k, nm, w in h.via))
             for h in hops[:ctx.fetch_depth]]
