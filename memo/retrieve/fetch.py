@@ -5,9 +5,11 @@
   narrow_hint need them);
 * ``fetch_rows``: text and provenance of the final results only.
 
-Both are cached per connection until the data changes (``conn_cache``): eval replay
-meets the same passages again and again, and reading 100 result rows through a join
-costs more than the rest of stages 3-9 together (docs/results-log.md "Arms in one thread,
+Both are cached per connection until passages go away (``stable_cache``: a commit that
+only adds rows leaves a stored passage's meta and row as they were): eval replay meets the
+same passages again and again, an agent's searches between its writes meet the same popular
+passages, and reading 100 result rows through a join costs more than the rest of stages 3-9
+together (docs/results-log.md "Arms in one thread,
 the arm-hit cache, the candidate fetch").  Rows are tuples
 (``PassageRow``), never ``sqlite3.Row``: the cache must not depend on the connection's
 row factory, and tuple access is cheaper.
@@ -23,7 +25,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from memo.retrieve.conn_cache import conn_cache
+from memo.retrieve.conn_cache import stable_cache
 from memo.retrieve.types import Meta
 
 META_CACHE_MAX = 200_000   # ~40 MB worst case; cleared, not evicted one by one
@@ -74,7 +76,7 @@ def fetch_rows(conn: sqlite3.Connection, pks: Iterable[int]) -> dict[int, Passag
 
 
 def _cached(conn: sqlite3.Connection, name: str, cap: int, sql: str, pks: Iterable[int], make) -> dict:
-    cache: dict = conn_cache(conn).setdefault(name, {})
+    cache: dict = stable_cache(conn).setdefault(name, {})
     pks = pks if isinstance(pks, list) else list(pks)
     try:    # every pk read before (eval replay: the same candidates in every run of a grid)
         return {pk: cache[pk] for pk in pks}
