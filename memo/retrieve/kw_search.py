@@ -70,6 +70,10 @@ RANKER = "auto"
 # 100k ~300k (dense 1.8 ms, pruned 2.3: its fixed cost).  Measured, bench notes in docs/scale.md.
 PRUNE_POSTINGS = 300_000
 PY_MAX_POSTINGS = 100_000   # "auto": numpy ranks once the Python ranking has visited more postings (~0.5-0.65 us each)
+# "auto": numpy ranks from the start when the phrases hold more postings (base and delta): the Python
+# ranking visits 12-60% of them (SciFact claims, docs/scale.md "Session 29"), so past ~4x its cap
+# it nearly always stops at the cap, after ~50 ms of visits a cold process then pays again.
+PY_MAX_PHRASE_POSTINGS = 4 * PY_MAX_POSTINGS
 _searched = False          # this process ran a postings search already
 
 
@@ -170,7 +174,8 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     if stems is None:
         return None
     global _searched
-    python = RANKER == "python" or (RANKER == "auto" and not _searched and not _numpy_loaded())
+    python = RANKER == "python" or (RANKER == "auto" and not _searched and not _numpy_loaded()
+                                    and _phrase_postings(conn, stems) <= PY_MAX_PHRASE_POSTINGS)
     _searched = True
     rank: PyRank | NumpyRank | NumpyPruned = (
         _py_rank(conn, meta, stems, section_weight, None if RANKER == "python" else PY_MAX_POSTINGS) if python
@@ -223,6 +228,20 @@ def scoped_df(conn: sqlite3.Connection, scope_sql: ScopeSQL, word: str) -> int |
     pos = np.searchsorted(pks, ex)
     inside = pos < len(pks)
     return len(pks) - int((pks[pos[inside]] == ex[inside]).sum())
+
+
+def _phrase_postings(conn: sqlite3.Connection, stems: list[str]) -> int:
+    """The phrases' postings, base (``kw_base.df``) and delta rows: what the Python ranking
+    would have to read, and roughly what it would visit."""
+    if not stems:
+        return 0
+    marks = ",".join("?" * len(stems))
+    counts: dict[str, int] = {}
+    for term, n in conn.execute(f"SELECT term, df FROM kw_base WHERE term IN ({marks}) UNION ALL "
+                                f"SELECT term, count(*) FROM kw_delta WHERE term IN ({marks}) GROUP BY term",
+                                (*stems, *stems)):
+        counts[term] = counts.get(term, 0) + n
+    return sum(counts.get(s, 0) for s in stems)
 
 
 def _numpy_loaded() -> bool:

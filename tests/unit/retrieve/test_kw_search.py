@@ -231,6 +231,31 @@ def test_the_python_ranking_prunes_and_gives_numpys_scores(tmp_path) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize("limit", [0, 10**9])
+def test_a_first_search_with_many_postings_ranks_with_numpy_from_the_start(tmp_path, monkeypatch, limit) -> None:
+    """A process's first search (numpy not loaded) ranks in Python only when its phrases hold
+    at most PY_MAX_PHRASE_POSTINGS base postings; past that the Python ranking would stop at its
+    cap after visiting most of it, so numpy ranks from the start.  Same hits either way."""
+    conn = _db(tmp_path, 200)
+    try:
+        with read_tx(conn):
+            stems = kw_search.stems_of(conn, ("gene", "w1", "gene"))
+            total = kw_search._phrase_postings(conn, stems)
+            assert total == 2 * len(kw_postings.term_postings(conn, "gene")) + len(
+                kw_postings.term_postings(conn, "w1")) > 0
+        expected = _hits(conn, "gene w1 gene", "fts5", 10)
+        used = []
+        real = kw_search._py_rank
+        monkeypatch.setattr(kw_search, "_py_rank", lambda *a: used.append(1) or real(*a))
+        monkeypatch.setattr(kw_search, "_numpy_loaded", lambda: False)
+        monkeypatch.setattr(kw_search, "_searched", False)
+        monkeypatch.setattr(kw_search, "PY_MAX_PHRASE_POSTINGS", limit)
+        assert _hits(conn, "gene w1 gene", "impact", 10) == expected
+        assert used == ([1] if limit else [])
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("scan_ratio", [0, 10**9])
 @pytest.mark.parametrize("weight", [1.0, 2.5, 0.0])
 def test_the_pruned_rankings_drop_candidates_phrase_by_phrase(tmp_path, monkeypatch, scan_ratio, weight) -> None:
