@@ -97,9 +97,9 @@ def dense_scores(terms: list[Term], meta: kw_postings.Meta, avgdl: float, sectio
 
     if not terms:
         return np.zeros(0, dtype=np.float64)
-    every = np.concatenate([t.pks.astype(np.int64) for t in terms])
+    every = np.concatenate([t.pks for t in terms], dtype=np.int64)
     weights = np.concatenate([all_contrib(t, meta, avgdl, section_weight) for t in terms])
-    return np.bincount(every, weights=weights, minlength=int(every.max()) + 1)
+    return np.bincount(every, weights=weights)     # as long as the largest pk + 1
 
 
 def _ordered(score: np.ndarray, m: int) -> np.ndarray:
