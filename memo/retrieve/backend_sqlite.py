@@ -27,6 +27,7 @@ few passages are out of scope, else the allowed ones.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -151,6 +152,8 @@ class SqliteSearch:
             # A current impact index scores the rows FTS5 would (bm25 of the same phrases,
             # the same doubles) without scoring every row the OR query matches.
             fast = impact.scores_of(ctx.conn, "passages_fts", tuple(words), wanted)
+            if fast is None:      # the persistent postings, when no in-process index is current
+                fast = kw_search.scores_for(ctx.conn, words, sorted(wanted))
             if fast is not None:
                 return fast
         out: dict[int, float] = {}
@@ -179,6 +182,8 @@ class SqliteSearch:
         fast = impact.scoped_df(conn, scope, word)
         if fast is None:      # the persistent postings, when no in-process index is current
             fast = kw_search.scoped_df(conn, scope, word)
+        if fast is None:      # a phrase ("T-cell": two tokens), or no postings
+            fast = _listed_scope_df(conn, scope, word)
         if fast is not None:
             return fast
         row = conn.execute(
@@ -202,6 +207,22 @@ class SqliteSearch:
         if held is not None:         # the persistent postings (any process, from its first search)
             return held
         return _holders_from_fts(conn, table, terms, rows)
+
+
+def _listed_scope_df(conn: Any, scope: ScopeSQL, word: str) -> int | None:
+    """In-scope passages matching ``word`` (a phrase too) when the scope lists what it rules
+    out: FTS5's own count of the match, less the listed exclusions among its rows; None when
+    the scope lists nothing (then the join counts).  The join read each matching row's passage
+    and record: "T-cell" at 1M passages (117k rows) 370 ms, FTS5's count 16 ms."""
+    excluded = scope_stats(conn, scope).excluded
+    if excluded is None:
+        return None
+    match = _quote(word)
+    n = int(conn.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (match,)).fetchone()[0])
+    if n and excluded:
+        n -= int(conn.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ? AND rowid IN "
+                              "(SELECT value FROM json_each(?))", (match, json.dumps(sorted(excluded)))).fetchone()[0])
+    return n
 
 
 def _holders_from_fts(conn: Any, table: str, terms: Sequence[str],

@@ -61,7 +61,7 @@ def idf_of(meta: kw_postings.Meta, n_hit: int) -> float:
     return 1e-6 if idf <= 0.0 else idf
 
 
-def _contrib(t: Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl: float, section_weight: float
+def phrase_terms(t: Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl: float, section_weight: float
              ) -> np.ndarray:
     """FTS5's per-phrase term ``idf * (f * (k1 + 1)) / (f + K)``, with the same operations
     in the same order as fts5Bm25Function."""
@@ -83,7 +83,7 @@ def all_contrib(t: Term, meta: kw_postings.Meta, avgdl: float, section_weight: f
     key = (meta.rows, meta.tokens, section_weight)
     entry = t.entry
     if entry.contrib_key != key or entry.contrib is None:
-        entry.contrib = _contrib(t, t.tf, t.sec, t.dl, avgdl, section_weight)
+        entry.contrib = phrase_terms(t, t.tf, t.sec, t.dl, avgdl, section_weight)
         entry.contrib_key = key
     return entry.contrib
 
@@ -156,7 +156,7 @@ class NumpyPruned:
         entry = t.entry
         if entry.contrib is not None and entry.contrib_key == (self._meta.rows, self._meta.tokens, self._weight):
             return entry.contrib[at]
-        return _contrib(t, t.tf[at], t.sec[at], t.dl[at], self._avgdl, self._weight)
+        return phrase_terms(t, t.tf[at], t.sec[at], t.dl[at], self._avgdl, self._weight)
 
     def order(self, m: int) -> list[int]:
         import numpy as np
@@ -276,7 +276,7 @@ class Phrase:
 
 
 def _py_term(tf: int, sec: int, dl: int, idf: float, avgdl: float, section_weight: float) -> float:
-    """One posting's bm25 term: ``_contrib`` (and ``impact.weighted_freqs_of``) for one
+    """One posting's bm25 term: ``phrase_terms`` (and ``impact.weighted_freqs_of``) for one
     posting, the same operations in the same order."""
     if section_weight == 1.0:
         f = float(tf)
@@ -358,6 +358,23 @@ class PyRank:
             scores[p] = total
         self._m, self._scores = m, scores
         return True
+
+    def scores_of(self, pks: Sequence[int]) -> dict[int, float]:
+        """The scores of the rows ``pks`` that hold a phrase (any other scores 0.0 and is
+        left out), each phrase's terms looked up for those rows only and summed phrase by
+        phrase in query order from 0.0, as FTS5 sums them (and ``_rank``)."""
+        cand = dict.fromkeys(pks, 0.0)
+        held = [self._lookup(ph, cand, self._weight) for ph in self._phrases]
+        out = {}
+        for p in cand:
+            total = 0.0
+            for got in held:
+                c = got.get(p)
+                if c is not None:
+                    total += c
+            if total > 0.0:
+                out[p] = total
+        return out
 
     def _terms_of(self, ph: Phrase, section_weight: float) -> dict[int, float]:
         """Every posting's term of one phrase: ``_py_term``, for the common weight 1.0

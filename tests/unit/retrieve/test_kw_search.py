@@ -231,6 +231,38 @@ def test_the_python_ranking_prunes_and_gives_numpys_scores(tmp_path) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize("with_numpy", [True, False])
+def test_scores_of_chosen_rows_are_fts5s(tmp_path, monkeypatch, with_numpy) -> None:
+    """The entity arm's tiebreak (``scores_for``): -bm25 of the OR query for the rows asked
+    about, the same doubles as FTS5's, rows matching no word left out; from the postings with
+    numpy loaded and without it, with a delta after the base and after a removal."""
+    monkeypatch.setattr(kw_search, "_numpy_loaded", lambda: with_numpy)
+    conn = _db(tmp_path, 300)
+    try:
+        rng = random.Random(3)
+        for stage in ("delta", "merged", "removed"):
+            if stage == "merged":
+                kw_postings.merge(conn)
+            if stage == "removed":
+                from memo import ops
+                ops.forget(conn, ["r5", "r6"], confirm=True)
+                ops.purge(conn, confirm=True)
+                with write_tx(conn):
+                    insert_record(conn, RecordDraft(body="late", id="late"), (PassageDraft(text="gene w1 w1 cells"),))
+            pks = [r[0] for r in conn.execute("SELECT pk FROM passages")]
+            for words in (["gene", "w1"], ["w3", "binding", "protein", "w3"], ["cells"], ["nowhere"]):
+                wanted = rng.sample(pks, 40)
+                with read_tx(conn):
+                    got = kw_search.scores_for(conn, words, wanted)
+                    match = " OR ".join(f'"{w}"' for w in words)
+                    fts = {r[0]: -r[1] for r in conn.execute(
+                        "SELECT rowid, bm25(passages_fts) FROM passages_fts WHERE passages_fts MATCH ?", (match,))
+                        if r[0] in set(wanted)}
+                assert got == fts, (stage, words)
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("limit", [0, 10**9])
 def test_a_first_search_with_many_postings_ranks_with_numpy_from_the_start(tmp_path, monkeypatch, limit) -> None:
     """A process's first search (numpy not loaded) ranks in Python only when its phrases hold
@@ -294,6 +326,35 @@ def _fts5_df(conn, word: str, scope: Scope) -> int:
     return conn.execute("SELECT count(*) FROM passages_fts f JOIN passages p ON p.pk = f.rowid JOIN records r "
                         "ON r.id = p.record_id WHERE passages_fts MATCH ? AND " + s.where,
                         (f'"{word}"', *s.params)).fetchone()[0]
+
+
+def test_a_phrase_is_counted_for_routing_without_the_join(tmp_path, monkeypatch) -> None:
+    """A phrase (several tokens: "T-cell") has no postings of its own: routing's count is
+    FTS5's count of the match less the scope's listed exclusions among its rows, equal to
+    the join's count; with nothing listed the join counts."""
+    from memo.retrieve.backend_sqlite import SqliteSearch
+
+    conn = _db(tmp_path, 300)
+    try:
+        with write_tx(conn):
+            conn.execute("UPDATE records SET superseded_at = '2025-03-01T00:00:00.000000Z' WHERE id = 'r4'")
+        for scope in (Scope(), Scope(namespaces=("a",))):
+            s = build_scope_sql(scope)
+            for phrase in ("gene cells", "binding w3", "cells gene", "absent absent", "gene"):
+                with read_tx(conn):
+                    assert scope_stats(conn, s).excluded            # exclusions listed, some match
+                    got = SqliteSearch().word_df(conn, phrase, s.where, s.params)
+                assert got == _fts5_df(conn, phrase, scope), (scope, phrase)
+        monkeypatch.setattr(scope_module, "EXCLUDED_MAX", 0)
+        with write_tx(conn):                                        # a new data state: listed again
+            conn.execute("UPDATE records SET superseded_at = '2025-03-01T00:00:00.000000Z' WHERE id = 'r6'")
+        ns_a = build_scope_sql(Scope(namespaces=("a",)))
+        with read_tx(conn):
+            assert scope_stats(conn, ns_a).excluded is None
+            assert SqliteSearch().word_df(conn, "gene cells", ns_a.where, ns_a.params) == _fts5_df(
+                conn, "gene cells", Scope(namespaces=("a",)))
+    finally:
+        conn.close()
 
 
 def test_word_counts_for_routing_come_from_the_postings(tmp_path, monkeypatch) -> None:
