@@ -215,12 +215,12 @@ class NumpyPruned:
         cand, part = _np_prune(cand, part, m, _rest(bounds, todo), mth)
         while todo:            # the common phrases: looked up for the candidates left only
             i = todo.pop(0)
-            at, hit = _np_find(terms[i].pks, cand)
+            at, hit = find_sorted(terms[i].pks, cand)
             part[hit] += self._some(i, at[hit])
             cand, part = _np_prune(cand, part, m, _rest(bounds, todo))
         total = np.zeros(len(cand), dtype=np.float64)
         for i in range(len(terms)):      # phrase by phrase in query order from 0.0
-            at, hit = _np_find(terms[i].pks, cand)
+            at, hit = find_sorted(terms[i].pks, cand)
             total[hit] += self._some(i, at[hit])
         self._cand, self._total = cand, total
 
@@ -238,7 +238,7 @@ def _np_partial(terms: list[Term], contrib: list[np.ndarray], taken: list[int], 
                        weights=np.concatenate(contrib), minlength=size)
 
 
-def _np_find(pks: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def find_sorted(pks: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each candidate sits in ``pks`` (ascending), and whether it is there."""
     import numpy as np
 
@@ -347,16 +347,7 @@ class PyRank:
             for p, c in got.items():
                 cand[p] += c
             cand = _prune(cand, m, _rest(bounds, todo))
-        held = [t for t in terms if t is not None]
-        scores = {}
-        for p in cand:        # phrase by phrase in query order from 0.0, as FTS5 sums them
-            total = 0.0
-            for got in held:
-                c = got.get(p)
-                if c is not None:
-                    total += c
-            scores[p] = total
-        self._m, self._scores = m, scores
+        self._m, self._scores = m, _summed(cand, [t for t in terms if t is not None])
         return True
 
     def scores_of(self, pks: Sequence[int]) -> dict[int, float]:
@@ -365,16 +356,7 @@ class PyRank:
         phrase in query order from 0.0, as FTS5 sums them (and ``_rank``)."""
         cand = dict.fromkeys(pks, 0.0)
         held = [self._lookup(ph, cand, self._weight) for ph in self._phrases]
-        out = {}
-        for p in cand:
-            total = 0.0
-            for got in held:
-                c = got.get(p)
-                if c is not None:
-                    total += c
-            if total > 0.0:
-                out[p] = total
-        return out
+        return {p: v for p, v in _summed(cand, held).items() if v > 0.0}
 
     def _terms_of(self, ph: Phrase, section_weight: float) -> dict[int, float]:
         """Every posting's term of one phrase: ``_py_term``, for the common weight 1.0
@@ -408,6 +390,20 @@ class PyRank:
 
 
 _SCAN_RATIO = 8     # a phrase at most this many times longer than the candidates is scored whole
+
+
+def _summed(cand: dict[int, float], held: list[dict[int, float]]) -> dict[int, float]:
+    """Each candidate's terms (``held``: one dict per phrase, in query order) summed phrase by
+    phrase from 0.0, as FTS5 sums them."""
+    scores = {}
+    for p in cand:
+        total = 0.0
+        for got in held:
+            c = got.get(p)
+            if c is not None:
+                total += c
+        scores[p] = total
+    return scores
 
 
 def _rest(bounds: list[float], todo: list[int]) -> float:

@@ -40,6 +40,7 @@ from memo.retrieve.kw_rank import (
     Term,
     avgdl_of,
     dense_scores,
+    find_sorted,
     idf_of,
     phrase_terms,
 )
@@ -156,10 +157,8 @@ def scores_for(conn: sqlite3.Connection, words: Sequence[str], pks: Sequence[int
     total = np.zeros(len(keys), dtype=np.float64)
     avgdl = avgdl_of(meta)
     for t in _terms(conn, meta, stems):    # the keyword arm's postings, cached
-        pos = np.searchsorted(t.pks, keys)
-        ok = pos < len(t.pks)
-        ok[ok] = t.pks[pos[ok]] == keys[ok]
-        at = pos[ok]
+        at, ok = find_sorted(t.pks, keys)
+        at = at[ok]
         # a subset's terms are the same doubles elementwise; added phrase by phrase from 0.0
         total[ok] += phrase_terms(t, t.tf[at], t.sec[at], t.dl[at], avgdl, 1.0)
     hit = total > 0.0
