@@ -24,6 +24,7 @@ on stderr).
 
     .venv/bin/python bench/cold_cli.py [--runs 7] [--json]
     .venv/bin/python bench/cold_cli.py --db /tmp/100k.db --no-hybrid --memo-path /tmp/old --runs 9
+    .venv/bin/python bench/cold_cli.py --db /tmp/1m.db --memo-path /tmp/old --before-env MEMO_ONNX_CACHE=/tmp/old-onnx
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def main() -> None:
                     help="also time keyword searches of the sample's first N claims, one per run in turn")
     ap.add_argument("--no-hybrid", action="store_true", help="time keyword mode only (a database without vectors)")
     ap.add_argument("--memo-path", help="also time the searches with this checkout's memo first on PYTHONPATH")
+    ap.add_argument("--before-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="with --memo-path: set this in the older checkout's environment only, e.g. "
+                         "MEMO_ONNX_CACHE=/tmp/old-cache when the two write the model's cache differently")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -110,6 +114,11 @@ def main() -> None:
         if args.memo_path:
             envs["_before"] = dict(env, PYTHONPATH=os.pathsep.join(
                 [str(Path(args.memo_path).resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+            for item in args.before_env:
+                k, sep, v = item.partition("=")
+                if not sep or not k:
+                    raise SystemExit(f"--before-env wants KEY=VALUE, got {item!r}")
+                envs["_before"][k] = v
         searches = {"keyword": [py, "-m", "memo", "search", args.query, "--mode", "keyword", "--json"]}
         if not args.no_hybrid:
             searches["hybrid"] = [py, "-m", "memo", "search", args.query, "--json"]

@@ -13,10 +13,20 @@ in the user's cache folder (``MEMO_ONNX_CACHE``: another folder, or ``off``).  I
 are those of the session that optimises online, bit for bit
 (tests/integration/test_optimized_model.py).
 
-Trust: the file is written by this module from a model whose hash was checked, under a
-temporary name, then renamed; a small JSON beside it records its size and mtime, and a file
-whose stat differs (another writer, a half-copied cache) is optimised and written again.
-A file onnxruntime cannot load is removed and the model is loaded the ordinary way.
+The graph and its weights are two files (``<stem>.onnx``, ~50 KB, and ``<stem>-<tag>.data``,
+the initializers, ~90 MB for the default model): onnxruntime maps an external data file instead
+of parsing 90 MB of protobuf and copying it, so a fresh process's session takes ~44 ms against
+~133 ms from one file (docs/scale.md, "The optimised graph's weights mapped"), with the same
+vectors bit for bit.
+
+Trust: the files are written by this module from a model whose hash was checked; the graph
+under a temporary name, then renamed; the data file under a name no other write uses (a
+random tag the graph names), never rewritten in place: a process that has it mapped keeps
+reading what it mapped while another process replaces the cache (a file cut short under a
+mapping would kill the reader with SIGBUS).  A small JSON beside them records both files'
+size and mtime, and files whose stat differs (another writer, a half-copied cache, a record
+from before the data file) are optimised and written again.  Files onnxruntime cannot load
+are removed and the model is loaded the ordinary way.
 """
 
 from __future__ import annotations
@@ -99,12 +109,24 @@ def record_source(root: Path, stem: str, source: Path, stat: list[int]) -> None:
         pass
 
 
+def _record(root: Path, stem: str) -> dict[str, Any]:
+    doc = json.loads((root / f"{stem}.json").read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError("not a record")
+    return doc
+
+
 def cached(root: Path, stem: str) -> Path | None:
-    """The optimised file of ``stem`` if this module wrote it and nobody changed it since."""
-    model, meta = root / f"{stem}.onnx", root / f"{stem}.json"
+    """The optimised graph of ``stem`` if this module wrote it and its data file, and nobody
+    changed either since."""
+    model = root / f"{stem}.onnx"
     try:
-        want = json.loads(meta.read_text(encoding="utf-8"))
-        return model if _stat(model) == want.get("stat") else None
+        want = _record(root, stem)
+        data = want.get("data")
+        if not isinstance(data, str) or Path(data).name != data or not data.startswith(f"{stem}-"):
+            return None         # a record from before the data file, or not this module's
+        ok = _stat(model) == want.get("stat") and _stat(root / data) == want.get("data_stat")
+        return model if ok else None
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -112,31 +134,65 @@ def cached(root: Path, stem: str) -> Path | None:
 def write(ort: Any, source: Path, options: Any, root: Path, stem: str, stat: list[int] | None = None) -> Any:
     """Create a session of ``source`` (whose hash the caller has checked; ``stat``: its
     ``source_stat`` from before that check) with ``options`` (optimising online), saving
-    the optimised graph as ``stem``; returns the session.  A folder it cannot write costs
-    the file only."""
-    tmp = root / f".{stem}.tmp-{os.getpid()}-{os.urandom(4).hex()}.onnx"
+    the optimised graph as ``stem`` with its weights in a data file of its own; returns the
+    session.  A folder it cannot write costs the files only."""
+    tag = f"{os.getpid()}-{os.urandom(4).hex()}"
+    tmp, data = root / f".{stem}.tmp-{tag}.onnx", f"{stem}-{tag}.data"
     try:
         root.mkdir(parents=True, exist_ok=True)
         options.optimized_model_filepath = str(tmp)
+        # the initializers go to ``data`` (a name relative to the graph's folder), mapped when loaded
+        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
+        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
+                                         str(EXTERNAL_MIN_BYTES))
     except OSError:
         return ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
+    written = False
     try:
         session = ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
         try:
             final = root / f"{stem}.onnx"
+            data_stat = _stat(root / data)
             os.replace(tmp, final)
-            meta_tmp = root / f".{stem}.tmp-{os.getpid()}.json"
-            meta_tmp.write_text(json.dumps({"stat": _stat(final), "source": str(source),
-                                            "source_stat": stat}), encoding="utf-8")
+            meta_tmp = root / f".{stem}.tmp-{tag}.json"
+            meta_tmp.write_text(json.dumps({"stat": _stat(final), "data": data, "data_stat": data_stat,
+                                            "source": str(source), "source_stat": stat}), encoding="utf-8")
             os.replace(meta_tmp, root / f"{stem}.json")
+            written = True
         except OSError:
             pass
         return session
     finally:
         tmp.unlink(missing_ok=True)
+        if written:
+            _drop_data(root, stem, keep=data)
+        else:
+            _unlink(root / data)
+
+
+# Initializers at least this large go to the data file (all of the default model's weight
+# matrices; the small ones stay in the graph).
+EXTERNAL_MIN_BYTES = 1024
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass        # (a mapped file on a system that refuses to remove one: left for next time)
+
+
+def _drop_data(root: Path, stem: str, keep: str | None = None) -> None:
+    """Remove ``stem``'s data files but ``keep``: those of earlier writes, which no record
+    names any more.  A process that has one mapped keeps its pages (the name goes, the
+    file stays until it is unmapped)."""
+    for path in root.glob(f"{stem}-*.data"):
+        if path.name != keep:
+            _unlink(path)
 
 
 def forget(root: Path, stem: str) -> None:
-    """Remove a cached file onnxruntime refused (it is written again next time)."""
+    """Remove cached files onnxruntime refused (they are written again next time)."""
     for suffix in (".json", ".onnx"):
-        (root / f"{stem}{suffix}").unlink(missing_ok=True)
+        _unlink(root / f"{stem}{suffix}")
+    _drop_data(root, stem)

@@ -1,12 +1,13 @@
 """The model's optimised graph kept per machine (memo/embed/optimized.py) with the real
-MiniLM model: the session loaded from it gives the vectors of the session that optimises
-online, bit for bit; a changed, damaged or unwritable cache costs the speed, never the
-vectors."""
+MiniLM model: the session loaded from it (a small graph and its weights' data file) gives
+the vectors of the session that optimises online, bit for bit; a changed, damaged, stale or
+unwritable cache costs the speed, never the vectors; a data file is never rewritten in place."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -53,11 +54,27 @@ def _stem() -> str:
     return optimized.key(REAL.sha256, ort.__version__, "ORT_ENABLE_ALL")
 
 
+def _record(root: Path) -> dict:
+    return json.loads((root / f"{_stem()}.json").read_text(encoding="utf-8"))
+
+
+def _replace_with(path: Path, data: bytes) -> None:
+    """New contents under the same name without writing into the old file (a session of
+    this process may still have it mapped)."""
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def test_the_saved_graph_gives_the_same_vectors(online, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
     first = OnnxEmbedder(REAL)                          # optimises and saves
     saved = tmp_path / f"{_stem()}.onnx"
     assert saved.is_file() and (tmp_path / f"{_stem()}.json").is_file()
+    data = tmp_path / _record(tmp_path)["data"]
+    # the weights live in the data file (mapped when loaded), the graph is small
+    assert saved.stat().st_size < 1 << 20 < 64 << 20 < data.stat().st_size
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([saved.name, data.name, f"{_stem()}.json"])
     assert np.array_equal(_vectors(first), online)
     again = OnnxEmbedder(REAL)                          # loads the saved graph
     assert _model_file(again) == str(saved)
@@ -68,23 +85,75 @@ def test_a_changed_file_is_written_again(online, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
     OnnxEmbedder(REAL)
     saved = tmp_path / f"{_stem()}.onnx"
-    saved.write_bytes(saved.read_bytes()[: 1 << 20])    # half-copied: its stat no longer matches
+    _replace_with(saved, saved.read_bytes()[: saved.stat().st_size // 2])   # half-copied: its stat no longer matches
     emb = OnnxEmbedder(REAL)
     assert _model_file(emb) == str(REAL.onnx)           # optimised again from the model
     assert np.array_equal(_vectors(emb), online)
     assert optimized.cached(tmp_path, _stem()) == saved
 
 
+def test_a_damaged_or_missing_data_file_is_written_again(online, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    OnnxEmbedder(REAL)
+    data = tmp_path / _record(tmp_path)["data"]
+    _replace_with(data, data.read_bytes()[: 1 << 20])                      # cut short
+    assert optimized.cached(tmp_path, _stem()) is None
+    emb = OnnxEmbedder(REAL)
+    assert _model_file(emb) == str(REAL.onnx) and np.array_equal(_vectors(emb), online)
+    rewritten = tmp_path / _record(tmp_path)["data"]
+    assert rewritten.name != data.name and not data.exists()                # a new name; the old file gone
+    rewritten.unlink()
+    assert optimized.cached(tmp_path, _stem()) is None                      # missing: not trusted
+    emb = OnnxEmbedder(REAL)
+    assert _model_file(emb) == str(REAL.onnx) and np.array_equal(_vectors(emb), online)
+    assert optimized.cached(tmp_path, _stem()) is not None
+
+
+def test_a_data_file_is_never_rewritten_in_place(online, tmp_path, monkeypatch):
+    """A process may have the data file mapped while another replaces the cache: each write
+    makes a file of its own, and the one a mapping reads keeps its bytes (its name goes)."""
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    OnnxEmbedder(REAL)
+    first = tmp_path / _record(tmp_path)["data"]
+    held = first.open("rb")                             # stands in for another process's mapping
+    before = os.fstat(held.fileno())
+    optimized.forget(tmp_path, _stem())                 # as after a graph onnxruntime refused
+    emb = OnnxEmbedder(REAL)                            # written again
+    second = tmp_path / _record(tmp_path)["data"]
+    assert second.name != first.name and not first.exists()
+    after = os.fstat(held.fileno())
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    held.close()
+    assert np.array_equal(_vectors(emb), online)
+
+
+def test_a_record_from_before_the_data_file_is_replaced(online, tmp_path, monkeypatch):
+    """A cache written by a memo that kept the graph in one file (a record without ``data``)
+    is optimised and written again in two files."""
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    OnnxEmbedder(REAL)
+    saved = tmp_path / f"{_stem()}.onnx"
+    doc = _record(tmp_path)
+    legacy = {"stat": doc["stat"], "source": doc["source"], "source_stat": doc["source_stat"]}
+    (tmp_path / f"{_stem()}.json").write_text(json.dumps(legacy), encoding="utf-8")
+    assert optimized.cached(tmp_path, _stem()) is None
+    emb = OnnxEmbedder(REAL)
+    assert _model_file(emb) == str(REAL.onnx) and np.array_equal(_vectors(emb), online)
+    assert optimized.cached(tmp_path, _stem()) == saved and "data" in _record(tmp_path)
+
+
 def test_a_file_onnxruntime_refuses_is_dropped(online, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
     OnnxEmbedder(REAL)
     saved, meta = tmp_path / f"{_stem()}.onnx", tmp_path / f"{_stem()}.json"
-    saved.write_bytes(b"not a model")
+    _replace_with(saved, b"not a model")
     st = saved.stat()
-    meta.write_text(json.dumps({"stat": [st.st_size, st.st_mtime_ns]}), encoding="utf-8")   # looks current
+    doc = _record(tmp_path)
+    meta.write_text(json.dumps({**doc, "stat": [st.st_size, st.st_mtime_ns]}), encoding="utf-8")   # looks current
+    assert optimized.cached(tmp_path, _stem()) == saved
     emb = OnnxEmbedder(REAL)
     assert np.array_equal(_vectors(emb), online)
-    assert optimized.cached(tmp_path, _stem()) is not None and saved.stat().st_size > 1 << 20   # rewritten
+    assert optimized.cached(tmp_path, _stem()) is not None and _record(tmp_path)["data"] != doc["data"]   # rewritten
 
 
 def test_a_cache_it_cannot_write_costs_the_file_only(online, tmp_path, monkeypatch):
