@@ -15,8 +15,8 @@ NOTES = REPO / "datasets" / "sample" / "notes"
 HEAVY = ("numpy", "onnxruntime", "scipy", "memo.embed.service", "memo.embed.index", "memo.embed.model")
 
 
-def _memo(*args: str, db: Path, importtime: bool = False) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, MEMO_DB=str(db))
+def _memo(*args: str, db: Path, importtime: bool = False, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MEMO_DB=str(db), **extra_env)
     cmd = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "memo", *args]
     res = subprocess.run(cmd, env=env, cwd=db.parent, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -47,7 +47,12 @@ def test_keyword_search_loads_no_numpy_onnxruntime_or_matrix(tmp_path: Path) -> 
 def test_cold_hybrid_search_reports_loading_apart(tmp_path: Path) -> None:
     db = tmp_path / "memo.db"
     _memo("import", str(NOTES), "--json", db=db)
-    doc = json.loads(_memo("search", "what to do when the database is locked", "--json", db=db).stdout)
+    # The model's session made the slow way (no cached optimised graph: onnxruntime optimises
+    # it, ~130 ms and more): the search waits for it, and that wait must show as model_load,
+    # not inside the arms stage.  (From the cached graph the session is ready before the
+    # search asks for it, and model_load is a fraction of a millisecond.)
+    doc = json.loads(_memo("search", "what to do when the database is locked", "--json", db=db,
+                           MEMO_ONNX_CACHE="off").stdout)
     trace = doc["trace"]
     assert not trace["degraded"]["flag"], trace
     stages = trace["stage_ms"]
