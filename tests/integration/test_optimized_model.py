@@ -207,3 +207,35 @@ def test_a_checked_model_file_is_not_hashed_again(tmp_path, monkeypatch):
     integrity.forget()
     with pytest.raises(ModelUnavailable, match="sha256"):
         OnnxEmbedder(spec)
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+from memo.embed.model import OnnxEmbedder
+from memo.embed.registry import load_registry
+emb = OnnxEmbedder(load_registry().get())
+v = emb.embed_query("what causes insulin resistance")
+print(json.dumps([float(x) for x in v]))
+"""
+
+
+def test_processes_writing_the_cache_at_once_agree(online, tmp_path, monkeypatch):
+    """Four processes start on an empty cache at once (each optimises and writes, each drops
+    the others' data files): every one gets the online vector, and the next process finds a
+    cache it can load or writes it again, never a broken one."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MEMO_ONNX_CACHE=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    for out, _err in outs:
+        assert np.array_equal(np.array(json.loads(out), dtype=np.float32), online[-1])
+    monkeypatch.setenv("MEMO_ONNX_CACHE", str(tmp_path))
+    emb = OnnxEmbedder(REAL)
+    assert np.array_equal(_vectors(emb), online)
+    assert optimized.cached(tmp_path, _stem()) is not None
+    assert len(list(tmp_path.glob(f"{_stem()}-*.data"))) == 1       # the older writes' files dropped
