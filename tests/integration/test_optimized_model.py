@@ -9,6 +9,8 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -210,8 +212,7 @@ def test_a_checked_model_file_is_not_hashed_again(tmp_path, monkeypatch):
 
 
 _CHILD = """
-import json, sys
-import numpy as np
+import json
 from memo.embed.model import OnnxEmbedder
 from memo.embed.registry import load_registry
 emb = OnnxEmbedder(load_registry().get())
@@ -224,9 +225,6 @@ def test_processes_writing_the_cache_at_once_agree(online, tmp_path, monkeypatch
     """Four processes start on an empty cache at once (each optimises and writes, each drops
     the others' data files): every one gets the online vector, and the next process finds a
     cache it can load or writes it again, never a broken one."""
-    import subprocess
-    import sys
-
     env = dict(os.environ, MEMO_ONNX_CACHE=str(tmp_path))
     procs = [subprocess.Popen([sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
