@@ -3,7 +3,8 @@ them): FTS5's bm25 bit for bit, the same floating-point operations in the same o
 ``memo.retrieve.impact`` (its module docstring derives them from fts5_aux.c), each passage's
 terms summed phrase by phrase in query order from 0.0, as FTS5 sums them.
 
-* ``dense_scores`` / ``NumpyRank``: every posting's term summed per passage (``bincount``).
+* ``dense_scores`` / ``NumpyRank``, ``matched_scores`` / ``NumpyMatched``: every posting's term
+  summed per passage (added phrase by phrase in query order).
 * ``NumpyPruned``: MaxScore's pruning in numpy.  The rarest phrases are summed densely until
   the m-th best partial beats the summed bounds (``idf * (k1 + 1)``) of the phrases left;
   then the phrases left are looked up for the candidates only (``searchsorted``), and after
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 BOUND_MARGIN = 1.0 + 1e-9   # a phrase's bound, widened past any rounding of its terms
+_LOCAL = threading.local()   # per thread: ``_accumulator``
 
 
 @dataclass(slots=True)
@@ -68,8 +71,14 @@ def phrase_terms(t: Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl
     import numpy as np
 
     f = weighted_freqs_of(tf, sec, section_weight)
-    # FTS5: k1 * (1 - b + b * D / avgdl), left to right as C evaluates it.
-    denom = K1 * ((1 - B) + (B * dl.astype(np.float64)) / avgdl)
+    # FTS5: k1 * (1 - b + b * D / avgdl), left to right as C evaluates it, in place (one
+    # array, not five: a search after a write recomputes every phrase's terms).  IEEE
+    # addition and multiplication commute exactly, so D * b is b * D and so on.
+    denom = dl.astype(np.float64)
+    denom *= B
+    denom /= avgdl
+    denom += 1 - B
+    denom *= K1
     denom += f                       # f + K
     f *= K1 + 1.0                    # f * (k1 + 1)
     f /= denom
@@ -93,26 +102,63 @@ def avgdl_of(meta: kw_postings.Meta) -> float:
 
 
 def dense_scores(terms: list[Term], meta: kw_postings.Meta, avgdl: float, section_weight: float) -> np.ndarray:
+    """Every pk's score (0.0 = matches no phrase), as long as the largest pk + 1."""
     import numpy as np
 
     if not terms:
         return np.zeros(0, dtype=np.float64)
-    every = np.concatenate([t.pks for t in terms], dtype=np.int64)
-    weights = np.concatenate([all_contrib(t, meta, avgdl, section_weight) for t in terms])
-    return np.bincount(every, weights=weights)     # as long as the largest pk + 1
+    score = np.zeros(max(int(t.pks[-1]) for t in terms) + 1, dtype=np.float64)
+    for t in terms:     # a phrase's pks are distinct: ``+=`` at them adds each term once
+        score[t.pks] += all_contrib(t, meta, avgdl, section_weight)
+    return score
 
 
-def _ordered(score: np.ndarray, m: int) -> np.ndarray:
-    """The first ``m`` (or more, at a tie) pks of the order (score desc, pk asc) among
-    the matching ones: an exact prefix of that order."""
+def matched_scores(terms: list[Term], meta: kw_postings.Meta, avgdl: float, section_weight: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The pks that match a phrase (ascending) and their scores: ``dense_scores``' nonzero
+    entries, the same doubles (the same additions in the same order), summed in this
+    thread's accumulator (``_accumulator``) and not in a new array as long as the largest pk."""
     import numpy as np
 
-    cand = np.flatnonzero(score > 0.0)
+    if not terms:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    size = max(int(t.pks[-1]) for t in terms) + 1
+    score = _accumulator(size)[:size]
+    try:
+        for t in terms:
+            score[t.pks] += all_contrib(t, meta, avgdl, section_weight)
+        cand = np.flatnonzero(score > 0.0)   # as ``NumpyRank`` (and faster than on the floats)
+        got = score[cand]
+        score[cand] = 0.0              # all 0.0 again for the thread's next search
+    except BaseException:
+        score[:] = 0.0
+        raise
+    return cand, got
+
+
+def _accumulator(size: int) -> np.ndarray:
+    """This thread's score accumulator, all 0.0, at least ``size`` long.  A fresh one per
+    search (0.8 MB at 100k passages, 8 MB at 1M) is a fresh mapping whose pages fault on
+    first touch; after every write a warm search sums into it anew (issue 31.1)."""
+    import numpy as np
+
+    buf = getattr(_LOCAL, "acc", None)
+    if buf is None or len(buf) < size:
+        buf = _LOCAL.acc = np.zeros(max(size, 2 * len(buf) if buf is not None else 0), dtype=np.float64)
+    return buf
+
+
+def _top(cand: np.ndarray, score: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``m`` (or more, at a tie) of ``cand`` in the order (score desc, pk asc),
+    with their scores: an exact prefix of that order."""
+    import numpy as np
+
     if len(cand) > m:
-        s = score[cand]
-        kth = s[np.argpartition(-s, m - 1)[m - 1]]
-        cand = cand[s >= kth]
-    return cand[np.lexsort((cand, -score[cand]))]
+        kth = np.partition(score, len(score) - m)[len(score) - m]     # the m-th largest
+        keep = score >= kth
+        cand, score = cand[keep], score[keep]
+    at = np.lexsort((cand, -score))
+    return cand[at], score[at]
 
 
 class NumpyRank:
@@ -122,10 +168,36 @@ class NumpyRank:
         self._score = score
 
     def order(self, m: int) -> list[int]:
-        return _ordered(self._score, m).tolist()
+        import numpy as np
+
+        cand = np.flatnonzero(self._score > 0.0)
+        return _top(cand, self._score[cand], m)[0].tolist()
 
     def score(self, pk: int) -> float:
         return float(self._score[pk])
+
+
+class NumpyMatched:
+    """The order and scores from the matched pks and their scores (``matched_scores``):
+    ``NumpyRank``'s, without a dense array held."""
+
+    def __init__(self, terms: list[Term], meta: kw_postings.Meta, section_weight: float) -> None:
+        self._cand, self._s = matched_scores(terms, meta, avgdl_of(meta), section_weight)
+        self._seen: dict[int, float] = {}
+
+    def order(self, m: int) -> list[int]:
+        cand, score = _top(self._cand, self._s, m)
+        pks = cand.tolist()
+        self._seen = dict(zip(pks, score.tolist(), strict=True))   # the scores a caller asks for next
+        return pks
+
+    def score(self, pk: int) -> float:
+        got = self._seen.get(pk)
+        if got is None:
+            import numpy as np
+
+            got = float(self._s[int(np.searchsorted(self._cand, pk))])
+        return got
 
 
 class NumpyPruned:
@@ -134,7 +206,7 @@ class NumpyPruned:
     adds once) until the m-th best partial beats the bounds of the phrases left; then the
     candidates' terms of each phrase left found by binary search (``searchsorted``), the
     candidates that can no longer reach the m-th dropped after each; the survivors' scores
-    summed phrase by phrase in query order from 0.0 (``bincount``'s order: the same
+    summed phrase by phrase in query order from 0.0 (``dense_scores``' order: the same
     doubles).  At 1M passages a long question's common words hold millions of postings
     that ``dense_scores`` adds up for every passage; here they are looked up for a few hundred."""
 

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 from memo.retrieve.impact import _STEMMER, STATS
 from memo.retrieve.kw_rank import (
     Entry,
+    NumpyMatched,
     NumpyPruned,
-    NumpyRank,
     Phrase,
     PyRank,
     Term,
@@ -91,6 +91,8 @@ def usable(conn: sqlite3.Connection) -> kw_postings.Meta | None:
 
 def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: str) -> Entry:
     """``term``'s postings at ``conn``'s snapshot: the base with the delta applied."""
+    import numpy as np  # only the numpy rankings read these
+
     key = (path, meta.generation, term)
     hit = _CACHE.get(key)
     if hit is not None and hit.seq == meta.seq:
@@ -102,6 +104,8 @@ def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: 
     else:
         arrays = kw_postings.apply_delta(kw_postings.decode(kw_postings.base_row(conn, term)),
                                          kw_postings.delta_rows(conn, term))
+        if arrays[0].dtype != np.int64:   # numpy casts an int32 index to int64 at every ``score[pks]``
+            arrays = (arrays[0].astype(np.int64), *arrays[1:])
     entry = Entry(meta.seq, arrays)
     if path and (hit is None or hit.seq < meta.seq):
         with _LOCK:
@@ -131,7 +135,7 @@ def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -
 def scores(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str],
            section_weight: float) -> np.ndarray:
     """FTS5 bm25 (negated: higher is better) indexed by pk; 0.0 = matches no phrase.
-    ``bincount`` adds each pk's contributions in input order, phrase by phrase from 0.0,
+    Each pk's contributions are added phrase by phrase in query order from 0.0,
     as FTS5's loop does, so the sums are the same doubles."""
     return dense_scores(_terms(conn, meta, stems), meta, avgdl_of(meta), section_weight)
 
@@ -208,7 +212,7 @@ def topk(conn: sqlite3.Connection, scope_sql: ScopeSQL, fetch_depth: int, words:
     python = RANKER == "python" or (RANKER == "auto" and not _searched and not _numpy_loaded()
                                     and _phrase_postings(conn, stems) <= PY_MAX_PHRASE_POSTINGS)
     _searched = True
-    rank: PyRank | NumpyRank | NumpyPruned = (
+    rank: PyRank | NumpyMatched | NumpyPruned = (
         _py_rank(conn, meta, stems, section_weight, None if RANKER == "python" else PY_MAX_POSTINGS) if python
         else _numpy_rank(_terms(conn, meta, stems), meta, section_weight))
 
@@ -314,11 +318,11 @@ def term_holders(conn: sqlite3.Connection, terms: Sequence[str], rows: Sequence[
     return out
 
 
-def _numpy_rank(terms: list[Term], meta: kw_postings.Meta, section_weight: float) -> NumpyRank | NumpyPruned:
-    """Every posting summed (``dense_scores``), or pruned (``NumpyPruned``) once the phrases hold
+def _numpy_rank(terms: list[Term], meta: kw_postings.Meta, section_weight: float) -> NumpyMatched | NumpyPruned:
+    """Every posting summed (``matched_scores``), or pruned (``NumpyPruned``) once the phrases hold
     ``PRUNE_POSTINGS`` postings or more: the same order and doubles either way."""
     if RANKER == "dense" or (RANKER != "pruned" and sum(len(t.pks) for t in terms) < PRUNE_POSTINGS):
-        return NumpyRank(dense_scores(terms, meta, avgdl_of(meta), section_weight))
+        return NumpyMatched(terms, meta, section_weight)
     return NumpyPruned(terms, meta, section_weight)
 
 

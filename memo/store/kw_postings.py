@@ -377,7 +377,10 @@ def _built(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
 def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, int, int]]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A term's postings (pks ascending, tf, sec, dl) with its delta rows (pk, tf, sec, dl),
-    in write order, applied: the last row of a pk wins, tf 0 removes it."""
+    in write order, applied: the last row of a pk wins, tf 0 removes it.  The pks come out
+    int64 (an index numpy uses as is); tf, sec and dl keep the base's narrow dtypes unless
+    a row needs a wider one (a warm search after a write reads them all again to compute
+    their bm25 terms: 3 bytes a posting, not 24)."""
     import numpy as np
 
     pks, tf, sec, dl = base
@@ -386,6 +389,14 @@ def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, in
     last: dict[int, tuple[int, int, int]] = {}
     for pk, t, s, d in delta:
         last[pk] = (t, s, d)
+    if (not len(pks) or min(last) > int(pks[-1])) and all(v[0] for v in last.values()):
+        # The common case (new records take pks above every stored one): an append, one
+        # copy of each array, without the binary searches and masks below.
+        added = sorted(last.items())
+        new = np.array([p for p, _ in added], dtype=np.int64)
+        cols = [_column(a, [v[j] for _, v in added]) for j, a in enumerate((tf, sec, dl))]
+        out = [np.concatenate((a, c), dtype=c.dtype) for a, c in zip((tf, sec, dl), cols, strict=True)]
+        return np.concatenate((pks, new), dtype=np.int64), out[0], out[1], out[2]
     touched = np.fromiter(last, dtype=np.int64, count=len(last))
     # pks is sorted: a binary search per touched pk, not a pass over the list (np.isin).
     keep = np.ones(len(pks), dtype=bool)
@@ -399,9 +410,18 @@ def apply_delta(base: tuple[np.ndarray, ...], delta: Sequence[tuple[int, int, in
     # Both sorted and disjoint: insert the few new postings in place (one pass, no sort).
     where = np.searchsorted(kept, new)
     out = [np.insert(kept.astype(np.int64), where, new)]
-    out += [np.insert(a[keep].astype(np.int64), where, np.array([v[j] for _, v in added], dtype=np.int64))
-            for j, a in enumerate((tf, sec, dl))]
+    for j, a in enumerate((tf, sec, dl)):
+        col = _column(a, [v[j] for _, v in added])
+        out.append(np.insert(a[keep].astype(col.dtype, copy=False), where, col))
     return out[0], out[1], out[2], out[3]
+
+
+def _column(a: np.ndarray, values: list[int]) -> np.ndarray:
+    """``values`` as an array of ``a``'s dtype, or of a wider one that holds them too."""
+    import numpy as np
+
+    dtype = np.promote_types(a.dtype, np.min_scalar_type(max(values, default=0)))
+    return np.array(values, dtype=dtype)
 
 
 def decode(row: tuple[str, bytes, bytes, bytes, bytes] | None) -> tuple[np.ndarray, ...]:

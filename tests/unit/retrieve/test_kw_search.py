@@ -315,6 +315,10 @@ def test_the_pruned_rankings_drop_candidates_phrase_by_phrase(tmp_path, monkeypa
                     pruned = kw_rank.NumpyPruned(kw_search._terms(conn, meta, stems), meta, weight)
                     assert pruned.order(m) == order, (words, m)
                     assert [pruned.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
+                    matched = kw_rank.NumpyMatched(kw_search._terms(conn, meta, stems), meta, weight)
+                    assert matched.order(m) == order, (words, m)
+                    assert [matched.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
+                    assert not kw_rank._accumulator(1).any()     # left all 0.0 for the next search
                     if m <= 5 and weight:
                         assert rank._visited < every, (words, m)
     finally:
@@ -381,5 +385,36 @@ def test_word_counts_for_routing_come_from_the_postings(tmp_path, monkeypatch) -
         ns_a = build_scope_sql(Scope(namespaces=("a",)))
         with read_tx(conn):
             assert kw_search.scoped_df(conn, ns_a, "gene") is None          # nothing listed
+    finally:
+        conn.close()
+
+
+def test_the_accumulator_is_all_zero_again_after_a_search_that_fails(tmp_path, monkeypatch) -> None:
+    """A search interrupted while it sums (here: a phrase's terms raise) leaves the thread's
+    reused accumulator all 0.0: the next search's sums start from 0.0, as FTS5's do."""
+    conn = _db(tmp_path, 400)
+    try:
+        with read_tx(conn):
+            meta = kw_search.usable(conn)
+            stems = kw_search.stems_of(conn, ("gene", "cells", "w2"))
+            terms = kw_search._terms(conn, meta, stems)
+            want = kw_rank.NumpyRank(kw_search.scores(conn, meta, stems, 1.0))
+            real, calls = kw_rank.all_contrib, []
+
+            def second_fails(*a, **k):  # noqa: ANN002, ANN003, ANN202
+                calls.append(1)
+                if len(calls) == 2:
+                    raise KeyboardInterrupt
+                return real(*a, **k)
+
+            monkeypatch.setattr(kw_rank, "all_contrib", second_fails)
+            with pytest.raises(KeyboardInterrupt):
+                kw_rank.NumpyMatched(terms, meta, 1.0)
+            monkeypatch.setattr(kw_rank, "all_contrib", real)
+            assert not kw_rank._accumulator(1).any()
+            got = kw_rank.NumpyMatched(terms, meta, 1.0)
+            order = want.order(50)
+            assert got.order(50) == order
+            assert [got.score(p) for p in order] == [want.score(p) for p in order]
     finally:
         conn.close()
