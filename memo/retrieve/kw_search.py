@@ -23,6 +23,7 @@ many, candidates are checked against the scope in SQL best first, a chunk at a t
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 import threading
@@ -108,11 +109,41 @@ def postings(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, term: 
             arrays = (arrays[0].astype(np.int64), *arrays[1:])
     entry = Entry(meta.seq, arrays)
     if path and (hit is None or hit.seq < meta.seq):
-        with _LOCK:
-            if len(_CACHE) >= _CACHE_MAX:
-                _CACHE.clear()
-            _CACHE[key] = entry
+        _keep(key, entry)
     return entry
+
+
+def _keep(key: tuple[str, int, str], entry: Entry) -> None:
+    with _LOCK:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = entry
+
+
+_SINCE_SQL = ("SELECT term, seq, pk, tf, sec, dl FROM kw_delta WHERE term IN (SELECT value FROM json_each(?))"
+              " AND seq > ? ORDER BY term, seq, pk")
+
+
+def _catch_up(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, stems: list[str]) -> None:
+    """Bring the cached terms of ``stems`` that an earlier snapshot left behind up to
+    ``meta.seq`` with one statement for all of them (``postings`` would ask once per
+    term): after a write, every term of a warm query is behind by that write."""
+    behind: dict[str, Entry] = {}
+    for stem in stems:
+        hit = _CACHE.get((path, meta.generation, stem))
+        if hit is not None and hit.seq < meta.seq:
+            behind[stem] = hit
+    if len(behind) < 2:
+        return      # ``postings`` asks for the one alone
+    rows: dict[str, list[tuple[int, int, int, int]]] = {stem: [] for stem in behind}
+    for term, seq, pk, tf, sec, dl in conn.execute(_SINCE_SQL, (json.dumps(list(behind)),
+                                                               min(h.seq for h in behind.values()))):
+        if seq > behind[term].seq:
+            rows[term].append((pk, tf, sec, dl))
+    for stem, hit in behind.items():
+        got = rows[stem]
+        _keep((path, meta.generation, stem),
+              Entry(meta.seq, kw_postings.apply_delta(hit.arrays, got) if got else hit.arrays))
 
 
 def stems_of(conn: sqlite3.Connection, words: tuple[str, ...]) -> list[str] | None:
@@ -123,6 +154,8 @@ def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -
     """The query's phrases in order, with their postings and FTS5's idf (phrases no row
     holds are left out: they add nothing to any score)."""
     path = db_file(conn)
+    if path:
+        _catch_up(conn, path, meta, stems)
     out = []
     for stem in stems:
         entry = postings(conn, path, meta, stem)
