@@ -70,17 +70,21 @@ def phrase_terms(t: Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl
     in the same order as fts5Bm25Function."""
     import numpy as np
 
-    f = weighted_freqs_of(tf, sec, section_weight)
     # FTS5: k1 * (1 - b + b * D / avgdl), left to right as C evaluates it, in place (one
     # array, not five: a search after a write recomputes every phrase's terms).  IEEE
-    # addition and multiplication commute exactly, so D * b is b * D and so on.
-    denom = dl.astype(np.float64)
-    denom *= B
+    # addition and multiplication commute exactly, so D * b is b * D and so on; an integer
+    # operand is converted to the double it equals inside the ufunc (no astype pass).
+    denom = np.multiply(dl, B, dtype=np.float64)
     denom /= avgdl
     denom += 1 - B
     denom *= K1
-    denom += f                       # f + K
-    f *= K1 + 1.0                    # f * (k1 + 1)
+    if section_weight == 1.0:        # f is the occurrence count itself
+        denom = np.add(denom, tf, out=denom, dtype=np.float64)            # f + K
+        f = np.multiply(tf, K1 + 1.0, dtype=np.float64)                    # f * (k1 + 1)
+    else:
+        f = weighted_freqs_of(tf, sec, section_weight)
+        denom += f                   # f + K
+        f *= K1 + 1.0                # f * (k1 + 1)
     f /= denom
     f *= t.idf                       # idf * (...)
     return f
@@ -125,7 +129,9 @@ def matched_scores(terms: list[Term], meta: kw_postings.Meta, avgdl: float, sect
     size = max(int(t.pks[-1]) for t in terms) + 1
     score = _accumulator(size)[:size]
     try:
-        for t in terms:     # unbuffered, in place: no gathered copy of the pks' sums
+        first = terms[0]     # 0.0 + x is x: the first phrase's terms are set, not added
+        score[first.pks] = all_contrib(first, meta, avgdl, section_weight)
+        for t in terms[1:]:  # unbuffered, in place: no gathered copy of the pks' sums
             np.add.at(score, t.pks, all_contrib(t, meta, avgdl, section_weight))
         cand = np.flatnonzero(score > 0.0)   # as ``NumpyRank`` (and faster than on the floats)
         got = score[cand]

@@ -31,6 +31,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from memo.retrieve.conn_cache import conn_cache
 from memo.retrieve.impact import _STEMMER, STATS
 from memo.retrieve.kw_rank import (
     Entry,
@@ -78,10 +79,21 @@ PY_MAX_POSTINGS = 100_000   # "auto": numpy ranks once the Python ranking has vi
 # it nearly always stops at the cap, after ~50 ms of visits a cold process then pays again.
 PY_MAX_PHRASE_POSTINGS = 4 * PY_MAX_POSTINGS
 _searched = False          # this process ran a postings search already
+_UNREAD = object()
 
 
 def usable(conn: sqlite3.Connection) -> kw_postings.Meta | None:
-    """The postings' meta when they describe ``conn``'s snapshot of passages_fts, else None."""
+    """The postings' meta when they describe ``conn``'s snapshot of passages_fts, else None
+    (kept in ``conn_cache`` until the data changes: the searches between two writes ask the
+    same three statements' answer)."""
+    cache = conn_cache(conn)
+    got = cache.get("kw_usable", _UNREAD)
+    if got is _UNREAD:
+        got = cache["kw_usable"] = _usable(conn)
+    return got
+
+
+def _usable(conn: sqlite3.Connection) -> kw_postings.Meta | None:
     meta = kw_postings.read_meta(conn)
     if meta is None or not meta.built or not meta.native:
         return None
@@ -147,7 +159,11 @@ def _catch_up(conn: sqlite3.Connection, path: str, meta: kw_postings.Meta, stems
 
 
 def stems_of(conn: sqlite3.Connection, words: tuple[str, ...]) -> list[str] | None:
-    return _STEMMER.stems(kw_postings.table_tokenizer(conn), words)
+    cache = conn_cache(conn)
+    tokenizer = cache.get("kw_tokenizer")
+    if tokenizer is None:
+        tokenizer = cache["kw_tokenizer"] = kw_postings.table_tokenizer(conn)
+    return _STEMMER.stems(tokenizer, words)
 
 
 def _terms(conn: sqlite3.Connection, meta: kw_postings.Meta, stems: list[str]) -> list[Term]:
