@@ -32,8 +32,9 @@ answered (degraded or not, and why); ``--json`` prints one JSON document instead
 
 ``--code LABEL=DIR`` (repeatable) runs the server with DIR first on PYTHONPATH, each
 variant in every round, interleaved (the fair before/after on a machine whose load
-changes: --code before=/path/to/main --code after=.); without it the server runs with the
-environment as it is.
+changes: --code before=/path/to/main --code after=.), each with a cache folder of its own
+(XDG_CACHE_HOME: the recorded initialize answer is keyed by the code); without it the server
+runs with the environment as it is.
 """
 
 from __future__ import annotations
@@ -199,6 +200,12 @@ def main() -> None:
         variants[label] = env
     with tempfile.TemporaryDirectory(prefix="memo-mcp-start-") as tmp:
         work = Path(tmp)
+        if len(variants) > 1:
+            # Each variant its own cache folder: the recorded initialize answer is keyed by the
+            # server's code, so variants sharing one file would overwrite each other's every
+            # round and none would answer early.  (Its ONNX cache too: built in the warm-up.)
+            for label, env in variants.items():
+                env["XDG_CACHE_HOME"] = str(work / f"cache-{label}")
         db = args.db.resolve() if args.db else work / "memo.db"
         base = dict(next(iter(variants.values())), MEMO_DB=str(db))
         if args.db is None:

@@ -31,6 +31,9 @@ from memo.errors import MemoError, ValidationError
 from memo.serve.mcp_http import DEFAULT_PORT, MCP_PATH, TOKEN_ENV
 
 log = logging.getLogger("memo.serve.mcp")
+# The longest the SDK's import waits for the main thread (a database that is slow to open
+# must not hold the server back further).
+IMPORT_HOLD_S = 2.0
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -110,9 +113,11 @@ def run_backfill(db: str | None, model: str | None, batch_size: int) -> int:
     return 0
 
 
-def _load_server(box: dict[str, Any]) -> None:
-    """Import the server module (the SDK with it) on a thread; an exception is kept for main."""
+def _load_server(box: dict[str, Any], go: threading.Event) -> None:
+    """Import the server module (the SDK with it) on a thread once ``go`` is set (or after
+    ``IMPORT_HOLD_S`` regardless); an exception is kept for main."""
     try:
+        go.wait(IMPORT_HOLD_S)
         gate = os.environ.get("MEMO_MCP_IMPORT_GATE")   # tests: hold the import until this file exists
         while gate and not os.path.exists(gate):
             time.sleep(0.01)
@@ -130,7 +135,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "backfill":
         raise SystemExit(run_backfill(args.backfill_db or args.db, args.model, args.batch_size))
     box: dict[str, Any] = {}
-    loader = threading.Thread(target=_load_server, args=(box,), name="memo-mcp-import", daemon=True)
+    # The SDK's import (~0.5 s of Python) waits until this thread has done its own imports and
+    # opened the database, and is about to read the first request: on a busy machine two
+    # threads of Python share one GIL, and the import would stretch the early answer to
+    # ``initialize`` (issue 31.2) by as much as it runs beside it, for no earlier start: the
+    # work is the same either way.  While this thread waits on stdin, the import runs.
+    go = threading.Event()
+    loader = threading.Thread(target=_load_server, args=(box, go), name="memo-mcp-import", daemon=True)
     loader.start()
     from memo.serve.mcp_tools import MemoTools
     from memo.store.postgres.connection import redact
@@ -143,7 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     early = None
     if not args.http:
         from memo.serve.mcp_early import start
+        go.set()
         early = start(0, 1)
+    go.set()
     loader.join()
     if "error" in box:
         tools.close()
