@@ -224,10 +224,11 @@ class NumpyMatched:
 
     def score(self, pk: int) -> float:
         got = self._seen.get(pk)
-        if got is None:
+        if got is None:      # not in the last order asked for: 0.0 unless it matched (as ``NumpyRank``)
             import numpy as np
 
-            got = float(self._s[int(np.searchsorted(self._cand, pk))])
+            i = int(np.searchsorted(self._cand, pk))
+            got = float(self._s[i]) if i < len(self._cand) and int(self._cand[i]) == pk else 0.0
         return got
 
 

@@ -416,5 +416,8 @@ def test_the_accumulator_is_all_zero_again_after_a_search_that_fails(tmp_path, m
             order = want.order(50)
             assert got.order(50) == order
             assert [got.score(p) for p in order] == [want.score(p) for p in order]
+            got.order(1)      # the scores outside the last order asked for: found, or 0.0 as NumpyRank's
+            assert [got.score(p) for p in order] == [want.score(p) for p in order]
+            assert got.score(10**9) == 0.0 and got.score(0) == want.score(0)
     finally:
         conn.close()
