@@ -79,7 +79,7 @@ def phrase_terms(t: Term, tf: np.ndarray, sec: np.ndarray, dl: np.ndarray, avgdl
     denom += 1 - B
     denom *= K1
     if section_weight == 1.0:        # f is the occurrence count itself
-        denom = np.add(denom, tf, out=denom, dtype=np.float64)            # f + K
+        np.add(denom, tf, out=denom, dtype=np.float64)                    # f + K
         f = np.multiply(tf, K1 + 1.0, dtype=np.float64)                    # f * (k1 + 1)
     else:
         f = weighted_freqs_of(tf, sec, section_weight)
