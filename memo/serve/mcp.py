@@ -151,11 +151,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"memo-mcp: error: {err.one_line()}\n")
         raise SystemExit(err.exit_code) from None
     log.info("serving %s (profile %s)", redact(str(tools.db_path)), tools.default_profile.name)
-    go.set()     # from here this thread waits on stdin (stdio) or on the import (--http)
-    early = None
-    if not args.http:
+    if not args.http:   # this thread's last import, before the SDK's begins
         from memo.serve.mcp_early import start
-        early = start(0, 1)
+    go.set()     # from here this thread waits on stdin (stdio) or on the import (--http)
+    early = None if args.http else start(0, 1)
     loader.join()
     if "error" in box:
         tools.close()
