@@ -53,6 +53,7 @@ from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
 from memo.ops.reports import ImportReport, Rejection
 from memo.ops.store_batch import PreparedItem, prepare_item, store_items
+from memo.store import kw_postings
 from memo.store.connect import write_tx
 from memo.stored import FactDraft, RecordDraft
 
@@ -247,7 +248,12 @@ def _absolute(draft: RecordDraft, base: Path) -> RecordDraft:
 class _Batcher:
     """Accumulates prepared records and commits them ``size`` at a time, each batch in one
     write transaction (``memo.ops.store_batch.store_items``: canonical rows and derived
-    indexes together)."""
+    indexes together).
+
+    A bulk import (its passages outnumber those the database held when it began: the
+    delta of the keyword postings would outgrow their base, which a merge then rebuilds
+    from FTS5 anyway) writes no delta: its batches hold the bulk lease and ``finish``
+    rebuilds the base once, after the last batch (``memo.store.kw_postings.hold_bulk``)."""
 
     def __init__(self, conn: sqlite3.Connection, size: int) -> None:
         self.conn, self.size = conn, max(1, size)
@@ -257,6 +263,10 @@ class _Batcher:
         self.matched: set[str] = set()    # existing records a skipped input duplicated
         self.batches = 0
         self.passages = 0
+        meta = kw_postings.read_meta(conn)
+        # None: no postings to keep (PostgreSQL, an old schema); else the base's passages
+        self.base_rows = None if meta is None else (meta.rows if meta.built else 0)
+        self.bulk = False
 
     def push(self, item: PreparedItem) -> None:
         self.pending.append(item)
@@ -268,6 +278,9 @@ class _Batcher:
             return
         try:
             with write_tx(self.conn):
+                if self.bulk or self._outgrows_base():
+                    kw_postings.hold_bulk(self.conn)
+                    self.bulk = True
                 results = store_items(self.conn, self.pending)
         except MemoError:
             raise
@@ -291,6 +304,19 @@ class _Batcher:
         # Embedding is not done per batch: the caller runs memo.ops.embed_pending once the
         # import has committed (one progress bar, no nested live displays).
 
+    def _outgrows_base(self) -> bool:
+        if self.base_rows is None:
+            return False
+        return self.passages + sum(len(item.passages) for item in self.pending) > self.base_rows
+
+    def finish(self, *, build: bool = True) -> None:
+        """After the last batch: a bulk import rebuilds the keyword postings' base (or, when
+        it stopped, only gives up its lease: the next open for writing rebuilds)."""
+        if self.bulk:
+            self.bulk = False
+            with write_tx(self.conn):
+                kw_postings.end_bulk(self.conn, build=build)
+
 
 def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) -> Iterator[FileItem]:
     """The items, until reading them fails unexpectedly: then the rest of that input is
@@ -312,22 +338,10 @@ def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) ->
         yield item
 
 
-def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
-                progress: Callable[[Progress], None] | None = None) -> ImportReport:
-    opts = opts or ImportOptions()
-    opts = replace(opts, encoding=check_encoding(opts.encoding))
-    started = time.monotonic()
-    real = _resolve(Path(path), opts)
-    fmt = _detect(real, opts.format)
-    if opts.prune and not (fmt == "files" and real.is_dir()):
-        raise ValidationError("--prune only applies to a folder imported as files",
-                              hint="drop --prune, or import the folder that held the files")
-    items, total, walk = _items(real, fmt, opts)
-    base = walk.root if walk else real.parent       # what the items' relative paths are under
-    batcher = _Batcher(conn, opts.batch_size)
-    nul_ok = storable_nul(conn)
-    rejected: list[Rejection] = list(walk.errors) if walk else []
-    ignored: list[Rejection] = []
+def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, nul_ok: bool,
+          rejected: list[Rejection], ignored: list[Rejection], total: int | None,
+          progress: Callable[[Progress], None] | None) -> None:
+    """Prepare every item and hand it to the batcher (its full batches commit on the way)."""
     for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
         if item.rejected is not None:
             rejected.append(Rejection(item.rel, item.rejected))
@@ -346,7 +360,36 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                 batcher.push(prepared)
         if progress is not None:
             progress(Progress(done=done, total=total, current=item.rel))
-    batcher.flush()
+
+
+def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
+                progress: Callable[[Progress], None] | None = None) -> ImportReport:
+    opts = opts or ImportOptions()
+    opts = replace(opts, encoding=check_encoding(opts.encoding))
+    started = time.monotonic()
+    real = _resolve(Path(path), opts)
+    fmt = _detect(real, opts.format)
+    if opts.prune and not (fmt == "files" and real.is_dir()):
+        raise ValidationError("--prune only applies to a folder imported as files",
+                              hint="drop --prune, or import the folder that held the files")
+    items, total, walk = _items(real, fmt, opts)
+    base = walk.root if walk else real.parent       # what the items' relative paths are under
+    batcher = _Batcher(conn, opts.batch_size)
+    nul_ok = storable_nul(conn)
+    rejected: list[Rejection] = list(walk.errors) if walk else []
+    ignored: list[Rejection] = []
+    try:
+        _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress)
+        batcher.flush()
+    except BaseException:
+        try:
+            batcher.finish(build=False)
+        except Exception:   # noqa: BLE001 - the import's own error is the one to report
+            log.warning("import: could not give up the keyword index's bulk lease", exc_info=True)
+        raise
+    if batcher.bulk and progress is not None:
+        progress(Progress(done=total or 0, total=total, current="building the keyword index"))
+    batcher.finish()
     facts = _import_facts(conn, real, fmt, opts, rejected) if opts.facts else FactImportReport(0, 0, ())
     missing = None
     # Only here, after the whole walk and the last commit: an import that raised never

@@ -39,6 +39,7 @@ import re
 import sqlite3
 import sys
 import threading
+import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,7 +237,7 @@ def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -
     ``tokenize_rows`` gives, with no Python tuple per posting (a posting per word of every
     row: ~90 per passage; building and binding them was over a third of an index-only
     import, issue 31.3)."""
-    if not rows or is_postgres(conn) or not has_tables(conn):
+    if not rows or is_postgres(conn) or not has_tables(conn) or not _built_now(conn):
         return
     _temp_tokenizer(conn, table_tokenizer(conn))
     try:
@@ -258,13 +259,65 @@ def note_added(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -
 def note_removed(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
     """Rows (pk, text, section) just deleted from passages_fts with these strings: each of
     their postings gets a removal row (tf = 0) in the delta."""
-    if not rows or is_postgres(conn) or not has_tables(conn):
+    if not rows or is_postgres(conn) or not has_tables(conn) or not _built_now(conn):
         return
     toks = tokenize_rows(table_tokenizer(conn), rows)
     seq = _next_seq(conn)
     removed = [(term, seq, pk) for pk, (_, terms) in toks.items() for term in terms]
     conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, 0, 0, 0)", removed)
     _add_counts(conn, -len(rows), -sum(dl for dl, _ in toks.values()), len(removed))
+
+
+def _built_now(conn: sqlite3.Connection) -> bool:
+    """The base plus the delta describe passages_fts.  When they do not (a bulk import
+    runs, ``memo reindex`` rewrote passages_fts, a new table), nothing reads them until
+    ``rebuild`` makes a base of passages_fts whole and empties the delta, so a write adds
+    no delta rows meanwhile: they would only be thrown away."""
+    row = conn.execute("SELECT value FROM kw_meta WHERE key = 'built'").fetchone()
+    return bool(row and row[0])
+
+
+# --- bulk imports: no delta, one rebuild at the end -----------------------------------------
+#
+# An import that at least doubles the database (``memo.ops.importer``) would put a delta row
+# per word of every passage (~80 a passage) into kw_delta, and the merge after it would throw
+# them all away: a delta larger than the base is rebuilt from passages_fts (``merge``).  So
+# such an import marks the postings not built in its first batch, its writes skip the delta
+# (``_built_now``), and it rebuilds the base once its last batch has committed
+# (``end_bulk``).  Searches meanwhile use FTS5, as for any base that is not built.  The lease
+# ``bulk_until`` (seconds since the epoch, renewed by every batch) keeps another process's
+# open from rebuilding in the middle (``memo.store.migrations``); an import killed before
+# its end leaves a lease that runs out, and the next open for writing rebuilds then.
+BULK_KEY = "bulk_until"
+BULK_LEASE_S = 900     # longer than any one batch takes; what a killed import's base waits at most
+
+
+def hold_bulk(conn: sqlite3.Connection) -> None:
+    """A bulk import's batch, in its write transaction: the postings not built (this
+    and every write skips the delta until ``end_bulk``), the lease renewed."""
+    if is_postgres(conn) or not has_tables(conn):
+        return
+    conn.execute("UPDATE kw_meta SET value = 0 WHERE key = 'built'")
+    conn.execute("INSERT OR REPLACE INTO kw_meta(key, value) VALUES (?, ?)", (BULK_KEY, int(time.time()) + BULK_LEASE_S))
+
+
+def bulk_held(conn: sqlite3.Connection) -> bool:
+    """A bulk import (this process's or another's) holds the lease: it rebuilds at its end."""
+    if is_postgres(conn) or not has_tables(conn):
+        return False
+    row = conn.execute("SELECT value FROM kw_meta WHERE key = ?", (BULK_KEY,)).fetchone()
+    return row is not None and int(row[0]) > time.time()
+
+
+def end_bulk(conn: sqlite3.Connection, *, build: bool = True) -> None:
+    """A bulk import's end, in a write transaction of its own after its last batch (FTS5
+    has flushed its writes): the lease dropped and, with ``build``, the base rebuilt.
+    Without it (an import that stopped), the next open for writing rebuilds."""
+    if is_postgres(conn) or not has_tables(conn):
+        return
+    conn.execute("DELETE FROM kw_meta WHERE key = ?", (BULK_KEY,))
+    if build:
+        rebuild(conn)
 
 
 def mark_unbuilt(conn: sqlite3.Connection) -> None:
@@ -320,35 +373,98 @@ def term_postings(conn: sqlite3.Connection, term: str) -> dict[int, Posting]:
 def rebuild(conn: sqlite3.Connection) -> int:
     """Rebuild the base from passages_fts as it is (the caller holds a write transaction
     in which passages_fts has no pending writes: a fresh one, or a migration's before any
-    row is written) and empty the delta.  Returns the terms written."""
+    row is written) and empty the delta.  Returns the terms written.
+
+    One pass over FTS5's ``instance`` vocabulary, grouped by term in SQLite (fts5vocab
+    yields its rows in term order, so the grouping sorts nothing): a term's occurrences
+    arrive as one string of ``2 * rowid + (1 if in the section column)``.  Most terms are
+    rare (a handful of rows), and numpy's per-call cost is most of what such a term would
+    cost, so a term of at most ``_PY_INSTANCES`` occurrences is packed in Python and only
+    longer ones go through numpy: the same arrays either way (tests/unit/store/
+    test_kw_rebuild.py).  A bulk import ends with this (``end_bulk``), so it is part of
+    what an index-only import costs (issue 31.3)."""
     if is_postgres(conn):
         return 0
     conn.execute("DELETE FROM kw_base")
     conn.execute("DELETE FROM kw_delta")
-    ids, lengths = [], []
+    sizes: dict[int, int] = {}
     for rowid, size in conn.execute(f"SELECT id, sz FROM {TABLE}_docsize ORDER BY id"):
-        ids.append(rowid)
-        lengths.append(sum(varints(bytes(size))))
-    if not ids:     # a new database (memo-mcp's first open): no numpy import for nothing
+        sizes[int(rowid)] = sum(varints(bytes(size)))
+    if not sizes:     # a new database (memo-mcp's first open): no numpy import for nothing
         _built(conn, 0, 0)
         return 0
-    import numpy as np
-
-    pk_all = np.array(ids, dtype=np.int64)
-    dl_all = np.array(lengths, dtype=np.int64)
+    cp = "i" if max(sizes) < 2**31 else "q"
+    cd = "H" if max(sizes.values()) < 2**16 else "I"
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_instance USING fts5vocab(main, {TABLE}, 'instance')")
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memo_kw_row USING fts5vocab(main, {TABLE}, 'row')")
-    terms = [r[0] for r in conn.execute("SELECT term FROM temp.memo_kw_row")]
-    # One query per term, its instances as text numpy parses (the in-memory index's build:
-    # memo.retrieve.impact); 2 * rowid + (1 if in the section column).
-    per_term = "SELECT group_concat(doc * 2 + (col = 'section'), ' ') FROM temp.memo_kw_instance WHERE term = ?"
-    cp = "i" if (len(pk_all) == 0 or int(pk_all[-1]) < 2**31) else "q"
-    cd = "H" if (len(dl_all) == 0 or int(dl_all.max()) < 2**16) else "I"
+    by_term = conn.execute("SELECT term, group_concat(doc * 2 + (col = 'section'), ' ') "
+                           "FROM temp.memo_kw_instance GROUP BY term")
+    insert = "INSERT INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    big = _BigTerms(sizes, cp, cd)
+    rows: list[tuple] = []
     written = 0
-    for term in terms:
-        docs = conn.execute(per_term, (term,)).fetchone()[0]
+    for term, docs in by_term:
         if not docs:
             continue
+        rows.append(_packed_small(term, docs, sizes, cp, cd) if docs.count(" ") < _PY_INSTANCES
+                    else big.packed(term, docs))
+        if len(rows) >= _INSERT_CHUNK:
+            conn.executemany(insert, rows)
+            written += len(rows)
+            rows = []
+    conn.executemany(insert, rows)
+    written += len(rows)
+    conn.execute("DROP TABLE temp.memo_kw_instance")
+    _built(conn, len(sizes), sum(sizes.values()))
+    return written
+
+
+_PY_INSTANCES = 64       # a term with fewer occurrences is packed in Python (``rebuild``)
+_INSERT_CHUNK = 2048     # kw_base rows bound per executemany (a 1M base is ~10 GB of blobs)
+
+
+def _packed_small(term: str, docs: str, sizes: dict[int, int], cp: str, cd: str) -> tuple:
+    """A kw_base row from a term's occurrences (``rebuild``'s string; rowids ascending, as
+    fts5vocab lists them): per row its occurrences and those in the section column."""
+    pks: list[int] = []
+    tfs: list[int] = []
+    secs: list[int] = []
+    last = -1
+    for coded in map(int, docs.split(" ")):
+        pk = coded >> 1
+        if pk != last:
+            if pk < last:
+                raise RuntimeError(f"{TABLE}: fts5vocab listed rows out of order for a term")
+            pks.append(pk)
+            tfs.append(0)
+            secs.append(0)
+            last = pk
+        tfs[-1] += 1
+        secs[-1] += coded & 1
+    try:
+        dls = [sizes[pk] for pk in pks]
+    except KeyError:
+        raise RuntimeError(f"{TABLE}: a posting names a row without a document size") from None
+    cf = "B" if max(tfs) < 256 else "I"
+    return (term, len(pks), cp + cf + cf + cd, array(cp, pks).tobytes(), array(cf, tfs).tobytes(),
+            array(cf, secs).tobytes(), array(cd, dls).tobytes())
+
+
+class _BigTerms:
+    """``rebuild``'s packing of a common term, in numpy (the row ids and lengths as arrays,
+    made on the first such term)."""
+
+    def __init__(self, sizes: dict[int, int], cp: str, cd: str) -> None:
+        self._sizes, self._cp, self._cd = sizes, cp, cd
+        self._pk_all: np.ndarray | None = None
+        self._dl_all: np.ndarray | None = None
+
+    def packed(self, term: str, docs: str) -> tuple:
+        import numpy as np
+
+        if self._pk_all is None or self._dl_all is None:
+            self._pk_all = np.fromiter(self._sizes, dtype=np.int64, count=len(self._sizes))
+            self._dl_all = np.fromiter(self._sizes.values(), dtype=np.int64, count=len(self._sizes))
+        pk_all, dl_all, cp, cd = self._pk_all, self._dl_all, self._cp, self._cd
         coded = np.fromstring(docs, dtype=np.int64, sep=" ")
         uniq, inverse, freq = np.unique(coded >> 1, return_inverse=True, return_counts=True)
         in_section = np.bincount(inverse, weights=(coded & 1), minlength=len(uniq)).astype(np.int64)
@@ -356,14 +472,8 @@ def rebuild(conn: sqlite3.Connection) -> int:
         if at[-1] >= len(pk_all) or not np.array_equal(pk_all[at], uniq):
             raise RuntimeError(f"{TABLE}: a posting names a row without a document size")
         cf = "B" if int(freq.max()) < 256 else "I"
-        conn.execute("INSERT INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (term, len(uniq), cp + cf + cf + cd, uniq.astype(cp).tobytes(), freq.astype(cf).tobytes(),
-                      in_section.astype(cf).tobytes(), dl_all[at].astype(cd).tobytes()))
-        written += 1
-    conn.execute("DROP TABLE temp.memo_kw_instance")
-    conn.execute("DROP TABLE temp.memo_kw_row")
-    _built(conn, len(ids), int(dl_all.sum()))
-    return written
+        return (term, len(uniq), cp + cf + cf + cd, uniq.astype(cp).tobytes(), freq.astype(cf).tobytes(),
+                in_section.astype(cf).tobytes(), dl_all[at].astype(cd).tobytes())
 
 
 def _built(conn: sqlite3.Connection, rows: int, tokens: int) -> None:

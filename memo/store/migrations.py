@@ -312,11 +312,11 @@ def _ensure_postings(conn: sqlite3.Connection) -> None:
     writes by then, so its tables read as they are.  Searches use FTS5 until this is done.
     A marked (damaged) file waits for `memo reindex`."""
     meta = kw_postings.read_meta(conn)
-    if meta is None or (meta.built and meta.native) or _marked(conn):
-        return
+    if meta is None or (meta.built and meta.native) or _marked(conn) or kw_postings.bulk_held(conn):
+        return      # a bulk import that holds the lease rebuilds at its end (kw_postings.hold_bulk)
     with write_tx(conn):
         meta = kw_postings.read_meta(conn)
-        if meta is not None and not (meta.built and meta.native):
+        if meta is not None and not (meta.built and meta.native) and not kw_postings.bulk_held(conn):
             kw_postings.rebuild(conn)
 
 

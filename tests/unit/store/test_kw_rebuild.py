@@ -1,0 +1,129 @@
+"""The keyword postings' rebuild and the bulk import that ends with it (memo.store.kw_postings:
+``rebuild``, ``hold_bulk`` / ``end_bulk``; memo.ops.importer's ``_Batcher``): the base equals
+FTS5's own postings, a bulk import writes no delta, another process's open does not rebuild
+under a running import's lease but does once it runs out, and an import stopped half way
+leaves postings that the next open rebuilds."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memo.ops.importer import ImportOptions, import_path
+from memo.store import kw_postings
+from memo.store.connect import write_tx
+from memo.store.db import open_db
+from tests.property.test_kw_postings_differential import check_postings, truth
+
+WORDS = [f"w{i}" for i in range(300)] + ["common"] * 40 + ["Kestrel", "Lighthouse"]
+
+
+def _jsonl(path: Path, n: int, seed: int = 7, start: int = 0) -> Path:
+    rng = random.Random(seed)
+    with path.open("w") as f:
+        for i in range(start, start + n):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 30)))
+            f.write(json.dumps({"id": f"r{i}", "title": f"title {rng.choice(WORDS)}", "text": text}) + "\n")
+    return path
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT key, value FROM kw_meta").fetchall())
+
+
+def _base(conn: sqlite3.Connection) -> list[tuple]:
+    return [tuple(r) for r in conn.execute("SELECT term, df, codes, pks, tfs, secs, dls FROM kw_base ORDER BY term")]
+
+
+def test_rebuild_python_and_numpy_packing_agree_with_fts5(tmp_path, monkeypatch):
+    conn = open_db(tmp_path / "m.db")
+    import_path(conn, _jsonl(tmp_path / "in.jsonl", 120), ImportOptions(batch_size=50))
+    with write_tx(conn):     # one passage whose word occurs 300 times: tf past one byte
+        conn.execute("INSERT INTO passages_fts(rowid, text, section) VALUES (?, ?, '')",
+                     (10_000, " ".join(["repeated"] * 300)))
+    got = {}
+    for name, limit in (("python", 10**9), ("numpy", 0), ("mixed", 16)):
+        monkeypatch.setattr(kw_postings, "_PY_INSTANCES", limit)
+        with write_tx(conn):
+            kw_postings.rebuild(conn)
+        got[name] = _base(conn)
+        want = truth(conn)
+        for term, df, *_ in got[name]:
+            assert kw_postings.term_postings(conn, term) == want[term] and df == len(want[term])
+        assert {r[0] for r in got[name]} == set(want)
+    assert got["python"] == got["numpy"] == got["mixed"]
+    assert [r[0] for r in got["python"] if r[2][1] == "I"] == ["repeat"]     # FTS5's porter stem
+
+
+def test_bulk_import_writes_no_delta_and_ends_built(tmp_path):
+    conn = open_db(tmp_path / "m.db")
+    rep = import_path(conn, _jsonl(tmp_path / "in.jsonl", 200), ImportOptions(batch_size=40))
+    assert rep.added == 200 and rep.batches == 5
+    meta = _meta(conn)
+    assert meta["built"] == 1 and meta["delta"] == 0 and kw_postings.BULK_KEY not in meta
+    assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == 0
+    check_postings(conn)
+
+
+def test_small_import_into_a_larger_base_keeps_the_delta(tmp_path):
+    conn = open_db(tmp_path / "m.db")
+    import_path(conn, _jsonl(tmp_path / "a.jsonl", 200), ImportOptions(batch_size=40))
+    generation = _meta(conn)["generation"]
+    import_path(conn, _jsonl(tmp_path / "b.jsonl", 20, seed=8, start=1000), ImportOptions(batch_size=40))
+    meta = _meta(conn)
+    assert meta["built"] == 1 and meta["generation"] == generation      # no rebuild
+    assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == meta["delta"] > 0
+    check_postings(conn)
+
+
+def test_an_import_that_outgrows_the_base_becomes_bulk_part_way(tmp_path):
+    conn = open_db(tmp_path / "m.db")
+    import_path(conn, _jsonl(tmp_path / "a.jsonl", 30), ImportOptions(batch_size=40))
+    import_path(conn, _jsonl(tmp_path / "b.jsonl", 100, seed=9, start=1000), ImportOptions(batch_size=20))
+    assert _meta(conn)["built"] == 1
+    assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == 0
+    check_postings(conn)
+
+
+def test_another_open_waits_for_the_lease_then_rebuilds(tmp_path):
+    path = tmp_path / "m.db"
+    conn = open_db(path)
+    import_path(conn, _jsonl(tmp_path / "in.jsonl", 50), ImportOptions(batch_size=40))
+    with write_tx(conn):      # a bulk import's batch, as another process holds it
+        kw_postings.hold_bulk(conn)
+    other = open_db(path)
+    assert _meta(other)["built"] == 0 and kw_postings.bulk_held(other)    # not rebuilt under the lease
+    other.close()
+    with write_tx(conn):      # the importing process died: its lease runs out
+        conn.execute("UPDATE kw_meta SET value = 1 WHERE key = ?", (kw_postings.BULK_KEY,))
+    third = open_db(path)
+    assert _meta(third)["built"] == 1
+    check_postings(third)
+    third.close()
+
+
+def test_a_stopped_bulk_import_gives_up_its_lease(tmp_path):
+    path = tmp_path / "m.db"
+    conn = open_db(path)
+    seen = []
+
+    def interrupt(p):     # Ctrl-C once the first batches have committed
+        seen.append(p)
+        if len(seen) == 70:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        import_path(conn, _jsonl(tmp_path / "in.jsonl", 100), ImportOptions(batch_size=20), progress=interrupt)
+    meta = _meta(conn)
+    assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 60      # three batches kept
+    assert meta["built"] == 0 and kw_postings.BULK_KEY not in meta
+    assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == 0
+    conn.close()
+    again = open_db(path)     # the next open for writing rebuilds
+    assert _meta(again)["built"] == 1
+    check_postings(again)
+    again.close()
