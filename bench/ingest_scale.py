@@ -18,7 +18,8 @@ to a floor measured in the same run on the same rows.
           before the clock starts), so the ratio is memo's cost over SQLite's own.
 * ``--rows-floor``: a second floor, ``floor_rows``: every row memo's import stored (records,
           tags, passages, both FTS5 tables, entities, aliases, mentions, the keyword
-          postings' delta rows ``kw_delta``, one per word of a passage: read back from the
+          postings' delta rows ``kw_delta``, one per word of a passage, or the base ``kw_base``
+          a bulk import builds at its end instead: read back from the
           memo run's database before the clock starts) inserted by plain ``executemany``
           into a fresh database with memo's own schema and connection (its indexes, foreign
           keys, PRAGMAs), batch by batch as memo's batches hold them.  The bare floor above
@@ -182,9 +183,12 @@ def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
     for r in conn.execute("SELECT alias, entity_pk FROM entity_aliases"):
         aliases.setdefault(r[1], []).append(tuple(r))
     delta: dict[int, list[tuple]] = {}
+    base: list[tuple] = []
     if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'kw_delta'").fetchone():
         for r in conn.execute("SELECT term, seq, pk, tf, sec, dl FROM kw_delta"):
             delta.setdefault(r[2], []).append(tuple(r))
+        # a bulk import writes no delta and builds the base at its end (memo.store.kw_postings.end_bulk)
+        base = [tuple(r) for r in conn.execute("SELECT term, df, codes, pks, tfs, secs, dls FROM kw_base ORDER BY term")]
     conn.close()
     out, seen = [], set()
     ti, si = pcols.index("text"), pcols.index("section")
@@ -199,7 +203,9 @@ def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
                     "exact": [(p[0], exact[p[0]]) for p in ps], "entities": [entities[e] for e in sorted(new)],
                     "aliases": [a for e in sorted(new) for a in aliases.get(e, [])], "mentions": ms,
                     "kw_delta": sorted(d for p in ps for d in delta.get(p[0], [])),   # key order: cheapest
-                    "cols": cols, "pcols": pcols})
+                    "cols": cols, "pcols": pcols, "kw_base": []})
+    if out and not any(b["kw_delta"] for b in out):
+        out[-1]["kw_base"] = base
     return out
 
 
@@ -225,6 +231,12 @@ def rows_floor_run(batches: list[dict[str, list[tuple]]], db: Path) -> tuple[flo
             conn.executemany("INSERT INTO kw_delta(term, seq, pk, tf, sec, dl) VALUES (?, ?, ?, ?, ?, ?)",
                              b["kw_delta"])
         conn.execute("COMMIT")
+        if b["kw_base"]:      # after the last batch, in a transaction of its own, as memo writes it
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM kw_base")
+            conn.executemany("INSERT INTO kw_base(term, df, codes, pks, tfs, secs, dls) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             b["kw_base"])
+            conn.execute("COMMIT")
     secs, cpu = time.perf_counter() - t0, _cpu() - c0
     conn.close()
     return secs, cpu
