@@ -164,6 +164,8 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
         records = [NewRecord(d.id or "", d, content_hash(d.body), stamp, derive_passages(d, d.passages))
                    for d, stamp in batch]
         with write_tx(conn):
+            if not on_server:      # a bulk import: no keyword delta, the base built at the end
+                kw_postings.hold_bulk(conn)
             insert_records(conn, records)
         batch.clear()
 
@@ -184,10 +186,10 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
     if on_server:
         conn.execute_native("ANALYZE", None)
     else:
-        # The rows went into the keyword postings' delta; fold it into the base (a bulk
-        # import's delta outgrows the base: a rebuild from passages_fts), as a searching
-        # process's background merge would.
-        kw_postings.merge(conn)
+        # A bulk import's end, as `memo import` does it (memo.ops.importer): the keyword
+        # postings' base built from passages_fts once, no delta written before it.
+        with write_tx(conn):
+            kw_postings.end_bulk(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return {"records": n_records, "passages": n_passages, "rows_s": round(rows_s, 1),
