@@ -127,3 +127,30 @@ def test_a_stopped_bulk_import_gives_up_its_lease(tmp_path):
     assert _meta(again)["built"] == 1
     check_postings(again)
     again.close()
+
+
+def test_a_search_during_a_bulk_import_reads_fts5(tmp_path):
+    """Between two batches of a bulk import another connection searches: the postings are
+    not built, so the keyword arm answers from FTS5, with the committed records only; after
+    the import the postings describe FTS5 again."""
+    from memo.retrieve import kw_search
+    from memo.search_api import search
+
+    path = tmp_path / "m.db"
+    conn = open_db(path)
+    during = {}
+
+    def look(p):
+        if p.done == 50 and not during:     # two batches of 20 committed, the third pending
+            reader = open_db(path, write=False)
+            assert kw_search.usable(reader) is None
+            reader.close()
+            got = search("common Kestrel", db=path, mode="keyword", services={}, limit=100)
+            during.update({r.record_id: r.score for r in got.results})
+
+    import_path(conn, _jsonl(tmp_path / "in.jsonl", 100), ImportOptions(batch_size=20), progress=look)
+    stored = {r[0]: r[1] for r in conn.execute("SELECT id, rowid FROM records")}
+    assert during and set(during) <= {rid for rid, rowid in stored.items() if rowid <= 40}
+    reader = open_db(path, write=False)
+    assert kw_search.usable(reader) is not None
+    reader.close()
