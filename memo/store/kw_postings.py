@@ -450,30 +450,54 @@ def _packed_small(term: str, docs: str, sizes: dict[int, int], cp: str, cd: str)
 
 
 class _BigTerms:
-    """``rebuild``'s packing of a common term, in numpy (the row ids and lengths as arrays,
-    made on the first such term)."""
+    """``rebuild``'s packing of a common term, in numpy.  fts5vocab lists a term's
+    occurrences by row id, so a row's occurrences are one run: the rows, their counts and
+    their section counts come from the run boundaries (no sort, as ``np.unique`` would do);
+    the row lengths from a dense table by row id (or a binary search when the ids are sparse)."""
 
     def __init__(self, sizes: dict[int, int], cp: str, cd: str) -> None:
         self._sizes, self._cp, self._cd = sizes, cp, cd
+        self._dense: np.ndarray | None = None     # row id -> length, -1 where no row
         self._pk_all: np.ndarray | None = None
         self._dl_all: np.ndarray | None = None
+
+    def _lengths(self, pks: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        if self._pk_all is None:
+            self._pk_all = np.fromiter(self._sizes, dtype=np.int64, count=len(self._sizes))
+            self._dl_all = np.fromiter(self._sizes.values(), dtype=np.int64, count=len(self._sizes))
+            top = int(self._pk_all[-1])
+            if top <= 4 * len(self._pk_all) + 1024:     # ids nearly dense: a table by id
+                self._dense = np.full(top + 1, -1, dtype=np.int64)
+                self._dense[self._pk_all] = self._dl_all
+        if self._dense is not None:
+            dl = self._dense[pks] if int(pks[-1]) < len(self._dense) and int(pks[0]) >= 0 else None
+            if dl is not None and int(dl.min()) >= 0:
+                return dl
+        else:
+            assert self._dl_all is not None
+            at = np.searchsorted(self._pk_all, pks)
+            if at[-1] < len(self._pk_all) and np.array_equal(self._pk_all[at], pks):
+                return self._dl_all[at]
+        raise RuntimeError(f"{TABLE}: a posting names a row without a document size")
 
     def packed(self, term: str, docs: str) -> tuple:
         import numpy as np
 
-        if self._pk_all is None or self._dl_all is None:
-            self._pk_all = np.fromiter(self._sizes, dtype=np.int64, count=len(self._sizes))
-            self._dl_all = np.fromiter(self._sizes.values(), dtype=np.int64, count=len(self._sizes))
-        pk_all, dl_all, cp, cd = self._pk_all, self._dl_all, self._cp, self._cd
+        cp, cd = self._cp, self._cd
         coded = np.fromstring(docs, dtype=np.int64, sep=" ")
-        uniq, inverse, freq = np.unique(coded >> 1, return_inverse=True, return_counts=True)
-        in_section = np.bincount(inverse, weights=(coded & 1), minlength=len(uniq)).astype(np.int64)
-        at = np.searchsorted(pk_all, uniq)
-        if at[-1] >= len(pk_all) or not np.array_equal(pk_all[at], uniq):
-            raise RuntimeError(f"{TABLE}: a posting names a row without a document size")
+        rows = coded >> 1
+        if bool((rows[1:] < rows[:-1]).any()):
+            raise RuntimeError(f"{TABLE}: fts5vocab listed rows out of order for a term")
+        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        uniq = rows[starts]
+        freq = np.diff(np.append(starts, len(rows)))
+        in_section = np.add.reduceat(coded & 1, starts)
+        dl = self._lengths(uniq)
         cf = "B" if int(freq.max()) < 256 else "I"
         return (term, len(uniq), cp + cf + cf + cd, uniq.astype(cp).tobytes(), freq.astype(cf).tobytes(),
-                in_section.astype(cf).tobytes(), dl_all[at].astype(cd).tobytes())
+                in_section.astype(cf).tobytes(), dl.astype(cd).tobytes())
 
 
 def _built(conn: sqlite3.Connection, rows: int, tokens: int) -> None:
