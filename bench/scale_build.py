@@ -188,8 +188,7 @@ def build(db_path: str | Path, n_passages: int, seed: int = DEFAULT_SEED, vector
     else:
         # A bulk import's end, as `memo import` does it (memo.ops.importer): the keyword
         # postings' base built from passages_fts once, no delta written before it.
-        with write_tx(conn):
-            kw_postings.end_bulk(conn)
+        kw_postings.end_bulk(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return {"records": n_records, "passages": n_passages, "rows_s": round(rows_s, 1),

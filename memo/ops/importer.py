@@ -314,8 +314,7 @@ class _Batcher:
         it stopped, only gives up its lease: the next open for writing rebuilds)."""
         if self.bulk:
             self.bulk = False
-            with write_tx(self.conn):
-                kw_postings.end_bulk(self.conn, build=build)
+            kw_postings.end_bulk(self.conn, build=build)
 
 
 def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) -> Iterator[FileItem]:

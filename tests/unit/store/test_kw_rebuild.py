@@ -154,3 +154,43 @@ def test_a_search_during_a_bulk_import_reads_fts5(tmp_path):
     reader = open_db(path, write=False)
     assert kw_search.usable(reader) is not None
     reader.close()
+
+
+def test_the_end_of_a_bulk_import_builds_outside_the_write_lock(tmp_path, monkeypatch):
+    """While the new base is packed, another connection takes the write lock at once (a
+    0.2 s busy timeout) and commits a passage; the staged base is then stale, so it is not
+    installed: the import stages again, and the base it installs holds that passage too."""
+    from memo import ops
+    from memo.stored import RecordDraft
+
+    path = tmp_path / "m.db"
+    conn = open_db(path)
+    real_rows, real_install = kw_postings._base_rows, kw_postings._install_staged
+    installs = []
+
+    def rows_then_write(c, sizes):
+        gen = real_rows(c, sizes)
+        yield next(gen)
+        if not installs:
+            other = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")      # fails at once if the import held the lock
+            other.execute("ROLLBACK")
+            other.close()
+            writer = open_db(path)
+            ops.add_record(writer, RecordDraft(body="Kestrel backups every Friday", id="late"))
+            writer.close()
+        yield from gen
+
+    def install(*args):
+        installs.append(real_install(conn, *args[1:]))
+        return installs[-1]
+
+    monkeypatch.setattr(kw_postings, "_base_rows", rows_then_write)
+    monkeypatch.setattr(kw_postings, "_install_staged", install)
+    import_path(conn, _jsonl(tmp_path / "in.jsonl", 60), ImportOptions(batch_size=20))
+    assert installs == [False, True]
+    meta = _meta(conn)
+    assert meta["built"] == 1 and kw_postings.BULK_KEY not in meta
+    assert conn.execute("SELECT count(*) FROM kw_delta").fetchone()[0] == 0
+    check_postings(conn)
+    assert "fridai" in {r[0] for r in conn.execute("SELECT term FROM kw_base")}     # porter: friday
