@@ -314,10 +314,9 @@ def _ensure_postings(conn: sqlite3.Connection) -> None:
     meta = kw_postings.read_meta(conn)
     if meta is None or (meta.built and meta.native) or _marked(conn) or kw_postings.bulk_held(conn):
         return      # a bulk import that holds the lease rebuilds at its end (kw_postings.hold_bulk)
-    with write_tx(conn):
-        meta = kw_postings.read_meta(conn)
-        if meta is not None and not (meta.built and meta.native) and not kw_postings.bulk_held(conn):
-            kw_postings.rebuild(conn)
+    # Packed outside the write lock, installed in a short write transaction
+    # (kw_postings.rebuild_staged): other writers do not wait for the whole rebuild.
+    kw_postings.rebuild_staged(conn, if_unbuilt=True)
 
 
 def _marked(conn: sqlite3.Connection) -> bool:
