@@ -187,8 +187,8 @@ def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
     if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'kw_delta'").fetchone():
         for r in conn.execute("SELECT term, seq, pk, tf, sec, dl FROM kw_delta"):
             delta.setdefault(r[2], []).append(tuple(r))
-        # a bulk import writes no delta and builds the base at its end (memo.store.kw_postings.end_bulk)
-        base = [tuple(r) for r in conn.execute("SELECT term, df, codes, pks, tfs, secs, dls FROM kw_base ORDER BY term")]
+        if not delta:   # a bulk import writes no delta and builds the base at its end (kw_postings.end_bulk)
+            base = [tuple(r) for r in conn.execute("SELECT term, df, codes, pks, tfs, secs, dls FROM kw_base ORDER BY term")]
     conn.close()
     out, seen = [], set()
     ti, si = pcols.index("text"), pcols.index("section")
@@ -204,7 +204,7 @@ def stored_rows(db: Path, batch: int) -> list[dict[str, list[tuple]]]:
                     "aliases": [a for e in sorted(new) for a in aliases.get(e, [])], "mentions": ms,
                     "kw_delta": sorted(d for p in ps for d in delta.get(p[0], [])),   # key order: cheapest
                     "cols": cols, "pcols": pcols, "kw_base": []})
-    if out and not any(b["kw_delta"] for b in out):
+    if out:
         out[-1]["kw_base"] = base
     return out
 

@@ -339,8 +339,10 @@ def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) ->
 
 def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, nul_ok: bool,
           rejected: list[Rejection], ignored: list[Rejection], total: int | None,
-          progress: Callable[[Progress], None] | None) -> None:
-    """Prepare every item and hand it to the batcher (its full batches commit on the way)."""
+          progress: Callable[[Progress], None] | None) -> int:
+    """Prepare every item and hand it to the batcher (its full batches commit on the way);
+    returns the items read."""
+    done = 0
     for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
         if item.rejected is not None:
             rejected.append(Rejection(item.rel, item.rejected))
@@ -359,6 +361,7 @@ def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, 
                 batcher.push(prepared)
         if progress is not None:
             progress(Progress(done=done, total=total, current=item.rel))
+    return done
 
 
 def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
@@ -378,7 +381,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = []
     try:
-        _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress)
+        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress)
         batcher.flush()
     except BaseException:
         try:
@@ -387,7 +390,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
             log.warning("import: could not give up the keyword index's bulk lease", exc_info=True)
         raise
     if batcher.bulk and progress is not None:
-        progress(Progress(done=total or 0, total=total, current="building the keyword index"))
+        progress(Progress(done=read, total=total, current="building the keyword index"))
     batcher.finish()
     facts = _import_facts(conn, real, fmt, opts, rejected) if opts.facts else FactImportReport(0, 0, ())
     missing = None

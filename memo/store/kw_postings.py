@@ -449,8 +449,8 @@ def term_postings(conn: sqlite3.Connection, term: str) -> dict[int, Posting]:
 def rebuild(conn: sqlite3.Connection) -> int:
     """Rebuild the base from passages_fts as it is (the caller holds a write transaction
     in which passages_fts has no pending writes: a fresh one, or a migration's before any
-    row is written) and empty the delta.  Returns the terms written.  ``end_bulk`` builds
-    the same rows outside the write lock."""
+    row is written) and empty the delta.  Returns the terms written.  ``rebuild_staged``
+    builds the same rows outside the write lock."""
     if is_postgres(conn):
         return 0
     conn.execute("DELETE FROM kw_base")
@@ -512,7 +512,7 @@ def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterator[tuple]) ->
 
 
 _PY_INSTANCES = 64       # a term with fewer occurrences is packed in Python (``rebuild``)
-_INSERT_CHUNK = 2048     # kw_base rows bound per executemany (a 1M base is ~10 GB of blobs)
+_INSERT_CHUNK = 2048     # kw_base rows bound per executemany (a 1M base is ~0.8 GB of blobs)
 
 
 def _packed_small(term: str, docs: str, sizes: dict[int, int], cp: str, cd: str) -> tuple:
@@ -680,8 +680,8 @@ def merge(conn: sqlite3.Connection) -> int:
     a short write transaction, if no other merge or rebuild replaced the base meanwhile
     (else nothing is written; the next merge folds it).  ``conn`` must be outside a
     transaction.  Returns the terms rewritten.  Cost: the touched terms' postings, not
-    the index.  A base that is not built (or a delta larger than the base: a bulk import)
-    is rebuilt from passages_fts instead, in one write transaction."""
+    the index.  A base that is not built (or a delta larger than the base) is rebuilt from
+    passages_fts instead (``rebuild_staged``: the write lock held for the install only)."""
     if is_postgres(conn) or not has_tables(conn):
         return 0
     conn.execute("BEGIN")

@@ -182,7 +182,7 @@ def test_the_end_of_a_bulk_import_builds_outside_the_write_lock(tmp_path, monkey
         yield from gen
 
     def install(*args, **kw):
-        installs.append(real_install(conn, *args[1:], **kw) is not None)
+        installs.append(real_install(*args, **kw) is not None)
         return 1 if installs[-1] else None
 
     monkeypatch.setattr(kw_postings, "_base_rows", rows_then_write)
