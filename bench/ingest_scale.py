@@ -26,7 +26,9 @@ to a floor measured in the same run on the same rows.
           writes two plain tables and two FTS5 tables; this one is SQLite's cost of memo's
           schema, so ``rows_ratio_floor_over_memo`` is the cost of memo's logic alone
           (parsing, checks, splitting, entity extraction, exact terms) over its writes.
-* ``--entities``: memo once more with entity extraction switched off for the bench only
+* ``--workers N``: memo's import workers (``ImportOptions.workers``; default memo's own choice:
+          one worker process per core after the first for 5,000 records or more).
+* ``--entities`` (needs ``--workers 0``): memo once more with entity extraction switched off for the bench only
           (``memo.store.records.record_mentions`` returns no mention, so no mention row
           is written): ``entity_share`` = 1 - (best without) / (best with), wall and CPU
           (issue 29.5: at most 0.2).  ``entity_direct_share``: the time spent inside
@@ -36,7 +38,8 @@ to a floor measured in the same run on the same rows.
           older commit: before and after timed by the same script, same run).
 The machine is shared: the two runs alternate (floor, memo, floor, memo...) and each
 reports its best; the ratio is floor seconds / memo seconds, for wall time and for the
-CPU time of this process (user + system, ``resource.getrusage``), which a loaded machine
+CPU time of this process and its ended children (memo's import workers; user + system,
+``resource.getrusage``), which a loaded machine
 inflates far less than wall time.
 """
 
@@ -133,8 +136,10 @@ CREATE VIRTUAL TABLE exact_fts USING fts5(terms, tokenize='ascii');
 
 
 def _cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+    """CPU seconds of this process and of its children that ended (memo's import workers:
+    the pool is shut down before the import returns)."""
+    return sum(ru.ru_utime + ru.ru_stime for ru in (resource.getrusage(resource.RUSAGE_SELF),
+                                                   resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def floor_run(rows: list[tuple[str, str, str, str]], db: Path, batch: int) -> tuple[float, float]:
@@ -271,11 +276,13 @@ def entities(mode: str, spent: list[float]):
 
 
 def memo_run(src: Path, db: Path, batch: int, mode: str = "timed",
-             spent: list[float] | None = None) -> tuple[float, float, int]:
+             spent: list[float] | None = None, workers: int | None = None) -> tuple[float, float, int]:
     conn = open_db(db)
     c0, t0 = _cpu(), time.perf_counter()
     with entities(mode, spent if spent is not None else []):
-        rep = import_path(conn, src, ImportOptions(namespace="bench", batch_size=batch))
+        # workers only when given: an older commit's ImportOptions (``--memo-path``) has no such field
+        extra = {} if workers is None else {"workers": workers}
+        rep = import_path(conn, src, ImportOptions(namespace="bench", batch_size=batch, **extra))
     secs, cpu = time.perf_counter() - t0, _cpu() - c0
     conn.close()
     assert not rep.rejected, rep.rejected[:3]
@@ -291,7 +298,7 @@ def cli_run(src: Path, db: Path, batch: int) -> float:
 
 
 def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool,
-            with_entities: bool = False, rows_floor: bool = False) -> dict[str, object]:
+            with_entities: bool = False, rows_floor: bool = False, workers: int | None = None) -> dict[str, object]:
     src = build_input(work / f"in{n}.jsonl", n, seed)
     rows = _rows(src)
     floors, memos, clis = [], [], []
@@ -305,7 +312,7 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
         floors.append(secs)
         floor_cpu.append(cpu)
         got: list[float] = []
-        secs, cpu, passages = memo_run(src, work / f"memo{n}-{r}.db", batch, "timed", got)
+        secs, cpu, passages = memo_run(src, work / f"memo{n}-{r}.db", batch, "timed", got, workers)
         memos.append(secs)
         memo_cpu.append(cpu)
         spent.append(sum(got))
@@ -316,7 +323,7 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
             rfloors.append(secs)
             rfloor_cpu.append(cpu)
         if with_entities:
-            secs, cpu, _ = memo_run(src, work / f"off{n}-{r}.db", batch, "off")
+            secs, cpu, _ = memo_run(src, work / f"off{n}-{r}.db", batch, "off", workers=workers)
             offs.append(secs)
             off_cpu.append(cpu)
         if cli:
@@ -333,8 +340,10 @@ def measure(n: int, work: Path, *, rounds: int, batch: int, seed: int, cli: bool
         "floor_cpu_s": [round(x, 2) for x in floor_cpu], "memo_cpu_s": [round(x, 2) for x in memo_cpu],
         "load_avg_1m": round(os.getloadavg()[0], 1)}
     best = memos.index(min(memos))
-    out["entity_s"] = round(spent[best], 2)
-    out["entity_direct_share"] = round(spent[best] / memos[best], 3)
+    out["workers"] = "memo's choice" if workers is None else workers
+    if workers == 0:    # the timers wrap this process's functions: a worker's extraction is not seen
+        out["entity_s"] = round(spent[best], 2)
+        out["entity_direct_share"] = round(spent[best] / memos[best], 3)
     if rfloors:
         out["floor_rows_per_s"] = round(passages / min(rfloors))
         out["rows_ratio_floor_over_memo"] = round(min(rfloors) / min(memos), 3)
@@ -365,15 +374,20 @@ def main() -> None:
     ap.add_argument("--rows-floor", action="store_true",
                     help="also time a floor that inserts every row memo stored, into memo's own schema")
     ap.add_argument("--memo-path", type=Path, help="import memo from this directory (an archive of another commit)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="memo's import workers (ImportOptions.workers); default: memo's own choice "
+                         "(by input size and cores); --entities needs 0")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.entities and args.workers != 0:
+        ap.error("--entities needs --workers 0: extraction is switched off in this process only, not in workers")
     if args.input_only:
         build_input(args.input_only, args.n[0], args.seed)
         return
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.n:
             res = measure(n, Path(tmp), rounds=args.rounds, batch=args.batch, seed=args.seed, cli=args.cli,
-                          with_entities=args.entities, rows_floor=args.rows_floor)
+                          with_entities=args.entities, rows_floor=args.rows_floor, workers=args.workers)
             print(json.dumps(res) if args.json else "\n".join(f"{k}: {v}" for k, v in res.items()), flush=True)
 
 

@@ -30,8 +30,9 @@ from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
 from memo.ops.after_commit import embed_pending, import_vectors
-from memo.ops.importer import FORMATS, ImportOptions
+from memo.ops.importer import FORMATS, MAX_IMPORT_WORKERS, PARALLEL_MIN_ITEMS, ImportOptions
 from memo.ops.importer import Progress as ImportProgress
+from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
 from memo.store.db import open_db
 from memo.stored import RecordDraft
@@ -162,6 +163,10 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             encoding: Annotated[str | None, typer.Option(
                 "--encoding", help="Files' text encoding (latin-1, cp1252...); default: UTF-8, else detected.")] = None,
             batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 500,
+            workers: Annotated[int | None, typer.Option(
+                "--workers", min=0, max=MAX_IMPORT_WORKERS,
+                help="Processes preparing records beside the one writing (0: none); default: one per core "
+                     f"after the first, at most {MAX_WORKERS}, for inputs of {PARALLEL_MIN_ITEMS:,} records or more.")] = None,
             prune: Annotated[bool, typer.Option(
                 "--prune", help="Folder import: forget the records of files deleted from the folder.")] = False,
             progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
@@ -176,7 +181,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     opts = ImportOptions(format=format, namespace=namespace, kind=kind, tags=tuple(tag or ()),
                          source=source, library=library, version=version,
                          trust=1.0 if trust is None else trust, author=author, max_bytes=max_bytes,
-                         batch_size=batch_size, root=root, prune=prune, encoding=encoding)
+                         batch_size=batch_size, root=root, prune=prune, encoding=encoding,
+                         workers=workers)
     conn = open_db(db)
     with _progress_bar(progress and not as_json) as update:
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -48,17 +49,20 @@ from memo.ingest.files import (
     safe_name,
 )
 from memo.ingest.jsonl import READ_ERRORS, iter_jsonl, open_lines, read_lines
-from memo.ops.add import prepare, storable_nul
+from memo.ops.add import storable_nul
 from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.import_missing import check_missing
+from memo.ops.prepare_pool import default_workers, outcomes
 from memo.ops.reports import ImportReport, Rejection
-from memo.ops.store_batch import PreparedItem, prepare_item, store_items
+from memo.ops.store_batch import PreparedItem, store_items
 from memo.store import kw_postings
 from memo.store.connect import write_tx
 from memo.stored import FactDraft, RecordDraft
 
 FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat")
 DEFAULT_BATCH = 500
+MAX_IMPORT_WORKERS = 32      # asked for explicitly (``workers``); by default at most prepare_pool.MAX_WORKERS
+PARALLEL_MIN_ITEMS = 5000     # counted inputs this large are prepared by worker processes (about break-even at 5k)
 log = logging.getLogger(__name__)
 
 
@@ -78,6 +82,7 @@ class ImportOptions:
     root: Path | None = None          # refuse paths outside it (default: the path itself)
     prune: bool = False               # folder import: forget records of files that are gone
     encoding: str | None = None       # files: decode with this codec; None/'auto' = UTF-8, else detected
+    workers: int | None = None        # processes preparing records beside the writer; None: by size and cores
     facts: bool = True                # False: records only (no LoCoMo observations / JSONL fact lines)
 
 
@@ -236,15 +241,6 @@ def _read_one(path: Path, rel: str, root: Path, template: RecordDraft, opts: Imp
         return FileItem(safe_name(rel), rejected=f"cannot read: {type(exc).__name__}: {exc}")
 
 
-def _absolute(draft: RecordDraft, base: Path) -> RecordDraft:
-    """The draft with its import path made absolute (``base / path``; 'file.jsonl:7'
-    keeps its line suffix).  Applied after splitting: passages (a code file's module
-    name, the section) stay the same wherever the folder lives."""
-    if not draft.import_path:
-        return draft
-    return replace(draft, import_path=(base / draft.import_path).as_posix())
-
-
 class _Batcher:
     """Accumulates prepared records and commits them ``size`` at a time, each batch in one
     write transaction (``memo.ops.store_batch.store_items``: canonical rows and derived
@@ -339,35 +335,46 @@ def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) ->
 
 def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, nul_ok: bool,
           rejected: list[Rejection], ignored: list[Rejection], total: int | None,
-          progress: Callable[[Progress], None] | None) -> int:
-    """Prepare every item and hand it to the batcher (its full batches commit on the way);
-    returns the items read."""
+          progress: Callable[[Progress], None] | None, workers: int) -> int:
+    """Prepare every item (on ``workers`` other processes, or here: ``memo.ops.prepare_pool``)
+    and hand it to the batcher in input order (its full batches commit on the way); returns
+    the items read."""
     done = 0
-    for done, item in enumerate(_guarded(items, real.name, rejected), start=1):
-        if item.rejected is not None:
-            rejected.append(Rejection(item.rel, item.rejected))
-        elif item.ignored:
-            ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
-        elif item.draft is not None:
-            try:
-                draft = _absolute(item.draft, base)
-                prepared = prepare_item(draft, prepare(item.draft, nul_ok=nul_ok))
-            except ValidationError as exc:
-                rejected.append(Rejection(item.rel, str(exc)))
-            except Exception as exc:   # a splitter bug (RecursionError...) must not stop the import
-                log.warning("import: cannot split %s", item.rel, exc_info=True)
-                rejected.append(Rejection(item.rel, f"cannot split into passages: {type(exc).__name__}: {exc}"))
-            else:
-                batcher.push(prepared)
-        if progress is not None:
-            progress(Progress(done=done, total=total, current=item.rel))
+    with closing(outcomes(_guarded(items, real.name, rejected), base, nul_ok, workers,
+                          ahead=2 * batcher.size)) as prepared:
+        for done, (item, got) in enumerate(prepared, start=1):
+            if item.rejected is not None:
+                rejected.append(Rejection(item.rel, item.rejected))
+            elif item.ignored:
+                ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
+            elif got is not None and got.prepared is not None:
+                batcher.push(got.prepared)
+            elif got is not None and got.rejected is not None:
+                if got.warning:
+                    log.warning("import: cannot split %s\n%s", item.rel, got.warning)
+                rejected.append(Rejection(item.rel, got.rejected))
+            if progress is not None:
+                progress(Progress(done=done, total=total, current=item.rel))
     return done
+
+
+def _workers(opts: ImportOptions, total: int | None) -> int:
+    """Processes preparing records beside this one: none for a small or uncounted input
+    (a worker's start, ~0.5 s of imports, would cost more than it saves) unless asked."""
+    if opts.workers is not None:
+        return opts.workers
+    if total is None or total < PARALLEL_MIN_ITEMS:
+        return 0
+    return default_workers()
 
 
 def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions | None = None,
                 progress: Callable[[Progress], None] | None = None) -> ImportReport:
     opts = opts or ImportOptions()
     opts = replace(opts, encoding=check_encoding(opts.encoding))
+    if opts.workers is not None and not 0 <= opts.workers <= MAX_IMPORT_WORKERS:
+        raise ValidationError(f"workers must be 0 to {MAX_IMPORT_WORKERS}, got {opts.workers}",
+                              hint="0 prepares every record in the importing process")
     started = time.monotonic()
     real = _resolve(Path(path), opts)
     fmt = _detect(real, opts.format)
@@ -381,7 +388,8 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = []
     try:
-        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress)
+        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress,
+                     _workers(opts, total))
         batcher.flush()
     except BaseException:
         try:

@@ -229,7 +229,7 @@ def test_cli_import_exits_5_with_valid_json(db_path, tmp_path, hostile):
 
 
 def test_unexpected_error_on_one_item_rejects_only_that_item(fresh_db, tmp_path, monkeypatch):
-    from memo.ops import importer
+    from memo.ops import importer, prepare_pool
 
     root = tmp_path / "docs"
     root.mkdir()
@@ -243,14 +243,14 @@ def test_unexpected_error_on_one_item_rejects_only_that_item(fresh_db, tmp_path,
         return real_read(path, rel, *args)
 
     monkeypatch.setattr(importer, "read_file", flaky)
-    real_split = importer.prepare
+    real_split = prepare_pool.prepare      # the importer prepares through memo.ops.prepare_pool
 
     def split(draft, **kw):
         if "c.md" in draft.body:
             raise IndexError("splitter bug")
         return real_split(draft, **kw)
 
-    monkeypatch.setattr(importer, "prepare", split)
+    monkeypatch.setattr(prepare_pool, "prepare", split)
     rep = ops.import_path(fresh_db, root)
     assert rep.added == 1
     assert _by_path(rep) == {"boom.md": "cannot read: RecursionError: maximum recursion depth exceeded",
