@@ -24,6 +24,10 @@ count too, so memory is bounded per line, not only per file); a
 draft that cannot be split or stored (not valid Unicode...) is rejected before its batch;
 an input that breaks off while being read is rejected from that point on.  Only a
 database error stops the import (that batch rolled back, as above).
+
+Preparing a record needs no database (checks, splitting, entity mentions): a large input is
+prepared by worker processes while this one writes, in input order (``memo.ops.prepare_pool``,
+``ImportOptions.workers``).
 """
 
 from __future__ import annotations

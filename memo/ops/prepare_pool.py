@@ -7,8 +7,9 @@ the one write connection.  So a large import hands its records to ``workers`` pr
 chunks and writes what they send back, in input order, while they prepare the next ones:
 the same prepared records and the same decisions as preparing them here, one by one.
 
-At most ``WINDOW`` chunks per worker are out at a time, so memory stays bounded however long
-the input.  The workers are spawned (a fork would copy this process's threads and open
+At most twice the writer's batch (and at least ``WINDOW`` chunks per worker) is out at a
+time: the workers prepare the next batch while this process commits one, and memory stays
+bounded however long the input.  The workers are spawned (a fork would copy this process's threads and open
 database handles), ignore Ctrl-C (this process stops the import and the pool) and end with
 the import.  A worker that dies or a chunk that cannot be sent is prepared here instead,
 and the rest of the import is prepared here too (logged): it never loses a record.
