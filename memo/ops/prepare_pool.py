@@ -11,7 +11,7 @@ At most twice the writer's batch (and at least ``WINDOW`` chunks per worker) is 
 time: the workers prepare the next batch while this process commits one, and memory stays
 bounded however long the input.  The workers are spawned (a fork would copy this process's threads and open
 database handles), ignore Ctrl-C (this process stops the import and the pool) and end with
-the import.  A worker that dies or a chunk that cannot be sent is prepared here instead,
+the import, or within ``PARENT_CHECK_S`` of the importing process being killed.  A worker that dies or a chunk that cannot be sent is prepared here instead,
 and the rest of the import is prepared here too (logged): it never loses a record.
 """
 
@@ -21,6 +21,8 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Iterator
@@ -76,8 +78,22 @@ def _prepare_chunk(drafts: list[RecordDraft | None], base: Path, nul_ok: bool) -
     return [None if d is None else prepare_one(d, base, nul_ok) for d in drafts]
 
 
-def _ignore_sigint() -> None:
+PARENT_CHECK_S = 0.5   # how often a worker checks that the importing process still lives
+
+
+def _start_worker(parent: int) -> None:
+    """A worker ignores Ctrl-C (the importing process stops the import and then the pool) and
+    ends when the importing process is gone: killed (``kill -9``), it never shuts the pool
+    down, and the worker, which holds both ends of its task queue, would wait for a task
+    forever, keeping the killed command's output pipes open."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), name="memo-import-parent-watch", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
 
 
 def default_workers() -> int:
@@ -102,7 +118,7 @@ def outcomes(items: Iterator[FileItem], base: Path, nul_ok: bool, workers: int, 
     pool: ProcessPoolExecutor | None
     try:
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_ignore_sigint)
+                                   initializer=_start_worker, initargs=(os.getpid(),))
     except (OSError, ImportError, NotImplementedError, ValueError):   # no semaphores here (some sandboxes)
         log.warning("import: cannot start preparing processes; preparing here", exc_info=True)
         pool = None

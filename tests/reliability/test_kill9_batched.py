@@ -35,7 +35,8 @@ from memo.ops.importer import ImportOptions, import_path
 from memo.store.db import open_db
 conn = open_db(sys.argv[1])
 print("importing", flush=True)
-rep = import_path(conn, Path(sys.argv[2]), ImportOptions(namespace="k", batch_size=int(sys.argv[3])))
+rep = import_path(conn, Path(sys.argv[2]), ImportOptions(namespace="k", batch_size=int(sys.argv[3]),
+                                                          workers=int(sys.argv[4])))
 print("done", rep.added, rep.skipped, flush=True)
 """
 
@@ -77,14 +78,18 @@ def _check(db: Path) -> int:
 
 
 @pytest.mark.slow
-def test_kill9_in_a_batched_import_leaves_whole_batches(tmp_path):
+@pytest.mark.parametrize("workers", [0, 1])
+def test_kill9_in_a_batched_import_leaves_whole_batches(tmp_path, workers):
+    """``workers`` 1: a worker process prepares the records (memo.ops.prepare_pool); killed
+    with the importing process's, it ends too (else it would hold the pipes ``communicate``
+    reads, and this test would time out)."""
     db, src = tmp_path / "kill.db", tmp_path / "in.jsonl"
     _write_input(src)
     open_db(db).close()
     rng = random.Random(16)
     counts = []
     for _ in range(5):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(src), str(BATCH)],
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(src), str(BATCH), str(workers)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "importing"
@@ -94,7 +99,7 @@ def test_kill9_in_a_batched_import_leaves_whole_batches(tmp_path):
         assert child.returncode in (-signal.SIGKILL, 0), err[-1500:]
         counts.append(_check(db))
     assert counts == sorted(counts), counts              # a re-run never loses a committed batch
-    done = subprocess.run([sys.executable, "-c", CHILD, str(db), str(src), str(BATCH)],
+    done = subprocess.run([sys.executable, "-c", CHILD, str(db), str(src), str(BATCH), str(workers)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-1500:]
     assert done.stdout.split()[-3:] == ["done", str(LINES - counts[-1]), str(counts[-1])]
