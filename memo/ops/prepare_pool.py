@@ -111,6 +111,8 @@ def outcomes(items: Iterator[FileItem], base: Path, nul_ok: bool, workers: int, 
     input order; ``workers`` 0 prepares here.  Up to ``ahead`` items (at least ``WINDOW``
     chunks per worker) are out at a time: twice the writer's batch, so that the workers
     prepare the next batch while this process commits one."""
+    if workers > 0 and multiprocessing.current_process().daemon:
+        workers = 0            # a daemonic process (a multiprocessing.Pool's worker) may have no children
     if workers <= 0:           # one at a time: read, prepare, hand over, as before the pool
         for item in items:
             yield from _here([item], base, nul_ok)

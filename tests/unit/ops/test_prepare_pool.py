@@ -139,6 +139,14 @@ def test_a_pool_that_cannot_start_leaves_the_work_here(monkeypatch, caplog):
     assert [r.message for r in caplog.records] == ["import: cannot start preparing processes; preparing here"]
 
 
+def test_a_daemonic_process_prepares_here(monkeypatch):
+    """A multiprocessing.Pool's worker may not start processes: it prepares its import itself."""
+    monkeypatch.setattr(prepare_pool, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a pool was made"))
+    monkeypatch.setattr(prepare_pool.multiprocessing.current_process(), "daemon", True, raising=False)
+    items = _items(12)
+    assert _outcomes(items, 2) == _outcomes(items, 0)
+
+
 def test_the_input_is_read_a_bounded_window_ahead(monkeypatch):
     """At the first outcome the pool has been sent at most ``max(WINDOW * workers, ahead /
     CHUNK)`` chunks: an import of any length holds a window of records, not its input."""
