@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memo.dc_pickle import by_fields
 from memo.types import Kind
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class PassageDraft:
     """A passage before it has ids: what a splitter produces."""
@@ -21,6 +23,7 @@ class PassageDraft:
     ext_id: str | None = None
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class RecordDraft:
     """Everything a caller can say about a new record.  ``passages`` empty = split by kind."""

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memo.dc_pickle import by_fields
 from memo.errors import ValidationError
 from memo.ingest.files import FileItem
 from memo.ops.add import prepare
@@ -43,6 +44,7 @@ WINDOW = 4            # chunks out per worker at least: it always has the next o
 MAX_WORKERS = 4       # past this the one writing process is the bound (2 cores: 1 worker)
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """One item's preparation: the record to store, or why it was rejected (``warning``:

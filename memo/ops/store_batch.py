@@ -23,6 +23,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memo.dc_pickle import by_fields
 from memo.ops.reports import AddReport
 from memo.store.records import (
     DerivedPassage,
@@ -40,6 +41,7 @@ _CHUNK = 500          # keys per IN (...) list: well under SQLite's bound-parame
 _LIVE = "superseded_at IS NULL AND forgotten_at IS NULL"
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class PreparedItem:
     """A record ready to store: split, hashed, its passages' derived values worked out."""

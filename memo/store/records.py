@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from memo.dc_pickle import by_fields
 from memo.errors import NotFound, StoreCorrupt, ValidationError
 from memo.store.damage import db_path_of, mark_damaged
 from memo.store.derived import index_passage_range, index_passages, passage_terms
@@ -142,6 +143,7 @@ def passage_tokens(p: PassageDraft) -> int:
     return count_tokens(f"{p.section}\n{p.text}" if p.section else p.text)
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class DerivedPassage:
     """A passage with what its rows in the derived indexes hold, worked out before the
