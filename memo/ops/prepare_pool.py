@@ -145,10 +145,10 @@ def outcomes(items: Iterator[FileItem], base: Path, nul_ok: bool, workers: int, 
             if len(out) >= window:
                 sent = out.popleft()
                 got = _take(sent)
-                if got is None:
+                if got is None:     # the pool is broken: this chunk and those still out, here
                     _stop(pool)
                     pool = None
-                    yield from _here(sent[0], base, nul_ok)
+                    out.appendleft(sent)
                     yield from _drain(out, base, nul_ok, failed=True)
                 else:
                     yield from got
