@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +35,7 @@ import numpy as np
 
 from memo.errors import DatasetError
 from memo.retrieve.services import ArmServices
+from memo.spawn import worker_context
 from memo.store.connect import read_tx
 from memo.types import ARM_NAMES
 from memo_eval.datasets import EvalQuery, EvalSet
@@ -413,7 +413,7 @@ def _run_tasks(cfg: ReplayConfig, tasks: list, workers: int, collect: Callable[[
         _W.pop("conn").close()
         gc.set_threshold(*thresholds)
         _W.clear()
-        ctx = mp.get_context("spawn")
+        ctx = worker_context()      # workers never run the caller's __main__ again (memo/spawn.py)
         barrier = ctx.Barrier(workers)
         with _one_blas_thread(), _handover_folder() as handover, \
                 ctx.Pool(workers, initializer=_pool_worker, initargs=(cfg, barrier, handover)) as pool:

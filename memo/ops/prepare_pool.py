@@ -10,7 +10,7 @@ the same prepared records and the same decisions as preparing them here, one by 
 At most twice the writer's batch (and at least ``WINDOW`` chunks per worker) is out at a
 time: the workers prepare the next batch while this process commits one, and memory stays
 bounded however long the input.  The workers are spawned (a fork would copy this process's threads and open
-database handles), ignore Ctrl-C (this process stops the import and the pool) and end with
+database handles) without running the importing program's main module (``memo.spawn``), ignore Ctrl-C (this process stops the import and the pool) and end with
 the import, or within ``PARENT_CHECK_S`` of the importing process being killed.  A worker that dies or a chunk that cannot be sent is prepared here instead,
 and the rest of the import is prepared here too (logged): it never loses a record.
 """
@@ -35,6 +35,7 @@ from memo.errors import ValidationError
 from memo.ingest.files import FileItem
 from memo.ops.add import prepare
 from memo.ops.store_batch import PreparedItem, prepare_item
+from memo.spawn import worker_context
 from memo.stored import RecordDraft
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def outcomes(items: Iterator[FileItem], base: Path, nul_ok: bool, workers: int, 
         return
     pool: ProcessPoolExecutor | None
     try:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+        pool = ProcessPoolExecutor(workers, mp_context=worker_context(),
                                    initializer=_start_worker, initargs=(os.getpid(),))
     except (OSError, ImportError, NotImplementedError, ValueError):   # no semaphores here (some sandboxes)
         log.warning("import: cannot start preparing processes; preparing here", exc_info=True)

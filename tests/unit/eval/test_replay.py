@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -203,3 +209,26 @@ def test_the_parent_pauses_its_collector_while_workers_search_and_leaves_its_set
     _run(tiny, [RunSpec("rrf", mode="keyword")], workers=1)     # searches in this process: collector on
     assert seen == [True, False] and states[-1] is True
     assert gc.get_threshold() == before and gc.isenabled()
+
+
+def test_a_script_without_a_main_guard_does_not_hang(tiny, tmp_path):
+    """A program that runs an evaluation at its top level, outside ``if __name__ ==
+    "__main__":``, with two replay workers: they do not run it again (spawn would, as
+    ``__mp_main__``; each worker then failed at start and the pool started it again, forever)."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent(f"""
+        import os
+        from memo_eval.grid import expand
+        from memo_eval.run import EvalOptions, run_eval
+        print("top level", os.getpid(), flush=True)
+        specs = expand(["rrf", "minmax"], ["cutoff.gap=0.2,0.4,0.6,0.8,0.9,1.0"], mode="keyword")
+        res = run_eval(EvalOptions(dataset={str(tiny)!r}, split="test", specs=specs, semantic=False,
+                                   workers=2, write=False))
+        print("runs", len(res["runs"]), "workers", res["replay"]["workers"], flush=True)
+    """))
+    repo = Path(__file__).resolve().parents[3]
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[1:] == ["runs 12 workers 2"], proc.stdout
+    assert proc.stdout.count("top level") == 1

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
+import textwrap
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -19,6 +23,8 @@ from memo.ops.importer import ImportOptions, import_path
 from memo.store.db import open_db
 from memo.stored import RecordDraft
 from tests.unit.ops.test_store_batch import _dump, _fixed_clock, _inputs
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _import_all(tmp_path: Path, monkeypatch, db: Path | str, workers: int) -> tuple[dict, list]:  # noqa: ANN001
@@ -191,3 +197,28 @@ def test_a_bad_worker_count_is_refused(new_db, tmp_path):
         with pytest.raises(ValidationError, match="workers must be 0 to"):
             import_path(conn, src, ImportOptions(workers=bad))
     conn.close()
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path):
+    """A program that imports at its top level, outside ``if __name__ == "__main__":``: the
+    workers do not run it again (spawn would, as ``__mp_main__``: the script's output twice,
+    the whole import done in a worker, and the importing process's report "added 0")."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"n{i}", "text": f"Note {i} on the Lighthouse project."}) + "\n"
+                           for i in range(30)))
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent(f"""
+        import os
+        from memo.ops.importer import ImportOptions, import_path
+        from memo.store.db import open_db
+        print("top level", os.getpid(), flush=True)
+        rep = import_path(open_db({str(tmp_path / "u.db")!r}), {str(src)!r}, ImportOptions(workers=1))
+        print("added", rep.added, "skipped", rep.skipped, flush=True)
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["top", "added"], proc.stdout
+    assert lines[-1] == "added 30 skipped 0"
+    assert "bootstrapping" not in proc.stderr
