@@ -30,7 +30,7 @@ from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
 from memo.ops.after_commit import embed_pending, import_vectors
-from memo.ops.importer import FORMATS, MAX_IMPORT_WORKERS, PARALLEL_MIN_ITEMS, ImportOptions
+from memo.ops.importer import DEFAULT_BATCH, FORMATS, MAX_IMPORT_WORKERS, PARALLEL_MIN_ITEMS, ImportOptions
 from memo.ops.importer import Progress as ImportProgress
 from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
@@ -162,7 +162,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             max_bytes: Annotated[int, typer.Option("--max-bytes", help="Reject files larger than this.")] = DEFAULT_MAX_BYTES,
             encoding: Annotated[str | None, typer.Option(
                 "--encoding", help="Files' text encoding (latin-1, cp1252...); default: UTF-8, else detected.")] = None,
-            batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 500,
+            batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction (a batch of large records ends sooner, at 16M characters).")] = DEFAULT_BATCH,
             workers: Annotated[int | None, typer.Option(
                 "--workers", min=0, max=MAX_IMPORT_WORKERS,
                 help="Processes preparing records beside the one writing (0: none); default: one per core "

@@ -8,8 +8,9 @@ chunks and writes what they send back, in input order, while they prepare the ne
 the same prepared records and the same decisions as preparing them here, one by one.
 
 At most twice the writer's batch (and at least ``WINDOW`` chunks per worker) is out at a
-time: the workers prepare the next batch while this process commits one, and memory stays
-bounded however long the input.  The workers are spawned (a fork would copy this process's threads and open
+time, in chunks of at most ``CHUNK`` records and about ``CHUNK_CHARS`` of text: the workers
+prepare the next batch while this process commits one, and memory stays bounded however
+long the input and however large its records.  The workers are spawned (a fork would copy this process's threads and open
 database handles) without running the importing program's main module (``memo.spawn``), ignore Ctrl-C (this process stops the import and the pool) and end with
 the import, or within ``PARENT_CHECK_S`` of the importing process being killed.  A worker that dies or a chunk that cannot be sent is prepared here instead,
 and the rest of the import is prepared here too (logged): it never loses a record.
@@ -41,6 +42,7 @@ from memo.stored import RecordDraft
 log = logging.getLogger(__name__)
 
 CHUNK = 64            # records per task: ~25 ms of preparing, against ~1 ms to send and receive
+CHUNK_CHARS = 1 << 20  # text per task at most (a longer record goes alone): large records keep what is out small
 WINDOW = 4            # chunks out per worker at least: it always has the next one
 MAX_WORKERS = 4       # past this the one writing process is the bound (2 cores: 1 worker)
 
@@ -169,12 +171,18 @@ def _drafts(chunk: list[FileItem]) -> list[RecordDraft | None]:
 
 
 def _chunks(items: Iterator[FileItem]) -> Iterator[list[FileItem]]:
+    """Chunks of ``CHUNK`` items, cut sooner at ``CHUNK_CHARS`` of text: the window counts
+    chunks, so what is out (sent, prepared, sent back: several copies of each record) stays
+    about ``window * CHUNK_CHARS`` however large the records (a folder of 1 MB documents
+    would otherwise have ~1,000 of them out beside the writer's batch)."""
     chunk: list[FileItem] = []
+    chars = 0
     for item in items:
         chunk.append(item)
-        if len(chunk) >= CHUNK:
+        chars += len(item.draft.body) if item.draft is not None else 0
+        if len(chunk) >= CHUNK or chars >= CHUNK_CHARS:
             yield chunk
-            chunk = []
+            chunk, chars = [], 0
     if chunk:
         yield chunk
 

@@ -5,6 +5,7 @@ import pytest
 
 from memo import ops
 from memo.errors import ImportRejected, ValidationError
+from memo.ops import importer
 from memo.ops.importer import ImportOptions
 from memo.store.dialect import is_postgres
 
@@ -78,6 +79,18 @@ def test_batches(fresh_db, tmp_path):
         (tmp_path / f"n{i}.md").write_text(f"note number {i}")
     rep = ops.import_path(fresh_db, tmp_path, ImportOptions(batch_size=3))
     assert rep.added == 7 and rep.batches == 3
+
+
+def test_a_batch_of_large_records_ends_at_its_text_bound(fresh_db, tmp_path, monkeypatch):
+    """A batch ends at ``batch_size`` records or at ``BATCH_CHARS`` of text, whichever comes
+    first: memory holds one batch, and large records would make 500 of them gigabytes."""
+    monkeypatch.setattr(importer, "BATCH_CHARS", 2_000)
+    # batches (the files in name order): 4 records | 2 (2,000 characters reached) | 3 (again) | the last
+    sizes = [300, 300, 300, 300, 900, 2_500, 100, 100, 2_500, 100]
+    for i, n in enumerate(sizes):
+        (tmp_path / f"n{i}.md").write_text(f"note {i} " + "word " * (n // 5))
+    rep = ops.import_path(fresh_db, tmp_path, ImportOptions(batch_size=4))
+    assert rep.added == len(sizes) and rep.batches == 4
 
 
 def test_root_confinement(fresh_db, tmp_path):

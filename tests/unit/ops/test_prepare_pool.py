@@ -12,6 +12,7 @@ import sys
 import textwrap
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,22 @@ def test_the_input_is_read_a_bounded_window_ahead(monkeypatch):
     assert len(read) == window * 4
     gen.close()
     assert _FakePool.made[-1].shut
+
+
+def test_large_records_go_out_in_smaller_chunks(monkeypatch):
+    """A chunk ends at ``CHUNK`` records or at ``CHUNK_CHARS`` of text, whichever comes first
+    (a record longer than that goes alone): the window of chunks out holds little text
+    whatever the records' size.  Rejected and ignored items count no text."""
+    monkeypatch.setattr(prepare_pool, "CHUNK", 4)
+    monkeypatch.setattr(prepare_pool, "CHUNK_CHARS", 100)
+
+    def item(i: int, size: int) -> FileItem:
+        return FileItem(f"in.jsonl:{i}", draft=replace(_draft(i), body="x" * size))
+
+    sizes = [10, 10, 10, 10, 10, 60, 50, 500, 30, 30, 30]
+    items = [item(i, n) for i, n in enumerate(sizes)] + [FileItem("bad", rejected="bad line")]
+    got = [[int(x.rel.split(":")[1]) if ":" in x.rel else x.rel for x in c] for c in prepare_pool._chunks(iter(items))]
+    assert got == [[0, 1, 2, 3], [4, 5, 6], [7], [8, 9, 10, "bad"]]
 
 
 def test_worker_counts(monkeypatch):
