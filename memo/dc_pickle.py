@@ -18,9 +18,10 @@ T = TypeVar("T")
 def by_fields(cls: type[T]) -> type[T]:
     """Class decorator, outside ``@dataclass``: ``cls`` pickles as ``cls(*its fields)``
     (every field must be an ``__init__`` argument, so the call rebuilds it whole)."""
-    names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
-    if any(not f.init for f in fields(cls)):  # type: ignore[arg-type]
+    all_fields = fields(cls)  # type: ignore[arg-type]
+    if any(not f.init for f in all_fields):
         raise TypeError(f"{cls.__name__}: a field outside __init__ cannot be rebuilt by a call")
+    names = tuple(f.name for f in all_fields)
 
     def __reduce__(self: T) -> tuple[type[T], tuple[object, ...]]:
         return cls, tuple(getattr(self, n) for n in names)

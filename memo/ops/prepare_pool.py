@@ -10,10 +10,12 @@ the same prepared records and the same decisions as preparing them here, one by 
 At most twice the writer's batch (and at least ``WINDOW`` chunks per worker) is out at a
 time, in chunks of at most ``CHUNK`` records and about ``CHUNK_CHARS`` of text: the workers
 prepare the next batch while this process commits one, and memory stays bounded however
-long the input and however large its records.  The workers are spawned (a fork would copy this process's threads and open
-database handles) without running the importing program's main module (``memo.spawn``), ignore Ctrl-C (this process stops the import and the pool) and end with
-the import, or within ``PARENT_CHECK_S`` of the importing process being killed.  A worker that dies or a chunk that cannot be sent is prepared here instead,
-and the rest of the import is prepared here too (logged): it never loses a record.
+long the input and however large its records.  The workers are spawned (a fork would copy
+this process's threads and open database handles) without running the importing program's
+main module (``memo.spawn``), ignore Ctrl-C (this process stops the import and the pool) and
+end with the import, or within ``PARENT_CHECK_S`` of the importing process being killed.  A
+worker that dies or a chunk that cannot be sent is prepared here instead, and the rest of
+the import is prepared here too (logged): it never loses a record.
 """
 
 from __future__ import annotations
