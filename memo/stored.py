@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from memo.dc_pickle import by_fields
 from memo.types import Kind
 
+# A record or fact is *current* when no newer version replaced it and it is not forgotten:
+# what a search sees by default, and what the dedup indexes keep one of per text (schema v8).
+CURRENT = "superseded_at IS NULL AND forgotten_at IS NULL"
+
 
 @by_fields
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from memo.store.records import (
     NewRecord,
     content_hash,
     find_live_duplicate,
+    find_older_version,
     insert_record,
     insert_records,
     new_record_id,
@@ -113,24 +114,34 @@ def find_previous_version(conn: sqlite3.Connection, draft: RecordDraft) -> str |
     return row["id"] if row else None
 
 
-def _dup_note(conn: sqlite3.Connection, dup: str) -> str | None:
-    """A duplicate of an older, superseded version is still a duplicate (the dedup index
-    covers it), but the caller should know the text is not the current version."""
-    row = conn.execute("SELECT superseded_by FROM records WHERE id = ?", (dup,)).fetchone()
-    if row is None or row["superseded_by"] is None:
+def _older_version(conn: sqlite3.Connection, namespace: str, chash: str) -> AddReport | None:
+    """``memo add`` of a text that only an older, superseded version holds: skipped, with
+    the current version to supersede (adding it beside that version would leave two current
+    records saying different things).  None when the text's versions all end forgotten."""
+    found = find_older_version(conn, namespace, chash)
+    if found is None:
         return None
-    return (f"same text as {dup}, an older version superseded by {row['superseded_by']}; "
-            f"to make it current again use `memo supersede {row['superseded_by']}`")
+    old, current = found
+    return AddReport(status="skipped", record_id=old, passages=0,
+                     note=f"same text as {old}, an older version superseded by {current}; "
+                          f"to make it current again use `memo supersede {current}`")
 
 
 def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[PassageDraft, ...],
                 *, replace_previous: bool) -> AddReport:
-    """Insert inside the caller's write transaction.  Same content in the namespace ->
-    skipped; with ``replace_previous`` a changed record at the same import path supersedes
-    the old version (status 'updated')."""
-    dup = find_live_duplicate(conn, draft.namespace, content_hash(draft.body))
+    """Insert inside the caller's write transaction.  Same content as a current record of
+    the namespace -> skipped; without ``replace_previous`` (an add) also a text an older
+    version holds (``_older_version``); with it (an import: the file says what is true
+    now) a changed record at the same import path supersedes the old version (status
+    'updated'), whatever older versions held its text."""
+    chash = content_hash(draft.body)
+    dup = find_live_duplicate(conn, draft.namespace, chash)
     if dup is not None:
-        return AddReport(status="skipped", record_id=dup, passages=0, note=_dup_note(conn, dup))
+        return AddReport(status="skipped", record_id=dup, passages=0)
+    if not replace_previous:
+        older = _older_version(conn, draft.namespace, chash)
+        if older is not None:
+            return older
     previous = find_previous_version(conn, draft) if replace_previous else None
     new_id = insert_record(conn, draft, passages)
     if previous is None:
@@ -144,7 +155,10 @@ def store_prepared(conn: sqlite3.Connection, item: PreparedItem) -> AddReport:
     worked out before the transaction (caller's write transaction)."""
     dup = find_live_duplicate(conn, item.draft.namespace, item.content_hash)
     if dup is not None:
-        return AddReport(status="skipped", record_id=dup, passages=0, note=_dup_note(conn, dup))
+        return AddReport(status="skipped", record_id=dup, passages=0)
+    older = _older_version(conn, item.draft.namespace, item.content_hash)
+    if older is not None:
+        return older
     rid = item.draft.id or new_record_id()
     insert_records(conn, [NewRecord(rid, item.draft, item.content_hash, utc_now(), item.passages)])
     return AddReport(status="added", record_id=rid, passages=len(item.passages))

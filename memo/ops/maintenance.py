@@ -29,6 +29,7 @@ from memo.store.migrations import user_version
 from memo.store.postgres import schema as pg_schema
 from memo.store.postgres.connection import redact
 from memo.store.records import utc_now
+from memo.stored import CURRENT
 
 log = logging.getLogger(__name__)
 
@@ -151,12 +152,12 @@ def _reindex_btrees(conn: sqlite3.Connection) -> None:
         conn.execute("RELEASE memo_reindex")
         first_error = exc
     groups = conn.execute(
-        "SELECT namespace, content_hash FROM records NOT INDEXED WHERE forgotten_at IS NULL "
+        f"SELECT namespace, content_hash FROM records NOT INDEXED WHERE {CURRENT} "
         "GROUP BY namespace, content_hash HAVING count(*) > 1").fetchall()
     forgotten: list[str] = []
     for ns, chash in groups:
         copies = [r[0] for r in conn.execute(
-            "SELECT id FROM records NOT INDEXED WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL "
+            f"SELECT id FROM records NOT INDEXED WHERE namespace = ? AND content_hash = ? AND {CURRENT} "
             "ORDER BY recorded_at, rowid", (ns, chash))]
         forgotten += copies[1:]
     if not forgotten:

@@ -2,17 +2,16 @@
 ``memo.ops.add.store_draft`` (issue 16.4).
 
 Same decisions, in input order, as calling ``store_draft(..., replace_previous=True)``
-record after record: same content already live in the namespace (stored before or
-earlier in this batch) -> skipped with that record's id; a live record at the same
+record after record: same content as a current record of the namespace (stored before
+or earlier in this batch) -> skipped with that record's id; a current record at the same
 import path and external id (stored before, or earlier in this batch) -> superseded by
-the new one ('updated'); else added.  What differs is the number of statements: one
+the new one ('updated'); else added.  A text whose record this batch supersedes is new
+again for the items after it (JSONL lines shifted by one).  What differs is the number of statements: one
 SELECT per 500 keys for the duplicates and one for the earlier versions, then one
 ``executemany`` per table (``memo.store.records.insert_records``), instead of three
 SELECTs and a dozen INSERTs per record.  The derived values of each passage (token count,
 exact terms, entity mentions) are worked out before the transaction (``prepare_item``).
 
-Not carried: ``AddReport.note`` (why a skip is an old version), which ``memo add`` shows
-and an import's report does not.
 tests/unit/ops/test_store_batch.py imports the same inputs both ways and compares every
 table.
 """
@@ -21,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memo.dc_pickle import by_fields
 from memo.ops.reports import AddReport
@@ -35,10 +34,10 @@ from memo.store.records import (
     new_record_id,
     utc_now,
 )
-from memo.stored import PassageDraft, RecordDraft
+from memo.stored import CURRENT, PassageDraft, RecordDraft
 
 _CHUNK = 500          # keys per IN (...) list: well under SQLite's bound-parameter limit
-_LIVE = "superseded_at IS NULL AND forgotten_at IS NULL"
+_LIVE = CURRENT
 
 
 @by_fields
@@ -62,7 +61,7 @@ def _chunks(items: list, size: int = _CHUNK):  # noqa: ANN202 - a generator of l
 
 
 def live_duplicates(conn: sqlite3.Connection, keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """(namespace, content hash) -> the live record holding it (``find_live_duplicate``
+    """(namespace, content hash) -> the current record holding it (``find_live_duplicate``
     for many keys; the unique index records_dedup keeps it to one per key)."""
     out: dict[tuple[str, str], str] = {}
     by_ns: dict[str, list[str]] = {}
@@ -72,15 +71,15 @@ def live_duplicates(conn: sqlite3.Connection, keys: set[tuple[str, str]]) -> dic
         for chunk in _chunks(hashes):
             out.update(((ns, h), rid) for h, rid in conn.execute(
                 f"SELECT content_hash, id FROM records WHERE namespace = ? AND content_hash IN "
-                f"({','.join('?' * len(chunk))}) AND forgotten_at IS NULL", (ns, *chunk)))
+                f"({','.join('?' * len(chunk))}) AND {_LIVE}", (ns, *chunk)))
     check_dedup_index(conn, [k for k in keys if k not in out])     # the dedup index lost no entry
     return out
 
 
 def live_versions(conn: sqlite3.Connection,
-                  keys: set[tuple[str, str, str | None]]) -> dict[tuple[str, str, str | None], str]:
-    """(namespace, import path, external id) -> the newest live record there
-    (``memo.ops.add.find_previous_version`` for many keys).  Keys with an external id are
+                  keys: set[tuple[str, str, str | None]]) -> dict[tuple[str, str, str | None], tuple[str, str]]:
+    """(namespace, import path, external id) -> (the newest live record there, its content
+    hash) (``memo.ops.add.find_previous_version`` for many keys).  Keys with an external id are
     looked up by it (index records_ext), keys without by import path (records_import):
     each through the index that singles it out."""
     with_ext: dict[str, list[str]] = {}
@@ -90,24 +89,24 @@ def live_versions(conn: sqlite3.Connection,
             no_ext.setdefault(ns, []).append(path)
         else:
             with_ext.setdefault(ns, []).append(ext)
-    out: dict[tuple[str, str, str | None], str] = {}
-    rows: list[tuple[str, str, str | None, str, str]] = []
+    out: dict[tuple[str, str, str | None], tuple[str, str]] = {}
+    rows: list[tuple[str, str, str | None, str, str, str]] = []
     for ns, exts in with_ext.items():
         for chunk in _chunks(sorted(set(exts))):
             rows.extend(conn.execute(
-                f"SELECT namespace, import_path, ext_id, id, recorded_at FROM records INDEXED BY records_ext "
+                f"SELECT namespace, import_path, ext_id, id, recorded_at, content_hash FROM records INDEXED BY records_ext "
                 f"WHERE namespace = ? AND ext_id IN ({','.join('?' * len(chunk))}) AND {_LIVE}", (ns, *chunk)))
     for ns, paths in no_ext.items():
         for chunk in _chunks(sorted(set(paths))):
             rows.extend(conn.execute(
-                f"SELECT namespace, import_path, ext_id, id, recorded_at FROM records INDEXED BY records_import "
+                f"SELECT namespace, import_path, ext_id, id, recorded_at, content_hash FROM records INDEXED BY records_import "
                 f"WHERE namespace = ? AND import_path IN ({','.join('?' * len(chunk))}) AND ext_id IS NULL "
                 f"AND {_LIVE}", (ns, *chunk)))
     rows.sort(key=lambda r: r[4], reverse=True)          # ORDER BY recorded_at DESC: newest first
-    for ns, path, ext, rid, _ in rows:
+    for ns, path, ext, rid, _, chash in rows:
         key = (ns, path, ext)
         if key in keys:
-            out.setdefault(key, rid)
+            out.setdefault(key, (rid, chash))
     return out
 
 
@@ -119,6 +118,7 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem]) -> list
     reports: list[AddReport] = []
     new: list[NewRecord] = []
     superseded: list[tuple[str, str, str]] = []      # (when, new id, old id)
+    fresh: dict[str, int] = {}                        # id stored by this batch -> its place in new
     for it in items:
         d = it.draft
         dup = dups.get((d.namespace, it.content_hash))
@@ -126,20 +126,31 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem]) -> list
             reports.append(AddReport(status="skipped", record_id=dup, passages=0))
             continue
         rid = d.id or new_record_id()
+        fresh[rid] = len(new)
         new.append(NewRecord(rid, d, it.content_hash, utc_now(), it.passages))
         dups[(d.namespace, it.content_hash)] = rid
         previous = None
         if d.import_path:
             key = (d.namespace, d.import_path, d.ext_id)
-            previous = versions.get(key)
-            versions[key] = rid                       # the newest live version from now on
+            previous, old_hash = versions.get(key, (None, None))
+            versions[key] = (rid, it.content_hash)    # the newest live version from now on
+            if previous is not None and dups.get((d.namespace, old_hash)) == previous:
+                # No longer current: a later item of the batch with its text is new (lines shifted).
+                del dups[(d.namespace, old_hash)]
         if previous is None:
             reports.append(AddReport(status="added", record_id=rid, passages=len(it.passages)))
         else:
             superseded.append((utc_now(), rid, previous))
             reports.append(AddReport(status="updated", record_id=rid, passages=len(it.passages),
                                      superseded=previous))
+    # Replaced versions leave the dedup index before the inserts (a new record may hold the
+    # text of one this batch supersedes: those of this batch go in superseded), and all
+    # point at their new version after them (superseded_by references it).
+    conn.executemany("UPDATE records SET superseded_at = ? WHERE id = ?",
+                     [(w, old) for w, _, old in superseded if old not in fresh])
+    for w, _, old in superseded:
+        if old in fresh:
+            new[fresh[old]] = replace(new[fresh[old]], superseded_at=w)
     insert_records(conn, new)
-    # After the inserts: superseded_by references the new record.
     conn.executemany("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?", superseded)
     return reports

@@ -24,6 +24,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.store import kw_postings
 from memo.store.dialect import is_postgres
 from memo.text.folding import has_surrogates
+from memo.text.when import stamp
 from memo.types import KINDS, Scope
 
 
@@ -36,7 +37,7 @@ class ScopeSQL:
     params: tuple[Any, ...]
 
 # The timestamp format memo stores (memo.store.records.utc_now, "%Y-%m-%dT%H:%M:%S.%fZ");
-# as_of is normalised to it (``_stamp``) so the string comparison with
+# as_of is normalised to it (``memo.text.when.stamp``) so the string comparison with
 # recorded_at/superseded_at is a time comparison.
 _WHEN = "COALESCE(p.event_at, r.event_at, r.recorded_at)"
 
@@ -50,8 +51,8 @@ def parse_when(text: str, *, end_of_day: bool = False, field: str = "date") -> d
     before / after every stored time either way, so the comparison keeps its meaning."""
     s = str(text).strip()
     try:
-        if len(s) == 10:
-            d = date.fromisoformat(s)
+        d = _date_only(s)
+        if d is not None:
             moment = datetime(d.year, d.month, d.day, tzinfo=UTC)
             return moment + timedelta(days=1, microseconds=-1) if end_of_day else moment
         moment = datetime.fromisoformat(s)
@@ -70,21 +71,24 @@ FIRST_MOMENT = datetime.min.replace(tzinfo=UTC)
 LAST_MOMENT = datetime.max.replace(tzinfo=UTC)
 
 
-def _stamp(moment: datetime) -> str:
-    # isoformat, not strftime: strftime("%Y") writes year 1 as "1", which sorts after
-    # "2024" as text; stored times always have four-digit years.
-    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"   # moment is UTC
-
-
 def _date_bound(text: str, *, end: bool, field: str) -> str:
-    """A bound comparable with stored event_at strings (which may be dates or datetimes
-    in various ISO shapes): compare on the ISO prefix.  ``from`` keeps its own text
+    """A bound comparable with stored event_at strings (a date, or a UTC moment in
+    ``memo.text.when``'s shape; older databases may hold other ISO shapes): compare on
+    the ISO prefix.  ``from`` keeps its own text
     (normalised); ``to`` of a bare date becomes '<date>T23:59:59.999999Z' so 2024-05-01
     and 2024-05-01T10:00 both sort inside."""
     moment = parse_when(text, end_of_day=end, field=field)
-    if len(str(text).strip()) == 10:
-        return moment.date().isoformat() if not end else _stamp(moment)
-    return _stamp(moment)
+    if _date_only(str(text).strip()) is not None:
+        return moment.date().isoformat() if not end else stamp(moment)
+    return stamp(moment)
+
+
+def _date_only(s: str) -> date | None:
+    """The date of a date-only ISO form (2024-05-01, 20240501, 2024-W18-3), else None."""
+    try:
+        return date.fromisoformat(s)
+    except ValueError:
+        return None
 
 
 def _texts(field: str, values: object) -> tuple[str, ...]:
@@ -114,7 +118,7 @@ def live_filter(alias: str, as_of: str | None) -> tuple[str, list[object]]:
     ``r``, facts ``f``): not superseded and not forgotten, or under ``as_of`` T: recorded at
     or before T, not superseded at or before T, never forgotten.  ``alias`` is a constant."""
     if as_of:
-        t = _stamp(parse_when(as_of, end_of_day=True, field="as_of"))
+        t = stamp(parse_when(as_of, end_of_day=True, field="as_of"))
         return (f"{alias}.recorded_at <= ? AND ({alias}.superseded_at IS NULL OR {alias}.superseded_at > ?)"
                 f" AND {alias}.forgotten_at IS NULL"), [t, t]
     return f"{alias}.superseded_at IS NULL AND {alias}.forgotten_at IS NULL", []

@@ -31,8 +31,9 @@ from memo.errors import NotFound, ValidationError
 from memo.store.derived import bump_vectors_epoch, rebuild_fact_index  # noqa: F401  (rebuild_fact_index re-exported)
 from memo.store.mentions import index_fact_mentions
 from memo.store.records import utc_now
-from memo.stored import Fact, FactDraft, FactEvidence, RecordFact
+from memo.stored import CURRENT, Fact, FactDraft, FactEvidence, RecordFact
 from memo.text.limits import MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES, check_list
+from memo.text.when import stored_when
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
 
@@ -166,7 +167,9 @@ def recheck_evidence(conn: sqlite3.Connection, evidence: Sequence[tuple[int, str
 
 
 def find_live_fact(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
-    row = conn.execute("SELECT id FROM facts WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL",
+    """The current fact of the namespace with this text and evidence (``facts_dedup``): a
+    superseded or forgotten one does not count, so an older wording can be current again."""
+    row = conn.execute(f"SELECT id FROM facts WHERE namespace = ? AND content_hash = ? AND {CURRENT}",
                        (namespace, chash)).fetchone()
     return row[0] if row else None
 
@@ -181,7 +184,8 @@ def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[t
     cur = conn.execute(
         """INSERT INTO facts (id, namespace, text, subject, predicate, object, event_at, recorded_at,
                trust, author, source, content_hash, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        (fid, draft.namespace, draft.text.strip(), draft.subject, draft.predicate, draft.object, draft.event_at,
+        (fid, draft.namespace, draft.text.strip(), draft.subject, draft.predicate, draft.object,
+         stored_when(draft.event_at),
          recorded_at or utc_now(), float(draft.trust), draft.author, draft.source,
          fact_hash(draft.text, (pid for _, pid in evidence)), json.dumps(draft.meta, sort_keys=True)))
     pk = int(cur.lastrowid)

@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from memo.store import epochs
 from memo.store.dialect import is_postgres
+from memo.stored import CURRENT
 from memo.text.entities import EntityMention, aliases, extract, extract_record
 
 DDL = """
@@ -58,7 +59,7 @@ CREATE INDEX mentions_fact ON mentions(fact_pk) WHERE fact_pk IS NOT NULL;
 INSERT INTO memo_meta(key, value) VALUES ('mentions_epoch', '0');
 """
 
-LIVE_FACT = "superseded_at IS NULL AND forgotten_at IS NULL"
+LIVE_FACT = CURRENT
 _CHUNK = 500                # keys per IN (...) list: well under SQLite's bound-parameter limit
 
 

@@ -21,6 +21,7 @@ from memo.store.connect import write_tx
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
 from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
 from memo.store.mentions import m003_entities
+from memo.stored import CURRENT
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -229,6 +230,19 @@ def m007_vector_counts(conn: sqlite3.Connection) -> None:
     _run_script(conn, VECTOR_COUNTS)
 
 
+def m008_dedup_current(conn: sqlite3.Connection) -> None:
+    """The dedup indexes hold the *current* records and facts only (not superseded, not
+    forgotten): a text an older version held can be current again (a file reverted, JSONL
+    lines shifted, ``memo supersede`` back to an earlier text).  Until v8 a superseded
+    version kept its text out of every new record, so the text could never be current again."""
+    _run_script(conn, f"""
+        DROP INDEX records_dedup;
+        CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE {CURRENT};
+        DROP INDEX facts_dedup;
+        CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE {CURRENT};
+        """)
+
+
 VECTOR_COUNTS = """
 CREATE TABLE vector_counts (
     model_id TEXT PRIMARY KEY,
@@ -251,7 +265,8 @@ END;
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
-                                                          m005_hash_index, m006_keyword_postings, m007_vector_counts]
+                                                          m005_hash_index, m006_keyword_postings, m007_vector_counts,
+                                                          m008_dedup_current]
 LATEST = len(MIGRATIONS)
 # The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
 # add only indexes that writes use (m004), so a database from the previous memo searches

@@ -22,10 +22,11 @@ from memo.store.mentions import (
     record_mentions,
     write_passage_mentions,
 )
-from memo.stored import Passage, PassageDraft, Record, RecordDraft
+from memo.stored import CURRENT, Passage, PassageDraft, Record, RecordDraft
 from memo.text.entities import EntityMention
 from memo.text.limits import MAX_BODY_CHARS, MAX_ENTITIES, MAX_TAGS, check_list
 from memo.text.tokens import count_tokens
+from memo.text.when import stored_when
 from memo.types import KINDS
 
 
@@ -68,12 +69,37 @@ def validate_draft(draft: RecordDraft) -> None:
 
 
 def find_live_duplicate(conn: sqlite3.Connection, namespace: str, chash: str) -> str | None:
+    """The current record of the namespace holding this text (``records_dedup``: one at
+    most).  A superseded or forgotten record does not count: its text may be current again."""
     row = conn.execute(
-        "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND forgotten_at IS NULL",
+        f"SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND {CURRENT}",
         (namespace, chash)).fetchone()
     if row is not None:
         return row["id"]
     check_dedup_index(conn, [(namespace, chash)])
+    return None
+
+
+def find_older_version(conn: sqlite3.Connection, namespace: str, chash: str) -> tuple[str, str] | None:
+    """(an older version holding this text, the current record that replaced it), when no
+    current record holds the text but a superseded one does whose line of versions ends in
+    a current record: ``memo add`` of that text skips it and names the version to supersede.
+    None when every such line ends forgotten (the text is then nowhere: it may be added)."""
+    rows = conn.execute(
+        "SELECT id, superseded_by FROM records WHERE namespace = ? AND content_hash = ? "
+        "AND superseded_at IS NOT NULL AND forgotten_at IS NULL ORDER BY superseded_at DESC, id",
+        (namespace, chash)).fetchall()
+    for old_id, nxt in rows:
+        seen = {old_id}
+        while nxt is not None and nxt not in seen:      # a cycle cannot be written; guard anyway
+            seen.add(nxt)
+            row = conn.execute("SELECT superseded_by, superseded_at, forgotten_at FROM records WHERE id = ?",
+                               (nxt,)).fetchone()
+            if row is None or row[2] is not None:
+                break
+            if row[1] is None:
+                return old_id, nxt
+            nxt = row[0]
     return None
 
 
@@ -92,7 +118,7 @@ def check_dedup_index(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> 
             chunk = hashes[start:start + 500]
             found += [str(r[0]) for r in conn.execute(
                 "SELECT id, namespace, content_hash FROM records INDEXED BY records_hash WHERE content_hash IN "
-                f"({','.join('?' * len(chunk))}) AND forgotten_at IS NULL", chunk) if (r[1], r[2]) in wanted]
+                f"({','.join('?' * len(chunk))}) AND {CURRENT}", chunk) if (r[1], r[2]) in wanted]
     except sqlite3.OperationalError as exc:
         if "no such index" in str(exc):     # a file not yet migrated (reads only get here)
             return
@@ -120,7 +146,7 @@ def insert_record(conn: sqlite3.Connection, draft: RecordDraft,
                recorded_at, trust, author, import_path, ext_id, content_hash, body, meta)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (rid, draft.namespace, draft.kind, draft.title, draft.source, draft.library, draft.version,
-         draft.event_at, recorded_at or utc_now(), float(draft.trust), draft.author,
+         stored_when(draft.event_at), recorded_at or utc_now(), float(draft.trust), draft.author,
          draft.import_path, draft.ext_id, content_hash(draft.body), draft.body,
          json.dumps(draft.meta, sort_keys=True)))
     conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
@@ -130,7 +156,7 @@ def insert_record(conn: sqlite3.Connection, draft: RecordDraft,
         cur = conn.execute(
             """INSERT INTO passages (id, record_id, ord, section, text, speaker, event_at, ext_id, tokens)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (f"{rid}:{ord_}", rid, ord_, p.section, p.text, p.speaker, p.event_at or draft.event_at,
+            (f"{rid}:{ord_}", rid, ord_, p.section, p.text, p.speaker, stored_when(p.event_at or draft.event_at),
              p.ext_id, passage_tokens(p)))
         pks.append(int(cur.lastrowid))
     index_passages(conn, pks)
@@ -164,13 +190,16 @@ def derive_passages(draft: RecordDraft, passages: Sequence[PassageDraft]) -> tup
 
 @dataclass(frozen=True, slots=True)
 class NewRecord:
-    """One record of a bulk insert: its id and recorded_at chosen by the caller."""
+    """One record of a bulk insert: its id and recorded_at chosen by the caller;
+    ``superseded_at`` set when a later record of the same batch replaces it (it goes in
+    out of the dedup index; the caller points ``superseded_by`` at its successor after)."""
 
     id: str
     draft: RecordDraft
     content_hash: str
     recorded_at: str
     passages: tuple[DerivedPassage, ...]
+    superseded_at: str | None = None
 
 
 def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> int:
@@ -188,10 +217,10 @@ def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> in
         return 0
     conn.executemany(
         """INSERT INTO records (id, namespace, kind, title, source, library, version, event_at,
-               recorded_at, trust, author, import_path, ext_id, content_hash, body, meta)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        [(r.id, d.namespace, d.kind, d.title, d.source, d.library, d.version, d.event_at, r.recorded_at,
-          float(d.trust), d.author, d.import_path, d.ext_id, r.content_hash, d.body,
+               recorded_at, superseded_at, trust, author, import_path, ext_id, content_hash, body, meta)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [(r.id, d.namespace, d.kind, d.title, d.source, d.library, d.version, stored_when(d.event_at), r.recorded_at,
+          r.superseded_at, float(d.trust), d.author, d.import_path, d.ext_id, r.content_hash, d.body,
           json.dumps(d.meta, sort_keys=True)) for r in records for d in (r.draft,)])
     conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
                      [(r.id, t.strip()) for r in records for t in r.draft.tags])
@@ -202,7 +231,7 @@ def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> in
         for ord_, dp in enumerate(r.passages):
             p = dp.draft
             rows.append((pk, f"{r.id}:{ord_}", r.id, ord_, p.section, p.text, p.speaker,
-                         p.event_at or r.draft.event_at, p.ext_id, dp.tokens))
+                         stored_when(p.event_at or r.draft.event_at), p.ext_id, dp.tokens))
             terms.append(dp.terms)
             found.append((pk, dp.mentions))
             pk += 1

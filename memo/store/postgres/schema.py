@@ -30,6 +30,7 @@ from typing import Any
 
 from memo.errors import SchemaTooNew, StoreError
 from memo.store import epochs
+from memo.stored import CURRENT
 
 M001 = r"""
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -294,13 +295,23 @@ CREATE TRIGGER passages_postings AFTER INSERT OR UPDATE OF text, section, kw_tex
 """
 
 
+# The dedup indexes keep one *current* record or fact per text (SQLite's m008): a text an
+# older version held can be current again (a reverted file, ``memo supersede`` back).
+M004 = f"""
+DROP INDEX records_dedup;
+CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE {CURRENT};
+DROP INDEX facts_dedup;
+CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE {CURRENT};
+"""
+
+
 def _rederive_cjk(conn: Any) -> None:
     from memo.store.postgres.keyword_form import rederive_keyword_forms
 
     rederive_keyword_forms(conn)
 
 
-MIGRATIONS: tuple[str, ...] = (M001, M002, M003)
+MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004)
 # Python steps run right after a migration's SQL (index: the migration's 0-based number).
 AFTER_SQL = {2: _rederive_cjk}
 LATEST = len(MIGRATIONS)

@@ -53,7 +53,7 @@ def test_locomo_observations_become_facts_with_repaired_evidence(fresh_db, tmp_p
     rep = ops.import_path(fresh_db, path, ImportOptions(format="locomo"))
     assert rep.added == 1 and rep.facts_added == 2
     f = fops.list_facts(fresh_db, namespaces=["locomo/conv-x"], evidence=None)
-    assert {x.subject for x in f} == {"A", "B"} and all(x.event_at == "2023-05-08T13:56:00Z" for x in f)
+    assert {x.subject for x in f} == {"A", "B"} and all(x.event_at == "2023-05-08T13:56:00.000000Z" for x in f)
     beagle = next(x for x in f if "beagle" in x.text)
     assert [e.text for e in beagle.evidence] == ["A: I adopted a dog", "A: A beagle named Max"]
 

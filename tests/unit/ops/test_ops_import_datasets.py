@@ -51,5 +51,5 @@ def test_locomo_import_dated_turns(fresh_db, tmp_path):
     rec = ops.get(fresh_db, rep.record_ids[0])
     assert rec.namespace == "locomo/conv-1" and rec.kind == "conversation"
     p = rec.passages[0]
-    assert (p.speaker, p.event_at, p.ext_id) == ("Ann", "2023-05-08T13:56:00Z", "D1:1")
+    assert (p.speaker, p.event_at, p.ext_id) == ("Ann", "2023-05-08T13:56:00.000000Z", "D1:1")   # stored as its UTC moment (memo.text.when)
     assert ops.import_path(fresh_db, path, ImportOptions(format="locomo")).skipped == 2

@@ -124,3 +124,24 @@ def test_scope_sql_has_no_values_in_text():
     sql = build_scope_sql(Scope(namespaces=("x'y",), tags=("t",), library="LIBVALUE", min_trust=0.5))
     assert "x'y" not in sql.where and "LIBVALUE" not in sql.where
     assert "x'y" in sql.params and "LIBVALUE" in sql.params
+
+
+def test_dates_in_any_iso_form_filter_by_the_moment_they_name(conn):
+    """Event dates are stored in one form (memo.text.when): before, the value as typed was
+    compared as text with the bounds, so 20260310 sorted after 2026-12-31 and a time with
+    an offset fell on the wrong side of midnight UTC."""
+    basic = add(conn, "cormorant census basic", event_at="20260310")
+    week = add(conn, "cormorant census week", event_at="2026-W11-2")              # Tuesday 2026-03-10
+    east = add(conn, "cormorant census east", event_at="2026-03-10T23:30:00-05:00")   # 03-11 04:30 UTC
+    tokyo = add(conn, "cormorant census tokyo", event_at="2026-03-11T01:00:00+09:00")  # 03-10 16:00 UTC
+    prof = _profile()
+
+    def q(**fields):
+        return sorted(ids(search(conn, SearchRequest("cormorant census", scope=Scope(**fields), mode="keyword"), prof)))
+
+    assert q(date_from="2026-01-01", date_to="2026-12-31") == sorted([basic, week, east, tokyo])
+    assert q(date_to="2026-03-10") == sorted([basic, week, tokyo])
+    assert q(date_from="2026-03-11T00:00:00Z", date_to="2026-03-11T23:59:59Z") == [east]
+    assert q(date_from="20260311") == [east]                  # a bound in basic form is a date too
+    stored = dict(conn.execute("SELECT id, event_at FROM records").fetchall())
+    assert stored[basic] == stored[week] == "2026-03-10" and stored[east] == "2026-03-11T04:30:00.000000Z"
