@@ -39,6 +39,11 @@ EMPTY_CAUSES: dict[str, tuple[str, str]] = {
     "abstained": (
         "all {candidates} candidates were only weakly similar (below semantic_floor {floor})",
         NOT_FOUND_HINT),
+    "vectors_pending": (
+        "all {candidates} candidates were only weakly similar, but {pending} of {in_scope} in-scope passages "
+        "have no vector yet and were not compared by meaning",
+        "`memo backfill` embeds them (a server embeds them within moments): search again then; mode keyword "
+        "searches every passage now"),
     "budget": (
         "the best result needs {tokens} tokens, more than max_tokens {max_tokens}",
         "raise max_tokens (--max-tokens) to at least {tokens}, or narrow the search"),
@@ -49,8 +54,10 @@ EMPTY_CAUSES: dict[str, tuple[str, str]] = {
 
 
 def empty_cause(*, in_scope: int, mode: str, runs: Sequence[Any], n_fused: int, n_abstained: int,
-                n_after_abstention: int) -> str:
-    """The cause of an empty result list (keys of ``EMPTY_CAUSES``)."""
+                n_after_abstention: int, pending: int = 0) -> str:
+    """The cause of an empty result list (keys of ``EMPTY_CAUSES``).  ``pending``: in-scope
+    passages the semantic arm could not see (no vector yet): an abstention then cannot say
+    "not in the knowledge base", the answer may be one of them."""
     if in_scope == 0:
         return "no_scope"
     semantic = next((r for r in runs if r.name == "semantic"), None)
@@ -63,7 +70,7 @@ def empty_cause(*, in_scope: int, mode: str, runs: Sequence[Any], n_fused: int, 
             return "no_arm"
         return "no_match"
     if n_abstained and n_after_abstention == 0:
-        return "abstained"
+        return "vectors_pending" if pending else "abstained"
     if n_after_abstention > 0:
         return "budget"     # cutoff keeps min_results and limit >= 1: only the budget empties it
     return "dropped"

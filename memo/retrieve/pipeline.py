@@ -182,7 +182,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     cause = reason = hint = None
     if not results:
         cause = empty_cause(in_scope=in_scope, mode=checked.mode, runs=runs, n_fused=len(fused),
-                            n_abstained=len(abstained_pks), n_after_abstention=len(ranked))
+                            n_abstained=len(abstained_pks), n_after_abstention=len(ranked), pending=pending)
         first = meta.get(limited[0].pk) if limited else None
         semantic = next((r for r in runs if r.name == "semantic"), None)
         syntax = next((r.reason.removeprefix("not run: ") for r in runs
@@ -190,7 +190,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         reason, hint = describe(
             cause, candidates=n_before_abstention,
             floor=bands.semantic_floor if bands is not None else "", max_tokens=checked.max_tokens,
-            tokens=first.tokens if first is not None else "?",
+            tokens=first.tokens if first is not None else "?", pending=pending, in_scope=in_scope,
             why=syntax if cause == "no_searchable_word" else (semantic.reason if semantic is not None else "?"))
         if cause == "abstained" and weak.dropped:
             reason = f"all {n_before_abstention} candidates had {weak.reason}"

@@ -91,7 +91,7 @@ def test_no_arm_and_dropped_are_decided_by_the_table():
     assert empty_cause(in_scope=3, mode="auto", runs=ran, n_fused=2, n_abstained=0,
                        n_after_abstention=0) == "dropped"
     assert set(EMPTY_CAUSES) == {"no_scope", "model_unavailable", "no_searchable_word", "no_arm",
-                                 "no_match", "abstained", "budget", "dropped"}
+                                 "no_match", "abstained", "vectors_pending", "budget", "dropped"}
 
 
 class _PartlyEmbedded(FakeSemantic):
@@ -119,3 +119,13 @@ def test_some_passages_without_vectors_degrade_partially_and_are_found_by_keywor
     full = search(conn, SearchRequest("swimming pool", now=NOW), "rrf",
                   {"semantic": _PartlyEmbedded({pks["cake"]: 0.9}, embedded=set(pks.values()), model_id="m2")})
     assert not full.trace.degraded["flag"]
+
+
+def test_an_abstention_with_passages_not_yet_embedded_is_not_a_not_found(conn, pks):
+    """The semantic arm weighed only the embedded passages; the answer may be among the
+    others (a server's embedder still busy, an import with --no-embed): the empty answer
+    says so instead of "not in the knowledge base"."""
+    svc = _PartlyEmbedded({pks["cake"]: 0.2}, embedded={pks["cake"]})      # the pool passage has no vector
+    resp = search(conn, SearchRequest("finance review meeting", mode="semantic", now=NOW), "rrf", {"semantic": svc})
+    _empty(resp, "vectors_pending")
+    assert "1 of 2 in-scope passages have no vector yet" in resp.reason and "memo backfill" in resp.hint
