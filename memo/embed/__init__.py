@@ -10,3 +10,6 @@ per-query mat-vec is too small for a BLAS thread pool to pay off.
 from __future__ import annotations
 
 DEFAULT_MODEL_ID = "all-minilm-l6-v2-int8"
+# How the semantic service's status begins when the model is fine but no passage has a
+# vector for it yet: the empty answer then points at `memo backfill`, not at the model.
+NO_VECTORS_YET = "no vectors yet"

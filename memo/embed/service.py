@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memo.embed import NO_VECTORS_YET
 from memo.embed.fact_vectors import clear_fact_indexes, get_fact_index
 from memo.embed.index import VectorIndex, db_key
 from memo.embed.integrity import file_key
@@ -166,7 +167,7 @@ class SemanticService:
                 # An empty database (new, or purged) lacks nothing: nothing is degraded.
                 if self.conn.execute("SELECT 1 FROM passages LIMIT 1").fetchone() is None:
                     return True, f"model {self.model_id}; no passage stored yet"
-                return False, f"no vectors yet for model {self.model_id} (run `memo backfill`)"
+                return False, f"{NO_VECTORS_YET} for model {self.model_id} (run `memo backfill`)"
             return True, f"model {self.model_id}"
         return True, f"model {self.model_id}, {len(self.index)} vectors"
 

@@ -3,7 +3,8 @@
 Security (reliability.md R13, CWE-22): every file is resolved and must stay inside the
 resolved root; a symlink that leaves the root is rejected, never followed.  A file
 larger than ``max_bytes`` is rejected with a reason; the rest of the import goes on.
-Text is UTF-8, else the encoding given (``--encoding``), else the one charset-normalizer
+Text is UTF-8, else the encoding given (``--encoding``), else UTF-16 or UTF-32 named by a
+byte-order mark, else the one charset-normalizer
 detects (recorded in the record's meta: ``decode_text``); a file nothing decodes is
 rejected.  Files of other types, and empty (or whitespace-only) files, are ignored, each
 with its reason (``why_ignored``).
@@ -146,10 +147,13 @@ def _os_reason(exc: OSError) -> str:
     return f"cannot read: {exc.strerror or exc}"
 
 
-def list_files(root: Path, errors: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
+def list_files(root: Path, errors: list[tuple[str, str]] | None = None,
+               passed: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
     """(path, path relative to root) of every file, symlink or other non-folder entry,
-    sorted; hidden and tool directories are skipped; symlinked directories are reported
-    as files so the caller rejects (outside) or ignores (inside: avoids loops) them.
+    sorted; hidden files and folders and tool folders are passed over, each added to
+    ``passed`` as (path relative to root, why) so the import lists it with the ignored
+    files (a folder once, not its contents); symlinked directories are reported as files
+    so the caller rejects (outside) or ignores (inside: avoids loops) them.
     A FIFO, socket or device is listed too (never opened here): ``read_file`` rejects it.
 
     The walk is iterative.  A folder that is not walked is added to ``errors`` as
@@ -162,6 +166,10 @@ def list_files(root: Path, errors: list[tuple[str, str]] | None = None) -> list[
     def skip(folder: Path, reason: str) -> None:
         if errors is not None:
             errors.append((safe_name(folder.relative_to(root).as_posix()), reason))
+
+    def pass_over(path: Path, reason: str) -> None:
+        if passed is not None:
+            passed.append((safe_name(path.relative_to(root).as_posix()), reason))
 
     out: list[tuple[Path, str]] = []
     stack: list[tuple[Path, int]] = [(root, 0)]
@@ -176,17 +184,20 @@ def list_files(root: Path, errors: list[tuple[str, str]] | None = None) -> list[
         subfolders = []
         for entry in entries:
             name = entry.name
-            if name.startswith("."):
-                continue
             path = folder / name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
+            if name.startswith("."):
+                pass_over(path, "hidden folder: not walked (import it by its own path to include it)" if is_dir
+                          else "hidden file: not imported (import it by its own path to include it)")
+                continue
             if not is_dir:
                 out.append((path, path.relative_to(root).as_posix()))
                 continue
             if name in _SKIP_DIRS:
+                pass_over(path, "tool folder (dependencies, caches, environments): not walked")
                 continue
             if not is_valid_name(name):
                 skip(path, f"folder {_BAD_NAME}; not walked")
@@ -298,6 +309,17 @@ def decode_text(data: bytes, encoding: str | None = None) -> tuple[str, dict[str
     return text, {"encoding": name, "encoding_source": "detected"}
 
 
+def _bom_encoding(data: bytes) -> str | None:
+    """'utf-32' or 'utf-16' when ``data`` starts with that byte-order mark (the codec reads
+    the mark and the byte order from it), else None.  UTF-32's little-endian mark begins
+    with UTF-16's, so it is asked first."""
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf-32"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return None
+
+
 def _detect_encoding(data: bytes) -> str | None:
     """charset-normalizer's best guess (its first match); among guesses it ranks equal
     (same chaos and coherence: short Western text often fits cp1250, cp1252 and cp1257
@@ -350,12 +372,20 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         return FileItem(rel, rejected=_os_reason(exc))
     if len(data) > max_bytes:
         return FileItem(rel, rejected=f"file grew past {max_bytes} bytes while read, {cap}")
-    if b"\x00" in data:
+    # UTF-16 and UTF-32 text is full of NUL bytes: with --encoding, or a byte-order mark
+    # that names one of them (Windows tools write such files), decode first and call the
+    # file binary only for a NUL character in the decoded text.
+    bom = _bom_encoding(data) if encoding is None else None
+    if b"\x00" in data and encoding is None and bom is None:
         return FileItem(rel, rejected="binary file (contains NUL bytes)")
-    decoded = decode_text(data, encoding)
+    decoded = decode_text(data, encoding or bom)
     if isinstance(decoded, str):
         return FileItem(rel, rejected=decoded)
     text, provenance = decoded
+    if "\x00" in text:
+        return FileItem(rel, rejected="binary file (contains NUL characters)")
+    if bom is not None:
+        provenance = {"encoding": bom, "encoding_source": "byte-order mark"}
     if not text.strip():
         # Skipped, not rejected: a package's empty __init__.py is not a failed input, and a
         # rejection would make a whole folder import exit 5 (issue 32).

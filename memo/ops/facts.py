@@ -62,7 +62,7 @@ class FactSupersedeReport:
 class FactForgetReport:
     forgotten: tuple[str, ...]
     already_forgotten: tuple[str, ...]
-    forgotten_at: str
+    forgotten_at: str | None        # None when every id was already forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +265,7 @@ def forget_facts(conn: sqlite3.Connection, fact_ids: Iterable[str], *, confirm: 
             conn.execute("UPDATE facts SET forgotten_at = ? WHERE id = ?", (when, fid))
             drop_fact_mentions(conn, [fid])
             done.append(fid)
-    return FactForgetReport(tuple(done), tuple(already), when)
+    return FactForgetReport(tuple(done), tuple(already), when if done else None)   # as records' forget
 
 
 def import_facts(conn: sqlite3.Connection, drafts: Iterable[tuple[str, FactDraft]], *,

@@ -103,6 +103,7 @@ class _Walk:
     root: Path
     seen: frozenset[str]              # absolute POSIX paths of every listed file
     errors: tuple[Rejection, ...]     # folders os.walk could not list
+    passed: tuple[Rejection, ...] = ()  # hidden and tool files and folders, listed as ignored
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +224,14 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
     template = _template(opts)
     if fmt == "files":
         errors: list[tuple[str, str]] = []
-        files = list_files(real, errors)
+        passed: list[tuple[str, str]] = []
+        files = list_files(real, errors, passed)
         gen = (_read_one(p, rel, real, template, opts) for p, rel in files)
         walk = None
         if real.is_dir():
             walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
-                Rejection(rel, f"{why}; deleted files were not checked") for rel, why in errors))
+                Rejection(rel, f"{why}; deleted files were not checked") for rel, why in errors),
+                tuple(Rejection(rel, why) for rel, why in passed))
         return gen, len(files), walk
     if fmt in ("jsonl", "beir", "locomo", "chat") and real.is_dir():
         raise ValidationError(f"--format {fmt} needs a file, got a folder: {real}")
@@ -399,7 +402,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     batcher = _Batcher(conn, opts.batch_size)
     nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
-    ignored: list[Rejection] = []
+    ignored: list[Rejection] = list(walk.passed) if walk else []
     try:
         read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress,
                      _workers(opts, total))

@@ -70,7 +70,7 @@ def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tup
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    for tag in flt.tags:
+    for tag in dict.fromkeys(t.strip() for t in flt.tags):     # stored stripped, as search reads them
         where.append("EXISTS (SELECT 1 FROM record_tags t WHERE t.record_id = r.id AND t.tag = ?)")
         params.append(tag)
     sql = ("SELECT r.*, (SELECT count(*) FROM passages p WHERE p.record_id = r.id) AS n_passages, "
@@ -140,7 +140,9 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
     when = utc_now()
     with write_tx(conn):
         done, already = forget_rows(conn, ids, when)
-    return ForgetReport(forgotten=done, already_forgotten=already, forgotten_at=when)
+    # forgotten_at: when this call forgot something; null when every id already was (that
+    # time is not this call's: `memo get` shows each record's own).
+    return ForgetReport(forgotten=done, already_forgotten=already, forgotten_at=when if done else None)
 
 
 def forget_rows(conn: sqlite3.Connection, ids: tuple[str, ...], when: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -104,7 +104,7 @@ class SupersedeReport:
 class ForgetReport:
     forgotten: tuple[str, ...]
     already_forgotten: tuple[str, ...]
-    forgotten_at: str
+    forgotten_at: str | None          # None when every id was already forgotten
 
 
 @dataclass(frozen=True, slots=True)

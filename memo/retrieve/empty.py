@@ -27,6 +27,10 @@ EMPTY_CAUSES: dict[str, tuple[str, str]] = {
         "semantic mode needs the embedding model, which is unavailable: {why}",
         "`memo models check` says what is wrong (`memo models fetch` downloads the model); "
         "meanwhile search with mode auto or keyword"),
+    "no_vectors": (
+        "semantic mode needs the passages' vectors: {why}",
+        "`memo backfill` embeds the stored passages (the model is ready; a server embeds new ones itself); "
+        "meanwhile search with mode auto or keyword"),
     "no_searchable_word": (
         "the query has no word or identifier to search for ({why})",
         "search with words or identifiers; punctuation and operators alone match nothing"),
@@ -54,7 +58,7 @@ EMPTY_CAUSES: dict[str, tuple[str, str]] = {
 
 
 def empty_cause(*, in_scope: int, mode: str, runs: Sequence[Any], n_fused: int, n_abstained: int,
-                n_after_abstention: int, pending: int = 0) -> str:
+                n_after_abstention: int, pending: int = 0, no_vectors: bool = False) -> str:
     """The cause of an empty result list (keys of ``EMPTY_CAUSES``).  ``pending``: in-scope
     passages the semantic arm could not see (no vector yet): an abstention then cannot say
     "not in the knowledge base", the answer may be one of them."""
@@ -62,7 +66,7 @@ def empty_cause(*, in_scope: int, mode: str, runs: Sequence[Any], n_fused: int, 
         return "no_scope"
     semantic = next((r for r in runs if r.name == "semantic"), None)
     if mode == "semantic" and semantic is not None and not semantic.ran and semantic.degraded:
-        return "model_unavailable"
+        return "no_vectors" if no_vectors else "model_unavailable"
     if n_fused == 0:
         if any(not r.ran and r.reason.startswith("not run:") for r in runs):
             return "no_searchable_word"

@@ -22,7 +22,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memo import metrics
-from memo.embed import DEFAULT_MODEL_ID  # noqa: F401  (re-exported: the one definition)
+from memo.embed import (
+    DEFAULT_MODEL_ID,  # noqa: F401  (re-exported: the one definition)
+    NO_VECTORS_YET,
+)
 from memo.profile import Profile, load_profile
 from memo.retrieve import context, dated, heading, recency, speaker
 from memo.retrieve.abstention import abstain, abstain_weak_query
@@ -181,10 +184,11 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     degraded_reason = "; ".join(degraded_parts)
     cause = reason = hint = None
     if not results:
-        cause = empty_cause(in_scope=in_scope, mode=checked.mode, runs=runs, n_fused=len(fused),
-                            n_abstained=len(abstained_pks), n_after_abstention=len(ranked), pending=pending)
-        first = meta.get(limited[0].pk) if limited else None
         semantic = next((r for r in runs if r.name == "semantic"), None)
+        cause = empty_cause(in_scope=in_scope, mode=checked.mode, runs=runs, n_fused=len(fused),
+                            n_abstained=len(abstained_pks), n_after_abstention=len(ranked), pending=pending,
+                            no_vectors=semantic is not None and semantic.reason.startswith(NO_VECTORS_YET))
+        first = meta.get(limited[0].pk) if limited else None
         syntax = next((r.reason.removeprefix("not run: ") for r in runs
                        if not r.ran and r.reason.startswith("not run:")), None)
         reason, hint = describe(

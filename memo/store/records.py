@@ -46,6 +46,13 @@ def content_hash(body: str) -> str:
 
 
 def validate_draft(draft: RecordDraft) -> None:
+    # The library's callers pass Python values the CLI and MCP never produce: a string for
+    # tags was stored as one tag per character, a list for meta as it is.
+    if isinstance(draft.tags, str) or not all(isinstance(t, str) for t in draft.tags):
+        raise ValidationError(f"tags must be a list of text values, not {draft.tags!r}",
+                              hint="pass tags=('a', 'b')")
+    if not isinstance(draft.meta, dict):
+        raise ValidationError(f"meta must be a JSON object (a dict), not {type(draft.meta).__name__}")
     if draft.kind not in KINDS:
         raise ValidationError(f"kind {draft.kind!r} is not one of {', '.join(KINDS)}")
     if len(draft.body) > MAX_BODY_CHARS:

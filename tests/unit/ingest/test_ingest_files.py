@@ -99,3 +99,20 @@ def test_front_matter_title_and_jsonl_bom(tmp_path: Path):
     f = tmp_path / "bom.jsonl"
     f.write_bytes(b'\xef\xbb\xbf{"text": "with bom"}\n')
     assert [i.draft.body for i in iter_jsonl(f, "bom.jsonl", T, max_bytes=1000)] == ["with bom"]
+
+
+def test_utf16_and_utf32_text_is_not_binary(tmp_path: Path):
+    """UTF-16/32 text holds NUL bytes: with a byte-order mark, or --encoding naming the
+    codec, it is decoded first and only a NUL *character* makes a file binary."""
+    text = "réunion du comité, 会议\nsecond line"
+    (tmp_path / "bom16.txt").write_bytes(text.encode("utf-16"))          # with its BOM
+    (tmp_path / "bom32.txt").write_bytes(text.encode("utf-32"))
+    (tmp_path / "nul16.txt").write_bytes("a\x00b".encode("utf-16"))      # a NUL character inside
+    items = _items(tmp_path)
+    assert items["bom16.txt"].draft.body == text == items["bom32.txt"].draft.body
+    assert items["bom16.txt"].draft.meta == {"encoding": "utf-16", "encoding_source": "byte-order mark"}
+    assert "binary" in items["nul16.txt"].rejected
+    (tmp_path / "le.txt").write_bytes(text.encode("utf-16-le"))          # no BOM: only with --encoding
+    assert "binary" in _items(tmp_path)["le.txt"].rejected
+    named = _items(tmp_path, encoding="utf_16_le")["le.txt"]
+    assert named.draft.body == text and named.draft.meta["encoding_source"] == "--encoding"

@@ -39,6 +39,7 @@ def test_get_and_list_filters(fresh_db):
     assert ids(kinds=("doc",)) == [a]
     assert ids(sources=("s1",)) == [a] and ids(library="lib") == [a] and ids(version="2") == [a]
     assert set(ids(tags=("x",))) == {a, b} and ids(tags=("x", "y")) == [a]
+    assert ids(tags=(" y ",)) == [a]                   # tags are stored stripped: the filter strips too
     assert len(ids(limit=1)) == 1
     row = ops.list_records(fresh_db, ops.ListFilter(kinds=("doc",)))[0]
     assert row.tags == ("x", "y") and row.passages == 1
@@ -74,7 +75,9 @@ def test_forget_needs_confirmation_for_several(fresh_db):
         ops.forget(fresh_db, [a, b])
     assert ops.forget(fresh_db, [a]).forgotten == (a,)
     rep = ops.forget(fresh_db, [a, b], confirm=True)
-    assert rep.forgotten == (b,) and rep.already_forgotten == (a,)
+    assert rep.forgotten == (b,) and rep.already_forgotten == (a,) and rep.forgotten_at is not None
+    again = ops.forget(fresh_db, [a])          # nothing forgotten now: no time of this call's
+    assert again.forgotten == () and again.already_forgotten == (a,) and again.forgotten_at is None
     assert ops.list_records(fresh_db) == ()
     assert len(ops.list_records(fresh_db, ops.ListFilter(include_forgotten=True))) == 2
     with pytest.raises(NotFound):
@@ -116,3 +119,11 @@ def test_previous_version_is_found_by_import_path_and_external_id(fresh_db):
     assert find_previous_version(fresh_db, RecordDraft(body="new", import_path="/x/a.md")) == a   # NULL ext_id
     assert find_previous_version(fresh_db, RecordDraft(body="new", import_path="/x/a.md", ext_id="e1")) == b
     assert find_previous_version(fresh_db, RecordDraft(body="new", import_path="/x/a.md", ext_id="e2")) is None
+
+
+@pytest.mark.parametrize(("field", "value"), [("tags", "abc"), ("tags", ("a", 1)), ("meta", [1, 2])])
+def test_the_library_refuses_what_no_surface_would_send(fresh_db, field, value):
+    """A string for tags was stored as one tag per character, a list for meta as it is."""
+    with pytest.raises(ValidationError, match=field):
+        ops.add_record(fresh_db, RecordDraft(body="a note", **{field: value}))
+    assert ops.list_records(fresh_db) == ()

@@ -152,3 +152,21 @@ def test_kind_override_conversation(fresh_db, tmp_path):
     rep = ops.import_path(fresh_db, tmp_path / "chat.txt", ImportOptions(kind="conversation"))
     ps = ops.get(fresh_db, rep.record_ids[0]).passages
     assert [(p.speaker, p.event_at) for p in ps] == [("Ann", "2024-03-01"), ("Bob", "2024-03-01")]
+
+
+def test_hidden_and_tool_folders_are_listed_as_ignored(fresh_db, tmp_path):
+    """The README promises every ignored file with why: hidden files and folders and tool
+    folders were passed over silently (a folder is listed once, not its contents)."""
+    root = tmp_path / "notes"
+    (root / ".obsidian").mkdir(parents=True)
+    (root / ".obsidian" / "app.json").write_text("{}")
+    (root / "node_modules" / "x").mkdir(parents=True)
+    (root / "node_modules" / "x" / "index.js").write_text("module.exports = 1\n")
+    (root / ".draft.md").write_text("# draft\n")
+    (root / "a.md").write_text("# A\nkept\n")
+    rep = ops.import_path(fresh_db, root)
+    assert rep.added == 1
+    why = {r.path: r.reason for r in rep.ignored_files}
+    assert set(why) == {".obsidian", "node_modules", ".draft.md"} and rep.ignored == 3
+    assert why[".obsidian"].startswith("hidden folder") and why[".draft.md"].startswith("hidden file")
+    assert why["node_modules"].startswith("tool folder")

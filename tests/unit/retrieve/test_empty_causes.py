@@ -9,6 +9,7 @@ import pytest
 from retrieve_helpers import FakeSemantic, add, pk_of
 
 from memo import metrics
+from memo.embed import NO_VECTORS_YET
 from memo.embed.vectors import pending_in_scope
 from memo.retrieve import SearchRequest, search
 from memo.retrieve.empty import EMPTY_CAUSES, NOT_FOUND_HINT, empty_cause
@@ -53,6 +54,19 @@ def test_model_unavailable_in_semantic_mode(conn, pks):
     assert resp.trace.degraded["flag"]
 
 
+class _NoVectors(FakeSemantic):
+    """The model is fine, but no passage has a vector for it (the real service's status)."""
+
+    def status(self) -> tuple[bool, str]:
+        return False, f"{NO_VECTORS_YET} for model m (run `memo backfill`)"
+
+
+def test_no_vectors_in_semantic_mode_points_at_backfill_not_the_model(conn, pks):
+    resp = search(conn, SearchRequest("pool", mode="semantic", now=NOW), "rrf", {"semantic": _NoVectors({})})
+    _empty(resp, "no_vectors")
+    assert "memo backfill" in resp.hint and "models check" not in resp.hint
+
+
 def test_no_searchable_word(conn, pks):
     resp = search(conn, SearchRequest("???", now=NOW), "rrf", {"semantic": FakeSemantic({})})
     _empty(resp, "no_searchable_word")
@@ -91,7 +105,7 @@ def test_no_arm_and_dropped_are_decided_by_the_table():
     assert empty_cause(in_scope=3, mode="auto", runs=ran, n_fused=2, n_abstained=0,
                        n_after_abstention=0) == "dropped"
     assert set(EMPTY_CAUSES) == {"no_scope", "model_unavailable", "no_searchable_word", "no_arm",
-                                 "no_match", "abstained", "vectors_pending", "budget", "dropped"}
+                                 "no_match", "abstained", "vectors_pending", "budget", "dropped", "no_vectors"}
 
 
 class _PartlyEmbedded(FakeSemantic):
