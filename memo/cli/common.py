@@ -49,6 +49,7 @@ from memo.cli.plumbing import (  # noqa: F401  (re-exported: the command modules
     skip_teardown,
     teardown_skipped,
     unexpected_error,
+    visible,
     wants_json,
 )
 from memo.errors import MemoError, ValidationError

@@ -11,8 +11,9 @@ from typing import Annotated
 
 import typer
 
-from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
+from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
 from memo.ops.doctor import doctor as run_doctor
+from memo.store.db import named_db
 
 _MARK = {True: "ok  ", False: "FAIL", None: "--  "}
 
@@ -28,20 +29,23 @@ def doctor(full: Annotated[bool, typer.Option(
 
     Exit 0 when healthy, 9 when `memo reindex` / `memo stats --migrate` repairs it,
     10 when it is damaged (restore a backup) or not a memo database."""
+    # memo.ops.doctor reads $MEMO_DB when db is falsy: an empty --db must be refused first,
+    # not checked as "the database $MEMO_DB names" (memo.store.db.named_db).
+    named_db(db)
     report = run_doctor(db, full=full)
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"database  {report.path}")
+        echo(f"database  {report.path}")
         for check in report.checks:
-            typer.echo(f"  {_MARK[check.ok]}  {check.name:<15} {check.detail}")
+            echo(f"  {_MARK[check.ok]}  {check.name:<15} {check.detail}")
         for finding in report.findings:
-            typer.echo(f"{finding.severity}: {finding.problem}\n    -> {finding.action}")
+            echo(f"{finding.severity}: {finding.problem}\n    -> {finding.action}")
         if report.marker is not None or report.marker_after == "set":
-            typer.echo(f"damaged marker: {report.marker_after}"
+            echo(f"damaged marker: {report.marker_after}"
                        + (" (writes are refused until it is cleared)" if report.marker_after in ("set", "kept") else
                           " (writes are allowed again)" if report.marker_after == "cleared" else ""))
-        typer.echo(f"status: {report.status} (exit {report.exit_code}, {report.seconds:.2f}s)")
+        echo(f"status: {report.status} (exit {report.exit_code}, {report.seconds:.2f}s)")
     if report.exit_code:
         raise typer.Exit(report.exit_code)
 

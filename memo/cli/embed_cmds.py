@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
+from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
 from memo.embed.fetch import fetch_model
 from memo.embed.integrity import sha256_file
 from memo.embed.registry import ModelSpec, load_registry, user_models_file
@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
                      batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=1024)] = 64,
                      as_json: JsonOption = False) -> None:
         """Embed passages that have no vector for the model yet (queued while it was unavailable)."""
-        conn = open_db(db, write=True)
+        conn = open_db(db, write=True, create=False)
         try:
             from memo.embed.backfill import backfill
 
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(report)
         else:
-            typer.echo(f"embedded {report.embedded} passages with {report.model_id} in {report.seconds}s "
+            echo(f"embedded {report.embedded} passages with {report.model_id} in {report.seconds}s "
                        f"({report.per_second}/s); {report.pending_after} still pending")
 
     @models.command("list")
@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
         for d in docs:
             mark = "*" if d["default"] else " "
             state = "present" if d["onnx_present"] else "missing"
-            typer.echo(f"{mark} {d['id']}  {d['dimensions']}-d {d['pooling']}  file {state}  vectors {d['vectors']}")
+            echo(f"{mark} {d['id']}  {d['dimensions']}-d {d['pooling']}  file {state}  vectors {d['vectors']}")
 
     @models.command("check")
     @handle_errors
@@ -121,9 +121,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(doc)
         else:
-            typer.echo(f"{spec.id}: {'ok' if doc['ok'] else 'UNAVAILABLE'} ({doc['reason']})")
+            echo(f"{spec.id}: {'ok' if doc['ok'] else 'UNAVAILABLE'} ({doc['reason']})")
             if "vectors" in doc:
-                typer.echo(f"  vectors {doc['vectors']}, pending {doc['pending']}")
+                echo(f"  vectors {doc['vectors']}, pending {doc['pending']}")
         if not doc["ok"]:
             raise typer.Exit(ModelUnavailable.exit_code)
 
@@ -139,4 +139,4 @@ def register(app: typer.Typer) -> None:
             print_json({"id": spec.id, "files": got})
         else:
             for f in got:
-                typer.echo(f"{f.what}: {f.path} ({'already present' if f.skipped else f'{f.bytes} bytes'}, sha256 ok)")
+                echo(f"{f.what}: {f.path} ({'already present' if f.skipped else f'{f.bytes} bytes'}, sha256 ok)")

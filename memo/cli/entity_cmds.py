@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
+from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
 from memo.ops import entities as eops
 from memo.store.db import open_db
 
@@ -32,9 +32,9 @@ def list_(namespace: NamespaceOpt = None,
         print_json({"entities": rows})
         return
     for e in rows:
-        typer.echo(f"{e.passages:>6}  {e.name}  ({e.kind})")
+        echo(f"{e.passages:>6}  {e.name}  ({e.kind})")
     if not rows:
-        typer.echo("no entities")
+        echo("no entities")
 
 
 @entities_app.command("show")
@@ -47,12 +47,12 @@ def show(name: Annotated[str, typer.Argument(help="Entity name or alias (case do
     if as_json:
         print_json(d)
         return
-    typer.echo(f"{d.name}  ({d.kind}; key {d.key!r}; {d.passages} passages; aliases: {', '.join(d.aliases)})")
+    echo(f"{d.name}  ({d.kind}; key {d.key!r}; {d.passages} passages; aliases: {', '.join(d.aliases)})")
     for m in d.mentions:
         via = f"  via fact {m.via_fact}" if m.via_fact else ""
-        typer.echo(f"  {m.passage_id}  [{m.namespace}] x{m.count}{via}: {m.text[:100]}")
+        echo(f"  {m.passage_id}  [{m.namespace}] x{m.count}{via}: {m.text[:100]}")
     if d.co_mentioned:
-        typer.echo("  mentioned with: " + ", ".join(f"{c.name} ({c.passages})" for c in d.co_mentioned))
+        echo("  mentioned with: " + ", ".join(f"{c.name} ({c.passages})" for c in d.co_mentioned))
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from memo.cli.common import DbOption, JsonOption, handle_errors, print_json
+from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
 from memo.ops import facts as fops
 from memo.store.db import open_db
 from memo.stored import Fact, FactDraft
@@ -27,16 +27,16 @@ fact_app = typer.Typer(name="fact", help="Facts: short statements that vote for 
 
 
 def _show(f: Fact) -> None:
-    typer.echo(f"{f.id}  [{f.namespace}]  {f.text}")
+    echo(f"{f.id}  [{f.namespace}]  {f.text}")
     for label, value in (("subject", f.subject), ("predicate", f.predicate), ("object", f.object),
                          ("event", f.event_at), ("recorded", f.recorded_at), ("superseded", f.superseded_at),
                          ("by", f.superseded_by), ("forgotten", f.forgotten_at), ("author", f.author),
                          ("source", f.source)):
         if value:
-            typer.echo(f"  {label:<11}{value}")
+            echo(f"  {label:<11}{value}")
     for e in f.evidence:
         state = "" if e.live else "  (not live)"
-        typer.echo(f"  evidence   {e.passage_id}{state}: {e.text[:100]}")
+        echo(f"  evidence   {e.passage_id}{state}: {e.text[:100]}")
 
 
 @fact_app.command("add")
@@ -52,17 +52,18 @@ def add(text: Annotated[str, typer.Argument(help="The fact, one statement.")], e
         source: Annotated[str | None, typer.Option("--source", help="Where it came from.")] = None,
         db: DbOption = None, as_json: JsonOption = False) -> None:
     """Add a fact tied to its evidence passages (all in one transaction)."""
-    report = fops.add_fact(open_db(db), FactDraft(
+    # create=False: a fact cites passages, so it can never be added to a new, empty database.
+    report = fops.add_fact(open_db(db, create=False), FactDraft(
         text=text, evidence=tuple(evidence or ()), namespace=namespace, subject=subject, predicate=predicate,
         object=object_, event_at=event_date, trust=trust, author=author, source=source))
     if as_json:
         print_json(report)
         return
-    typer.echo(f"{report.status} {report.fact_id} (evidence {', '.join(report.evidence)})")
+    echo(f"{report.status} {report.fact_id} (evidence {', '.join(report.evidence)})")
     if report.near_duplicate_of is not None:
-        typer.echo(f"note: {report.note}", err=True)
+        echo(f"note: {report.note}", err=True)
     if report.status == "added" and not report.embedded:
-        typer.echo("note: saved; its vector is queued for embedding; `memo backfill` embeds it", err=True)
+        echo("note: saved; its vector is queued for embedding; `memo backfill` embeds it", err=True)
 
 
 @fact_app.command("list")
@@ -74,14 +75,14 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
           offset: Annotated[int, typer.Option("--offset", help="Skip this many.")] = 0,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """List facts, newest first (live only unless --all)."""
-    facts = fops.list_facts(open_db(db), namespaces=tuple(namespace or ()), evidence=evidence,
+    facts = fops.list_facts(open_db(db, create=False), namespaces=tuple(namespace or ()), evidence=evidence,
                             include_forgotten=all_, include_superseded=all_, limit=limit, offset=offset)
     if as_json:
         print_json({"facts": facts, "count": len(facts)})
         return
     for f in facts:
         flags = " (superseded)" if f.superseded_at else " (forgotten)" if f.forgotten_at else ""
-        typer.echo(f"{f.id}  [{f.namespace}]  {f.text[:100]}{flags}  <- {', '.join(e.passage_id for e in f.evidence)}")
+        echo(f"{f.id}  [{f.namespace}]  {f.text[:100]}{flags}  <- {', '.join(e.passage_id for e in f.evidence)}")
 
 
 @fact_app.command("get")
@@ -89,7 +90,7 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
 def get(fact_id: Annotated[str, typer.Argument(help="Fact id.")], db: DbOption = None,
         as_json: JsonOption = False) -> None:
     """Show one fact with its evidence passages."""
-    fact = fops.get_fact(open_db(db), fact_id)
+    fact = fops.get_fact(open_db(db, create=False), fact_id)
     if as_json:
         print_json(fact)
     else:
@@ -102,11 +103,11 @@ def supersede(fact_id: Annotated[str, typer.Argument(help="The fact to replace."
               text: Annotated[str, typer.Argument(help="The new wording.")], evidence: EvidenceOpt = None,
               db: DbOption = None, as_json: JsonOption = False) -> None:
     """Write a new version of a fact (evidence copied unless given); the old one stays for as_of."""
-    report = fops.supersede_fact(open_db(db), fact_id, text, evidence=tuple(evidence or ()))
+    report = fops.supersede_fact(open_db(db, create=False), fact_id, text, evidence=tuple(evidence or ()))
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"superseded {report.old_id} by {report.new_id}")
+        echo(f"superseded {report.old_id} by {report.new_id}")
 
 
 @fact_app.command("forget")
@@ -114,11 +115,11 @@ def supersede(fact_id: Annotated[str, typer.Argument(help="The fact to replace."
 def forget(fact_ids: Annotated[list[str], typer.Argument(help="Fact ids.")], yes: YesOpt = False,
            db: DbOption = None, as_json: JsonOption = False) -> None:
     """Hide facts from search and list (soft delete; `memo purge` removes them for good)."""
-    report = fops.forget_facts(open_db(db), fact_ids, confirm=yes)
+    report = fops.forget_facts(open_db(db, create=False), fact_ids, confirm=yes)
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"forgot {len(report.forgotten)} fact(s)"
+        echo(f"forgot {len(report.forgotten)} fact(s)"
                    + (f"; {len(report.already_forgotten)} were already forgotten" if report.already_forgotten else ""))
 
 

@@ -8,9 +8,9 @@ stdout, text checks, error mapping and exit codes (``memo.cli.plumbing``).
 
 It reads only what it reads exactly as typer would: one query, flags and options each as
 its own word (``--mode keyword``, ``-n work``), repeatable options repeated, whole numbers
-in digits, ``--min-trust`` in plain decimals, the environment's ``MEMO_DB`` and
-``MEMO_PROFILE`` when their options are absent (an empty value is absent, as click reads
-it).  Anything else returns None and typer parses the line as always: ``--help``, an
+in digits, ``--min-trust`` in plain decimals, the environment's ``MEMO_PROFILE`` when
+``--profile`` is absent (an empty value is absent, as click reads it; ``MEMO_DB`` is read
+by memo.store.db itself).  Anything else returns None and typer parses the line as always: ``--help``, an
 unknown or misspelt option, ``--opt=value``, ``--``, a word starting with ``-`` where a
 query or value belongs, an option given twice, a number in another form, no query or a
 second one; typer then prints its help or its usage error.  ``MEMO_CLI_TYPER=1`` sends every

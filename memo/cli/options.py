@@ -27,9 +27,11 @@ class CliOption:
 
 
 # str, not Path: a PostgreSQL URL (postgresql://user@host/db) must reach memo.store.db
-# unchanged (Path would fold its "//").
+# unchanged (Path would fold its "//").  No envvar: memo.store.db.named_db reads $MEMO_DB
+# itself (one reader), so that a refused value is named by where it came from (--db or
+# $MEMO_DB) and an empty --db is told apart from an absent one.
 DB = CliOption("db", ("--db",), str, "Database file, or a PostgreSQL URL postgresql://user@host/dbname "
-               "(default: $MEMO_DB, else the user data dir).", envvar="MEMO_DB")
+               "(default: $MEMO_DB, else the user data dir).")
 JSON = CliOption("as_json", ("--json",), bool, "Print one JSON document (schema in docs/cli-json.md).",
                  default=False)
 

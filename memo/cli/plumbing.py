@@ -5,8 +5,9 @@ the end of a one-shot process.
 search`` parsed without typer, issue 31.2) both use it, so a search prints, fails and exits
 the same whichever parsed it.  Nothing here imports typer.
 
-* ``echo`` / ``echo_err`` write as ``typer.echo`` does; ``print_json`` writes the one JSON
-  document of a ``--json`` command.
+* ``echo`` / ``echo_err`` write every line a command prints for people, control
+  characters made visible (``visible``: stored text never drives the terminal);
+  ``print_json`` writes the one JSON document of a ``--json`` command.
 * ``unexpected_error`` maps an exception memo did not map itself to a ``MemoError`` (never a
   traceback; ``MEMO_DEBUG=1`` prints it on stderr).
 * Under ``--json`` fd 1 points at stderr while the command runs (``json_stdout``) and the
@@ -30,7 +31,10 @@ from typing import Any
 from memo.errors import MemoError, ValidationError
 from memo.serialize import to_jsonable
 
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")    # click's strip_ansi pattern
+# Control characters a terminal acts on: C0 but tab and newline, DEL, C1 (U+0080..U+009F:
+# CSI and OSC have one-character forms there).  ESC starts every CSI/OSC sequence (clear the
+# screen, conceal, set the window title...), BEL ends an OSC, CR rewrites the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 USAGE_HINT = "run the command with --help for its arguments and options"
 UNEXPECTED_HINT = "memo did not expect this; MEMO_DEBUG=1 prints the traceback on stderr"
@@ -65,29 +69,32 @@ def print_json(doc: Any) -> None:
         view = view[os.write(_json_fd, view):]
 
 
+def visible(text: str) -> str:
+    """``text`` with every control character but newline and tab shown as its escape
+    (``\\x1b``, ``\\x07``): what memo prints for people may hold stored text, and stored
+    text must not drive the terminal (issue: a note holding ``ESC [2J`` cleared the screen of
+    whoever searched for it, ``ESC ] 0;…BEL`` set their window title).  A CR before a
+    newline (a Windows line end) is dropped rather than shown on every line."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
 def echo(text: str = "", err: bool = False) -> None:
-    """One line on stdout (stderr with ``err``), flushed, as ``typer.echo`` writes it:
-    ANSI escape sequences are dropped unless the stream is a terminal (click's rule, so a
-    stored text cannot repaint a log or a pipe)."""
+    """One line on stdout (stderr with ``err``), flushed.  Every line a command prints for
+    people goes through here, so control characters are made visible here (``visible``),
+    on a terminal and in a pipe alike; ``--json`` documents go through ``print_json``
+    (JSON escapes them)."""
     stream = sys.stderr if err else sys.stdout
     if stream is None:
         return
-    out = text + "\n"
-    if not _isatty(stream):
-        out = _ANSI.sub("", out)
+    out = visible(text) + "\n"
     try:
         stream.write(out)
     except UnicodeEncodeError:      # a stream that is not UTF-8: what it can show
         enc = getattr(stream, "encoding", None) or "utf-8"
         stream.write(out.encode(enc, "replace").decode(enc))
     stream.flush()
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, OSError, ValueError):
-        return False
 
 
 def echo_err(line: str) -> None:

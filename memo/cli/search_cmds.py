@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memo.cli.common import JsonOption, handle_errors, print_json, typer_annotation
+from memo.cli.common import JsonOption, echo, handle_errors, print_json, typer_annotation
 from memo.cli.options import QUERY_HELP, QUERY_PARAM, SEARCH_OPTIONS
 from memo.cli.search_core import fusion_weights_line, run_search
 
@@ -55,18 +55,19 @@ def profiles_show(
         if as_json:
             print_json(doc)
         else:
+            width = max((len(e["name"]) for e in doc["profiles"]), default=0)   # names of any length
             for entry in doc["profiles"]:
-                typer.echo(f"{entry['name']:<12}{entry['source']}")
+                echo(f"{entry['name']:<{width}}  {entry['source']}")
         return
     prof = load_profile(Path(name) if name.endswith(".toml") else name)
     flat = prof.flat()
     if as_json:
         print_json({"name": prof.name, "source": prof.source, "constants": flat})
         return
-    typer.echo(f"# {prof.name}: {prof.source}")
+    echo(f"# {prof.name}: {prof.source}")
     for key, value in flat.items():
         if key != "name":
-            typer.echo(f"{key} = {value!r}")
+            echo(f"{key} = {value!r}")
 
 
 @profiles_app.command("diff")
@@ -86,9 +87,9 @@ def profiles_diff(
                     "differences": [{"key": k, "a": va, "b": vb} for k, (va, vb) in diff.items()]})
         return
     if not diff:
-        typer.echo(f"{pa.name} and {pb.name} hold the same constants")
+        echo(f"{pa.name} and {pb.name} hold the same constants")
     for key, (va, vb) in diff.items():
-        typer.echo(f"{key}: {va!r} -> {vb!r}")
+        echo(f"{key}: {va!r} -> {vb!r}")
 
 
 def register(app: typer.Typer) -> None:

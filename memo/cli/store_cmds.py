@@ -26,12 +26,20 @@ from rich.progress import (
 )
 
 from memo import metrics, ops
-from memo.cli.common import DbOption, JsonOption, handle_errors, print_json, to_jsonable
+from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json, to_jsonable, visible
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
 from memo.ops.after_commit import embed_pending, import_vectors
-from memo.ops.importer import DEFAULT_BATCH, FORMATS, MAX_IMPORT_WORKERS, PARALLEL_MIN_ITEMS, ImportOptions
+from memo.ops.importer import (
+    BATCH_CHARS,
+    DEFAULT_BATCH,
+    FORMATS,
+    MAX_IMPORT_WORKERS,
+    PARALLEL_MIN_ITEMS,
+    ImportOptions,
+)
 from memo.ops.importer import Progress as ImportProgress
+from memo.ops.paging import MAX_PAGE_INT
 from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
 from memo.store.db import open_db
@@ -66,7 +74,7 @@ def _note_queued(vectors: VectorStatus | None) -> None:
     if vectors is None or not vectors.queued:
         return
     why = f" ({vectors.error})" if vectors.error else ""
-    typer.echo(f"note: saved; {vectors.queued} passage(s) queued for embedding{why}; "
+    echo(f"note: saved; {vectors.queued} passage(s) queued for embedding{why}; "
                f"`memo backfill` embeds them", err=True)
 
 
@@ -85,7 +93,7 @@ def _text_value(value: object) -> str:
 def _echo_kv(pairs: list[tuple[str, object]]) -> None:
     for key, value in pairs:
         if value not in (None, "", (), [], {}):
-            typer.echo(f"{key:<14}{_text_value(value)}")
+            echo(f"{key:<14}{_text_value(value)}")
 
 
 @handle_errors
@@ -110,11 +118,17 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
         print_json(report)
     else:
         note = " (same text already stored)" if report.status == "skipped" else f", {report.passages} passages"
-        typer.echo(f"{report.status} {report.record_id}{note}")
+        echo(f"{report.status} {report.record_id}{note}")
         if report.note:
-            typer.echo(f"note: {report.note}", err=True)
+            echo(f"note: {report.note}", err=True)
     _note_queued(report.vectors)
 
+
+# --max-bytes' ceiling: no text value larger than SQLite's SQLITE_MAX_LENGTH (10^9 bytes;
+# PostgreSQL's is 1 GiB) is ever stored, and a file is read whole; a larger number once
+# reached Python's read() and failed with OverflowError.  The floor is 1: a cap of 0 or
+# less rejected every file.
+MAX_IMPORT_BYTES = 1_000_000_000
 
 PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is not a terminal
 
@@ -135,17 +149,19 @@ def _progress_bar(enabled: bool) -> Iterator[object]:
             if now - last >= PLAIN_PROGRESS_EVERY:
                 last = now
                 total = f"/{p.total:,}" if p.total else ""
-                typer.echo(f"importing: {p.done:,}{total} after {now - start:.0f} s ({p.current[-60:]})", err=True)
+                echo(f"importing: {p.done:,}{total} after {now - start:.0f} s ({p.current[-60:]})", err=True)
 
         yield line
         return
+    # The current file's name as plain text: rich would read "[/x].md" as markup (and fail
+    # on it), and its control characters would reach the terminal (``visible``).
     columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[current]}")]
+               MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[current]}", markup=False)]
     with Progress(*columns, console=_err, transient=True) as bar:
         task = bar.add_task("importing", total=None, current="")
 
         def update(p: ImportProgress) -> None:
-            bar.update(task, completed=p.done, total=p.total, current=p.current[-40:])
+            bar.update(task, completed=p.done, total=p.total, current=visible(p.current[-40:]))
 
         yield update
 
@@ -159,10 +175,15 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             library: LibraryOpt = None, version: VersionOpt = None, tag: TagOpt = None,
             trust: TrustOpt = None, author: AuthorOpt = None,
             root: Annotated[Path | None, typer.Option("--root", help="Refuse paths outside this folder.")] = None,
-            max_bytes: Annotated[int, typer.Option("--max-bytes", help="Reject files larger than this.")] = DEFAULT_MAX_BYTES,
+            max_bytes: Annotated[int, typer.Option(
+                "--max-bytes", min=1, max=MAX_IMPORT_BYTES,
+                help="Reject files (and JSONL lines) larger than this many bytes.")] = DEFAULT_MAX_BYTES,
             encoding: Annotated[str | None, typer.Option(
                 "--encoding", help="Files' text encoding (latin-1, cp1252...); default: UTF-8, else detected.")] = None,
-            batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction (a batch of large records ends sooner, at 16M characters).")] = DEFAULT_BATCH,
+            batch_size: Annotated[int, typer.Option(
+                "--batch-size", min=1,
+                help=f"Records per transaction (a batch of large records ends sooner, at {BATCH_CHARS >> 20}M "
+                     "characters).")] = DEFAULT_BATCH,
             workers: Annotated[int | None, typer.Option(
                 "--workers", min=0, max=MAX_IMPORT_WORKERS,
                 help="Processes preparing records beside the one writing (0: none); default: one per core "
@@ -192,18 +213,18 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     if as_json:
         print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)})
     else:
-        typer.echo(f"imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
+        echo(f"imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
                    f"skipped {report.skipped}, rejected {len(report.rejected)}, ignored {report.ignored}; "
                    f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
         for rej in report.rejected:
-            typer.echo(f"  rejected {rej.path}: {rej.reason}", err=True)
+            echo(f"  rejected {rej.path}: {rej.reason}", err=True)
         if report.facts_added or report.facts_skipped:
-            typer.echo(f"facts: added {report.facts_added}, skipped {report.facts_skipped}")
+            echo(f"facts: added {report.facts_added}, skipped {report.facts_skipped}")
         _echo_near_facts(report)
         _echo_ignored(report)
         _echo_missing(report, path)
         if embedded is not None:
-            typer.echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
+            echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
                        f"{embedded.pending_after} pending" + (f": {embedded.error}" if embedded.error else ""))
     if embedded is not None:   # with --no-embed the queue is what was asked for
         _note_queued(report.vectors)
@@ -214,17 +235,17 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
 def _echo_near_facts(report: ImportReport, shown: int = 10) -> None:
     for near in report.facts_near_duplicates[:shown]:
         what = f"stored as {near.fact_id}, linked" if near.fact_id else "not stored (skip)"
-        typer.echo(f"  fact {near.where}: near-identical to {near.near_duplicate_of} "
+        echo(f"  fact {near.where}: near-identical to {near.near_duplicate_of} "
                    f"(similarity {near.similarity:.2f}); {what}")
     if len(report.facts_near_duplicates) > shown:
-        typer.echo(f"  ... and {len(report.facts_near_duplicates) - shown} more near-identical facts (--json lists all)")
+        echo(f"  ... and {len(report.facts_near_duplicates) - shown} more near-identical facts (--json lists all)")
 
 
 def _echo_ignored(report: ImportReport, shown: int = 10) -> None:
     for item in report.ignored_files[:shown]:
-        typer.echo(f"  ignored {item.path}: {item.reason}")
+        echo(f"  ignored {item.path}: {item.reason}")
     if len(report.ignored_files) > shown:
-        typer.echo(f"  ... and {len(report.ignored_files) - shown} more ignored (--json lists all)")
+        echo(f"  ... and {len(report.ignored_files) - shown} more ignored (--json lists all)")
 
 
 def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:
@@ -233,14 +254,14 @@ def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:
         return
     files = "1 imported file is" if n == 1 else f"{n} imported files are"
     if report.pruned:
-        typer.echo(f"{files} gone from {path}: forgot {report.pruned} record(s) (`memo purge` deletes them for good)")
+        echo(f"{files} gone from {path}: forgot {report.pruned} record(s) (`memo purge` deletes them for good)")
     else:
-        typer.echo(f"{files} gone from {path} (their records are still searchable; "
+        echo(f"{files} gone from {path} (their records are still searchable; "
                    f"re-run with --prune to forget them)")
     for rel in report.missing[:shown]:
-        typer.echo(f"  gone {rel}")
+        echo(f"  gone {rel}")
     if n > shown:
-        typer.echo(f"  ... and {n - shown} more (--json lists all)")
+        echo(f"  ... and {n - shown} more (--json lists all)")
 
 
 @handle_errors
@@ -256,12 +277,12 @@ def get(record_id: Annotated[str, typer.Argument(help="Record id (or a passage i
                                              "forgotten_at", "trust", "author", "import_path")])
     _echo_kv([("tags", ", ".join(rec.tags))])
     for p in rec.passages:
-        typer.echo(f"\n[{p.id}] {p.section}".rstrip())
-        typer.echo(p.text)
+        echo(f"\n[{p.id}] {p.section}".rstrip())
+        echo(p.text)
     if rec.facts:
-        typer.echo(f"\nfacts ({len(rec.facts)}) citing its passages:")
+        echo(f"\nfacts ({len(rec.facts)}) citing its passages:")
         for f in rec.facts:
-            typer.echo(f"  {f.id}  {f.text}  [{', '.join(f.passages)}]")
+            echo(f"  {f.id}  {f.text}  [{', '.join(f.passages)}]")
 
 
 def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Repeatable.")] = None,
@@ -271,20 +292,35 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
           tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Must carry every tag.")] = None,
           include_forgotten: Annotated[bool, typer.Option("--include-forgotten")] = False,
           include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
-          limit: Annotated[int, typer.Option("--limit")] = 50, offset: Annotated[int, typer.Option("--offset")] = 0,
+          limit: Annotated[int, typer.Option("--limit", help="At most this many records.")] = 50,
+          offset: Annotated[int, typer.Option("--offset", help="Skip this many (the next page: --offset N).")] = 0,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """List records, newest first (live ones unless --include-forgotten / --include-superseded)."""
     flt = ops.ListFilter(namespaces=tuple(namespace or ()), kinds=tuple(kind or ()), sources=tuple(source or ()),
                          library=library, version=version, tags=tuple(tag or ()),
                          include_forgotten=include_forgotten, include_superseded=include_superseded,
                          limit=limit, offset=offset)
-    rows = ops.list_records(open_db(db, write=False), flt)
+    # One row more than shown says whether another page exists (list_records counts nothing).
+    # A limit out of range goes to the library as given, which refuses it.
+    asked = replace(flt, limit=limit + 1) if 1 <= limit < MAX_PAGE_INT else flt
+    rows = ops.list_records(open_db(db, write=False), asked)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_offset = offset + len(rows) if more else None
     if as_json:
-        print_json({"count": len(rows), "records": to_jsonable(rows)})
+        print_json({"count": len(rows), "records": to_jsonable(rows), "next_offset": next_offset})
         return
     for r in rows:
         state = " [forgotten]" if r.forgotten_at else " [superseded]" if r.superseded_at else ""
-        typer.echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}  ({r.passages} passages)")
+        echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}  ({r.passages} passages)")
+    if next_offset is not None:
+        echo(f"-- records {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "
+             f"for the next page, or a larger --limit")
+    elif not rows:
+        filtered = flt != ops.ListFilter(limit=limit, offset=offset)
+        echo(f"no records past --offset {offset}" if offset else
+             "no records match these filters" if filtered else
+             "no live records (--include-forgotten / --include-superseded list the others)")
 
 
 @handle_errors
@@ -295,13 +331,13 @@ def supersede(record_id: Annotated[str, typer.Argument(help="The record to repla
               trust: TrustOpt = None, author: AuthorOpt = None,
               db: DbOption = None, as_json: JsonOption = False) -> None:
     """Write a new version of a record; the old one stays for as_of queries."""
-    report = ops.supersede(open_db(db), record_id, _text_arg(text), title=title, source=source,
+    report = ops.supersede(open_db(db, create=False), record_id, _text_arg(text), title=title, source=source,
                            library=library, version=version, tags=tuple(tag) if tag else None,
                            event_at=event_date, trust=trust, author=author)
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"superseded {report.old_id} by {report.new_id} ({report.passages} passages)")
+        echo(f"superseded {report.old_id} by {report.new_id} ({report.passages} passages)")
     _note_queued(report.vectors)
 
 
@@ -309,29 +345,29 @@ def supersede(record_id: Annotated[str, typer.Argument(help="The record to repla
 def forget(record_ids: Annotated[list[str], typer.Argument(help="Record ids.")], yes: YesOpt = False,
            db: DbOption = None, as_json: JsonOption = False) -> None:
     """Hide records from every search (soft delete; `memo purge` removes them for good)."""
-    report = ops.forget(open_db(db), record_ids, confirm=yes)
+    report = ops.forget(open_db(db, create=False), record_ids, confirm=yes)
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"forgot {len(report.forgotten)} record(s)"
+        echo(f"forgot {len(report.forgotten)} record(s)"
                    + (f"; {len(report.already_forgotten)} were already forgotten" if report.already_forgotten else ""))
 
 
 @handle_errors
 def purge(yes: YesOpt = False, db: DbOption = None, as_json: JsonOption = False) -> None:
     """Delete forgotten records for good (with passages, tags, vectors, index rows)."""
-    report = ops.purge(open_db(db), confirm=yes)
+    report = ops.purge(open_db(db, create=False), confirm=yes)
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"purged {report.records} record(s), {report.passages} passages, {report.vectors} vectors")
+        echo(f"purged {report.records} record(s), {report.passages} passages, {report.vectors} vectors")
 
 
 @handle_errors
 def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending schema migrations first.")] = False,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """Counts: records and facts (live, superseded, forgotten), passages, vectors per model, pending vectors."""
-    report = ops.stats(open_db(db, write=migrate))
+    report = ops.stats(open_db(db, write=migrate, create=False))
     if as_json:
         # metrics: this process's search metrics (zero in a fresh CLI process) and the
         # pending-vector gauge read from the database (memo/metrics.py; docs/cli-json.md).
@@ -350,11 +386,11 @@ def stats(migrate: Annotated[bool, typer.Option("--migrate", help="Apply pending
 @handle_errors
 def reindex(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Rebuild the keyword and exact indexes from the stored passages."""
-    report = ops.reindex(open_db(db))
+    report = ops.reindex(open_db(db, create=False))
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"reindexed {report.passages} passages in {report.seconds:.2f}s; {report.vectors}")
+        echo(f"reindexed {report.passages} passages in {report.seconds:.2f}s; {report.vectors}")
 
 
 @handle_errors
@@ -368,7 +404,7 @@ def backup(dest: Annotated[Path, typer.Argument(help="Where to write the copy.")
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"backup {report.path}: {report.size_bytes} bytes, integrity {report.integrity}, "
+        echo(f"backup {report.path}: {report.size_bytes} bytes, integrity {report.integrity}, "
                    f"{report.counts['records']} records, {report.counts['passages']} passages")
 
 
@@ -384,10 +420,10 @@ def restore(backup_file: Annotated[Path, typer.Argument(help="A file written by 
     if as_json:
         print_json(report)
     else:
-        typer.echo(f"restored {report.path} from {report.source}: integrity {report.integrity}, "
+        echo(f"restored {report.path} from {report.source}: integrity {report.integrity}, "
                    f"{report.counts.get('records', 0)} records, {report.counts.get('passages', 0)} passages")
         if report.previous:
-            typer.echo(f"previous database kept at {report.previous}")
+            echo(f"previous database kept at {report.previous}")
 
 
 def register(app: typer.Typer) -> None:

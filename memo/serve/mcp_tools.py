@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from memo import deferred
 from memo.embed.warmup import Warmup, load_semantic, resolve_model
 from memo.errors import ConfirmationRequired, ProfileError, ValidationError
-from memo.profile import Profile, load_profile
+from memo.profile import Profile, load_profile, resolve_profile_path, user_profile_dir
 from memo.serialize import to_jsonable
 from memo.store.connect import release_memory
 from memo.store.db import open_db, resolve_db
@@ -167,7 +167,14 @@ class MemoTools:
         if not _PROFILE_NAME.fullmatch(name) or name.endswith(".toml"):
             raise ProfileError(f"profile {name!r} is not a profile name",
                                hint="pass a name such as 'rrf' or 'minmax'; paths are set with memo-mcp --profile")
-        return load_profile(name)
+        try:
+            path = resolve_profile_path(name)
+        except ProfileError as err:
+            # The library's hint offers "or pass a path", which a caller here may not do (the
+            # web API shares this method: the advice names the server's option, not memo-mcp's).
+            raise ProfileError(str(err), hint=f"use a known name, or put NAME.toml in {user_profile_dir()} "
+                                              "(docs/profiles.md); a path is the server's --profile option") from None
+        return load_profile(path)
 
     def _semantic(self) -> ArmServices:
         # Built once: the service is lazy (the model loads on the first semantic query,

@@ -333,9 +333,10 @@ def page_url(sock: socket.socket, token: str) -> str:
 
 def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = None, profile: str | Path | None = None,
           token: str | None = None, open_browser: bool = False, *, allow_remote: bool = False,
-          backfill: bool = True) -> None:
+          backfill: bool = True, on_listening: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Run the UI until interrupted.  Prints one line on stderr:
-    ``memo web: http://127.0.0.1:PORT/#token=TOKEN``."""
+    ``memo web: http://127.0.0.1:PORT/#token=TOKEN``; ``on_listening`` gets the same as a
+    dict (url, host, port, token, pid) once the socket listens (``memo web --json``)."""
     import uvicorn  # only when serving: keeps `memo --help` fast
 
     if not guard.is_loopback(host) and not allow_remote:
@@ -348,6 +349,9 @@ def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = Non
         url = page_url(sock, app.state.token)
         sys.stderr.write(f"memo web: {url}\n")
         sys.stderr.flush()
+        if on_listening is not None:
+            addr, bound = sock.getsockname()[:2]
+            on_listening({"url": url, "host": addr, "port": bound, "token": app.state.token, "pid": os.getpid()})
         # The background embedder (memo.embed.background): adds are answered after their
         # commit and embedded by its thread; with ``backfill`` it first embeds the passages
         # queued before this start.  tools.close() (lifespan end) stops it.

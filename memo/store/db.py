@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -21,22 +22,62 @@ from memo.store.damage import (
 from memo.store.dialect import is_db_url
 from memo.store.migrations import check_schema, ensure_schema
 from memo.store.postgres import schema as pg_schema
-from memo.store.postgres.connection import PgConnection
+from memo.store.postgres.connection import PgConnection, redact
 
 
 def default_db_path() -> Path:
-    """``$MEMO_DB`` if set, else ``<XDG data dir>/memo/memo.db``."""
-    env = os.environ.get("MEMO_DB")
-    if env:
+    """``$MEMO_DB`` if set (and not empty), else ``<XDG data dir>/memo/memo.db``."""
+    env = named_db(None)
+    if env is not None:
         return Path(env).expanduser()
     return Path(platformdirs.user_data_dir("memo")) / "memo.db"
 
 
+# ``scheme://`` as RFC 3986 spells a scheme, two letters or more: a one-letter "scheme" is
+# a Windows drive (``C://x`` is a path there).
+_URL_LIKE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
+
+
+def named_db(db: str | Path | None) -> str | Path | None:
+    """The database the caller named: ``db``, else ``$MEMO_DB``; None for the default file.
+
+    An empty ``$MEMO_DB`` counts as not set (the shell's ``${MEMO_DB:-default}``, and how
+    click reads every option's variable): environments that cannot unset a variable
+    (systemd, compose files, an MCP client's ``env``) clear it that way.  An empty or blank
+    ``--db`` is refused: ``--db "$UNSET_VAR"`` in a script must not write into the user's
+    real database.  A blank ``$MEMO_DB`` and any URL other than PostgreSQL's are refused
+    too: SQLite would take ``sqlite:///x.db`` for a folder named ``sqlite:``."""
+    if db is None:
+        env = os.environ.get("MEMO_DB")
+        return _checked(env, "$MEMO_DB", "unset MEMO_DB to use the default database") if env else None
+    if isinstance(db, str):
+        return _checked(db, "--db", "leave --db out to use $MEMO_DB or the default database")
+    return db
+
+
+def _checked(value: str, source: str, blank_hint: str) -> str:
+    if not value.strip():
+        raise ValidationError(f"{source} is {'empty' if not value else 'blank'}: it names no database",
+                              hint=f"pass a database file path or a postgresql:// URL, or {blank_hint}")
+    url = _URL_LIKE.match(value.strip())
+    if url is not None and not is_db_url(value):
+        shown = redact(value.strip())
+        shown = shown if len(shown) <= 300 else shown[:300] + "…"
+        raise ValidationError(f"{source} {shown} is a {url.group(1).lower()}:// URL; memo opens a SQLite "
+                              "file path or a PostgreSQL URL",
+                              hint="pass the database file's path, e.g. /tmp/x.db rather than sqlite:///tmp/x.db, "
+                                   "or a postgresql://user@host/dbname URL")
+    return value
+
+
 def resolve_db_path(path: str | Path | None) -> Path:
-    if is_db_url(path if path else os.environ.get("MEMO_DB")):
+    """The SQLite file ``path`` (else ``$MEMO_DB``, else the default) names; a PostgreSQL
+    URL is refused (the caller works on files)."""
+    named = named_db(path)
+    if is_db_url(named):
         raise ValidationError("this command works on a SQLite database file, not a PostgreSQL URL",
                               hint="use the server's own tools (pg_dump, pg_restore) for PostgreSQL")
-    return _usable(Path(path).expanduser()) if path else default_db_path()
+    return _usable(Path(named).expanduser()) if named is not None else default_db_path()
 
 
 def _usable(p: Path) -> Path:
@@ -48,18 +89,42 @@ def _usable(p: Path) -> Path:
     except FileNotFoundError:
         pass
     except OSError as exc:
-        shown = str(p) if len(str(p)) <= 300 else str(p)[:300] + "…"
-        raise ValidationError(f"the database path {shown} cannot be used: {exc.strerror or exc}",
+        raise ValidationError(f"the database path {_shown(p)} cannot be used: {exc.strerror or exc}",
                               hint="pass --db / MEMO_DB with a usable file path") from None
     return p
+
+
+def _shown(p: Path) -> str:
+    return str(p) if len(str(p)) <= 300 else str(p)[:300] + "…"
+
+
+def _creatable(p: Path) -> None:
+    """Refuse, as the caller's input (exit 2), a new database file in a folder this process
+    cannot write (nor create folders in): SQLite would only say "unable to open database
+    file".  Checked on the nearest folder that exists (``connect`` creates the missing ones)."""
+    folder = p.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValidationError(f"cannot create the database {_shown(p)}: {_shown(folder)} is not a folder",
+                              hint="pass --db / MEMO_DB with a path in a folder")
+    if os.access(folder, os.W_OK | os.X_OK):
+        return
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):      # AttributeError: no statvfs (Windows)
+        read_only_fs = False
+    why = "is on a read-only file system" if read_only_fs else "gives no permission to create files"
+    raise ValidationError(f"cannot create the database {_shown(p)}: the folder {_shown(folder)} {why}",
+                          hint="pass --db / MEMO_DB with a path in a folder you can write to")
 
 
 def resolve_db(db: str | Path | None) -> str | Path:
     """Where ``db`` (or ``$MEMO_DB``, or the default file) points: a PostgreSQL URL as given,
     else the SQLite file's path (servers keep it to open more connections)."""
-    value = db if db else os.environ.get("MEMO_DB")
-    if is_db_url(value):
-        return str(value)
+    named = named_db(db)
+    if is_db_url(named):
+        return str(named)
     return resolve_db_path(db)
 
 
@@ -78,7 +143,7 @@ def open_pg(url: str, *, write: bool = True) -> PgConnection:
     return conn
 
 
-def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Connection:
+def open_db(path: str | Path | None = None, *, write: bool = True, create: bool = True) -> sqlite3.Connection:
     """Open the database.  A ``postgresql://`` URL (as ``path`` or in ``$MEMO_DB``) opens
     the PostgreSQL backend instead (``open_pg``).  ``write=True`` creates it and applies pending migrations (in one
     BEGIN IMMEDIATE); ``write=False`` is the read path: it only checks the schema version.
@@ -89,13 +154,21 @@ def open_db(path: str | Path | None = None, *, write: bool = True) -> sqlite3.Co
     SQLite error on the way is a typed StoreError (StoreCorrupt for damage).  The connection
     is *guarded*: ``write_tx`` refuses to write while the database carries a damaged marker
     (``memo.store.damage``); reading stays possible.
+
+    ``create=False`` (commands that only make sense on an existing database: reindex,
+    purge, forget, backfill...) refuses a missing SQLite file as the read path does, rather
+    than creating an empty database for a mistyped --db.  A new file in a folder that cannot
+    be written is a ValidationError naming the reason (``_creatable``).
     """
-    if is_db_url(path if path is not None else os.environ.get("MEMO_DB")):
-        return open_pg(str(path if path is not None else os.environ["MEMO_DB"]), write=write)
+    named = named_db(path)
+    if is_db_url(named):
+        return open_pg(str(named), write=write)
     p = resolve_db_path(path)
-    if not write and not p.exists():
-        raise StoreError(f"no database at {p}",
-                         hint="add something first (`memo add` / `memo import`), or pass --db / MEMO_DB")
+    if not p.exists():
+        if not write or not create:
+            raise StoreError(f"no database at {p}",
+                             hint="add something first (`memo add` / `memo import`), or pass --db / MEMO_DB")
+        _creatable(p)
     _refuse_empty(p)
     conn = connect(p)
     if isinstance(conn, MemoConnection):

@@ -94,7 +94,7 @@ def test_import_stats_reindex_backup(db, tmp_path):
     root.mkdir()
     (root / "a.md").write_text("# A\n## B\ntext about ERR_CONN_RESET\n")
     (root / "c.py").write_text('def f():\n    """Docstring."""\n')
-    (root / "bad.md").write_bytes(b"\xff\xfe")
+    (root / "bad.md").write_bytes(bytes(range(0x80, 0x100)) * 3)     # no encoding decodes it (\xff\xfe alone is a UTF-16 mark)
     rep = js("import", str(root), "--db", db, "--namespace", "kb", code=5)
     assert (rep["added"], rep["skipped"], len(rep["rejected"])) == (2, 0, 1)
     assert rep["rejected"][0]["path"] == "bad.md"

@@ -118,3 +118,32 @@ def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -
     conn = _open(db, write=True)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == _LATEST
     conn.close()
+
+
+def test_v8_lets_a_v7_file_make_an_older_text_current_again(tmp_path) -> None:
+    """A v7 file's dedup indexes counted superseded rows: the first write migrates it, and
+    then `supersede` back to an earlier text works (it was refused on v7)."""
+    import sqlite3 as _sqlite3
+
+    from memo import ops
+    from memo.store.db import open_db as _open
+    from memo.stored import RecordDraft as _Draft
+
+    db = tmp_path / "v7.db"
+    conn = _open(db, write=True)
+    a = ops.add_record(conn, _Draft(body="the port is 8080")).record_id
+    b = ops.supersede(conn, a, "the port is 9090").new_id
+    conn.close()
+    raw = _sqlite3.connect(db)
+    raw.executescript("DROP INDEX records_dedup; DROP INDEX facts_dedup; "
+                      "CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE forgotten_at IS NULL; "
+                      "CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE forgotten_at IS NULL; "
+                      "PRAGMA user_version = 7;")
+    raw.close()
+    conn = _open(db, write=True)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'records_dedup'").fetchone()[0]
+    assert "superseded_at IS NULL" in sql
+    c = ops.supersede(conn, b, "the port is 8080").new_id
+    assert ops.get(conn, c).body == "the port is 8080" and ops.get(conn, b).superseded_by == c
+    conn.close()
