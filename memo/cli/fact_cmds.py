@@ -81,7 +81,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
         print_json({"facts": facts, "count": len(facts)})
         return
     for f in facts:
-        flags = " (superseded)" if f.superseded_at else " (forgotten)" if f.forgotten_at else ""
+        states = [w for w, at in (("superseded", f.superseded_at), ("forgotten", f.forgotten_at)) if at]
+        flags = f" ({', '.join(states)})" if states else ""      # both when both: --all shows every fact
         echo(f"{f.id}  [{f.namespace}]  {f.text[:100]}{flags}  <- {', '.join(e.passage_id for e in f.evidence)}")
 
 

@@ -311,7 +311,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
         print_json({"count": len(rows), "records": to_jsonable(rows), "next_offset": next_offset})
         return
     for r in rows:
-        state = " [forgotten]" if r.forgotten_at else " [superseded]" if r.superseded_at else ""
+        states = [w for w, at in (("superseded", r.superseded_at), ("forgotten", r.forgotten_at)) if at]
+        state = f" [{', '.join(states)}]" if states else ""
         echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}  ({r.passages} passages)")
     if next_offset is not None:
         echo(f"-- records {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "

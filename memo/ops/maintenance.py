@@ -116,17 +116,19 @@ def reindex(conn: sqlite3.Connection) -> ReindexReport:
             _reindex_btrees(conn)
         result = rebuild_derived(conn)
         ments = rebuild_mentions(conn)     # entities, aliases and mentions (memo/store/mentions.py)
+        # Counted in the rebuild's transaction: an add committed right after it would make
+        # the rows disagree with ``passages`` in the report.
+        # PostgreSQL: the keyword index is each passage's tsv (memo/store/postgres/schema.py)
+        kw = int(conn.execute("SELECT count(*) FROM passages WHERE tsv IS NOT NULL" if is_postgres(conn)
+                              else "SELECT count(*) FROM passages_fts").fetchone()[0])
+        ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
+        n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
     if not is_postgres(conn):
         # The keyword postings are built from passages_fts as committed (FTS5 flushes its
         # rebuilt index at COMMIT), in a second transaction; searches use FTS5 in between.
         with write_tx(conn, reindexing=True):
             kw_postings.rebuild(conn)
     marker = "none" if is_postgres(conn) else _clear_index_marker(conn)
-    # PostgreSQL: the keyword index is each passage's tsv (memo/store/postgres/schema.py)
-    kw = int(conn.execute("SELECT count(*) FROM passages WHERE tsv IS NOT NULL" if is_postgres(conn)
-                          else "SELECT count(*) FROM passages_fts").fetchone()[0])
-    ex = int(conn.execute("SELECT count(*) FROM exact_fts").fetchone()[0])
-    n_vec = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
     sidecars = _rebuild_vector_sidecars(conn)
     return ReindexReport(
         passages=result["passages"], keyword_rows=kw, exact_rows=ex, facts=result.get("facts", 0),

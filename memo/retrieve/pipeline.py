@@ -74,6 +74,10 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     if not hasattr(profile, "fusion"):
         profile = load_profile(profile)
     services = ArmServices.of(services)
+    # A load before this search (a replay's warm-up, a server's background load) is not
+    # this search's start-up: taken and dropped here, else its time was subtracted from this
+    # search's latency (negative latency_ms on a replay's first query).
+    _take_startup_ms(services)
     checked = check_request(request, profile)
     model_id = _model_id(services)
     bands = profile.models.get(model_id) if model_id else None

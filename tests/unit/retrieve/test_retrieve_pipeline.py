@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from retrieve_helpers import FakeSemantic, add, pk_of
 
@@ -228,3 +230,34 @@ def test_a_result_the_semantic_arm_did_not_return_still_has_a_relevance(backend_
     assert all(r.band is not None for r in auto.results)
     keyword = _memo.search("deploy key", db=db, mode="keyword")
     assert all(r.relevance is None for r in keyword.results)     # nothing embedded the query
+
+
+class _LoadsModel(FakeSemantic):
+    """Reports a model load (as SemanticService.take_startup_ms does) once per load; the
+    query embedding loads the model when ``load_in_search`` (a cold process's first search)."""
+
+    def __init__(self, sims, *, load_in_search: bool) -> None:
+        super().__init__(sims)
+        self.pending = 0.0 if load_in_search else 500.0     # else: loaded before the search
+        self.load_in_search = load_in_search
+
+    def embed_query(self, text):  # noqa: ANN001, ANN201
+        if self.load_in_search:        # the load takes the time it reports
+            time.sleep(0.05)
+            self.pending, self.load_in_search = 50.0, False
+        return super().embed_query(text)
+
+    def take_startup_ms(self) -> dict[str, float]:
+        out = {"model_load": self.pending} if self.pending else {}
+        self.pending = 0.0
+        return out
+
+
+def test_a_model_loaded_before_the_search_is_not_its_startup(conn):
+    """A load before the search (a replay's warm-up) was subtracted from the first search's
+    latency: latency_ms came out negative.  A load inside the search is still reported apart."""
+    pk = pk_of(conn, add(conn, "the lighthouse keeper logs the weather"))
+    before = search(conn, SearchRequest("lighthouse weather"), "rrf", {"semantic": _LoadsModel({pk: 0.8}, load_in_search=False)})
+    assert before.trace.latency_ms >= 0 and "model_load" not in before.trace.stage_ms
+    during = search(conn, SearchRequest("lighthouse weather"), "rrf", {"semantic": _LoadsModel({pk: 0.8}, load_in_search=True)})
+    assert during.trace.stage_ms["model_load"] == 50.0 and during.trace.latency_ms >= 0
