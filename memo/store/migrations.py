@@ -21,6 +21,7 @@ from memo.store.connect import write_tx
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
 from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
 from memo.store.mentions import m003_entities
+from memo.store.records import restamp_event_dates
 from memo.stored import CURRENT
 
 
@@ -234,13 +235,17 @@ def m008_dedup_current(conn: sqlite3.Connection) -> None:
     """The dedup indexes hold the *current* records and facts only (not superseded, not
     forgotten): a text an older version held can be current again (a file reverted, JSONL
     lines shifted, ``memo supersede`` back to an earlier text).  Until v8 a superseded
-    version kept its text out of every new record, so the text could never be current again."""
+    version kept its text out of every new record, so the text could never be current again.
+    And event dates are rewritten in their stored form (``restamp_event_dates``)."""
     _run_script(conn, f"""
         DROP INDEX records_dedup;
         CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE {CURRENT};
         DROP INDEX facts_dedup;
         CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE {CURRENT};
         """)
+    # Event dates in one stored form from v8 on (memo.text.when): the ones stored as typed
+    # before are rewritten, or the date filters would still compare them wrongly.
+    restamp_event_dates(conn)
 
 
 VECTOR_COUNTS = """

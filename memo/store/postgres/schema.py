@@ -312,8 +312,14 @@ def _rederive_cjk(conn: Any) -> None:
 
 
 MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004)
+def _restamp_event_dates(conn: Any) -> None:
+    from memo.store.records import restamp_event_dates
+
+    restamp_event_dates(conn)
+
+
 # Python steps run right after a migration's SQL (index: the migration's 0-based number).
-AFTER_SQL = {2: _rederive_cjk}
+AFTER_SQL = {2: _rederive_cjk, 3: _restamp_event_dates}
 LATEST = len(MIGRATIONS)
 # The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use; M003
 # the kw columns writes fill: until the first write migrates, a CJK passage an older memo

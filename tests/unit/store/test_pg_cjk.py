@@ -128,3 +128,28 @@ def test_doctor_on_postgresql_checks_the_keyword_index_and_reindex_repairs_it(ur
     conn.close()
     assert doctor(url).status == "ok"
     assert _keyword(url, "备份") == [ZH]
+
+
+def test_m004_keeps_one_current_copy_per_text_and_restamps_event_dates(url: str) -> None:
+    """PostgreSQL's v4 (SQLite's v8): the dedup indexes hold current records only, and
+    event dates an older memo stored as typed are rewritten in the stored form."""
+    from memo import ops
+
+    conn = open_db(url)
+    a = add_record(conn, RecordDraft(body="the port is 8080", event_at="2026-03-10")).record_id
+    b = ops.supersede(conn, a, "the port is 9090").new_id
+    conn.execute_native("""
+        DROP INDEX records_dedup; DROP INDEX facts_dedup;
+        CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE forgotten_at IS NULL;
+        CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE forgotten_at IS NULL;
+        UPDATE records SET event_at = '2026-03-10T23:30:00-05:00';
+        UPDATE memo_meta SET value = '3' WHERE key = 'schema_version';
+    """, None)
+    conn.commit()
+    conn.close()
+    conn = open_db(url)                                  # the write path migrates to v4
+    assert pg_schema.schema_version(conn) == pg_schema.LATEST >= 4
+    assert conn.execute("SELECT event_at FROM records WHERE id = ?", (a,)).fetchone()[0] == "2026-03-11T04:30:00.000000Z"
+    c = ops.supersede(conn, b, "the port is 8080").new_id   # refused under v3's index
+    assert ops.get(conn, c).body == "the port is 8080"
+    conn.close()

@@ -122,7 +122,8 @@ def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -
 
 def test_v8_lets_a_v7_file_make_an_older_text_current_again(tmp_path) -> None:
     """A v7 file's dedup indexes counted superseded rows: the first write migrates it, and
-    then `supersede` back to an earlier text works (it was refused on v7)."""
+    then `supersede` back to an earlier text works (it was refused on v7); its event dates,
+    stored as typed, are rewritten in the stored form."""
     import sqlite3 as _sqlite3
 
     from memo import ops
@@ -139,9 +140,15 @@ def test_v8_lets_a_v7_file_make_an_older_text_current_again(tmp_path) -> None:
                       "CREATE UNIQUE INDEX records_dedup ON records(namespace, content_hash) WHERE forgotten_at IS NULL; "
                       "CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE forgotten_at IS NULL; "
                       "PRAGMA user_version = 7;")
+    # v7 stored event dates as typed: v8 rewrites them in the stored form (memo.text.when)
+    raw.execute("UPDATE records SET event_at = '2026-03-10T23:30:00-05:00' WHERE id = ?", (a,))
+    raw.execute("UPDATE passages SET event_at = '20260310' WHERE record_id = ?", (a,))
+    raw.commit()
     raw.close()
     conn = _open(db, write=True)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
+    assert conn.execute("SELECT event_at FROM records WHERE id = ?", (a,)).fetchone()[0] == "2026-03-11T04:30:00.000000Z"
+    assert conn.execute("SELECT event_at FROM passages WHERE record_id = ?", (a,)).fetchone()[0] == "2026-03-10"
     sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'records_dedup'").fetchone()[0]
     assert "superseded_at IS NULL" in sql
     c = ops.supersede(conn, b, "the port is 8080").new_id
