@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from memo.errors import ValidationError
+from memo_eval.traces import METRIC_COLUMNS
+
 RECALL_KS: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 
 
@@ -26,8 +29,19 @@ def columns(con: Any, table: str) -> set[str]:
     return {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
 
 
+def query_metric(metric: str) -> str:
+    """``metric`` if the query rows have it (``METRIC_COLUMNS``), else a ``ValidationError``
+    naming them: abstention precision and recall are per run only, there is no per-query figure
+    to pair, bootstrap or plot."""
+    if metric not in METRIC_COLUMNS:
+        raise ValidationError(f"--metric {metric!r} has no per-query values to compare or plot",
+                              hint=f"use one of {', '.join(METRIC_COLUMNS)}")
+    return metric
+
+
 def per_query(con: Any, metric: str = "ndcg_10") -> pl.DataFrame:
     """run_id, qid, category, <metric> over the scored queries (answerable, with qrels)."""
+    query_metric(metric)
     return con.sql(f"""SELECT run_id, qid, category, {metric} FROM queries
                        WHERE answerable AND n_relevant > 0 AND {metric} IS NOT NULL
                        ORDER BY run_id, qid""").pl()
@@ -36,14 +50,16 @@ def per_query(con: Any, metric: str = "ndcg_10") -> pl.DataFrame:
 def bootstrap_ci(frame: pl.DataFrame, metric: str, *, resamples: int = 2000, seed: int = 0,
                  level: float = 0.95) -> pl.DataFrame:
     """Per run: mean and a percentile bootstrap CI over queries (resampled with
-    replacement, ``resamples`` times, seeded: the same figures every time)."""
-    rng = np.random.default_rng(seed)
+    replacement, ``resamples`` times, seeded: the same figures every time).  Each run draws
+    from its own generator seeded with ``seed``, so its CI depends on its own per-query
+    values only, not on which other runs are in the frame or in what order."""
     out = []
     for (run_id,), part in frame.group_by(["run_id"], maintain_order=True):
         vals = part[metric].to_numpy().astype(float)
         n = len(vals)
         if n == 0:
             continue
+        rng = np.random.default_rng(seed)
         means = vals[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
         lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
         out.append({"run_id": run_id, "n": n, "mean": float(vals.mean()), "ci_low": float(lo), "ci_high": float(hi)})

@@ -32,7 +32,7 @@ from rich.progress import (
 )
 
 from memo.cli.common import JsonOption, handle_errors, print_json
-from memo.errors import ExtraMissing
+from memo.errors import ExtraMissing, MemoError
 from memo.types import default_profile
 
 # Mounted under `memo` (memo/cli/plugins.py): no completion options of its own, as memo's root.
@@ -46,7 +46,9 @@ ProfileOpt = Annotated[list[str] | None, typer.Option("--profile", "-p", help="P
                                                                             "run: default the search default, $MEMO_PROFILE or zscore).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=V1,V2,... grid over a constant (repeat: "
                                                                       "cartesian product).")]
-WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", help="Worker processes (default: all cores).")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", min=1, help="Worker processes (default: all "
+                                                                             "cores).")]
+LimitOpt = Annotated[int | None, typer.Option("--limit-queries", min=1, help="Only the first N queries.")]
 RunsDirOpt = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs live (default $MEMO_EVAL_RUNS, "
                                                                      "else a checkout's runs/, else the user "
                                                                      "cache dir's memo-eval/runs).")]
@@ -54,6 +56,23 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar."
 
 # What the harness imports from its dependencies (eval/pyproject.toml, memo's `eval` extra).
 EVAL_EXTRA_MODULES = ("duckdb", "polars", "pyarrow", "scipy", "matplotlib", "pytrec_eval")
+
+
+class ReplayInterrupted(MemoError):
+    """Ctrl-C during a replay: one line saying what was kept (``memo_eval.run.Interrupted``)."""
+
+    exit_code = 130         # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C -> one line (what was kept) and exit 130, not typer's bare blank line."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        # memo_eval.run.Interrupted says what it kept; a Ctrl-C outside a replay kept nothing new
+        raise ReplayInterrupted(str(exc) or "interrupted; runs written before were complete and are kept",
+                           hint="run the command again to replay the rest") from None
 
 
 def need_eval_extra() -> None:
@@ -229,6 +248,21 @@ def _print_runs(res: dict[str, Any]) -> None:
     if notes:
         from memo_eval.datasets.locomo import describe_fixes
         typer.echo(f"evidence ids repaired/dropped: {describe_fixes(res['notes'])}")
+    unknown = res.get("notes", {}).get("unknown_relevant")
+    if unknown:
+        typer.echo(unknown_relevant_line(unknown, res["queries"]))
+
+
+def unknown_relevant_line(unknown: dict[str, list[str]], n_queries: int, shown: int = 3) -> str:
+    """The run's note on labels no passage of the database maps to (``notes.unknown_relevant``),
+    wrapped to 80 columns: how many queries, the first few with their ids."""
+    import textwrap
+
+    some = "; ".join(f"{q}: {', '.join(ids)}" for q, ids in list(unknown.items())[:shown])
+    more = f"; and {len(unknown) - shown} more (--json: notes.unknown_relevant)" if len(unknown) > shown else ""
+    text = (f"note: {len(unknown)} of {n_queries} queries label ids that are in no passage of the database "
+            f"(their recall cannot reach 1; a typo, or a record not imported): {some}{more}")
+    return "\n".join(textwrap.wrap(text, width=80, subsequent_indent="  "))
 
 
 @handle_errors
@@ -240,7 +274,7 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
                          "index.  A PostgreSQL URL (postgresql://...): the data set's index is built in that "
                          "database (once) and replayed against the server.")] = None,
         model: Annotated[str | None, typer.Option("--model", help="Embedding model id (default: registry's).")] = None,
-        limit_queries: Annotated[int | None, typer.Option("--limit-queries", help="Only the first N queries.")] = None,
+        limit_queries: LimitOpt = None,
         workers: WorkersOpt = None, out: RunsDirOpt = None,
         rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the cached index.")] = False,
         quiet: QuietOpt = False, as_json: JsonOption = False) -> None:
@@ -255,7 +289,7 @@ def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help=
     opts = EvalOptions(dataset=dataset, split=split, specs=specs, db=db, model_id=model,
                        semantic=mode in ("auto", "semantic"), limit_queries=limit_queries, workers=workers,
                        out=out, rebuild=rebuild)
-    with _progress(not quiet) as (status, ticks):
+    with _interruptible(), _progress(not quiet) as (status, ticks):
         res = run_eval(opts, status=status, tick_factory=ticks)
     res["grid_notes"] = notes
     if as_json:
@@ -379,10 +413,10 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
                                                              "grid | random | optuna.")] = "auto",
          trials: Annotated[int, typer.Option("--trials", help="Optuna: points to replay.")] = 48,
          tune_split: Annotated[str, typer.Option("--tune-split", help="Split to tune on.")] = "train",
-         test_split: Annotated[str, typer.Option("--test-split", help="Split to report the winner on.")] = "test",
+         test_split: Annotated[str | None, typer.Option("--test-split", help="Split to report the winner on (default: the data set's held-out split: test; dev for LoCoMo-format sets).")] = None,
          out_profile: Annotated[Path | None, typer.Option("--out-profile", help="Profile TOML to write "
                                                                                "(default tuned-<dataset>.toml in the user profile folder, docs/profiles.md).")] = None,
-         limit_queries: Annotated[int | None, typer.Option("--limit-queries", help="Only the first N queries.")] = None,
+         limit_queries: LimitOpt = None,
          workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
          as_json: JsonOption = False) -> None:
     """Search constants on the train split, evaluate the winner on test, write a tuned profile."""
@@ -394,7 +428,7 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
                        mode=mode, metric=metric, tune_split=tune_split, test_split=test_split, samples=samples, seed=seed,
                        method=method, trials=trials,
                        out_profile=out_profile, workers=workers, limit_queries=limit_queries, out=out)
-    with _progress(not quiet) as (status, ticks):
+    with _interruptible(), _progress(not quiet) as (status, ticks):
         res = run_tune(opts, status=status, tick_factory=ticks)
     if as_json:
         print_json(res)
@@ -403,7 +437,7 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
     typer.echo(f"search: {sr.get('method')}, {res['points']} points replayed of {sr.get('grid_points')} in the grid"
                f" in {sr.get('seconds')} s ({sr.get('trials_per_s')} trials/s)")
     typer.echo(f"winner ({metric} {res['train']['best']:.4f} on {tune_split}):\n  {res['winner']}")
-    typer.echo(f"{test_split}: tuned {_fmt(res['test']['tuned'].get(metric))}")
+    typer.echo(f"{res['test_split']}: tuned {_fmt(res['test']['tuned'].get(metric))}")
     for k, v in res["test"]["baselines"].items():
         typer.echo(f"  {k}: {_fmt(v.get(metric))}")
     for a in res["test"].get("anchors", []):
@@ -431,7 +465,7 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
     need_eval_extra()
     from memo_eval.regress import regress as run_regress
 
-    with _progress(not quiet) as (status, ticks):
+    with _interruptible(), _progress(not quiet) as (status, ticks):
         res = run_regress(fast=fast, files=expected, only=check or (), workers=workers, out=out,
                           status=status, tick_factory=ticks, update_rankings=update_rankings, nightly=nightly)
     if as_json:
@@ -530,7 +564,7 @@ def suite(split: Annotated[str, typer.Option("--split", help="report: each domai
     need_eval_extra()
     from memo_eval import suite as S
 
-    with _progress(not quiet) as (status, ticks):
+    with _interruptible(), _progress(not quiet) as (status, ticks):
         res = S.run_suite(split=split, only=domain or (), profile=profile, also=also or (), workers=workers, out=out,
                           status=status, tick_factory=ticks)
     res["verdicts"] = S.verdicts(res)

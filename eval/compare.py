@@ -1,7 +1,10 @@
 """``memo eval compare RUN_A RUN_B``: per-query paired comparison of two runs.
 
-Queries are paired by id (intersection of the two runs' scored queries: answerable and
-judged).  For each metric: means, the mean difference (B - A), a paired t-test and a
+Only runs over the same questions are compared (the same ``dataset_hash``: corpus, queries
+and qrels; ``same_questions``): query ids such as ``q1`` recur across data sets, and pairing
+unrelated questions by id gives tests about nothing.  Each run is known by the id in its
+``runs.parquet``, not by its folder's name, so a run folder copied elsewhere still compares.
+Queries are paired by id (the two runs' scored queries: answerable and judged).  For each metric: means, the mean difference (B - A), a paired t-test and a
 Wilcoxon signed-rank test (scipy), and wins / losses / ties of B against A.  The biggest
 movers list the queries whose metric changed most, with where the first relevant result
 sat in each run.
@@ -14,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memo.errors import DatasetError
+from memo.errors import DatasetError, ValidationError
+from memo_eval.analysis import query_metric
 from memo_eval.traces import METRIC_COLUMNS, duck
 
 TIE_EPS = 1e-9
@@ -48,17 +52,48 @@ def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     return out
 
 
+_SHOWN = ("run_id", "label", "dataset", "split", "dataset_hash")    # what the result says of each run
+# Besides: the query count (the refusal names it), the batch and the run's place in it (the
+# report's replay order: ``memo_eval.report.replay_order``).
+_INFO = (*_SHOWN, "n_queries", "batch_id", "batch_position")
+
+
+def run_info(folder: Path) -> dict[str, Any]:
+    """A run folder's identity, read from its ``runs.parquet`` (``_INFO``; None for a column
+    an older run lacks)."""
+    import pyarrow.parquet as pq
+
+    row = pq.read_table(Path(folder) / "runs.parquet").to_pylist()[0]
+    return {k: row.get(k) for k in _INFO}
+
+
+def _described(info: dict[str, Any]) -> str:
+    digest = str(info.get("dataset_hash") or "")[:12] or "unknown"
+    return f"{info['dataset']}/{info['split']} ({info.get('n_queries')} queries, data set hash {digest})"
+
+
+def same_questions(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Refuse two runs (``run_info``) that did not replay the same questions: another data
+    set, split, ``--limit-queries`` or qrels.  Runs without a hash compare by data set and split."""
+    if a.get("dataset_hash") and b.get("dataset_hash"):
+        same = a["dataset_hash"] == b["dataset_hash"]
+    else:
+        same = (a["dataset"], a["split"]) == (b["dataset"], b["split"])
+    if not same:
+        raise DatasetError(f"A ran {_described(a)}, B ran {_described(b)}: not the same questions",
+                           hint="compare runs of one data set and split, replayed with the same --limit-queries")
+
+
 def compare_runs(run_a: Path, run_b: Path, *, metric: str = "ndcg_10", movers: int = 10,
                  alpha: float = 0.05) -> dict[str, Any]:
-    if metric not in METRIC_COLUMNS:
-        raise DatasetError(f"unknown metric {metric!r}", hint=f"one of {', '.join(METRIC_COLUMNS)}")
+    query_metric(metric)
+    a, b = run_info(run_a), run_info(run_b)
+    id_a, id_b = a["run_id"], b["run_id"]
+    if id_a == id_b:
+        raise ValidationError(f"A and B are the same run ({id_a})",
+                              hint="compare it with another run of its data set and split")
+    same_questions(a, b)
     con = duck([run_a, run_b])
-    meta = con.execute("SELECT run_id, label, dataset, split, dataset_hash FROM runs").fetchall()
-    ids = {Path(run_a).name, Path(run_b).name}
-    info = {r[0]: {"label": r[1], "dataset": r[2], "split": r[3], "dataset_hash": r[4]} for r in meta}
-    id_a, id_b = Path(run_a).name, Path(run_b).name
-    if id_a == id_b or len(ids) != 2 or id_a not in info or id_b not in info:
-        raise DatasetError("compare needs two different runs")
     cols = ", ".join(f"a.{m} AS a_{m}, b.{m} AS b_{m}" for m in METRIC_COLUMNS)
     rows = con.execute(f"""
         SELECT a.qid, a.query, a.category, a.first_relevant_rank, b.first_relevant_rank, {cols}
@@ -78,8 +113,8 @@ def compare_runs(run_a: Path, run_b: Path, *, metric: str = "ndcg_10", movers: i
         per_metric[m] = res
     moved = sorted(recs, key=lambda r: -abs(r[f"b_{metric}"] - r[f"a_{metric}"]))[:movers]
     return {
-        "a": {"run_id": id_a, **info[id_a]}, "b": {"run_id": id_b, **info[id_b]},
-        "same_query_set": info[id_a]["dataset_hash"] == info[id_b]["dataset_hash"],
+        "a": {k: a[k] for k in _SHOWN}, "b": {k: b[k] for k in _SHOWN},
+        "same_query_set": True,         # always, since same_questions (kept for readers of the JSON)
         "paired_queries": len(recs), "metric": metric, "alpha": alpha, "metrics": per_metric,
         "movers": [{"qid": r["qid"], "query": r["query"], "category": r["category"],
                     "a": r[f"a_{metric}"], "b": r[f"b_{metric}"], "delta": r[f"b_{metric}"] - r[f"a_{metric}"],
@@ -96,12 +131,17 @@ def pair_runs(a: Sequence[Path], b: Sequence[Path], baseline: str | None = None)
       against every other run of the batch;
     * two batches: runs paired by label (the same profile and overrides in both).
     """
-    from memo_eval.traces import duck
+    infos = {p: run_info(p) for p in dict.fromkeys([*a, *b])}
 
     def labels(paths: Sequence[Path]) -> dict[str, Path]:
-        con = duck(list(paths))
-        got = dict(con.execute("SELECT run_id, label FROM runs").fetchall())
-        return {str(got[p.name]): p for p in paths}
+        return {str(infos[p]["label"]): p for p in paths}
+
+    def others(base: Path, paths: Sequence[Path]) -> list[tuple[Path, Path]]:
+        pairs = [(base, p) for p in paths if infos[p]["run_id"] != infos[base]["run_id"]]
+        if not pairs:
+            raise ValidationError(f"run {infos[base]['run_id']} compared with itself: no other run given",
+                                  hint="name another run of its data set and split, or a batch")
+        return pairs
 
     if not b:
         if baseline is None:
@@ -109,14 +149,13 @@ def pair_runs(a: Sequence[Path], b: Sequence[Path], baseline: str | None = None)
                 return [(a[0], a[1])]
             raise DatasetError("compare needs two runs, or a batch and --baseline LABEL")
         by_label = labels(a)
-        base = by_label.get(baseline) or next((p for p in a if p.name == baseline or p.name.startswith(baseline)),
-                                              None)
+        base = by_label.get(baseline) or next((p for p in a if str(infos[p]["run_id"]).startswith(baseline)), None)
         if base is None:
             raise DatasetError(f"no run labelled {baseline!r} in that batch",
                                hint="labels: " + ", ".join(sorted(by_label)))
-        return [(base, p) for p in a if p != base]
+        return others(base, a)
     if len(a) == 1:
-        return [(a[0], p) for p in b if p != a[0]]
+        return others(a[0], b)
     la, lb = labels(a), labels(b)
     shared = [k for k in la if k in lb]
     if not shared:

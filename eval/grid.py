@@ -1,7 +1,8 @@
 """Run specifications: profiles x a cartesian grid of constant overrides.
 
 ``--set fusion.k=20,60,100 --set weights.semantic=0.3,0.5,0.7`` gives 9 points; with two
-``--profile`` s, 18 runs.  Values are parsed as int, float, bool or string, in that order.
+``--profile`` s, 18 runs.  Values are parsed as int, float, bool or string, in that order;
+an integer key takes integer literals only (``fusion.k=1e2`` is refused, not read as 100).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memo.errors import ValidationError
+from memo import profile_keys
+from memo.errors import ProfileError, ValidationError
 from memo.profile import LIST_KEYS, load_profile
 from memo.types import default_profile
 
@@ -62,7 +64,17 @@ def parse_set(option: str) -> tuple[str, list[Any]]:
         raise ValidationError(f"--set {option!r}: expected KEY=V1[,V2...]", hint="e.g. --set fusion.k=20,60,100")
     # List keys (aging_kinds, relational_cues, context.kinds) are themselves comma lists: take them whole.
     vals = [values.strip()] if key in LIST_KEYS else [parse_value(v) for v in values.split(",") if v.strip()]
+    # The profile schema takes 100.0 for an integer key (a TOML file may say so); on the
+    # command line a float literal for one (1e2, 2.0) is a slip, refused like 1.5 is.
+    kind = _KINDS.get(profile_keys.RENAMED.get(key, key))
+    for v in vals:
+        if kind == "int" and isinstance(v, float):
+            raise ValidationError(f"--set {option!r}: {key} takes integers, got {v!r}",
+                                  hint="write integers without a point or exponent: 100, not 1e2 or 100.0")
     return key, vals
+
+
+_KINDS = {k.name: k.kind for k in profile_keys.KEYS}
 
 
 # Modes that run no semantic arm (so no model band or semantic weight can matter).
@@ -88,13 +100,22 @@ def no_effect(key: str, profile: Any, mode: str) -> str | None:
     return None
 
 
+def _check_value(base: Any, prof: str, key: str, value: Any) -> None:
+    """``key=value`` over profile ``base`` (named ``prof``): ProfileError naming both."""
+    try:
+        base.with_overrides({key: value})
+    except ProfileError as exc:
+        raise ProfileError(f"--set {key}={value} with profile {prof}: {exc}") from None
+
+
 def expand(profiles: Sequence[str], sets: Sequence[str], mode: str = "auto",
            notes: list[str] | None = None) -> list[RunSpec]:
     """Cartesian product; every spec is validated now so a typo fails before any work.
 
     An axis with no effect on a profile (``no_effect``) is dropped for that profile (its
     own value is used) and ``notes`` gets one line saying so: ``--set fusion.k=20,60,100``
-    with ``-p minmax`` runs minmax once, not three identical times."""
+    with ``-p minmax`` runs minmax once, not three identical times.  Its values are still
+    validated, each against that profile: a value refused alone is refused in a grid too."""
     axes = [parse_set(s) for s in sets]
     keys = [k for k, _ in axes]
     if len(set(keys)) != len(keys):
@@ -106,6 +127,8 @@ def expand(profiles: Sequence[str], sets: Sequence[str], mode: str = "auto",
         for k, vals in axes:
             why = None if k == "fusion.k" and "fusion.method" in keys else no_effect(k, base, mode)
             if why is not None and len(vals) > 1:
+                for v in vals:
+                    _check_value(base, prof, k, v)
                 if notes is not None:
                     notes.append(f"{prof}: {why}; skipped --set {k}={','.join(map(str, vals))}")
                 continue

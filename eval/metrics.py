@@ -98,9 +98,10 @@ def aggregate(metrics: Mapping[str, Mapping[str, float]], answerable: Mapping[st
             if judged:
                 entry.update(mean_metrics(metrics[q] for q in judged))
                 entry["n_scored"] = len(judged)
-            if any(not a for a in in_cat.values()):
-                cab = abstention(in_cat, abstained)
-                entry.update({"abstain_precision": cab.precision, "abstain_recall": cab.recall})
+            # The run's rule, per category: precision whenever the category abstained (0.0
+            # when only answerable queries did), recall whenever it has unanswerable ones.
+            cab = abstention(in_cat, abstained)
+            entry.update({"abstain_precision": cab.precision, "abstain_recall": cab.recall})
             per_cat[cat] = entry
         out["by_category"] = per_cat
     return out

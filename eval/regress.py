@@ -21,7 +21,11 @@ Metric paths: ``ndcg_10`` ... (run aggregates), ``by_category.<cat>.<metric>`` a
 ``by_arm.<arm>.{ran,top10,share}`` (``memo_eval.run.arm_coverage``: how often an arm ran, how
 often it voted for a top-10 result, its share of the top-10 fused score).
 
-The loader refuses a check that cannot fail (``CheckError``):
+Every check is validated before any replay (``load_checks``: unknown keys, strict types,
+profiles, metric paths a run cannot have, names used twice; then ``regress`` holds each
+against its data set's split: ``_unmeasurable``), each problem a ``CheckError`` (exit 8)
+naming the check and the key, never a ``FAIL``.  The loader also refuses a check that
+cannot fail (``CheckError``):
 
 * every metric lies in [0, 1]: a check with ``expected - tolerance <= 0`` (e.g. expected
   0.0, tolerance 0.0) can never be undershot, and a tolerance >= 1 spans the whole range;
@@ -48,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.errors import DatasetError
+from memo_eval import metrics as M
 from memo_eval.grid import RunSpec
 from memo_eval.run import EvalOptions, run_eval
 
@@ -60,7 +65,10 @@ RANKING_METRIC = "ranking.agreement"
 
 
 class CheckError(DatasetError):
-    """A check the loader refuses (it could never fail, or its tolerance is not justified)."""
+    """A check the loader refuses: it could never fail, its tolerance is not justified, or
+    it cannot be read or measured as written (exit 8, the expected file's error)."""
+
+    hint = 'see docs/eval.md "Regression" for what a check may say'
 
 
 def validate_metric(where: str, metric: str, expected: float, tolerance: float, spread: float | None) -> None:
@@ -108,36 +116,171 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# What a [[check]] may say, and the type of each value (checked strictly: ``fast = "false"``
+# is a string, not false).  Required: name, dataset, metrics.
+_CHECK_KEYS: dict[str, tuple[type, ...]] = {
+    "name": (str,), "dataset": (str,), "split": (str,), "profile": (str,), "mode": (str,), "overrides": (dict,),
+    "fast": (bool,), "nightly": (bool,), "limit_queries": (int,), "rankings": (str,), "metrics": (dict,)}
+_REQUIRED = ("name", "dataset", "metrics")
+_ENTRY_KEYS = ("expected", "tolerance", "spread")
+_TYPE_WORDS = {str: "a string", dict: "a table", bool: "true or false", int: "an integer"}
+# Metric paths a run summary can hold (``metric_value``); <cat> and <factor> are the data's.
+ABSTENTION = ("abstain_precision", "abstain_recall")
+RUN_METRICS = (*M.MEASURES, *ABSTENTION)
+ARM_FIGURES = ("ran", "top10", "share")          # memo_eval.run.arm_coverage
+FACTOR_FIGURES = ("top10", "mean")               # memo_eval.run.factor_coverage
+METRIC_PATHS = (f"{', '.join(RUN_METRICS)}, by_category.<category>.<one of those>, "
+                f"by_arm.<arm>.{{{','.join(ARM_FIGURES)}}}, by_factor.<factor>.{{{','.join(FACTOR_FIGURES)}}}, "
+                f"{RANKING_METRIC}")
+
+
+def metric_path_error(path: str) -> str | None:
+    """Why ``path`` names no figure a run summary can hold (None: it may)."""
+    from memo.types import ARM_NAMES
+
+    parts = path.split(".")
+    if path == RANKING_METRIC or (len(parts) == 1 and path in RUN_METRICS):
+        return None
+    head = parts[0]
+    if head == "by_category" and len(parts) == 3 and parts[1] and parts[2] in RUN_METRICS:
+        return None
+    if head == "by_arm" and len(parts) == 3 and parts[1] in ARM_NAMES and parts[2] in ARM_FIGURES:
+        return None
+    if head == "by_factor" and len(parts) == 3 and parts[1] and parts[2] in FACTOR_FIGURES:
+        return None
+    return f"metric {path!r} is no metric a run has (metrics: {METRIC_PATHS})"
+
+
+def _typed(where: str, key: str, value: Any, types: tuple[type, ...]) -> Any:
+    # bool is an int to Python: limit_queries = true is not a limit
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise CheckError(f"{where}: {key} must be {_TYPE_WORDS[types[0]]}, got {value!r}")
+    return value
+
+
+def _number(where: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CheckError(f"{where}: {key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _check(c: Any, where: str, source: Path) -> Check:
+    """One [[check]] table -> Check, or CheckError naming the check and the key."""
+    from memo.errors import ProfileError
+    from memo.types import MODES
+
+    if not isinstance(c, dict):
+        raise CheckError(f"{where}: expected a [[check]] table, got {c!r}")
+    if isinstance(c.get("name"), str) and c["name"]:
+        where = f"{where} ({c['name']})"
+    for key in c:
+        if key not in _CHECK_KEYS:
+            raise CheckError(f"{where}: unknown key {key!r} (a check's keys: {', '.join(_CHECK_KEYS)})")
+    for key in _REQUIRED:
+        if key not in c:
+            raise CheckError(f"{where}: {key} is required")
+    for key, value in c.items():
+        _typed(where, key, value, _CHECK_KEYS[key])
+    if not c["name"].strip():
+        raise CheckError(f"{where}: name must not be empty")
+    mode = c.get("mode", "auto")
+    if mode not in MODES:
+        raise CheckError(f"{where}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    limit = c.get("limit_queries")
+    if limit is not None and limit < 1:
+        raise CheckError(f"{where}: limit_queries must be 1 or more, got {limit}")
+    if not c["metrics"]:
+        raise CheckError(f"{where}: [check.metrics] is empty: a check must check something")
+    metrics: dict[str, tuple[float, float]] = {}
+    for path, entry in c["metrics"].items():
+        key = f"metrics.{path}"
+        if (why := metric_path_error(path)) is not None:
+            raise CheckError(f"{where}: {why}")
+        if not isinstance(entry, dict):
+            raise CheckError(f"{where}: {key} must be a table {{ expected = ..., tolerance = ... }}, got {entry!r}")
+        unknown = [k for k in entry if k not in _ENTRY_KEYS]
+        if unknown:
+            raise CheckError(f"{where}: {key}: unknown key {unknown[0]!r} (keys: {', '.join(_ENTRY_KEYS)})")
+        if "expected" not in entry:
+            raise CheckError(f"{where}: {key}: expected is required")
+        exp = _number(where, f"{key}.expected", entry["expected"])
+        tol = _number(where, f"{key}.tolerance", entry.get("tolerance", MAX_DETERMINISTIC_TOL))
+        spread = None if entry.get("spread") is None else _number(where, f"{key}.spread", entry["spread"])
+        validate_metric(where, path, exp, tol, spread)
+        metrics[path] = (exp, tol)
+    spec = RunSpec(profile=c.get("profile", "rrf"), overrides=tuple(c.get("overrides", {}).items()), mode=mode)
+    try:
+        spec.load()
+    except ProfileError as exc:
+        key = "overrides" if spec.overrides else "profile"
+        raise CheckError(f"{where}: {key}: {exc}") from None
+    rankings = source.parent / c["rankings"] if c.get("rankings") else None
+    if RANKING_METRIC in metrics and rankings is None:
+        raise CheckError(f"{where}: {RANKING_METRIC} needs rankings = <file>")
+    return Check(name=c["name"], dataset=c["dataset"], split=c.get("split", "test"), spec=spec, metrics=metrics,
+                 fast=c.get("fast", False), nightly=c.get("nightly", False), limit_queries=limit,
+                 source=str(source), rankings=rankings)
+
+
 def load_checks(paths: Sequence[Path] | None = None) -> list[Check]:
+    """Every check of ``paths`` (default ``eval/expected/*.toml``), validated before any
+    replay: unknown keys, types, modes, profiles and overrides, metric paths a run cannot
+    have, names used twice (``CheckError``, exit 8, naming the check and the key).  A file
+    given by name must hold checks; the default folder also holds profiles (skipped)."""
     files = list(paths) if paths else sorted(EXPECTED_DIR.glob("*.toml"))
-    checks = []
+    checks: list[Check] = []
+    seen: dict[str, str] = {}
     for f in files:
         try:
             doc = tomllib.loads(Path(f).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise DatasetError(f"{f}: {exc}") from exc
-        for i, c in enumerate(doc.get("check", [])):
-            where = f"{f} check #{i + 1}"
-            try:
-                metrics = {str(k): (float(v["expected"]), float(v.get("tolerance", MAX_DETERMINISTIC_TOL)))
-                           for k, v in c["metrics"].items()}
-                for k, v in c["metrics"].items():
-                    validate_metric(f"{where} ({c.get('name')})", str(k), float(v["expected"]),
-                                    float(v.get("tolerance", MAX_DETERMINISTIC_TOL)),
-                                    None if v.get("spread") is None else float(v["spread"]))
-                spec = RunSpec(profile=str(c.get("profile", "rrf")),
-                               overrides=tuple((str(k), v) for k, v in c.get("overrides", {}).items()),
-                               mode=str(c.get("mode", "auto")))
-                rankings = Path(f).parent / str(c["rankings"]) if c.get("rankings") else None
-                if RANKING_METRIC in metrics and rankings is None:
-                    raise CheckError(f"{where}: {RANKING_METRIC} needs rankings = <file>")
-                checks.append(Check(name=str(c["name"]), dataset=str(c["dataset"]), split=str(c.get("split", "test")),
-                                    spec=spec, metrics=metrics, fast=bool(c.get("fast", False)),
-                                    nightly=bool(c.get("nightly", False)),
-                                    limit_queries=c.get("limit_queries"), source=str(f), rankings=rankings))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise DatasetError(f"{where}: bad check ({exc})") from exc
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise CheckError(f"{f}: {exc}") from exc
+        if "check" not in doc:
+            if paths:
+                raise CheckError(f"{f}: no [[check]] tables")
+            continue
+        other = [k for k in doc if k != "check"]
+        if other or not isinstance(doc["check"], list):
+            raise CheckError(f"{f}: unknown top-level key {other[0]!r}" if other else
+                             f"{f}: write each check as [[check]] (an array of tables), not [check]")
+        for i, c in enumerate(doc["check"]):
+            check = _check(c, f"{f} check #{i + 1}", Path(f))
+            if check.name in seen:
+                raise CheckError(f"{f} check #{i + 1}: name {check.name!r} is already used ({seen[check.name]})",
+                                 hint="give every check its own name")
+            seen[check.name] = f"{f} check #{i + 1}"
+            checks.append(check)
     return checks
+
+
+def _unmeasurable(check: Check, es: Any) -> str | None:
+    """Why one of ``check``'s metrics cannot be measured on the data set ``es`` (the split
+    it replays), or None.  ``abstain_recall`` needs unanswerable queries, a ranking metric
+    judged answerable ones, ``by_category.<cat>`` a category the set has: the run would
+    report no value and the check would read as a regression."""
+    def ask(metric: str, queries: list) -> str | None:
+        if metric == "abstain_recall" and not any(not q.answerable for q in queries):
+            return "has no unanswerable queries"
+        if metric in M.MEASURES and not any(q.answerable and es.qrels.get(q.qid) for q in queries):
+            return "has no judged answerable queries"
+        return None
+
+    for path in check.metrics:
+        parts = path.split(".")
+        if len(parts) == 1:
+            why = ask(path, list(es.queries))
+            if why:
+                return f"{path}: {es.name}/{es.split} {why}"
+        elif parts[0] == "by_category":
+            qs = [q for q in es.queries if q.category == parts[1]]
+            if not qs:
+                cats = sorted({q.category for q in es.queries if q.category is not None})
+                return f"{path}: {es.name}/{es.split} has no category {parts[1]!r} (its categories: " \
+                       f"{', '.join(cats) or 'none'})"
+            why = ask(parts[2], qs)
+            if why:
+                return f"{path}: category {parts[1]!r} of {es.name}/{es.split} {why}"
+    return None
 
 
 def metric_value(run: dict[str, Any], path: str) -> float | None:
@@ -188,22 +331,39 @@ def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Se
             tick_factory=None, update_rankings: bool = False, nightly: bool = False) -> dict[str, Any]:
     """``fast``: the per-push checks; ``nightly``: the nightly gate's checks (every suite
     domain, default profile), never in the other two sets; neither: every other check."""
-    checks = [c for c in load_checks(files)
+    loaded = load_checks(files)
+    unknown = [n for n in only if n not in {c.name for c in loaded}]
+    if unknown:
+        raise CheckError(f"no check named {unknown[0]!r} (checks: {', '.join(c.name for c in loaded)})")
+    checks = [c for c in loaded
               if (c.nightly if nightly else not c.nightly and (c.fast or not fast)) and (not only or c.name in only)]
     if not checks:
         raise DatasetError("no regression checks selected", hint="see eval/expected/*.toml")
+    from memo_eval.datasets import load_eval_set
+    from memo_eval.suite import resolve_dataset
+    from memo_eval.traces import writable_runs_dir
+
+    writable_runs_dir(out)
     groups: dict[tuple, list[Check]] = {}
     for c in checks:
         groups.setdefault((c.dataset, c.split, c.limit_queries), []).append(c)
+    # Every group's data set is read, and every check held against it, before the first
+    # replay: a check that cannot be measured there is the file's error (exit 8), not a
+    # FAIL found after minutes of replay.
+    sets = {}
+    for (dataset, split, limit), group in groups.items():
+        es = sets[dataset, split, limit] = load_eval_set(resolve_dataset(dataset), split, limit=limit)
+        for c in group:
+            if (why := _unmeasurable(c, es)) is not None:
+                raise CheckError(f"{c.source} ({c.name}): {why}: this check can never be measured",
+                                 hint="drop that metric from the check or check it on a set that has them")
     outcomes: list[Outcome] = []
     batches = []
     for (dataset, split, limit), group in groups.items():
         specs = list(dict.fromkeys(c.spec for c in group))
         semantic = any(s.mode in ("auto", "semantic") for s in specs)
-        from memo_eval.suite import resolve_dataset
-
         res = run_eval(EvalOptions(dataset=resolve_dataset(dataset), split=split, specs=specs, limit_queries=limit,
-                                   workers=workers, out=out, semantic=semantic),
+                                   workers=workers, out=out, semantic=semantic, eval_set=sets[dataset, split, limit]),
                        status=status, tick_factory=tick_factory)
         batches.append({"batch_id": res["batch_id"], "dataset": dataset, "split": split,
                         "qps": res["replay"]["qps"], "index": res["index"]})

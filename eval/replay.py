@@ -130,8 +130,13 @@ def _pool_worker(cfg: ReplayConfig, barrier: Any, handover: str | None) -> None:
     """A spawned worker's initializer.  Its searches are not anyone's traffic and nothing
     scrapes its metrics, so it counts none (``memo.metrics.stop_recording``); a replay in
     the caller's own process (one worker) leaves the caller's counters as they are."""
+    import signal
+
     from memo import metrics
 
+    # Ctrl-C reaches the whole process group: the parent keeps what had finished and ends
+    # the pool; a worker's own KeyboardInterrupt would only print its traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     metrics.stop_recording()
     _init_worker(cfg, barrier, True, handover)
 
@@ -301,7 +306,11 @@ def _one_blas_thread() -> Iterator[None]:
 def default_workers() -> int:
     env = os.environ.get("MEMO_EVAL_WORKERS")
     if env:
-        return max(1, int(env))
+        if not env.strip().isdigit() or int(env) < 1:
+            from memo.errors import ValidationError
+
+            raise ValidationError(f"MEMO_EVAL_WORKERS={env!r}: expected a number of workers, 1 or more")
+        return int(env)
     return max(1, min(os.cpu_count() or 1, 8))
 
 

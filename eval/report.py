@@ -25,6 +25,7 @@ from memo.types import ARM_NAMES
 from memo_eval import analysis as A
 from memo_eval import plots
 from memo_eval.anchors import anchors_for
+from memo_eval.compare import run_info
 from memo_eval.traces import METRIC_COLUMNS, duck
 
 SUMMARY_METRICS = (*METRIC_COLUMNS, "abstain_precision", "abstain_recall")
@@ -47,12 +48,36 @@ def _columns(con, table: str) -> list[str]:
     return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
 
 
-def summary(con) -> list[dict[str, Any]]:
+def replay_order(runs: Sequence[Path]) -> list[str]:
+    """The run ids of these folders, batches in the order they come in ``runs`` (as named),
+    each batch's runs in the order it replayed them (its grid order: ``-p`` order, then the
+    ``--set`` values in the order given).  A run row's ``batch_position`` says it; runs written
+    without one are ordered by when their ``runs.parquet`` was written (the replay writes them
+    one after another in grid order, after every run is done), then by id.  Never by id alone:
+    ids end in a hash of the spec, random within a batch."""
+    infos = [(run_info(f), (Path(f) / "runs.parquet").stat().st_mtime_ns) for f in runs]
+    first: dict[Any, int] = {}
+    for i, (info, _) in enumerate(infos):
+        first.setdefault(info["batch_id"], i)
+
+    def key(item: tuple[dict[str, Any], int]) -> tuple[Any, ...]:
+        info, written = item
+        pos = info["batch_position"]
+        return first[info["batch_id"]], -1 if pos is None else int(pos), written, str(info["run_id"])
+
+    return list(dict.fromkeys(str(info["run_id"]) for info, _ in sorted(infos, key=key)))
+
+
+def summary(con, order: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One row per run: in ``order`` (run ids: ``replay_order``), the others after them by
+    data set, split and id."""
     cols = _columns(con, "runs")
     wanted = ["run_id", "label", "dataset", "split", "model_id", "n_queries", "batch_qps", "workers",
               *[m for m in SUMMARY_METRICS if m in cols]]
     sel = ", ".join(f'"{c}"' if c in cols else f"NULL AS {c}" for c in wanted)
     rows = con.execute(f"SELECT {sel} FROM runs ORDER BY dataset, split, run_id").fetchall()
+    at = {rid: i for i, rid in enumerate(order)}
+    rows.sort(key=lambda r: at.get(r[0], len(at)))        # stable: the rest keep the SQL order
     return [dict(zip(wanted, r, strict=True)) for r in rows]
 
 
@@ -236,7 +261,8 @@ def latencies(con) -> dict[str, list[float]]:
 
 def pick_baseline(summ: Sequence[dict[str, Any]], labels: dict[str, str], baseline: str | None) -> str | None:
     """The baseline run id: ``baseline`` as a label, run id or run-id prefix; else the
-    first run."""
+    first run of ``summ`` (``summary`` in ``replay_order``: the first batch named, its first
+    run as replayed)."""
     if not summ:
         return None
     if baseline is None:
@@ -317,6 +343,8 @@ def _anchor_section(summ: Sequence[dict[str, Any]], labels: dict[str, str]) -> l
 
 def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval report",
                  baseline: str | None = None, metric: str | None = None) -> dict[str, Any]:
+    if metric is not None:
+        A.query_metric(metric)            # before any work: a typo fails in one line
     out_dir.mkdir(parents=True, exist_ok=True)
     con = duck(runs)
     labels = _labels(con)
@@ -324,7 +352,7 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                      f"from {len(runs)} run(s).", ""]
     figures: list[str] = []
 
-    summ = summary(con)
+    summ = summary(con, replay_order(runs))
     md += ["## Runs", "", _table(["run", "label", "data set", "split", "model", "queries", "q/s",
                                   *SUMMARY_METRICS],
                                  [[s["run_id"], labels[s["run_id"]], s["dataset"], s["split"], s["model_id"],
@@ -346,7 +374,7 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
         figures.append(name)
         ordered = sorted(cis.iter_rows(named=True), key=lambda r: -r["mean"])
         md += [f"## {main_metric} with 95% bootstrap confidence intervals", "",
-               "Mean over the scored queries; percentile bootstrap over queries (2,000 resamples, seed 0).", "",
+               "Mean over the scored queries; percentile bootstrap over queries (2,000 resamples, seed 0 for each run).", "",
                _table(["label", "queries", main_metric, "95% CI low", "95% CI high"],
                       [[labels[r["run_id"]], r["n"], r["mean"], r["ci_low"], r["ci_high"]] for r in ordered]),
                "", f"![{main_metric} per run]({name})", ""]

@@ -30,8 +30,16 @@ from memo_eval.index import (
     query_vectors,
 )
 from memo_eval.partials import fill_run_columns
-from memo_eval.replay import ReplayConfig, RunOutput, replay
-from memo_eval.traces import runs_root, write_run_row, write_traces
+from memo_eval.replay import ReplayConfig, ReplayStats, RunOutput, replay
+from memo_eval.traces import (
+    discard_staging,
+    publish_run,
+    runs_root,
+    staging_dir,
+    writable_runs_dir,
+    write_run_row,
+    write_traces,
+)
 
 Status = Callable[[str], None]
 
@@ -65,6 +73,7 @@ class EvalOptions:
     out: Path | None = None
     rebuild: bool = False
     write: bool = True
+    eval_set: EvalSet | None = None   # the split already loaded (``memo eval regress`` reads it to check first)
 
 
 def _uses_semantic(specs: Sequence[RunSpec]) -> bool:
@@ -196,19 +205,67 @@ def factor_coverage(out: RunOutput) -> dict[str, dict[str, float]]:
             for name in sorted(merged.factor_qids)}
 
 
+class Interrupted(KeyboardInterrupt):  # noqa: N818  (a KeyboardInterrupt: Ctrl-C stays Ctrl-C to callers)
+    """Ctrl-C during ``run_eval``; ``str()`` says in one line what was kept.  Run folders
+    are published whole (``memo_eval.traces.publish_run``): the runs that had finished are
+    kept, complete, each saying how many runs its batch was to have (``batch_runs``)."""
+
+
+def check_options(opts: EvalOptions) -> None:
+    """The options a caller of the library could get wrong (the CLI declares the same ranges)."""
+    from memo.errors import ValidationError
+
+    if opts.limit_queries is not None and opts.limit_queries < 1:
+        raise ValidationError(f"limit_queries must be 1 or more, got {opts.limit_queries}")
+    if opts.workers is not None and opts.workers < 1:
+        raise ValidationError(f"workers must be 1 or more, got {opts.workers}")
+
+
+def unknown_relevant(db_path: Any, es: EvalSet) -> dict[str, list[str]]:
+    """Per query, the relevant ids that no passage of the index maps to
+    (``memo_eval.index.unit_keys``: the keys results are graded by): a typo, or a record not
+    in this database.  Such a label can never be found: the query's recall cannot reach 1."""
+    from memo.store.db import open_db
+    from memo_eval.index import unit_keys
+
+    conn = open_db(db_path, write=False)
+    try:
+        keys = set(unit_keys(conn, es).values())
+    finally:
+        conn.close()
+    out = {}
+    for q in es.queries:
+        missing = [k for k in es.qrels.get(q.qid, {}) if k not in keys]
+        if missing:
+            out[q.qid] = missing
+    return out
+
+
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
              tick_factory: TickFactory | None = None) -> dict[str, Any]:
+    """Replay ``opts.specs`` over one split, write a folder per run, return the summary.
+    Ctrl-C raises ``Interrupted`` once what had finished is kept."""
     status = status or (lambda s: None)
-    es = load_eval_set(opts.dataset, opts.split, limit=opts.limit_queries)
+    check_options(opts)
+    out_dir = writable_runs_dir(opts.out) if opts.write else runs_root(opts.out)   # before any work
+    es = opts.eval_set or load_eval_set(opts.dataset, opts.split, limit=opts.limit_queries)
     started = datetime.now(UTC)
-    cfg, info = prepare(opts, es, status, tick_factory)
+    try:
+        cfg, info = prepare(opts, es, status, tick_factory)
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted while preparing the index and vectors; no run was written") from None
+    notes = dict(es.notes)
+    if (unknown := unknown_relevant(cfg.db_path, es)):
+        notes["unknown_relevant"] = unknown
     version = code_version()
     stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
     batch_id = f"{stamp}-{es.name}-{es.split}"
-    out_dir = runs_root(opts.out)
+    staging = staging_dir(out_dir, batch_id)
 
     dataset_hash = es.dataset_hash        # a hash over every query and qrel: once, not per run
     profiles = {spec: spec.load() for spec in opts.specs}   # validated once (the workers load their own)
+    positions = {spec: i for i, spec in enumerate(opts.specs)}   # grid order: a report's first run is the first asked
+    done: dict[RunSpec, dict[str, Any]] = {}     # the runs scored and staged, by spec (finish threads add)
 
     def on_run(out: RunOutput) -> dict[str, Any]:
         """Score one finished run, write its traces, keep only its summary row.  Runs on
@@ -218,7 +275,8 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         run_id = f"{batch_id}-{profile.name}-{out.spec.key}"
         busy = out.busy_s
         row: dict[str, Any] = {
-            "run_id": run_id, "batch_id": batch_id, "profile": profile.name, "label": out.spec.label,
+            "run_id": run_id, "batch_id": batch_id, "batch_position": positions[out.spec],
+            "profile": profile.name, "label": out.spec.label,
             "profile_source": profile.source, "mode": out.spec.mode,
             "overrides": {k: v for k, v in out.spec.overrides},
             "dataset": es.name, "split": es.split, "dataset_hash": dataset_hash, "corpus_hash": es.corpus_hash,
@@ -241,17 +299,53 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
             assert out.merged is not None
             # The parts' chunks as they are: Parquet writes them into the same one row group,
             # the same bytes, without first copying the run's ~30k rows into one chunk.
-            write_traces(out_dir, run_id, out.queries, fill_run_columns(out.merged.table, run_id, label, profile.name))
+            write_traces(staging, run_id, out.queries, fill_run_columns(out.merged.table, run_id, label, profile.name))
+        done[out.spec] = row
         return row
 
-    status("replay")
-    tick = tick_factory(len(es.queries) * len(opts.specs)) if tick_factory else None
-    rows, stats = replay(cfg, opts.specs, workers=opts.workers, tick=tick, on_run=on_run)
-    finished = datetime.now(UTC).isoformat(timespec="seconds")
+    published: dict[str, Path] = {}
+
+    def publish(rows: Sequence[dict[str, Any]], stats: ReplayStats | None) -> None:
+        """Each run's ``runs.parquet`` (with the batch's figures), then its folder into place."""
+        finished = datetime.now(UTC).isoformat(timespec="seconds")
+        for row in rows:
+            if row["run_id"] in published:
+                continue
+            row.update(finished_at=finished, batch_qps=stats.qps if stats else None,
+                       workers=stats.workers if stats else None, batch_runs=len(opts.specs))
+            if opts.write:
+                write_run_row(staging, row)
+                published[row["run_id"]] = publish_run(staging, out_dir, row["run_id"])
+
+    stats: ReplayStats | None = None
+    try:
+        status("replay")
+        tick = tick_factory(len(es.queries) * len(opts.specs)) if tick_factory else None
+        rows, stats = replay(cfg, opts.specs, workers=opts.workers, tick=tick, on_run=on_run)
+        publish(rows, stats)
+    except KeyboardInterrupt:
+        # The finish threads are done (replay waits for them): keep every run that had
+        # finished, whole, and say so.  Runs still replaying are dropped.
+        kept = [done[s] for s in opts.specs if s in done]
+        publish(kept, stats)
+        n = len(opts.specs)
+        if not opts.write:
+            said = f"interrupted; nothing written ({len(kept)} of {n} runs had finished)"
+        elif not kept:
+            said = f"interrupted; no run of the {n} had finished, none was written"
+        elif len(kept) < n:
+            said = (f"interrupted; kept the {len(kept)} of {n} runs that had finished (batch {batch_id}, "
+                    f"each complete) in {out_dir}")
+        else:
+            said = f"interrupted while writing; all {n} runs kept (batch {batch_id}) in {out_dir}"
+        raise Interrupted(said) from None
+    finally:
+        if opts.write:
+            discard_staging(staging)
+    assert stats is not None
     runs = []
     for spec, row in zip(opts.specs, rows, strict=True):
-        row.update(finished_at=finished, batch_qps=stats.qps, workers=stats.workers)
-        folder = write_run_row(out_dir, row) if opts.write else None
+        folder = published.get(row["run_id"])
         metrics = {k: row[k] for k in (*M.MEASURES, "n_queries", "n_scored", "abstain_precision",
                                        "abstain_recall", "n_unanswerable", "n_abstained", "degraded_queries")}
         runs.append({"run_id": row["run_id"], "profile": row["profile"], "label": spec.label, "mode": spec.mode,
@@ -261,7 +355,7 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
     return {
         "batch_id": batch_id, "dataset": es.name, "split": es.split, "source": es.source,
         "queries": len(es.queries), "judged": len(es.qrels), "dataset_hash": dataset_hash,
-        "notes": dict(es.notes), **info, **version,
+        "notes": notes, **info, **version,
         "replay": {"searches": stats.queries, "seconds": stats.seconds, "qps": stats.qps,
                    "workers": stats.workers, "warmup_seconds": stats.warmup_s},
         "out_dir": str(out_dir), "runs": runs,

@@ -4,6 +4,11 @@
     <runs dir>/<run_id>/queries.parquet   one row per query: trace + per-query metrics
     <runs dir>/<run_id>/results.parquet   one row per (query, result): the why columns
 
+A run folder appears under the runs dir only complete: its tables are written in
+``<runs dir>/.incomplete/<batch id>/<run_id>/`` (``staging_dir``), below every
+``<runs dir>/*/...`` glob, and the folder is renamed into place once ``runs.parquet`` is
+in it (``publish_run``).  An interrupted replay leaves no folder with some of the tables.
+
 ``runs.parquet`` has one column per profile constant, named by its dotted key
 (``fusion.k``, ``weights.semantic``...) as ``Profile.flat()`` gives it; the other two tables
 have fixed schemas (below), so any set of runs can be read together with DuckDB
@@ -12,6 +17,7 @@ have fixed schemas (below), so any set of runs can be read together with DuckDB
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -156,6 +162,58 @@ def runs_root(path: str | Path | None = None) -> Path:
     return default_runs_dir()
 
 
+def writable_runs_dir(path: str | Path | None = None) -> Path:
+    """The runs dir (``runs_root``), made and checked before any work: a folder this process
+    can write in (ValidationError, exit 2, otherwise: not after the replay).  Checked by
+    writing a file there (permission bits say nothing for root or on a read-only mount)."""
+    import tempfile
+
+    from memo.errors import ValidationError
+
+    root = runs_root(path)
+    named = "--runs-dir" if path else "the runs dir ($MEMO_EVAL_RUNS or the default)"
+    blocker = next((p for p in (root, *root.parents) if p.exists() or p.is_symlink()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ValidationError(f"{named} {root}: {blocker} is {'a file' if blocker.exists() else 'a broken link'}, "
+                              "not a folder", hint="give a folder")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as exc:
+        raise ValidationError(f"{named} {root} cannot be written in ({exc.strerror or exc})",
+                              hint="give a folder you can write in") from None
+    return root
+
+
+STAGING = ".incomplete"     # <runs dir>/.incomplete/<batch id>/<run id>: runs being written
+
+
+def staging_dir(out_dir: Path, batch_id: str) -> Path:
+    """Where a batch's runs are written before ``publish_run`` moves each into ``out_dir``
+    (the same file system: the move is one rename)."""
+    return out_dir / STAGING / batch_id
+
+
+def publish_run(staging: Path, out_dir: Path, run_id: str) -> Path:
+    """Move a complete run folder (its three tables written) from ``staging`` into
+    ``out_dir``: readers see all of it or nothing."""
+    folder = out_dir / run_id
+    if folder.is_dir() and not (staging / run_id).exists():
+        return folder                        # already moved (a Ctrl-C right after the rename)
+    os.rename(staging / run_id, folder)      # run ids are unique (a random part): never over a run
+    return folder
+
+
+def discard_staging(staging: Path) -> None:
+    """Remove what a batch left unpublished (and ``.incomplete`` itself once empty)."""
+    import shutil
+
+    shutil.rmtree(staging, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        staging.parent.rmdir()
+
+
 def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     # from_pylist takes the schema's columns (missing keys -> null) and is faster than
     # building per-column lists (docs/results-log.md "Parquet traces"): this runs in the
@@ -218,7 +276,7 @@ def write_traces(out_dir: Path, run_id: str, queries: Sequence[Mapping[str, Any]
 
 
 def write_run_row(out_dir: Path, run: Mapping[str, Any]) -> Path:
-    """Write ``runs.parquet`` last: a folder with it is a complete run."""
+    """Write ``runs.parquet``, after the other two tables (then ``publish_run``)."""
     folder = out_dir / str(run["run_id"])
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder, "runs", _runs_table(run))
@@ -227,9 +285,14 @@ def write_run_row(out_dir: Path, run: Mapping[str, Any]) -> Path:
 
 def write_run(out_dir: Path, run: Mapping[str, Any], queries: Sequence[Mapping[str, Any]],
               results: Sequence[Sequence[Any]]) -> Path:
-    """Write one run's three tables into ``out_dir/<run_id>/`` (atomically per file)."""
-    write_traces(out_dir, str(run["run_id"]), queries, results)
-    return write_run_row(out_dir, run)
+    """Write one run's three tables into ``out_dir/<run_id>/`` (the folder appears complete)."""
+    staging = staging_dir(out_dir, str(run["run_id"]))
+    try:
+        write_traces(staging, str(run["run_id"]), queries, results)
+        write_run_row(staging, run)
+        return publish_run(staging, out_dir, str(run["run_id"]))
+    finally:
+        discard_staging(staging)
 
 
 def resolve_runs(refs: Iterable[str], root: str | Path | None = None) -> list[Path]:
@@ -254,6 +317,10 @@ def resolve_named(refs: Iterable[str], root: str | Path | None = None) -> list[t
         if batch is not None:
             out.append((batch.resolve().name, sorted(r.parent for r in batch.glob("*/runs.parquet"))))
             continue
+        if p.is_absolute() or "/" in ref:
+            # A path that is neither a run nor a batch folder (glob takes no absolute pattern).
+            raise DatasetError(f"{ref}: not a run or batch folder (no runs.parquet in it or its folders)",
+                               hint="`memo eval list` shows the runs; pass a run id, a batch id or a run's folder")
         matches = sorted(d.parent for d in base.glob(f"{ref}*/runs.parquet")) if base.is_dir() else []
         if len(matches) == 1:
             out.append((matches[0].name, matches))

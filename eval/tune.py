@@ -8,9 +8,12 @@
    ``BATCH`` points at a time and replaying each batch in one ``memo eval run`` batch.
    ``--samples N`` = that many random grid points instead (seeded).
 2. Every point runs on the tuning split (default ``train``) and is ranked by the metric.
-   Tuning on a test split is refused (``test``, ``all``, or the evaluation split itself).
-3. Replay the winner, and the untuned base profiles, on the evaluation split (``test``).
-   The test split is never looked at while choosing.
+   Tuning on a test split is refused (``test``, ``all``, or the evaluation split itself),
+   and so is an evaluation split that holds any question of the tuning split (compared by
+   query id: a LoCoMo-format set's ``test`` is every question, ``train`` included).
+3. Replay the winner, and the untuned base profiles, on the evaluation split (default the
+   data set's held-out split, ``held_out_split``: ``test``; LoCoMo-format sets ``dev``).
+   The evaluation split is never looked at while choosing.
 4. Write the winner as a profile TOML whose header comments record the provenance:
    data set, splits, metric, date, code version, the search space and both scores.
 """
@@ -28,6 +31,8 @@ from typing import Any
 from memo.errors import ExtraMissing, ValidationError
 from memo.profile import LIST_KEYS, load_profile, user_profile_dir
 from memo_eval.anchors import against
+from memo_eval.datasets import EvalSet, load_eval_set
+from memo_eval.datasets.locomo import HELD_OUT
 from memo_eval.grid import RunSpec, expand, parse_set
 from memo_eval.run import EvalOptions, code_version, run_eval
 
@@ -68,7 +73,7 @@ class TuneOptions:
     mode: str = "auto"                     # search mode of every point (keyword: no model needed)
     metric: str = "ndcg_10"
     tune_split: str = "train"
-    test_split: str = "test"
+    test_split: str | None = None          # None: held_out_split() of the data set
     samples: int | None = None             # random search: this many points
     seed: int = 13
     method: str = "auto"                   # auto | grid | random | optuna
@@ -80,10 +85,38 @@ class TuneOptions:
     out: Path | None = None                # runs dir
 
 
-def check_splits(opts: TuneOptions) -> None:
+def held_out_split(tuning: EvalSet) -> str:
+    """The split the winner is reported on unless ``--test-split`` says: ``test``, but for a
+    LoCoMo-format set (whose ``test`` is every question) the other half of its conversations."""
+    if tuning.corpus_format == "locomo":
+        return HELD_OUT.get(tuning.split, "dev")
+    return "test"
+
+
+def check_splits(opts: TuneOptions) -> str:
+    """The evaluation split (``opts.test_split``, else ``held_out_split``), once it is known
+    to hold none of the questions tuned on.  Compared by query id: split names say nothing
+    about the questions (a LoCoMo-format set's ``test`` holds its ``train``)."""
     if opts.tune_split in TEST_SPLITS or opts.tune_split == opts.test_split:
         raise ValidationError(f"refusing to tune on split {opts.tune_split!r}: it holds the test questions",
                               hint="tune on train (--tune-split train, LoCoMo: train or dev) and report on test")
+    tuning = load_eval_set(opts.dataset, opts.tune_split)
+    test_split = opts.test_split or held_out_split(tuning)
+    held = load_eval_set(opts.dataset, test_split)
+    if not tuning.queries or not held.queries:
+        empty = opts.tune_split if not tuning.queries else test_split
+        raise ValidationError(f"split {empty!r} of {tuning.name} has no questions",
+                              hint="`memo eval list` shows each split's questions; pick --tune-split and "
+                                   "--test-split among those")
+    shared = {q.qid for q in tuning.queries} & {q.qid for q in held.queries}
+    if shared:
+        other = held_out_split(tuning)
+        raise ValidationError(
+            f"refusing to tune on {opts.tune_split!r} and report on {test_split!r}: {test_split!r} holds "
+            f"{len(shared)} of the {len(tuning.queries)} questions tuned on",
+            hint=f"report on a held-out split: --test-split {other}" if other != test_split
+            else "give a --test-split that shares no question with --tune-split")
+    return test_split
 
 
 def axes(opts: TuneOptions) -> dict[str, list[tuple[str, list[Any]]]]:
@@ -222,7 +255,7 @@ def profile_toml(profile, header: Sequence[str]) -> str:
 def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
          tick_factory=None) -> dict[str, Any]:
     status = status or (lambda s: None)
-    check_splits(opts)
+    test_split = check_splits(opts)
     space = axes(opts)
     method = choose_method(opts, space)
     search: dict[str, Any] = {"method": method, "grid_points": grid_size(space)}
@@ -246,7 +279,7 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
     best = next(s for s in specs if s.label == best_run["label"])
     status(f"best on {opts.tune_split}: {best.label} {opts.metric}={_metric(best_run, opts.metric):.4f}")
     bases = [RunSpec(p, mode=opts.mode) for p in dict.fromkeys(opts.profiles)]
-    test = run_eval(EvalOptions(dataset=opts.dataset, split=opts.test_split, specs=[best, *bases], semantic=semantic,
+    test = run_eval(EvalOptions(dataset=opts.dataset, split=test_split, specs=[best, *bases], semantic=semantic,
                                 limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
                     status=status, tick_factory=tick_factory)
     test_best, test_bases = test["runs"][0], test["runs"][1:]
@@ -264,11 +297,11 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
            }[method] + ".",
         f"Date: {now}; code {version['code_version']}; model {train.get('model_id')}.",
         f"Data set hash ({opts.tune_split}): {train['dataset_hash'][:16]}; "
-        f"({opts.test_split}): {test['dataset_hash'][:16]}.",
+        f"({test_split}): {test['dataset_hash'][:16]}.",
         f"Search space: profiles {', '.join(opts.profiles)}; " + "; ".join(space_txt) + ".",
         f"Winner: {best.label}.",
         f"{opts.metric} on {opts.tune_split}: {_metric(best_run, opts.metric):.4f}; "
-        f"on {opts.test_split}: {_metric(test_best, opts.metric):.4f} "
+        f"on {test_split}: {_metric(test_best, opts.metric):.4f} "
         + "(" + ", ".join(f"{b['label']} {_metric(b, opts.metric):.4f}" for b in test_bases) + ").",
         "Runs: tune batch " + train["batch_id"] + ", test batch " + test["batch_id"] + ".",
     ]
@@ -282,7 +315,7 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
         raise ValidationError(f"{out_profile}: the written profile does not round-trip")
     return {
         "profile_path": str(out_profile), "winner": best.label, "metric": opts.metric,
-        "points": len(specs), "tune_split": opts.tune_split, "test_split": opts.test_split, "search": search,
+        "points": len(specs), "tune_split": opts.tune_split, "test_split": test_split, "search": search,
         "train": {"best": _metric(best_run, opts.metric),
                   "top": [{"label": r["label"], opts.metric: _metric(r, opts.metric)} for r in ranked[:10]],
                   "batch_id": train["batch_id"], "qps": train["replay"]["qps"]},
@@ -291,5 +324,5 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
                  "batch_id": test["batch_id"],
                  # the tuned profile's test figure against the published ones (eval/anchors.toml)
                  "anchors": against(test_best["metrics"].get(opts.metric), test["dataset"],
-                                    opts.test_split, opts.metric, test["queries"])},
+                                    test_split, opts.metric, test["queries"])},
     }

@@ -20,40 +20,95 @@ import hashlib
 import json
 from pathlib import Path
 
-from memo.errors import DatasetError
+from memo.errors import DatasetError, ValidationError
 from memo_eval.datasets.base import EvalQuery, EvalSet
 
 _KNOWN = {"id", "query", "relevant", "namespace", "unanswerable", "category", "split", "now"}
 
 
+def _kind(v: object) -> str:
+    """What a JSON value is, in JSON's words (for the errors below)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return f"the boolean {str(v).lower()}"
+    if isinstance(v, int | float):
+        return f"the number {v}"
+    if isinstance(v, str):
+        return f"the string {json.dumps(v)}" if len(v) <= 40 else "a string"
+    return "a list" if isinstance(v, list) else "an object"
+
+
+def _text(obj: dict, key: str, where: str, *, required: bool = False) -> str | None:
+    """``obj[key]`` as a non-empty string; absent (or null, when optional) -> None.  Types
+    are checked strictly: ``"query": ["a", "b"]`` would otherwise be searched as its repr."""
+    v = obj.get(key)
+    if v is None and not required:
+        return None
+    if not isinstance(v, str) or not v.strip():
+        need = "is required: a non-empty string" if key not in obj or v is None else "must be a non-empty string"
+        got = "" if key not in obj else f" (got {_kind(v)})"
+        raise DatasetError(f"{where}: {key!r} {need}{got}")
+    return v.strip()
+
+
+def _labels(rel: object, where: str) -> dict[str, int]:
+    """``relevant``: a list of ids (grade 1) or an object id -> integer grade (grades <= 0:
+    judged not relevant, dropped as in BEIR's qrels)."""
+    def label(k: object) -> str:
+        if not isinstance(k, str) or not k.strip():
+            raise DatasetError(f"{where}: 'relevant' ids must be non-empty strings (got {_kind(k)})")
+        return k.strip()
+
+    if isinstance(rel, list):
+        return {label(r): 1 for r in rel}
+    if isinstance(rel, dict):
+        out = {}
+        for k, v in rel.items():
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise DatasetError(f"{where}: 'relevant' grade of {label(k)!r} must be an integer such as 1 or 2 "
+                                   f"(got {_kind(v)})")
+            if v > 0:
+                out[label(k)] = v
+        return out
+    raise DatasetError(f"{where}: 'relevant' must be a list of ids or an object id -> grade (got {_kind(rel)})")
+
+
 def parse_line(obj: object, where: str) -> tuple[EvalQuery, dict[str, int], str | None]:
+    """One query line -> (query, labels, split).  Every field is type-checked: a value of
+    another type is an error naming the line and the field, never coerced."""
     if not isinstance(obj, dict):
-        raise DatasetError(f"{where}: expected a JSON object")
+        raise DatasetError(f"{where}: expected a JSON object (got {_kind(obj)})")
     unknown = set(obj) - _KNOWN
     if unknown:
-        raise DatasetError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    qid, text = str(obj.get("id") or "").strip(), str(obj.get("query") or "").strip()
-    if not qid or not text:
-        raise DatasetError(f"{where}: 'id' and 'query' are required")
-    rel = obj.get("relevant") or []
-    if isinstance(rel, list):
-        labels = {str(r): 1 for r in rel}
-    elif isinstance(rel, dict):
-        labels = {str(k): int(v) for k, v in rel.items() if int(v) > 0}
-    else:
-        raise DatasetError(f"{where}: 'relevant' must be a list of ids or an object id -> grade")
-    unanswerable = bool(obj.get("unanswerable", False))
+        raise DatasetError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} "
+                           f"(known: {', '.join(sorted(_KNOWN))})")
+    qid = _text(obj, "id", where, required=True)
+    text = _text(obj, "query", where, required=True)
+    assert qid is not None and text is not None
+    rel = obj.get("relevant")
+    labels = {} if rel is None else _labels(rel, where)
+    unanswerable = obj.get("unanswerable", False)
+    if not isinstance(unanswerable, bool):
+        raise DatasetError(f"{where}: 'unanswerable' must be true or false (got {_kind(unanswerable)})")
     if not labels and not unanswerable:
         raise DatasetError(f"{where}: no relevant ids (mark it \"unanswerable\": true if nothing should match)")
-    q = EvalQuery(qid=qid, text=text, namespace=obj.get("namespace") or None,
-                  category=None if obj.get("category") is None else str(obj["category"]),
-                  answerable=not unanswerable, now=obj.get("now") or None)
-    split = obj.get("split")
-    return q, labels, (str(split) if split is not None else None)
+    now = _text(obj, "now", where)
+    if now is not None:
+        from memo.retrieve.scope import parse_when
+
+        try:
+            parse_when(now, field="'now'")
+        except ValidationError as exc:
+            raise DatasetError(f"{where}: {exc} (use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)") from None
+    q = EvalQuery(qid=qid, text=text, namespace=_text(obj, "namespace", where), category=_text(obj, "category", where),
+                  answerable=not unanswerable, now=now)
+    return q, labels, _text(obj, "split", where)
 
 
 def load_custom(path: Path, split: str = "test") -> EvalSet:
     rows = []
+    lines: list[int] = []
     raw = path.read_bytes()
     for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("//"):
@@ -63,18 +118,23 @@ def load_custom(path: Path, split: str = "test") -> EvalSet:
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
         rows.append(parse_line(obj, f"{path}:{lineno}"))
+        lines.append(lineno)
     if not rows:
         raise DatasetError(f"{path}: no queries")
+    # Ids are unique over the whole file, before a split is chosen: the same id in train and
+    # test is a query tuned on and then reported on.
+    first: dict[str, int] = {}      # qid -> index of its row
+    for i, (q, _, s) in enumerate(rows):
+        j = first.setdefault(q.qid, i)
+        if j != i:
+            splits = "" if s == rows[j][2] else f" (split {rows[j][2]} there, {s} here)"
+            raise DatasetError(f"{path}:{lines[i]}: query id {q.qid!r} is already used on line {lines[j]}{splits}",
+                               hint="give every query its own id")
     has_splits = any(s is not None for _, _, s in rows)
     if split != "all" and has_splits:
         rows = [r for r in rows if r[2] == split]
         if not rows:
             raise DatasetError(f"{path}: no query has split {split!r}")
-    seen: set[str] = set()
-    for q, _, _ in rows:
-        if q.qid in seen:
-            raise DatasetError(f"{path}: duplicate query id {q.qid!r}")
-        seen.add(q.qid)
     qrels = {q.qid: labels for q, labels, _ in rows if labels}
     return EvalSet(name=path.stem, split=split if has_splits else "all",
                    corpus_hash=hashlib.sha256(raw).hexdigest(), unit="auto",

@@ -21,8 +21,8 @@ from memo.store.connect import write_tx
 from memo.store.damage import RESTORE_HINT, db_path_of, mark_damaged, read_marker
 from memo.store.derived import keyword_form_current, note_keyword_form, reindex_cjk_passages
 from memo.store.mentions import m003_entities
-from memo.store.records import restamp_event_dates
 from memo.stored import CURRENT
+from memo.text.when import stored_when
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -229,6 +229,20 @@ def m007_vector_counts(conn: sqlite3.Connection) -> None:
     of a cold hybrid search at 1M passages; issue 31.2).  ``INSERT OR IGNORE`` of a row
     already there inserts nothing and fires nothing; memo writes vectors no other way."""
     _run_script(conn, VECTOR_COUNTS)
+
+
+def restamp_event_dates(conn: sqlite3.Connection) -> int:
+    """Rewrite the event dates an older memo stored as typed into the stored form
+    (``memo.text.when``), so the date filters compare them rightly (schema v8, both
+    backends).  Only rows whose value changes are written; returns their number."""
+    changed = 0
+    for table, key in (("records", "id"), ("passages", "pk"), ("facts", "pk")):
+        rows = [(new, k) for k, old in conn.execute(f"SELECT {key}, event_at FROM {table} WHERE event_at IS NOT NULL")
+                if (new := stored_when(old)) != old]
+        if rows:
+            conn.executemany(f"UPDATE {table} SET event_at = ? WHERE {key} = ?", rows)
+            changed += len(rows)
+    return changed
 
 
 def m008_dedup_current(conn: sqlite3.Connection) -> None:

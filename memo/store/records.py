@@ -45,20 +45,6 @@ def content_hash(body: str) -> str:
     return hashlib.sha256(normalised.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def restamp_event_dates(conn: sqlite3.Connection) -> int:
-    """Rewrite the event dates an older memo stored as typed into the stored form
-    (``memo.text.when``), so the date filters compare them rightly (schema v8, both
-    backends).  Only rows whose value changes are written; returns their number."""
-    changed = 0
-    for table, key in (("records", "id"), ("passages", "pk"), ("facts", "pk")):
-        rows = [(new, k) for k, old in conn.execute(f"SELECT {key}, event_at FROM {table} WHERE event_at IS NOT NULL")
-                if (new := stored_when(old)) != old]
-        if rows:
-            conn.executemany(f"UPDATE {table} SET event_at = ? WHERE {key} = ?", rows)
-            changed += len(rows)
-    return changed
-
-
 def validate_draft(draft: RecordDraft) -> None:
     # The library's callers pass Python values the CLI and MCP never produce: a string for
     # tags was stored as one tag per character, a list for meta as it is.

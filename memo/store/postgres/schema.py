@@ -313,7 +313,7 @@ def _rederive_cjk(conn: Any) -> None:
 
 MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004)
 def _restamp_event_dates(conn: Any) -> None:
-    from memo.store.records import restamp_event_dates
+    from memo.store.migrations import restamp_event_dates
 
     restamp_event_dates(conn)
 
