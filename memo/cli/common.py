@@ -47,6 +47,7 @@ from memo.cli.plumbing import (  # noqa: F401  (re-exported: the command modules
     print_json,
     report_error,
     skip_teardown,
+    states_of,
     teardown_skipped,
     unexpected_error,
     visible,

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
+from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json, states_of
 from memo.ops import facts as fops
 from memo.store.db import open_db
 from memo.stored import Fact, FactDraft
@@ -81,8 +81,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
         print_json({"facts": facts, "count": len(facts)})
         return
     for f in facts:
-        states = [w for w, at in (("superseded", f.superseded_at), ("forgotten", f.forgotten_at)) if at]
-        flags = f" ({', '.join(states)})" if states else ""      # both when both: --all shows every fact
+        states = states_of(f.superseded_at, f.forgotten_at)
+        flags = f" ({states})" if states else ""      # both when both: --all shows every fact
         echo(f"{f.id}  [{f.namespace}]  {f.text[:100]}{flags}  <- {', '.join(e.passage_id for e in f.evidence)}")
 
 

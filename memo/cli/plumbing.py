@@ -80,6 +80,11 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
 
 
+def states_of(superseded_at: str | None, forgotten_at: str | None) -> str:
+    """"superseded", "forgotten" or both, for a list line of a record or fact ('' when live)."""
+    return ", ".join(w for w, at in (("superseded", superseded_at), ("forgotten", forgotten_at)) if at)
+
+
 def echo(text: str = "", err: bool = False) -> None:
     """One line on stdout (stderr with ``err``), flushed.  Every line a command prints for
     people goes through here, so control characters are made visible here (``visible``),

@@ -26,7 +26,16 @@ from rich.progress import (
 )
 
 from memo import metrics, ops
-from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json, to_jsonable, visible
+from memo.cli.common import (
+    DbOption,
+    JsonOption,
+    echo,
+    handle_errors,
+    print_json,
+    states_of,
+    to_jsonable,
+    visible,
+)
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
 from memo.ops.after_commit import embed_pending, import_vectors
@@ -311,8 +320,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
         print_json({"count": len(rows), "records": to_jsonable(rows), "next_offset": next_offset})
         return
     for r in rows:
-        states = [w for w, at in (("superseded", r.superseded_at), ("forgotten", r.forgotten_at)) if at]
-        state = f" [{', '.join(states)}]" if states else ""
+        states = states_of(r.superseded_at, r.forgotten_at)
+        state = f" [{states}]" if states else ""
         echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}  ({r.passages} passages)")
     if next_offset is not None:
         echo(f"-- records {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memo.errors import ValidationError
@@ -24,7 +24,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.store import kw_postings
 from memo.store.dialect import is_postgres
 from memo.text.folding import has_surrogates
-from memo.text.when import stamp
+from memo.text.when import date_only, stamp
 from memo.types import KINDS, Scope
 
 
@@ -51,7 +51,7 @@ def parse_when(text: str, *, end_of_day: bool = False, field: str = "date") -> d
     before / after every stored time either way, so the comparison keeps its meaning."""
     s = str(text).strip()
     try:
-        d = _date_only(s)
+        d = date_only(s)
         if d is not None:
             moment = datetime(d.year, d.month, d.day, tzinfo=UTC)
             return moment + timedelta(days=1, microseconds=-1) if end_of_day else moment
@@ -78,17 +78,9 @@ def _date_bound(text: str, *, end: bool, field: str) -> str:
     (normalised); ``to`` of a bare date becomes '<date>T23:59:59.999999Z' so 2024-05-01
     and 2024-05-01T10:00 both sort inside."""
     moment = parse_when(text, end_of_day=end, field=field)
-    if _date_only(str(text).strip()) is not None:
+    if date_only(str(text).strip()) is not None:
         return moment.date().isoformat() if not end else stamp(moment)
     return stamp(moment)
-
-
-def _date_only(s: str) -> date | None:
-    """The date of a date-only ISO form (2024-05-01, 20240501, 2024-W18-3), else None."""
-    try:
-        return date.fromisoformat(s)
-    except ValueError:
-        return None
 
 
 def _texts(field: str, values: object) -> tuple[str, ...]:

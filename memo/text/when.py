@@ -21,16 +21,23 @@ def stamp(moment: datetime) -> str:
     return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def date_only(text: str) -> date | None:
+    """The date of a date-only ISO form (2024-05-01, 20240501, 2024-W18-3), else None."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
 def stored_when(value: str | None) -> str | None:
     """``value`` in the stored form; None stays None, a text no ISO parser takes is kept as
     it is (the write paths refuse those for records and facts before this)."""
     if value is None:
         return None
     s = value.strip()
-    try:
-        return date.fromisoformat(s).isoformat()
-    except ValueError:
-        pass
+    day = date_only(s)
+    if day is not None:
+        return day.isoformat()
     try:
         moment = datetime.fromisoformat(s)
     except ValueError:
