@@ -513,34 +513,57 @@ def _mb(n: int) -> str:
 
 @handle_errors
 def cache(prune: Annotated[bool, typer.Option("--prune", help="Delete the stale and orphan entries (indexes "
-                                                              "built by other code, dead builds' temp files).")] = False,
+                                                              "built by other code, dead builds' temp files) and "
+                                                              "the staging folders of dead batches.")] = False,
+          runs_dir: RunsDirOpt = None,
           verbose: Annotated[bool, typer.Option("--verbose", "-v", help="One line per entry.")] = False,
           as_json: JsonOption = False) -> None:
-    """What the harness's cache holds (indexes, vectors, data sets); --prune frees what this code
-    will never read again."""
-    from memo_eval.cache import cache_root
+    """What the harness's cache holds (indexes, vectors, data sets) and the batch folders left
+    in the runs dir's .incomplete/; --prune frees what this code will never read again."""
+    from memo_eval import staging as S
+    from memo_eval.cache import cache_root, default_runs_dir
     from memo_eval.cache_files import prune as do_prune
     from memo_eval.cache_files import scan, summary
 
     root = cache_root()
     entries = scan(root)
     gone = {e.name for e in do_prune(root, entries)} if prune else set()
+    runs = runs_dir.expanduser() if runs_dir else default_runs_dir()   # traces.runs_root, without pyarrow
+    batches = S.scan(runs)
+    removed = {b.batch_id for b in S.prune(runs, batches)} if prune else set()
+    staged = {s: {"batches": sum(b.status == s for b in batches), "bytes": sum(b.bytes for b in batches if b.status == s)}
+              for s in S.STATUSES}
     doc = {"root": str(root), "summary": summary(entries), "pruned": prune,
            "freed_bytes": sum(e.bytes for e in entries if e.name in gone),
            "entries": [{"kind": e.kind, "name": e.name, "status": e.status, "bytes": e.bytes,
-                        "deleted": e.name in gone} for e in entries]}
+                        "deleted": e.name in gone} for e in entries],
+           # <runs dir>/.incomplete: batches being written (live), dead (abandoned: pruned)
+           "staging": {"dir": str(runs / S.STAGING), "summary": staged,
+                       "removed_batches": len(removed),
+                       "removed_bytes": sum(b.bytes for b in batches if b.batch_id in removed),
+                       "batches": [{"batch_id": b.batch_id, "status": b.status, "bytes": b.bytes,
+                                    "owner": b.owner, "deleted": b.batch_id in removed} for b in batches]}}
     if as_json:
         print_json(doc)
         return
     if verbose:
         for e in entries:
             typer.echo(f"{e.status:9s} {_mb(e.bytes):>12s}  {e.name}{'  (deleted)' if e.name in gone else ''}")
+        for b in batches:
+            typer.echo(f"{b.status:9s} {_mb(b.bytes):>12s}  {S.STAGING}/{b.batch_id}"
+                       f"{'  (deleted)' if b.batch_id in removed else ''}")
+            if b.owner:
+                typer.echo(f"{'':24s}lock: {b.owner}")
     parts = [f"{s} {v['entries']} ({_mb(v['bytes'])})" for s, v in doc["summary"].items() if v["entries"]]
     typer.echo(f"{root}: {', '.join(parts) or 'empty'}")
+    if batches:
+        parts = [f"{s} {v['batches']} ({_mb(v['bytes'])})" for s, v in staged.items() if v["batches"]]
+        typer.echo(f"{runs / S.STAGING}: batch folders {', '.join(parts)}")
     if prune:
         typer.echo(f"pruned {len(gone)} entries, freed {_mb(doc['freed_bytes'])}")
-    elif any(e.status in ("stale", "orphan") for e in entries):
-        typer.echo("memo eval cache --prune deletes the stale and orphan entries")
+        typer.echo(f"removed {len(removed)} abandoned batch folders, freed {_mb(doc['staging']['removed_bytes'])}")
+    elif any(e.status in ("stale", "orphan") for e in entries) or staged["abandoned"]["batches"]:
+        typer.echo("memo eval cache --prune deletes the stale, orphan and abandoned ones")
 
 
 @handle_errors

@@ -32,6 +32,7 @@ from memo_eval.index import (
 from memo_eval.partials import fill_run_columns
 from memo_eval.replay import ReplayConfig, ReplayStats, RunOutput, replay
 from memo_eval.traces import (
+    claim_staging,
     discard_staging,
     publish_run,
     runs_root,
@@ -318,6 +319,8 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
                 published[row["run_id"]] = publish_run(staging, out_dir, row["run_id"])
 
     stats: ReplayStats | None = None
+    # held until discard_staging: a prune sees the batch alive (memo_eval.staging)
+    lock = claim_staging(staging) if opts.write else None
     try:
         status("replay")
         tick = tick_factory(len(es.queries) * len(opts.specs)) if tick_factory else None
@@ -341,7 +344,7 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         raise Interrupted(said) from None
     finally:
         if opts.write:
-            discard_staging(staging)
+            discard_staging(staging, lock)
     assert stats is not None
     runs = []
     for spec, row in zip(opts.specs, rows, strict=True):

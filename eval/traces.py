@@ -8,6 +8,9 @@ A run folder appears under the runs dir only complete: its tables are written in
 ``<runs dir>/.incomplete/<batch id>/<run_id>/`` (``staging_dir``), below every
 ``<runs dir>/*/...`` glob, and the folder is renamed into place once ``runs.parquet`` is
 in it (``publish_run``).  An interrupted replay leaves no folder with some of the tables.
+The batch holds a lock on its staging folder while it writes (``claim_staging``), so
+``memo eval cache --prune`` can delete one left by a killed batch and never a live one's
+(``memo_eval.staging``).
 
 ``runs.parquet`` has one column per profile constant, named by its dotted key
 (``fusion.k``, ``weights.semantic``...) as ``Profile.flat()`` gives it; the other two tables
@@ -29,6 +32,7 @@ import pyarrow.parquet as pq
 
 from memo.errors import DatasetError
 from memo.types import ARM_NAMES
+from memo_eval.staging import STAGING, BatchLock, claim
 
 METRIC_COLUMNS: tuple[str, ...] = ("ndcg_10", "recall_10", "recall_100", "rr_10")
 
@@ -186,13 +190,17 @@ def writable_runs_dir(path: str | Path | None = None) -> Path:
     return root
 
 
-STAGING = ".incomplete"     # <runs dir>/.incomplete/<batch id>/<run id>: runs being written
-
-
 def staging_dir(out_dir: Path, batch_id: str) -> Path:
     """Where a batch's runs are written before ``publish_run`` moves each into ``out_dir``
     (the same file system: the move is one rename)."""
     return out_dir / STAGING / batch_id
+
+
+def claim_staging(staging: Path) -> BatchLock:
+    """Make a batch's staging folder and hold its lock while the batch writes (released by
+    ``discard_staging``): ``memo eval cache --prune`` deletes the folder of a batch that
+    died without removing it, never that of a live one (``memo_eval.staging``)."""
+    return claim(staging)
 
 
 def publish_run(staging: Path, out_dir: Path, run_id: str) -> Path:
@@ -205,11 +213,16 @@ def publish_run(staging: Path, out_dir: Path, run_id: str) -> Path:
     return folder
 
 
-def discard_staging(staging: Path) -> None:
-    """Remove what a batch left unpublished (and ``.incomplete`` itself once empty)."""
+def discard_staging(staging: Path, lock: BatchLock | None = None) -> None:
+    """Remove what a batch left unpublished, then release its lock (``claim_staging``),
+    and ``.incomplete`` itself once empty."""
     import shutil
 
-    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        if lock is not None:
+            lock.release()
     with contextlib.suppress(OSError):
         staging.parent.rmdir()
 
@@ -287,12 +300,13 @@ def write_run(out_dir: Path, run: Mapping[str, Any], queries: Sequence[Mapping[s
               results: Sequence[Sequence[Any]]) -> Path:
     """Write one run's three tables into ``out_dir/<run_id>/`` (the folder appears complete)."""
     staging = staging_dir(out_dir, str(run["run_id"]))
+    lock = claim_staging(staging)
     try:
         write_traces(staging, str(run["run_id"]), queries, results)
         write_run_row(staging, run)
         return publish_run(staging, out_dir, str(run["run_id"]))
     finally:
-        discard_staging(staging)
+        discard_staging(staging, lock)
 
 
 def resolve_runs(refs: Iterable[str], root: str | Path | None = None) -> list[Path]:

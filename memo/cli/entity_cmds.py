@@ -9,6 +9,7 @@ import typer
 
 from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
 from memo.ops import entities as eops
+from memo.ops.paging import MAX_PAGE_INT
 from memo.store.db import open_db
 
 NamespaceOpt = Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces (repeat).")]
@@ -23,18 +24,28 @@ entities_app = typer.Typer(name="entities", help="Entities named in passages (pe
 @handle_errors
 def list_(namespace: NamespaceOpt = None,
           contains: Annotated[str | None, typer.Option("--contains", help="Only keys containing this text.")] = None,
-          limit: LimitOpt = 50, offset: Annotated[int, typer.Option("--offset", help="Skip this many.")] = 0,
+          limit: LimitOpt = 50,
+          offset: Annotated[int, typer.Option("--offset", help="Skip this many (the next page: --offset N).")] = 0,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """Entities, most mentioned first (live passages only)."""
+    # One row more than shown says whether another page exists (as `memo list`); a limit out
+    # of range goes to the library as given, which refuses it.
+    asked = limit + 1 if 1 <= limit < MAX_PAGE_INT else limit
     rows = eops.list_entities(open_db(db, write=False), namespaces=tuple(namespace or ()), contains=contains,
-                              limit=limit, offset=offset)
+                              limit=asked, offset=offset)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_offset = offset + len(rows) if more else None
     if as_json:
-        print_json({"entities": rows})
+        print_json({"entities": rows, "next_offset": next_offset})
         return
     for e in rows:
         echo(f"{e.passages:>6}  {e.name}  ({e.kind})")
-    if not rows:
-        echo("no entities")
+    if next_offset is not None:
+        echo(f"-- entities {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "
+             f"for the next page, or a larger --limit")
+    elif not rows:
+        echo(f"no entities past --offset {offset}" if offset else "no entities")
 
 
 @entities_app.command("show")

@@ -13,6 +13,7 @@ import typer
 
 from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json, states_of
 from memo.ops import facts as fops
+from memo.ops.paging import MAX_PAGE_INT
 from memo.store.db import open_db
 from memo.stored import Fact, FactDraft
 
@@ -72,18 +73,29 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
           evidence: Annotated[str | None, typer.Option("--evidence", help="Only facts citing this passage or record id.")] = None,
           all_: Annotated[bool, typer.Option("--all", help="Include superseded and forgotten facts.")] = False,
           limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 50,
-          offset: Annotated[int, typer.Option("--offset", help="Skip this many.")] = 0,
+          offset: Annotated[int, typer.Option("--offset", help="Skip this many (the next page: --offset N).")] = 0,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """List facts, newest first (live only unless --all)."""
+    # One row more than shown says whether another page exists (as `memo list`); a limit out
+    # of range goes to the library as given, which refuses it.
+    asked = limit + 1 if 1 <= limit < MAX_PAGE_INT else limit
     facts = fops.list_facts(open_db(db, create=False), namespaces=tuple(namespace or ()), evidence=evidence,
-                            include_forgotten=all_, include_superseded=all_, limit=limit, offset=offset)
+                            include_forgotten=all_, include_superseded=all_, limit=asked, offset=offset)
+    more = len(facts) > limit
+    facts = facts[:limit]
+    next_offset = offset + len(facts) if more else None
     if as_json:
-        print_json({"facts": facts, "count": len(facts)})
+        print_json({"facts": facts, "count": len(facts), "next_offset": next_offset})
         return
     for f in facts:
         states = states_of(f.superseded_at, f.forgotten_at)
         flags = f" ({states})" if states else ""      # both when both: --all shows every fact
         echo(f"{f.id}  [{f.namespace}]  {f.text[:100]}{flags}  <- {', '.join(e.passage_id for e in f.evidence)}")
+    if next_offset is not None:
+        echo(f"-- facts {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "
+             f"for the next page, or a larger --limit")
+    elif not facts and offset:
+        echo(f"no facts past --offset {offset}")
 
 
 @fact_app.command("get")

@@ -231,6 +231,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             echo(f"facts: added {report.facts_added}, skipped {report.facts_skipped}")
         _echo_near_facts(report)
         _echo_ignored(report)
+        _echo_notices(report)
         _echo_missing(report, path)
         if embedded is not None:
             echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
@@ -255,6 +256,15 @@ def _echo_ignored(report: ImportReport, shown: int = 10) -> None:
         echo(f"  ignored {item.path}: {item.reason}")
     if len(report.ignored_files) > shown:
         echo(f"  ... and {len(report.ignored_files) - shown} more ignored (--json lists all)")
+
+
+def _echo_notices(report: ImportReport, shown: int = 10) -> None:
+    """Imported files with something left out, on stderr with the rejections: a warning,
+    though the import succeeded."""
+    for item in report.notices[:shown]:
+        echo(f"  notice {item.path}: {item.reason}", err=True)
+    if len(report.notices) > shown:
+        echo(f"  ... and {len(report.notices) - shown} more notices (--json lists all)", err=True)
 
 
 def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:

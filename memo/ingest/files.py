@@ -7,7 +7,8 @@ Text is UTF-8, else the encoding given (``--encoding``), else UTF-16 or UTF-32 n
 byte-order mark, else the one charset-normalizer
 detects (recorded in the record's meta: ``decode_text``); a file nothing decodes is
 rejected.  Files of other types, and empty (or whitespace-only) files, are ignored, each
-with its reason (``why_ignored``).
+with its reason (``why_ignored``).  A file imported with part of it left out (a front
+matter ``date`` memo cannot read) carries a notice saying so (``notices``).
 
 Hostile trees (issue 9.3): one item never stops or hangs the walk.
 
@@ -30,7 +31,6 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,6 +39,7 @@ from memo.ingest.markdown_parse import first_heading
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import front_matter, looks_like_markdown
 from memo.stored import RecordDraft
+from memo.text.when import event_date
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 MAX_FOLDER_DEPTH = 64             # folders below the import root that are walked
@@ -56,6 +57,7 @@ class FileItem:
     rejected: str | None = None
     ignored: bool = False
     why_ignored: str | None = None    # with ignored: the reason, for the import's report
+    notices: tuple[str, ...] = ()     # with a draft: what was left out of it, for the import's report
 
 
 class NotRegularFile(ValueError):
@@ -228,11 +230,13 @@ def _title(text: str, path: Path, kind: str) -> str:
     return path.name
 
 
-def front_matter_fields(text: str, path: Path, kind: str) -> dict[str, object]:
+def front_matter_fields(text: str, path: Path, kind: str) -> tuple[dict[str, object], tuple[str, ...]]:
     """Record fields from a markdown file's front matter: ``tags`` (a list or one word)
-    and ``date`` (ISO, as the event date; anything else is ignored, not an error)."""
+    and ``date`` (as the event date, ``memo.text.when.event_date``), and notices for the
+    import's report.  A date memo cannot read is a notice, not an error: the file is still
+    imported, without an event date."""
     if kind == "code" or path.suffix.lower() not in {".md", ".markdown", ".mdx"}:
-        return {}
+        return {}, ()
     meta, _ = front_matter(text)
     out: dict[str, object] = {}
     tags = meta.get("tags")
@@ -240,15 +244,22 @@ def front_matter_fields(text: str, path: Path, kind: str) -> dict[str, object]:
         tags = [t for t in tags.replace(",", " ").split() if t]
     if tags:
         out["tags"] = tuple(dict.fromkeys(str(t).lstrip("#") for t in tags if str(t).strip("# ")))
-    when = meta.get("date")
-    if isinstance(when, str) and when:
-        try:
-            datetime.fromisoformat(when)          # what memo.ops.add checks
-        except ValueError:
-            pass
-        else:
-            out["event_at"] = when
-    return out
+    value = meta.get("date")
+    if not value:                   # no key, or an empty one (a note template's "date:")
+        return out, ()
+    when = event_date(value) if isinstance(value, str) else None
+    if when is None:
+        return out, (_date_notice(value),)
+    out["event_at"] = when
+    return out, ()
+
+
+def _date_notice(value: str | list[str]) -> str:
+    """What the import's report says of a front matter date memo cannot read."""
+    shown = ", ".join(value) if isinstance(value, list) else value
+    return (f"front matter 'date' value {shown[:80]!r} is not a date memo reads, so the file was imported "
+            "without an event date; write an ISO 8601 date or date-time (2024-03-03, 2024-03-03T14:30:00Z) "
+            "or the month by name (March 3, 2024 or 3 March 2024)")
 
 
 def _resolve(path: Path) -> tuple[Path | None, str | None]:
@@ -391,16 +402,17 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         # rejection would make a whole folder import exit 5 (issue 32).
         return FileItem(rel, ignored=True, why_ignored="empty file (no text to import)")
     kind = kind_override or kind
-    fields = front_matter_fields(text, path, kind)
+    fields, notices = front_matter_fields(text, path, kind)
     if "tags" in fields:
         fields["tags"] = tuple(dict.fromkeys([*template.tags, *fields["tags"]]))  # type: ignore[misc]
-    if template.event_at:
+    if template.event_at:           # the caller's date wins: the front matter's is not used
         fields.pop("event_at", None)
+        notices = ()
     if provenance:
         fields["meta"] = {**template.meta, **provenance}
     draft = replace(template, body=text, kind=kind, title=template.title or _title(text, path, kind),
                     import_path=rel, ext_id=None, **fields)  # type: ignore[arg-type]
-    return FileItem(rel, draft=draft)
+    return FileItem(rel, draft=draft, notices=notices)
 
 
 def iter_files(root: Path, template: RecordDraft, *, max_bytes: int = DEFAULT_MAX_BYTES,

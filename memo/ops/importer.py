@@ -350,11 +350,12 @@ def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) ->
 
 
 def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, nul_ok: bool,
-          rejected: list[Rejection], ignored: list[Rejection], total: int | None,
+          rejected: list[Rejection], ignored: list[Rejection], notices: list[Rejection], total: int | None,
           progress: Callable[[Progress], None] | None, workers: int) -> int:
     """Prepare every item (on ``workers`` other processes, or here: ``memo.ops.prepare_pool``)
     and hand it to the batcher in input order (its full batches commit on the way); returns
-    the items read."""
+    the items read.  An item's notices are reported with it when it is imported (a
+    rejected file's reason says more)."""
     done = 0
     with closing(outcomes(_guarded(items, real.name, rejected), base, nul_ok, workers,
                           ahead=2 * batcher.size)) as prepared:
@@ -365,6 +366,7 @@ def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, 
                 ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
             elif got is not None and got.prepared is not None:
                 batcher.push(got.prepared)
+                notices.extend(Rejection(item.rel, notice) for notice in item.notices)
             elif got is not None and got.rejected is not None:
                 if got.warning:
                     log.warning("import: cannot split %s\n%s", item.rel, got.warning)
@@ -403,8 +405,9 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = list(walk.passed) if walk else []
+    notices: list[Rejection] = []
     try:
-        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, total, progress,
+        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, notices, total, progress,
                      _workers(opts, total))
         batcher.flush()
     except BaseException:
@@ -426,7 +429,8 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                                 frozenset(batcher.matched), prune=opts.prune)
     return ImportReport(root=str(real), format=fmt, added=batcher.counts["added"],
                         updated=batcher.counts["updated"], skipped=batcher.counts["skipped"],
-                        rejected=tuple(rejected), ignored=len(ignored), ignored_files=tuple(ignored), batches=batcher.batches,
+                        rejected=tuple(rejected), ignored=len(ignored), ignored_files=tuple(ignored),
+                        notices=tuple(notices), batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
                         facts_added=facts.added, facts_skipped=facts.skipped,

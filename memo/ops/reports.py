@@ -68,6 +68,7 @@ class ImportReport:
     seconds: float = 0.0
     vectors: VectorStatus | None = None   # set by the caller that embeds after the import (the CLI)
     ignored_files: tuple[Rejection, ...] = ()  # the ignored files, each with why (path, reason)
+    notices: tuple[Rejection, ...] = ()  # imported files with a part left out (path, what): an unreadable front matter date
 
 
 @dataclass(frozen=True, slots=True)
