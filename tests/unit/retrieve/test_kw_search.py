@@ -297,6 +297,10 @@ def test_the_pruned_rankings_drop_candidates_phrase_by_phrase(tmp_path, monkeypa
     Python one scores a common word whole or searches it per candidate (``kw_rank._SCAN_RATIO``),
     at every depth, a repeated word included, and visit fewer postings than all."""
     monkeypatch.setattr(kw_rank, "_SCAN_RATIO", scan_ratio)
+    added: list[int] = []      # phrases summed before each add
+    real_add = kw_rank._Partials.add
+    monkeypatch.setattr(kw_rank._Partials, "add", lambda self, pks, contrib: added.append(self.phrases)
+                        or real_add(self, pks, contrib))
     conn = _db(tmp_path, 600, seed=11)
     try:
         with read_tx(conn):
@@ -312,8 +316,12 @@ def test_the_pruned_rankings_drop_candidates_phrase_by_phrase(tmp_path, monkeypa
                     assert order == dense.order(m), (words, m)
                     assert [rank.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
                     kw_search._CACHE.clear()     # no phrase's terms cached: those it looks up computed alone
-                    pruned = kw_rank.NumpyPruned(kw_search._terms(conn, meta, stems), meta, weight)
+                    terms = kw_search._terms(conn, meta, stems)
+                    pruned = kw_rank.NumpyPruned(terms, meta, weight)
+                    added.clear()
                     assert pruned.order(m) == order, (words, m)
+                    # each taken phrase summed densely once, in taken order, however often the m-th is checked
+                    assert added == list(range(len(added))) and len(added) <= len(terms), (words, m, added)
                     assert [pruned.score(p) for p in order] == [dense.score(p) for p in order], (words, m)
                     matched = kw_rank.NumpyMatched(kw_search._terms(conn, meta, stems), meta, weight)
                     assert matched.order(m) == order, (words, m)
