@@ -203,8 +203,8 @@ def _summary(xs: list[float], seconds: float) -> dict[str, float]:
 
 
 def seed(db: str, n: int) -> None:
+    from memo.embed.backfill import backfill
     from memo.ops.add import prepare, store_draft
-    from memo.ops.after_commit import embed_pending
     from memo.store.connect import write_tx
     from memo.store.db import open_db
     from memo.stored import RecordDraft
@@ -215,7 +215,7 @@ def seed(db: str, n: int) -> None:
         for i in range(n):
             d = RecordDraft(body=f"seed {i}: {texts[i % len(texts)]}", namespace="seed")
             store_draft(conn, d, prepare(d), replace_previous=False)
-    embed_pending(conn, progress=False)
+    backfill(conn, progress=False)
     conn.close()
 
 

@@ -38,7 +38,7 @@ from memo.cli.common import (
 )
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
-from memo.ops.after_commit import embed_pending, import_vectors
+from memo.ops.after_commit import embed_pending, import_vectors, pending_elsewhere
 from memo.ops.importer import (
     BATCH_CHARS,
     DEFAULT_BATCH,
@@ -216,8 +216,11 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     conn = open_db(db)
     with _progress_bar(progress and not as_json) as update:
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
-    # Embedding runs after every batch has committed, outside any transaction.
-    embedded = embed_pending(conn, progress=progress and not as_json) if embed else None
+    # Embedding runs after every batch has committed, outside any transaction: this import's
+    # passages only (those of earlier --no-embed imports stay queued for `memo backfill`).
+    embedded = (embed_pending(conn, report.record_ids + report.skipped_record_ids, progress=progress and not as_json)
+                if embed else None)
+    elsewhere = pending_elsewhere(conn, embedded) if embedded is not None else 0
     report = replace(report, vectors=import_vectors(embedded, report.passages))
     if as_json:
         print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)})
@@ -238,6 +241,9 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                        f"{embedded.pending_after} pending" + (f": {embedded.error}" if embedded.error else ""))
     if embedded is not None:   # with --no-embed the queue is what was asked for
         _note_queued(report.vectors)
+    if elsewhere:
+        echo(f"note: {elsewhere:,} passage(s) of other records have no vector yet (not this import's); "
+             f"`memo backfill` embeds them", err=True)
     if report.rejected:
         raise typer.Exit(ImportRejected.exit_code)
 

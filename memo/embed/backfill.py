@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -147,6 +147,39 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
 
 def _default_path() -> Path:
     return default_db_path()
+
+
+def embed_import(conn: sqlite3.Connection, record_ids: Sequence[str], *, progress: bool = False,
+                 batch_size: int = DEFAULT_BATCH) -> BackfillReport:
+    """An import's embedding (``memo import`` without ``--no-embed``): the pending passages
+    of ``record_ids`` (the records it added or updated, and the stored ones its skipped
+    inputs matched: an import stopped before its embedding finishes it when run again),
+    then every fact without a vector (an import's facts have no ids to ask for, and facts
+    are few and short).  Passages of other records stay queued: an import embedded every
+    pending passage of the database, so a one-line note after a ``--no-embed`` import of
+    13k passages embedded those for ten minutes.  ``pending_before`` / ``pending_after``
+    count ``record_ids``' passages only (``pending_count`` gives the database's)."""
+    report = embed_records(conn, record_ids, progress=progress, batch_size=batch_size)
+    if report.error:
+        mid = report.model_id or load_registry().get(None).id
+        left = _pending_of(conn, record_ids, mid)
+        return replace(report, model_id=mid, pending_before=left, pending_after=left)
+    embedder = load_model(load_registry().get(report.model_id))      # loaded once per process
+    facts, _ = backfill_facts(conn, embedder, report.model_id, batch_size)
+    return replace(report, facts_embedded=facts, facts_pending_after=pending_fact_count(conn, report.model_id),
+                   ann_index_built=_ann_index(conn, report.model_id))
+
+
+def _pending_of(conn: sqlite3.Connection, record_ids: Sequence[str], model_id: str) -> int:
+    """Passages of ``record_ids`` without a vector for ``model_id``."""
+    ids, n = list(record_ids), 0
+    for s in range(0, len(ids), 500):   # stay under SQLite's host-parameter limit
+        chunk = ids[s:s + 500]
+        n += conn.execute(
+            f"SELECT count(*) FROM passages p WHERE p.record_id IN ({','.join('?' * len(chunk))}) "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = ? AND v.passage_pk = p.pk)",
+            (*chunk, model_id)).fetchone()[0]
+    return int(n)
 
 
 def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = None,

@@ -127,14 +127,15 @@ def queue_in(background: EmbedQueue, *, record_ids: Sequence[str] = (), fact_pks
         return False
 
 
-def embed_pending(conn: sqlite3.Connection, *, progress: bool) -> BackfillReport:
-    """Embed every queued passage (after an import).  A missing model or any other
-    embedding failure is reported in the returned report's ``error``, not raised: the
-    import itself succeeded."""
-    from memo.embed.backfill import BackfillReport, backfill
+def embed_pending(conn: sqlite3.Connection, record_ids: Sequence[str], *, progress: bool) -> BackfillReport:
+    """Embed an import's queued passages: those of ``record_ids`` (``memo.embed.backfill.
+    embed_import``), and facts without a vector.  A missing model or any other embedding
+    failure is reported in the returned report's ``error``, not raised: the import itself
+    succeeded."""
+    from memo.embed.backfill import BackfillReport, embed_import
 
     try:
-        return backfill(conn, progress=progress)
+        return embed_import(conn, record_ids, progress=progress)
     except Exception as exc:
         error = describe(exc)
         log.warning("embedding after import failed; passages stay queued for `memo backfill`: %s", error,
@@ -142,12 +143,25 @@ def embed_pending(conn: sqlite3.Connection, *, progress: bool) -> BackfillReport
         model_id = _model_id()
         queued = 0
         try:
-            from memo.embed.vectors import pending_count
-            queued = pending_count(conn, model_id) if model_id else 0
+            total, have = _counts(conn, record_ids, model_id)
+            queued = total - have
         except Exception:
             pass
         return BackfillReport(model_id=model_id or "", pending_before=queued, embedded=0, skipped=0,
                               pending_after=queued, seconds=0.0, per_second=0.0, error=error)
+
+
+def pending_elsewhere(conn: sqlite3.Connection, report: BackfillReport) -> int:
+    """Passages of the database still without a vector for the report's model beyond the
+    import's own (``report.pending_after``): left queued for ``memo backfill``; 0 when
+    they cannot be counted."""
+    if not report.model_id:
+        return 0
+    try:
+        from memo.embed.vectors import pending_count
+        return max(0, pending_count(conn, report.model_id) - report.pending_after)
+    except Exception:
+        return 0
 
 
 def import_vectors(report: BackfillReport | None, passages: int) -> VectorStatus:

@@ -432,6 +432,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                         rejected=tuple(rejected), ignored=len(ignored), ignored_files=tuple(ignored),
                         notices=tuple(notices), batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
+                        skipped_record_ids=tuple(sorted(batcher.matched)),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
                         facts_added=facts.added, facts_skipped=facts.skipped,
                         facts_near_duplicates=facts.near_duplicates,

@@ -60,6 +60,7 @@ class ImportReport:
     batches: int
     passages: int
     record_ids: tuple[str, ...] = ()  # added and updated records, in import order
+    skipped_record_ids: tuple[str, ...] = ()  # stored records the skipped inputs matched (sorted)
     missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone since imported
     pruned: int = 0                   # records of those files forgotten (--prune)
     facts_added: int = 0              # JSONL fact lines / LoCoMo observations stored as facts

@@ -155,9 +155,13 @@ def test_cli_add_supersede_import_exit_0_and_backfill_later(db_path, tmp_path, b
     res = _cli("import", str(folder), "--db", db, "--json")
     imp = json.loads(res.stdout)
     assert imp["added"] == 2 and imp["embedding"]["error"]
-    # every passage still without a vector, the superseded version's included (as_of searches)
-    assert imp["vectors"]["queued"] == 5 and imp["vectors"]["error"]
+    # the import's own passages; the three of the earlier writes (the superseded version's
+    # included: as_of searches) are not this import's, and the note on stderr says so
+    assert imp["vectors"]["queued"] == 2 and imp["vectors"]["error"]
+    assert imp["embedding"]["pending_after"] == 2
     assert "memo backfill" in res.stderr
+    res = _cli("import", str(folder), "--db", db)
+    assert "note: 3 passage(s) of other records have no vector yet" in res.stderr
 
     stats = json.loads(_cli("stats", "--db", db, "--json").stdout)
     assert stats["pending_vectors"][default_model_id()] == 4          # live passages only
@@ -175,3 +179,30 @@ def test_cli_add_with_working_model_prints_no_note(db_path, monkeypatch):
     assert json.loads(res.stdout)["vectors"] == {"embedded": 1, "queued": 0, "model_id": default_model_id(),
                                                 "error": None}
     assert res.stderr == ""
+
+
+def test_cli_import_embeds_its_own_passages_only(db_path, tmp_path, monkeypatch):
+    """An import embeds the passages of the records it added, updated or matched (an import
+    run again finishes the embedding a first run did not), never those an earlier
+    ``--no-embed`` import left queued: that choice stands until ``memo backfill``."""
+    heal(monkeypatch)
+    db = str(db_path)
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(6):
+        (big / f"n{i}.md").write_text(f"# Note {i}\nwombat burrow survey number {i}\n")
+    imp = json.loads(_cli("import", str(big), "--db", db, "--no-embed", "--json").stdout)
+    assert imp["added"] == 6 and imp["embedding"] is None and imp["vectors"]["queued"] == 6
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "one.md").write_text("# One\nthe quokka enclosure\n")
+    res = _cli("import", str(small), "--db", db, "--json")
+    imp = json.loads(res.stdout)
+    assert imp["embedding"]["embedded"] == 1 and imp["embedding"]["pending_after"] == 0
+    assert imp["vectors"] == {"embedded": 1, "queued": 0, "model_id": default_model_id(), "error": None}
+    assert "6 passage(s) of other records have no vector yet" in res.stderr
+    assert json.loads(_cli("stats", "--db", db, "--json").stdout)["pending_vectors"][default_model_id()] == 6
+    # the same folder again: every input skipped, their stored records' passages embedded now
+    imp = json.loads(_cli("import", str(big), "--db", db, "--json").stdout)
+    assert imp["skipped"] == 6 and len(imp["skipped_record_ids"]) == 6 and imp["embedding"]["embedded"] == 6
+    assert json.loads(_cli("stats", "--db", db, "--json").stdout)["pending_vectors"][default_model_id()] == 0
