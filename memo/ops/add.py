@@ -17,6 +17,7 @@ from memo.ops.store_batch import PreparedItem, prepare_item
 from memo.profile import Profile, load_profile
 from memo.store.connect import write_tx
 from memo.store.dialect import is_postgres
+from memo.store.facts import carry_evidence
 from memo.store.records import (
     NewRecord,
     content_hash,
@@ -165,9 +166,12 @@ def store_prepared(conn: sqlite3.Connection, item: PreparedItem) -> AddReport:
 
 
 def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: str | None = None) -> str:
+    """``old_id`` superseded by ``new_id`` (inserted already), the facts citing its unchanged
+    passages citing the new version's too (``memo.store.facts.carry_evidence``)."""
     when = when or utc_now()
     conn.execute("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?",
                  (when, new_id, old_id))
+    carry_evidence(conn, [(old_id, new_id)])
     return when
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from memo.dc_pickle import by_fields
 from memo.ops.reports import AddReport
+from memo.store.facts import carry_evidence
 from memo.store.records import (
     DerivedPassage,
     NewRecord,
@@ -153,4 +154,5 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem]) -> list
             new[fresh[old]] = replace(new[fresh[old]], superseded_at=w)
     insert_records(conn, new)
     conn.executemany("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?", superseded)
+    carry_evidence(conn, [(old, rid) for _, rid, old in superseded])   # as ``add.mark_superseded``
     return reports

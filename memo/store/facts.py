@@ -195,6 +195,37 @@ def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[t
     return fid, pk
 
 
+def carry_evidence(conn: sqlite3.Connection, versions: Iterable[tuple[str, str]]) -> int:
+    """For each (old record, its new version): a current fact citing a passage of the old
+    version also cites the new version's passages of the same section and text (caller's
+    transaction; rows added returned).  A file re-imported with one line changed
+    supersedes its record, and every fact an agent had written about its unchanged
+    passages was left citing a version no search shows: the fact arm never voted again.
+    The old rows stay (``as_of`` searches before the change see them); a changed passage
+    carries nothing (the fact may no longer hold).  ``content_hash`` keeps the evidence the
+    fact was written with."""
+    added = 0
+    for old_id, new_id in versions:
+        rows = conn.execute(
+            "SELECT DISTINCT e.fact_pk, np.pk FROM passages op "
+            "JOIN fact_evidence e ON e.passage_pk = op.pk "
+            "JOIN facts f ON f.pk = e.fact_pk AND f.superseded_at IS NULL AND f.forgotten_at IS NULL "
+            "JOIN passages np ON np.record_id = ? AND np.section = op.section AND np.text = op.text "
+            "WHERE op.record_id = ? AND NOT EXISTS (SELECT 1 FROM fact_evidence x "
+            "WHERE x.fact_pk = e.fact_pk AND x.passage_pk = np.pk) ORDER BY e.fact_pk, np.pk",
+            (new_id, old_id)).fetchall()
+        if not rows:
+            continue
+        conn.executemany("INSERT OR IGNORE INTO fact_evidence(fact_pk, passage_pk) VALUES (?, ?)", rows)
+        by_fact: dict[int, set[int]] = {}
+        for fpk, ppk in rows:
+            by_fact.setdefault(int(fpk), set()).add(int(ppk))
+        for fpk, ppks in by_fact.items():
+            index_fact_mentions(conn, fpk, ppks)
+        added += len(rows)
+    return added
+
+
 def _evidence(conn: sqlite3.Connection, pk: int) -> tuple[FactEvidence, ...]:
     return tuple(FactEvidence(passage_id=r[0], record_id=r[1], namespace=r[2], text=r[3], live=bool(r[4]))
                  for r in conn.execute(

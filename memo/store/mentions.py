@@ -200,15 +200,17 @@ def write_passage_mentions(conn: sqlite3.Connection,
     return len(rows_m)
 
 
-def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int) -> int:
+def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int, passages: Collection[int] | None = None) -> int:
     """A fact names its subject, object and the names in its text; each of its evidence
-    passages gets those as mentions tagged with the fact (caller's transaction)."""
+    passages (or those of ``passages`` only: evidence added later, ``facts.carry_evidence``)
+    gets those as mentions tagged with the fact (caller's transaction)."""
     row = conn.execute("SELECT text, subject, object FROM facts WHERE pk = ?", (fact_pk,)).fetchone()
     if row is None:
         return 0
     found = extract(row[0], fact_terms=[t for t in (row[1], row[2]) if t])
     ppks = [int(r[0]) for r in conn.execute(
-        "SELECT passage_pk FROM fact_evidence WHERE fact_pk = ? ORDER BY passage_pk", (fact_pk,))]
+        "SELECT passage_pk FROM fact_evidence WHERE fact_pk = ? ORDER BY passage_pk", (fact_pk,))
+            if passages is None or int(r[0]) in passages]
     if not found or not ppks:
         return 0
     # The same entities on every evidence passage: their pks are looked up once and the
