@@ -218,8 +218,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
     # Embedding runs after every batch has committed, outside any transaction: this import's
     # passages only (those of earlier --no-embed imports stay queued for `memo backfill`).
-    embedded = (embed_pending(conn, report.record_ids + report.skipped_record_ids, progress=progress and not as_json)
-                if embed else None)
+    embedded = (embed_pending(conn, report.record_ids + report.skipped_record_ids, progress=progress and not as_json,
+                              passages=report.passages) if embed else None)
     elsewhere = pending_elsewhere(conn, embedded) if embedded is not None else 0
     report = replace(report, vectors=import_vectors(embedded, report.passages))
     if as_json:

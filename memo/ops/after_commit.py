@@ -127,11 +127,13 @@ def queue_in(background: EmbedQueue, *, record_ids: Sequence[str] = (), fact_pks
         return False
 
 
-def embed_pending(conn: sqlite3.Connection, record_ids: Sequence[str], *, progress: bool) -> BackfillReport:
+def embed_pending(conn: sqlite3.Connection, record_ids: Sequence[str], *, progress: bool,
+                  passages: int = 0) -> BackfillReport:
     """Embed an import's queued passages: those of ``record_ids`` (``memo.embed.backfill.
     embed_import``), and facts without a vector.  A missing model or any other embedding
     failure is reported in the returned report's ``error``, not raised: the import itself
-    succeeded."""
+    succeeded.  ``passages`` (the import's new passages) is what stays pending when even
+    counting them fails (the server went away: "0 pending" said none was left)."""
     from memo.embed.backfill import BackfillReport, embed_import
 
     try:
@@ -141,7 +143,7 @@ def embed_pending(conn: sqlite3.Connection, record_ids: Sequence[str], *, progre
         log.warning("embedding after import failed; passages stay queued for `memo backfill`: %s", error,
                     exc_info=not isinstance(exc, MemoError))
         model_id = _model_id()
-        queued = 0
+        queued = passages
         try:
             total, have = _counts(conn, record_ids, model_id)
             queued = total - have

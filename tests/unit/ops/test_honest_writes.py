@@ -206,3 +206,17 @@ def test_cli_import_embeds_its_own_passages_only(db_path, tmp_path, monkeypatch)
     imp = json.loads(_cli("import", str(big), "--db", db, "--json").stdout)
     assert imp["skipped"] == 6 and len(imp["skipped_record_ids"]) == 6 and imp["embedding"]["embedded"] == 6
     assert json.loads(_cli("stats", "--db", db, "--json").stdout)["pending_vectors"][default_model_id()] == 0
+
+
+def test_import_embedding_that_cannot_count_reports_its_passages_pending(db_path, monkeypatch):
+    """The server went away while an import embedded: neither the embedding nor the count
+    of what is left can run; the import's passages are reported pending, not 0."""
+    from memo.ops import after_commit
+
+    def gone(*a, **k):
+        raise ConnectionError("server closed the connection")
+
+    monkeypatch.setattr(backfill_mod, "embed_import", gone)
+    monkeypatch.setattr(after_commit, "_counts", gone)
+    rep = after_commit.embed_pending(open_db(db_path), ["r1", "r2"], progress=False, passages=7)
+    assert (rep.pending_before, rep.pending_after, rep.embedded) == (7, 7, 0) and "server closed" in rep.error
