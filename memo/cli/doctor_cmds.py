@@ -2,7 +2,8 @@
 
 Exit codes: 0 healthy (notices such as pending vectors allowed), 9 a memo command repairs
 it (``memo reindex``, ``memo stats --migrate``), 10 damaged (restore a backup), 6 when
-there is no database to check.
+there is no database to check or its PostgreSQL server cannot be reached (retry once it is
+up), 2 when the server refuses the URL's user, password or database name.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def doctor(full: Annotated[bool, typer.Option(
     Says what to do about each problem (reindex, migrate, backfill, restore).
 
     Exit 0 when healthy, 9 when `memo reindex` / `memo stats --migrate` repairs it,
-    10 when it is damaged (restore a backup) or not a memo database."""
+    10 when it is damaged (restore a backup) or not a memo database, 6 when there is no
+    database or its PostgreSQL server is unreachable, 2 for a wrong PostgreSQL user,
+    password or database name."""
     # memo.ops.doctor reads $MEMO_DB when db is falsy: an empty --db must be refused first,
     # not checked as "the database $MEMO_DB names" (memo.store.db.named_db).
     named_db(db)

@@ -27,7 +27,9 @@ action that fixes it):
 7. ``foreign_keys``: ``PRAGMA foreign_key_check``.
 
 On PostgreSQL (a ``postgresql://`` URL) ``memo.ops.doctor_pg`` runs instead: schema
-version and the keyword index (tsv, CJK index form, bm25 postings) against the passages.
+version, the keyword index (tsv, CJK index form, bm25 postings) against the passages, and
+the pending vectors of step 6 (``pending_vectors``, shared).  A server it cannot reach is
+``StoreUnavailable`` (exit 6) as for every command, not a finding.
 
 Beside them, a ``leftovers`` notice lists temporary files of killed backups and restores
 in the database's folder with the command that removes them (``memo.ops.leftovers``).
@@ -63,10 +65,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memo.embed import DEFAULT_MODEL_ID
 from memo.errors import DiskFull, MemoError, StoreError
 from memo.ops.doctor_report import (  # noqa: F401  (also memo.ops.doctor's names)
     _EXIT,
+    _LIVE,
     _RANK,
     BACKFILL,
     EXIT_DAMAGED,
@@ -81,6 +83,7 @@ from memo.ops.doctor_report import (  # noqa: F401  (also memo.ops.doctor's name
     DoctorReport,
     Finding,
     _Run,
+    pending_vectors,
 )
 from memo.ops.leftovers import doctor_notes
 from memo.store.connect import connect
@@ -103,8 +106,6 @@ from memo.store.db import resolve_db_path
 from memo.store.derived import keyword_index_mismatches
 from memo.store.dialect import is_db_url
 from memo.store.migrations import LATEST, MEMO_TABLES, proven_version, user_tables, user_version
-
-_LIVE = "r.forgotten_at IS NULL AND r.superseded_at IS NULL"
 
 
 def doctor(path: str | Path | None = None, *, full: bool = False) -> DoctorReport:
@@ -434,7 +435,7 @@ def _counts(run: _Run, conn: sqlite3.Connection) -> None:
                 orphans = _one(conn, f"SELECT count(*) FROM {vt} WHERE {key} NOT IN (SELECT pk FROM {parent})")
                 if orphans:
                     problems.append(f"{vt}: {orphans} vector(s) of {parent} that no longer exist")
-        _pending(run, conn, tables)
+        pending_vectors(run, conn, tables)
     except sqlite3.DatabaseError as exc:
         run.check("counts", False, f"stopped: {exc}", t0)
         sev = "damaged" if is_corrupt_error(exc) else "repair"
@@ -444,29 +445,6 @@ def _counts(run: _Run, conn: sqlite3.Connection) -> None:
         run.find("counts", "repair", problem, REINDEX)
     detail = ", ".join(f"{k} {v}" for k, v in c.items())
     run.check("counts", not problems, detail if not problems else "; ".join(problems), t0)
-
-
-def _pending(run: _Run, conn: sqlite3.Connection, tables: set[str]) -> None:
-    if "vectors" in tables and "records" in tables:
-        models = [r[0] for r in conn.execute("SELECT DISTINCT model_id FROM vectors ORDER BY model_id")]
-        pending = 0
-        for model in models or [DEFAULT_MODEL_ID]:
-            pending += _one(conn, f"""SELECT count(*) FROM passages p JOIN records r ON r.id = p.record_id
-                                      WHERE {_LIVE} AND NOT EXISTS (SELECT 1 FROM vectors v
-                                      WHERE v.passage_pk = p.pk AND v.model_id = ?)""", model)
-        run.counts["pending_vectors"] = pending
-        if pending:
-            run.find("counts", "notice", f"{pending} live passage(s) have no vector yet", BACKFILL)
-    if "fact_vectors" in tables and "facts" in tables:
-        models = [r[0] for r in conn.execute("SELECT DISTINCT model_id FROM fact_vectors ORDER BY model_id")]
-        pending = 0
-        for model in models or [DEFAULT_MODEL_ID]:
-            pending += _one(conn, """SELECT count(*) FROM facts f WHERE f.forgotten_at IS NULL
-                                     AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM fact_vectors v
-                                     WHERE v.fact_pk = f.pk AND v.model_id = ?)""", model)
-        run.counts["pending_fact_vectors"] = pending
-        if pending:
-            run.find("counts", "notice", f"{pending} live fact(s) have no vector yet", BACKFILL)
 
 
 _DERIVED_FK = {"vectors", "fact_vectors"}   # orphans are rebuilt away by `memo reindex`

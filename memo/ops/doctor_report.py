@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memo.embed import DEFAULT_MODEL_ID
+
 EXIT_OK, EXIT_REPAIR, EXIT_DAMAGED = 0, 9, 10
 _RANK = {"ok": 0, "notice": 0, "repair": 1, "damaged": 2}
 _EXIT = {"ok": EXIT_OK, "notice": EXIT_OK, "repair": EXIT_REPAIR, "damaged": EXIT_DAMAGED}
@@ -68,3 +70,39 @@ class _Run:
         self.findings.append(Finding(check, severity, problem, action))
         if severity == "damaged" and check not in ("schema",) and physical:
             self.physical = True
+
+
+# A live passage's record (``r``): neither forgotten nor superseded.
+_LIVE = "r.forgotten_at IS NULL AND r.superseded_at IS NULL"
+
+
+def _count(conn: Any, sql: str, *params: object) -> int:
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+def pending_vectors(run: _Run, conn: Any, tables: set[str] | frozenset[str]) -> None:
+    """Live passages and facts without a vector, for every model that has vectors (the
+    default model when none has): a ``notice`` each (``memo backfill`` embeds them; search
+    works meanwhile), counted as ``pending_vectors`` / ``pending_fact_vectors``.  One
+    definition for both backends (``memo.ops.doctor_pg`` runs it too: plain SQL);
+    ``tables``: the tables present (a check is skipped without its tables)."""
+    if "vectors" in tables and "records" in tables:
+        models = [r[0] for r in conn.execute("SELECT DISTINCT model_id FROM vectors ORDER BY model_id")]
+        pending = 0
+        for model in models or [DEFAULT_MODEL_ID]:
+            pending += _count(conn, f"""SELECT count(*) FROM passages p JOIN records r ON r.id = p.record_id
+                                      WHERE {_LIVE} AND NOT EXISTS (SELECT 1 FROM vectors v
+                                      WHERE v.passage_pk = p.pk AND v.model_id = ?)""", model)
+        run.counts["pending_vectors"] = pending
+        if pending:
+            run.find("counts", "notice", f"{pending} live passage(s) have no vector yet", BACKFILL)
+    if "fact_vectors" in tables and "facts" in tables:
+        models = [r[0] for r in conn.execute("SELECT DISTINCT model_id FROM fact_vectors ORDER BY model_id")]
+        pending = 0
+        for model in models or [DEFAULT_MODEL_ID]:
+            pending += _count(conn, """SELECT count(*) FROM facts f WHERE f.forgotten_at IS NULL
+                                     AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM fact_vectors v
+                                     WHERE v.fact_pk = f.pk AND v.model_id = ?)""", model)
+        run.counts["pending_fact_vectors"] = pending
+        if pending:
+            run.find("counts", "notice", f"{pending} live fact(s) have no vector yet", BACKFILL)

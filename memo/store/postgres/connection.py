@@ -17,7 +17,8 @@ are not copied:
 * ``total_changes`` and ``in_transaction`` mean what they mean on SQLite;
 * every driver error comes out as memo's typed ``StoreError`` family (``StoreBusy`` for
   lock and serialization failures, ``StoreUnavailable`` when the server is gone,
-  ``DiskFull`` for SQLSTATE 53100), never a psycopg traceback;
+  ``DiskFull`` for SQLSTATE 53100), never a psycopg traceback; a connection refused for
+  its credentials or database name is a ``ValidationError`` (``connect_error``);
 * a session the server dropped (a restart, a crash) is reconnected by the next statement
   that runs outside a transaction (the ``BEGIN`` of the next ``write_tx`` / ``read_tx``
   included): a long-lived process (memo-mcp, memo web) keeps working once the server is
@@ -179,6 +180,48 @@ def typed_error(exc: BaseException, action: str, *, broken: bool = False) -> Sto
     return StoreError(f"{action}: {text}")
 
 
+# A connection the server refused for who is asking or what is asked for: a wrong user
+# name or password (28P01, 28000: also "no pg_hba.conf entry" and failed peer / ident
+# authentication), a database that does not exist (3D000), no CONNECT privilege (42501);
+# libpq's own "no password supplied" when the server asks for one.  A configuration
+# mistake: unlike a server that is down, retrying never fixes it.  A refused *connection*
+# carries no SQLSTATE in psycopg (libpq reports the server's FATAL as text only), so the
+# server's English messages are matched as well (a server with another lc_messages
+# language still gets StoreUnavailable).
+_CONFIG_SQLSTATES = {"28000": "auth", "28P01": "auth", "3D000": "database", "42501": "auth"}
+_CONFIG_MESSAGES = (
+    (re.compile(r'database "[^"]*" does not exist'), "database"),
+    (re.compile(r'(?i)authentication failed for user|role "[^"]*" does not exist|no pg_hba\.conf entry'
+                r"|no password supplied|permission denied for database"), "auth"),
+)
+_CONFIG_HINTS = {
+    "auth": "the server refused these credentials: check the user name and password in the URL "
+            "(postgresql://user:password@host/dbname), PGPASSWORD or ~/.pgpass, and the server's "
+            "pg_hba.conf; retrying will not help",
+    "database": "no database of that name on this server: check the database name in the URL "
+                "(postgresql://user@host/dbname) or create it (createdb dbname); retrying will not help",
+}
+
+
+def connect_error(exc: BaseException) -> ValidationError | StoreUnavailable:
+    """Why a connection could not be opened, as memo's typed error: a configuration
+    mistake (credentials, database name: ``_CONFIG_MESSAGES``) is a ``ValidationError``
+    (exit 2: the ``--db`` / ``MEMO_DB`` value is wrong, a retry loop must stop); anything
+    else (refused, no socket, timed out, "the database system is starting up") means the
+    server is down or coming back, or the URL names the wrong host or port:
+    ``StoreUnavailable`` (exit 6, retry)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    kind = _CONFIG_SQLSTATES.get(getattr(exc, "sqlstate", None) or "")
+    for pattern, name in _CONFIG_MESSAGES:
+        if kind is None and pattern.search(str(exc)):
+            kind = name
+    if kind is not None:
+        return ValidationError(f"cannot connect to PostgreSQL: {text}", hint=_CONFIG_HINTS[kind])
+    return StoreUnavailable(f"cannot connect to PostgreSQL: {text}",
+                            hint="check that the server runs and the URL's host and port; "
+                                 "retry once it is up, nothing acknowledged was lost")
+
+
 class Cursor:
     """The few cursor behaviours memo's store code relies on."""
 
@@ -235,17 +278,7 @@ class PgConnection:
             pg = psycopg.connect(self.url, autocommit=True, application_name=self._application,
                                  connect_timeout=10)
         except psycopg.Error as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            code = getattr(exc, "sqlstate", None) or ""
-            if code.startswith("28") or code == "3D000":
-                # Wrong user, password or database name: retrying will not help.
-                raise StoreError(f"cannot connect to PostgreSQL: {text}",
-                                 hint="check the URL (postgresql://user@host:port/dbname)") from None
-            # Refused, no socket, timed out, "the database system is starting up": the
-            # server is down or coming back (or the URL names the wrong host or port).
-            raise StoreUnavailable(f"cannot connect to PostgreSQL: {text}",
-                                   hint="check that the server runs and the URL's host and port; "
-                                        "retry once it is up, nothing acknowledged was lost") from None
+            raise connect_error(exc) from None
         # numeric (sum/avg of integers) reads as float, as SQLite's REAL would.
         pg.adapters.register_loader("numeric", FloatLoader)
         return pg

@@ -17,10 +17,12 @@ text and section, row length) are what a search reads: a query lexeme's posting 
 every matching row's tsvector (far cheaper: docs/results-log.md "Word counts for routing
 and keyword evidence").
 Differences from FTS5, documented in docs/postgres.md: PostgreSQL's ``english`` stemmer
-(Snowball) instead of Porter, its stop words leave ``dl`` (FTS5 counts every token), no
-diacritics folding, and a query word PostgreSQL splits into several lexemes counts as
-several terms.  The candidates are the rows holding any query lexeme, under the scope
-filter in the same statement, before the top-k.
+(Snowball) instead of Porter, its stop words leave ``dl`` (FTS5 counts every token), and a
+query word PostgreSQL splits into several lexemes counts as several terms.  Diacritics and
+case fold as in FTS5 (``cafe`` and ``café`` are one word): the index through ``memo_fold``
+(``memo.store.postgres.keyword_form``), the query words through unicode61 itself.  The
+candidates are the rows holding any query lexeme, under the scope filter in the same
+statement, before the top-k.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from memo.text.folding import unicode61_tokens
 
 K1 = 1.2
 B = 0.75
@@ -55,6 +59,11 @@ def lexemes(conn: Any, index: str, words: Sequence[str]) -> list[str]:
     config = INDEXES[index][3]
     if not words:
         return []
+    if config == "english":
+        # Folded as the keyword index folds its text (unicode61 remove_diacritics 2: the
+        # definition memo_fold's table was taken from): the keyword arm's words already
+        # are, a word from elsewhere (an entity's name: memo.retrieve.route) may not be.
+        words = [" ".join(unicode61_tokens(w)) for w in words]
     text = "memo_words(w.word)" if config == "english" else "w.word"
     rows = conn.execute_native(
         "SELECT w.ord, l.lex FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, ord),"

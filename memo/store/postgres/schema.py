@@ -4,7 +4,8 @@ The tables and columns are SQLite's (``memo.store.migrations`` v1-v4, ``memo.sto
 so the canonical statements run unchanged on both engines; times stay ISO-8601 text
 (the scope filter compares them as text on both).  What differs:
 
-* full text: ``passages.tsv`` (text weight A, section weight B; ``english`` stemming) and
+* full text: ``passages.tsv`` (text weight A, section weight B; ``english`` stemming;
+  diacritics and case folded first as SQLite's unicode61 folds them, ``memo_fold``: M005) and
   ``passages.dl`` (its token count, bm25's document length) are kept by a trigger in the
   writing statement, so they are always in step; they are built from ``kw_text`` /
   ``kw_section`` where those are set (CJK text in ``memo.text.cjk.index_form``, written by
@@ -305,25 +306,65 @@ CREATE UNIQUE INDEX facts_dedup ON facts(namespace, content_hash) WHERE {CURRENT
 """
 
 
+# Diacritics and case folded as SQLite folds them (unicode61 remove_diacritics 2): before,
+# the query words were folded (memo.text.fts_query) and the tsvectors were not, so `café`
+# never found `café`.  The trigger functions build tsv through one definition each
+# (memo_passage_tsv, memo_fact_tsv: the doctor's check calls the same), around memo_fold;
+# here memo_fold is a placeholder that folds nothing.  After the SQL, ``AFTER_SQL[4]``
+# writes the real one (its table comes from memo.text.folding and this server's lower():
+# memo.store.postgres.keyword_form.install_fold) and re-indexes the passages and facts
+# holding a character it folds.  OR REPLACE: running it again is harmless.
+M005 = """
+CREATE OR REPLACE FUNCTION memo_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT t $$;
+CREATE OR REPLACE FUNCTION memo_passage_tsv(body text, section text) RETURNS tsvector LANGUAGE sql IMMUTABLE AS $$
+    SELECT setweight(to_tsvector('english', memo_words(memo_fold(body))), 'A')
+        || setweight(to_tsvector('english', memo_words(memo_fold(section))), 'B')
+$$;
+CREATE OR REPLACE FUNCTION memo_fact_tsv(body text) RETURNS tsvector LANGUAGE sql IMMUTABLE AS $$
+    SELECT to_tsvector('english', memo_words(memo_fold(body)))
+$$;
+CREATE OR REPLACE FUNCTION memo_passages_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tsv := memo_passage_tsv(coalesce(NEW.kw_text, NEW.text), coalesce(NEW.kw_section, NEW.section));
+    NEW.dl := memo_token_count(NEW.tsv);
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE FUNCTION memo_facts_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tsv := memo_fact_tsv(NEW.text);
+    NEW.dl := memo_token_count(NEW.tsv);
+    RETURN NEW;
+END $$;
+"""
+
+
 def _rederive_cjk(conn: Any) -> None:
     from memo.store.postgres.keyword_form import rederive_keyword_forms
 
     rederive_keyword_forms(conn)
 
 
-MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004)
 def _restamp_event_dates(conn: Any) -> None:
     from memo.store.migrations import restamp_event_dates
 
     restamp_event_dates(conn)
 
 
+def _fold_diacritics(conn: Any) -> None:
+    from memo.store.postgres.keyword_form import install_fold, refold_rows
+
+    install_fold(conn)
+    refold_rows(conn)
+
+
+MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004, M005)
 # Python steps run right after a migration's SQL (index: the migration's 0-based number).
-AFTER_SQL = {2: _rederive_cjk, 3: _restamp_event_dates}
+AFTER_SQL = {2: _rederive_cjk, 3: _restamp_event_dates, 4: _fold_diacritics}
 LATEST = len(MIGRATIONS)
 # The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use; M003
 # the kw columns writes fill: until the first write migrates, a CJK passage an older memo
-# stored is found by its whole run only, as before).
+# stored is found by its whole run only, as before; M005 likewise: until then an accented
+# word is not found, as before).
 READ_FROM = 1
 
 
