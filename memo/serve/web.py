@@ -14,6 +14,10 @@ Security (docs/web.md; reliability.md R12, R14):
 * every response carries a CSP without inline script or style, ``nosniff`` and
   ``no-referrer``; the page renders memory text with ``textContent`` only.
 
+Embedding: ``serve`` starts the background embedder (adds are embedded after their commit);
+passages other processes leave queued while it runs are embedded when an answer shows them
+(memo.serve.web_pending, called from the search and stats routes).
+
 Errors: a ``MemoError`` becomes its ``http_status`` with ``{"error", "type", "hint"}``;
 bad parameters are 400 the same way, and so are JSON bodies over ``MAX_JSON_DEPTH`` levels,
 with a lone surrogate or a non-finite number (web_input.parse_json) and any
@@ -46,11 +50,21 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memo import __version__, metrics
+from memo.cli.options import SEARCH_OPTIONS
 from memo.errors import MemoError, ValidationError
-from memo.profile import profile_names
+from memo.profile import load_profile, profile_names
 from memo.serve import guard
 from memo.serve.mcp_tools import MemoTools
-from memo.serve.web_input import MAX_JSON_DEPTH, parse_add_body, parse_search_params, search_fields  # noqa: F401 (MAX_JSON_DEPTH re-exported)
+from memo.serve.web_input import (
+    FLAG_WORDS,
+    MAX_JSON_DEPTH,  # noqa: F401 (re-exported)
+    SEARCH_KEYS,
+    parse_add_body,
+    parse_search_params,
+    search_fields,
+)
+from memo.serve.web_pending import PendingVectors
+from memo.types import SEARCH_FIELDS
 
 log = logging.getLogger("memo.serve.web")
 
@@ -81,6 +95,26 @@ _WEB_HINTS: dict[str, str] = {
     "MethodNotAllowed": "see docs/web.md for the method of each route",
     "InternalError": "the server logged the details on its stderr and is still running",
 }
+
+
+# --- CLI flags in a search's advice -> web parameters -------------------------------------
+def _flag_params() -> dict[str, str]:
+    """Each long flag of ``memo search`` (memo.cli.options, the one table of them) -> the web
+    query parameter that does the same: a search field's web name (memo.types.SEARCH_FIELDS:
+    --tag is tags, --from is from), else the parameter of the option's own name (mode,
+    profile, limit, max_tokens, explain).  --db and --json have none.  The search document
+    stays the CLI's (the same on every surface, tests/integration/test_surface_parity.py);
+    the page words its ``hint`` and ``narrow_hint`` with this table (GET /api/form)."""
+    by_param = {f.cli_param: f.web for f in SEARCH_FIELDS}
+    params: dict[str, str] = {}
+    for opt in SEARCH_OPTIONS:
+        web = by_param.get(opt.param) or (opt.param if opt.param in SEARCH_KEYS else None)
+        if web is not None:
+            params.update({flag: web for flag in opt.flags if flag.startswith("--")})
+    return params
+
+
+FLAG_PARAMS = _flag_params()
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -243,14 +277,28 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
     ``profile`` None = $MEMO_PROFILE, else zscore."""
     token = resolve_token(token)
     tools = MemoTools(db, profile)
+    # Vectors queued by other processes: embedded when an answer shows them (web_pending).
+    pending = PendingVectors(tools.db_path, lambda: tools.embedder)
+
+    def search_and_catch_up(p: Any) -> dict[str, Any]:
+        doc = tools.search(p.q, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
+                           response_format="explain" if p.explain else "compact", **search_fields(p))
+        # Degraded: passages without vectors may be the reason (else the model is missing:
+        # that backfill fails and PendingVectors waits before trying again).
+        if doc["trace"]["degraded"]["flag"] or doc.get("cause") == "vectors_pending":
+            pending.poke()
+        return doc
+
+    def stats_and_catch_up() -> dict[str, Any]:
+        doc = tools.stats()
+        if pending.stats_pending(doc):
+            pending.poke()
+        return doc
 
     @api
     async def search(request: Request) -> Response:
         p = parse_search_params(request)
-        doc = await run_in_threadpool(
-            tools.search, p.q, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
-            response_format="explain" if p.explain else "compact", **search_fields(p))
-        return JSONResponse(doc)
+        return JSONResponse(await run_in_threadpool(search_and_catch_up, p))
 
     @api
     async def add(request: Request) -> Response:
@@ -264,11 +312,15 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
 
     @api
     async def stats(_: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(tools.stats))
+        return JSONResponse(await run_in_threadpool(stats_and_catch_up))
 
     @api
     async def profiles(_: Request) -> Response:
         return JSONResponse({"default": tools.default_profile.name, "profiles": profile_names()})
+
+    @api
+    async def form(_: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(page_form, tools))
 
     async def index(_: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
@@ -288,19 +340,39 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
+        pending.close()
         tools.close()
 
     routes = [
         Route("/", index), Route("/healthz", healthz), Route("/favicon.ico", favicon),
         Route("/api/search", search), Route("/api/memories", add, methods=["POST"]),
         Route("/api/records/{record_id:path}", record), Route("/api/stats", stats),
-        Route("/api/profiles", profiles), Route("/metrics", metrics_route),
+        Route("/api/profiles", profiles), Route("/api/form", form), Route("/metrics", metrics_route),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_exception})
     app.add_middleware(GuardMiddleware, token=token, names=allowed_hosts, max_body=max_body)
-    app.state.token, app.state.tools = token, tools
+    app.state.token, app.state.tools, app.state.pending = token, tools, pending
     return app
+
+
+def page_form(tools: MemoTools) -> dict[str, Any]:
+    """What the page's search form needs beyond the profile names (``GET /api/form``):
+    each profile's limit default and maximum (its ``limit`` keys: the page's limit field
+    and "show more" stay within them), the words ``explain`` takes and the web parameter
+    of each ``memo search`` flag (``FLAG_PARAMS``: the page words hints with it).  A profile
+    that does not load is left out (searching with it gives its error)."""
+    limits: dict[str, dict[str, int]] = {}
+    for name in profile_names():
+        try:
+            prof = tools.default_profile if name == tools.default_profile.name else load_profile(name)
+        except MemoError:
+            continue
+        limits[name] = {"default": prof.limit.default, "max": prof.limit.max}
+    prof = tools.default_profile          # possibly the operator's .toml path
+    limits[prof.name] = {"default": prof.limit.default, "max": prof.limit.max}
+    return {"limits": limits, "explain": {"true": list(FLAG_WORDS[True]), "false": list(FLAG_WORDS[False])},
+            "flags": FLAG_PARAMS}
 
 
 # --- serving -------------------------------------------------------------------------------
@@ -363,4 +435,5 @@ def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = Non
                                 lifespan="on")
         uvicorn.Server(config).run(sockets=[sock])
     finally:
+        app.state.pending.close()
         tools.close()

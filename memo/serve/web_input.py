@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
@@ -49,16 +49,33 @@ def _web_field(f: SearchField) -> tuple[Any, Any]:
     return f.type | None, Field(None, alias=f.web, description=f.help)
 
 
+# The words a yes/no query parameter (explain) takes, any case: pydantic's lax bool, spelled
+# out so that the page accepts the same words in its address (GET /api/form sends them).
+FLAG_WORDS: dict[bool, tuple[str, ...]] = {True: ("1", "true", "t", "yes", "y", "on"),
+                                           False: ("0", "false", "f", "no", "n", "off")}
+
+
+def parse_flag(value: Any) -> Any:
+    if isinstance(value, str):
+        for flag, words in FLAG_WORDS.items():
+            if value.lower() in words:
+                return flag
+        raise ValueError(f"must be one of {', '.join(FLAG_WORDS[True] + FLAG_WORDS[False])}")
+    return value
+
+
+Flag = Annotated[bool, BeforeValidator(parse_flag)]
+
 # q, the search fields (memo.types.SEARCH_FIELDS, defined once), then the page's own options.
 SearchParams = pydantic.create_model(  # type: ignore[call-overload]
     "SearchParams", __base__=_SearchBase,
     q=(str, ...),
     **{f.name: _web_field(f) for f in SEARCH_FIELDS},
     mode=(str, "auto"), profile=(str | None, None), limit=(int | None, None),
-    max_tokens=(int | None, None), explain=(bool, False))
+    max_tokens=(int | None, None), explain=(Flag, False))
 
 _LIST_PARAMS = tuple(f.web for f in SEARCH_FIELDS if f.multiple)
-_SEARCH_KEYS = tuple(f.alias or n for n, f in SearchParams.model_fields.items())
+SEARCH_KEYS = tuple(f.alias or n for n, f in SearchParams.model_fields.items())
 _COMMA_LISTS = ("tags",)   # tag names are words: ?tags=a,b
 
 
@@ -71,8 +88,8 @@ def parse_search_params(request: Request) -> Any:
     raw: dict[str, Any] = {}
     for key in request.query_params.keys():
         values = request.query_params.getlist(key)
-        if key not in _SEARCH_KEYS:
-            raise ValidationError(f"unknown parameter {key!r}; accepted: {', '.join(_SEARCH_KEYS)}")
+        if key not in SEARCH_KEYS:
+            raise ValidationError(f"unknown parameter {key!r}; accepted: {', '.join(SEARCH_KEYS)}")
         if key in _LIST_PARAMS:
             # tags also take a comma list (?tags=a,b): tag names are words.
             raw[key] = [p.strip() for v in values for p in (v.split(",") if key in _COMMA_LISTS else [v]) if p.strip()]

@@ -14,8 +14,10 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from web_server import WebServer, memo_web
 
@@ -158,7 +160,8 @@ def test_search_shows_the_expected_memory_first(page: Page, server: tuple[WebSer
     assert first.locator(".text").text_content() == NOTE
     assert first.locator(".meta").text_content() == "note / ops"
     assert first.locator(".rank").text_content() == "#1"
-    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", first.locator(".date").text_content() or "")
+    # no event date: the recorded moment, a UTC time (issue 10: never a date cut from it)
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2})? UTC", first.locator(".date").text_content() or "")
     assert p.locator("#trace").is_hidden() and p.locator(".why").count() == 0
 
 
@@ -528,3 +531,287 @@ def test_a_search_address_the_form_cannot_hold_is_refused(page: Page, server: tu
         p.goto(srv.base + f"?q=pizza&profile={default}")
     p.wait_for_selector(".result")
     assert p.input_value("#profile") == "" and p.locator("#error").is_hidden()
+
+
+# --- issue: findings of the memo web test pass (docs/web.md, The page) -----------------------
+def _add(srv: WebServer, **body: Any) -> dict[str, Any]:
+    """Add through the API as another client would (embedded before the answer)."""
+    resp = httpx.post(srv.base + "api/memories", json={"wait": True, **body}, headers=srv.auth(), timeout=120)
+    assert resp.status_code in (200, 201), resp.text
+    return resp.json()
+
+
+# Whether the characters of ``text`` inside ``root`` are laid out left to right (each one's
+# box right of the one before; spaces skipped): a bidi override that leaks out of the stored
+# value it sits in lays the page's own words after it out right to left.
+LEFT_TO_RIGHT = """([root, text]) => {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const at = node.data.indexOf(text);
+    if (at < 0) continue;
+    const range = document.createRange(), xs = [];
+    for (let i = at; i < at + text.length; i++) {
+      if (!node.data[i].trim()) continue;
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      xs.push(range.getBoundingClientRect().left);
+    }
+    return xs.every((x, i) => i === 0 || x > xs[i - 1]);
+  }
+  return null;
+}"""
+
+
+def _ltr(p: Any, selector: str, text: str) -> bool | None:
+    return p.locator(selector).first.evaluate(
+        f"(root) => ({LEFT_TO_RIGHT})([root, {json.dumps(text)}])")
+
+
+def test_a_failed_search_clears_the_results_it_no_longer_matches(page: Page,
+                                                                  server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    p = page.open()
+    page.search("deploy key rotation")
+    assert p.locator(".result").count() > 0
+    # an API error (the empty query): the address says q= and no result of the last search stays
+    p.fill("#q", "")
+    with p.expect_response(lambda r: "/api/search" in r.url):
+        p.click("#search-btn")
+    p.wait_for_selector("#error:not([hidden])")
+    assert p.url == srv.base + "?q=&mode=auto"
+    assert p.locator(".result").count() == 0 and p.text_content("#summary") == ""
+    assert p.locator("#busy").is_hidden()
+    # the server unreachable
+    page.search("deploy key rotation")
+    p.route("**/api/search*", lambda route: route.abort())
+    p.fill("#q", "pizza")
+    p.click("#search-btn")
+    p.wait_for_selector("#error:not([hidden])")
+    assert p.text_content("#error-type") == "NetworkError"
+    assert p.locator(".result").count() == 0 and p.text_content("#summary") == ""
+    p.unroute("**/api/search*")
+    # back to an address the form cannot hold: refused, and the results shown are not its own
+    page.search("deploy key rotation")
+    p.evaluate("history.pushState(null, '', '?q=deploy&mode=fuzzy'); history.pushState(null, '', '?q=x');"
+               "history.back()")
+    p.wait_for_selector("#error:not([hidden])")
+    assert "mode 'fuzzy'" in (p.text_content("#error-message") or "")
+    assert p.locator(".result").count() == 0
+    page.check_clean(allowed=("status of 400", "ERR_FAILED"))
+
+
+def test_truncated_results_say_so_and_show_more_raises_the_limit(page: Page,
+                                                                  server: tuple[WebServer, dict[str, str]]) -> None:
+    from playwright.sync_api import expect
+
+    from memo.profile import load_profile
+
+    srv, _ = server
+    for i in range(14):
+        _add(srv, text=f"Wombat census note {i}: the burrow count on ridge {i} was {i * 3}.", namespace="census")
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.fill("#namespace", "census")
+    doc = page.search("wombat census burrow count")
+    shown, tr = len(doc["results"]), doc["trace"]
+    assert doc["truncated"] > 0 and shown == tr["limit"]
+    assert p.text_content("#summary .count") == f"{shown} of {shown + doc['truncated']} shown"
+    prof = load_profile(tr["profile"])         # the library's bounds, not the page's
+    assert p.get_attribute("#limit", "max") == str(prof.limit.max)
+    assert p.get_attribute("#limit", "placeholder") == str(prof.limit.default)
+    dropped = sum(d["count"] for d in tr["drops"] if d["stage"] == "limit")
+    want = min(tr["limit"] + dropped, prof.limit.max)
+    assert p.text_content("#more") == f"show {want - tr['limit']} more"
+    p.fill("#q", "an edited query not searched")       # "show more" is the shown search's
+    with p.expect_response(lambda r: "/api/search" in r.url) as info:
+        p.click("#more")
+    more = info.value.json()
+    assert f"limit={want}" in info.value.url and more["trace"]["limit"] == want
+    assert more["query"] == doc["query"]
+    expect(p.locator(".result")).to_have_count(len(more["results"]))
+    assert len(more["results"]) > shown
+    assert p.url == srv.base + f"?q=wombat+census+burrow+count&mode=keyword&namespace=census&limit={want}"
+    assert p.input_value("#limit") == str(want)
+    if not more["truncated"]:
+        assert p.locator("#more").count() == 0
+        assert p.text_content("#summary .count") == f"{len(more['results'])} results"
+    # the address's limit fills the form; one that is no count is refused
+    p.goto(srv.base + "?q=wombat&mode=keyword&limit=ten")
+    p.wait_for_selector("#error:not([hidden])")
+    assert "limit 'ten'" in (p.text_content("#error-message") or "")
+    page.check_clean()
+
+
+def test_a_truncated_search_names_its_narrowing_in_parameter_words(page: Page,
+                                                                    server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    for i in range(6):
+        _add(srv, text=f"Bilby tracking report {i} from the survey team.", namespace=f"survey{i % 2}")
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.check("#explain")
+    p.goto(srv.base + "?q=bilby+tracking+report&mode=keyword&limit=2&explain=1")
+    p.wait_for_selector("#trace:not([hidden])")
+    text = p.text_content("#trace .narrow-hint") or ""
+    assert re.fullmatch(r"namespace=survey\d \(drops \d+\)", text), text
+    assert "--" not in (p.text_content("#trace") or "")
+
+
+def test_an_empty_answers_hint_names_parameters_not_flags(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    """The search document is the CLI's ("raise max_tokens (--max-tokens) to at least N");
+    the page words it with the parameter.  The page has no max_tokens field: its request is
+    sent on with max_tokens=1 added, and the real server answers."""
+    srv, _ = server
+    p = page.page
+    page.open()
+    p.route("**/api/search*", lambda route: route.continue_(url=route.request.url + "&max_tokens=1"))
+    with p.expect_response(lambda r: "/api/search" in r.url) as info:
+        p.goto(srv.base + "?q=deploy+key&mode=keyword")
+    doc = info.value.json()
+    assert doc["cause"] == "budget" and "(--max-tokens)" in doc["hint"], doc
+    p.wait_for_selector("#summary .hint")
+    shown = p.text_content("#summary .hint") or ""
+    assert shown == " · " + doc["hint"].replace(" (--max-tokens)", ""), shown
+    assert "--" not in (p.text_content("#summary") or "")
+
+
+def test_query_notes_are_shown(page: Page) -> None:
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.fill("#q", "deploy key " * 2000)          # over the query cap: the library cuts it and says so
+    with p.expect_response(lambda r: "/api/search" in r.url) as info:
+        p.click("#search-btn")
+    notes = info.value.json()["trace"]["notes"]
+    assert notes
+    p.wait_for_selector("#summary .note")
+    assert p.locator("#summary .note").all_text_contents() == [" · " + n for n in notes]
+    p.check("#explain")
+    assert p.locator("#trace .trace-note").all_text_contents() == notes
+
+
+def test_bidi_controls_in_stored_values_stay_inside_them(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    _add(srv, text="Quoll sighting logged by the night shift.", namespace="ns\u202eabc", author="Eve\u202e",
+         source="src\u2067x")
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    p.check("#explain")
+    page.search("quoll sighting night shift")
+    p.wait_for_selector(".why-prov")
+    # the author's override ends with the author: the words after it read left to right
+    assert _ltr(p, ".result .why-prov", "recorded_at") is True
+    assert _ltr(p, ".result .head", "UTC") is True
+    # a sentence of the server's quoting the namespace shows the control instead of obeying it
+    p.goto(srv.base + "?q=deploy&namespace=nope")
+    p.wait_for_selector("#summary .reason")
+    assert "ns<U+202E>abc" in (p.text_content("#summary .reason") or "")
+    assert _ltr(p, "#summary", "the scope filter") is True
+
+
+def test_a_long_unbroken_heading_and_namespace_wrap(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    _add(srv, text="# " + "H" * 3000 + "\n\nnumbat body text for the layout check", namespace="n" * 300)
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    page.search("numbat body text layout")
+    width, view = p.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width <= view, (width, view)
+
+
+def test_an_add_that_cannot_be_embedded_says_why(browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMO_MODEL", "no-such-model")
+    with memo_web(tmp_path / "memo.db") as srv:
+        page = Page(browser, srv)
+        p = page.open()
+        p.fill("#add-text", "The echidna pen has a new water bowl.")
+        with p.expect_response(lambda r: "/api/memories" in r.url) as info:
+            p.click("#add-btn")
+        vectors = info.value.json()["vectors"]
+        assert vectors["queued"] == 1 and vectors["model_id"] is None and vectors["error"] is None
+        p.wait_for_selector("#add-status[data-record-id]")
+        note = p.text_content("#add-status .vectors-note") or ""
+        assert "cannot be found by meaning yet" in note and "no embedding model" in note, note
+        # embedded before the answer (as "wait": true asks): the report carries the error
+        p.route("**/api/memories", lambda route: route.continue_(
+            post_data=json.dumps({**json.loads(route.request.post_data or "{}"), "wait": True})))
+        p.fill("#add-text", "The echidna pen gets fresh straw on Mondays.")
+        with p.expect_response(lambda r: "/api/memories" in r.url) as info:
+            p.click("#add-btn")
+        error = info.value.json()["vectors"]["error"]
+        assert error
+        p.wait_for_selector("#add-status[data-record-id] .vectors-note")
+        assert p.text_content("#add-status .vectors-note") == f"; it cannot be found by meaning yet: {error}"
+        page.check_clean()
+    assert "Traceback" not in srv.stderr(), srv.stderr()
+
+
+def test_dates_are_shown_as_stored(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    _add(srv, text="Tapir feeding moved to the late shift.", namespace="zoo", event_at="2024-03-14T23:30:00-05:00")
+    p = page.open()
+    p.select_option("#mode", "keyword")
+    doc = page.search("tapir feeding late shift")
+    first = p.locator(".result").first
+    stored = doc["results"][0]["why"]["freshness"]["event_at"]
+    assert stored.startswith("2024-03-15T04:30:00")              # kept in UTC
+    assert first.locator(".date").text_content() == "2024-03-15 04:30 UTC"    # never "2024-03-15" alone
+    assert first.locator(".date").get_attribute("title") == stored
+    p.fill("#namespace", "retro")
+    page.search("canary rollout")
+    assert sorted(p.locator(".result .date").all_text_contents()) == ["2024-03-14", "2024-05-02"]   # dates stay dates
+
+
+def test_the_address_takes_the_apis_explain_words_and_names_choices_as_the_form(
+        page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    srv, _ = server
+    p = page.page
+    page.open()
+    for word, on in (("yes", True), ("ON", True), ("off", False), ("0", False)):
+        with p.expect_response(lambda r: "/api/search" in r.url):
+            p.goto(srv.base + f"?q=deploy&explain={word}")
+        p.wait_for_selector("body[data-ready='1']")
+        assert p.is_checked("#explain") is on, word
+        assert p.locator("#error").is_hidden()
+    for query, message in (("?q=deploy&explain=maybe", "explain 'maybe' is not one of 1, true"),
+                           ("?q=deploy&kind=Note", "kind 'Note' is not one of any, note, conversation")):
+        p.goto(srv.base + query)
+        p.wait_for_selector("#error:not([hidden])")
+        assert message in (p.text_content("#error-message") or ""), query
+        assert "(default)" not in (p.text_content("#error-message") or "")
+
+
+def test_accessible_names_focus_and_live_regions(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
+    _, ids = server
+    p = page.open()
+    assert p.get_by_label("text", exact=True).get_attribute("id") == "add-text"
+    for selector in ("#summary", "#add-status"):
+        assert p.get_attribute(selector, "role") == "status", selector
+    assert p.locator("#busy").evaluate("(n) => n.closest('[role=status]') !== null")
+    page.search("how often does the deploy key rotate")
+    # the result's button is named by what the result says, not only its id
+    button = p.get_by_role("button", name=re.compile("deploy key rotates every 30 days"))
+    assert button.count() == 1 and button.text_content() == ids[NOTE]
+    button.click()
+    p.wait_for_selector("#record:not([hidden])")
+    assert p.evaluate("document.activeElement.id") == "record-title"
+    p.click("#record-close")
+    assert p.evaluate("document.activeElement.closest('.result')?.dataset.recordId") == ids[NOTE]
+    # re-rendered meanwhile (explain toggled): the same record's new button gets it
+    button.click()
+    p.wait_for_selector("#record:not([hidden])")
+    p.check("#explain")
+    p.click("#record-close")
+    assert p.evaluate("document.activeElement.classList.contains('record-id') && "
+                      "document.activeElement.closest('.result').dataset.recordId") == ids[NOTE]
+
+
+def test_the_header_counts_follow_writes_by_others_after_a_search(page: Page,
+                                                                   server: tuple[WebServer, dict[str, str]]) -> None:
+    from playwright.sync_api import expect
+
+    srv, _ = server
+    p = page.open()
+    live, passages = _live(p.text_content("#status"))
+    _add(srv, text="Another process wrote this echidna spine note.", namespace="elsewhere")   # not this page
+    page.search("echidna spine")
+    expect(p.locator("#status")).to_have_text(f"{live + 1} live records, {passages + 1} passages")

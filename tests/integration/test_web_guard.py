@@ -26,9 +26,12 @@ from web_server import REPO, memo_web
 
 from memo import __version__
 from memo.cli import app as cli_app
+from memo.cli.options import SEARCH_OPTIONS
 from memo.errors import ValidationError
+from memo.profile import load_profile, profile_names
 from memo.serve import guard
-from memo.serve.web import CSP, MAX_BODY_BYTES, create_app
+from memo.serve.web import CSP, FLAG_PARAMS, MAX_BODY_BYTES, create_app
+from memo.serve.web_input import FLAG_WORDS, SEARCH_KEYS
 
 TOKEN = "test-token-0123456789abcdef"
 BASE = "http://127.0.0.1:8765"
@@ -216,6 +219,36 @@ def test_stored_markup_comes_back_verbatim_as_json_data(client: TestClient) -> N
     assert resp.headers["content-type"] == "application/json"      # never served as HTML
     assert resp.json()["results"][0]["text"] == evil
     assert client.get(f"/api/records/{rid}", headers=AUTH).json()["body"] == evil
+
+
+# --- CLI flags -> web parameters (the page words a search's hints with them) -------------------
+def test_every_search_flag_has_its_web_parameter() -> None:
+    """The flag -> parameter table is derived, not written: every long flag of `memo
+    search` but --db and --json maps to a parameter GET /api/search takes."""
+    flags = {f for opt in SEARCH_OPTIONS for f in opt.flags if f.startswith("--")} - {"--db", "--json"}
+    assert set(FLAG_PARAMS) == flags
+    assert set(FLAG_PARAMS.values()) <= set(SEARCH_KEYS)
+    assert FLAG_PARAMS["--tag"] == "tags" and FLAG_PARAMS["--from"] == "from"
+    assert FLAG_PARAMS["--max-tokens"] == "max_tokens" and FLAG_PARAMS["--namespace"] == "namespace"
+
+
+# --- the page's form (GET /api/form) ---------------------------------------------------------
+def test_the_form_route_gives_each_profiles_limits_and_the_explain_words(client: TestClient) -> None:
+    doc = client.get("/api/form", headers=AUTH).json()
+    assert set(doc["limits"]) == set(profile_names())
+    for name, limits in doc["limits"].items():
+        prof = load_profile(name)
+        assert limits == {"default": prof.limit.default, "max": prof.limit.max}, name
+    assert doc["explain"] == {"true": list(FLAG_WORDS[True]), "false": list(FLAG_WORDS[False])}
+    assert doc["flags"] == FLAG_PARAMS
+    assert_error(client.get("/api/form"), 401, "Unauthorized")
+
+
+@pytest.mark.parametrize("word", [*FLAG_WORDS[True], *FLAG_WORDS[False], "YES", "Off"])
+def test_the_api_takes_every_explain_word_the_page_is_given(client: TestClient, word: str) -> None:
+    client.post("/api/memories", json={"text": NOTE}, headers=AUTH)
+    doc = client.get("/api/search", params={"q": "deploy key", "explain": word}, headers=AUTH).json()
+    assert (doc["results"][0]["why"] is not None) == (word.lower() in FLAG_WORDS[True]), word
 
 
 # --- bad input -------------------------------------------------------------------------------

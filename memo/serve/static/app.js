@@ -17,6 +17,11 @@
   let token = null;
   let lastSearch = null; // the last search document; re-rendered when "explain" toggles
   let searchSeq = 0;     // only the newest search renders (back/forward can overlap one)
+  // GET /api/form: each profile's limit {default, max}, the words explain takes and each
+  // `memo search` flag's query parameter, from the server's definitions (the page keeps no
+  // second copy of any).
+  let form = { limits: {}, explain: { true: [], false: [] }, flags: {} };
+  let recordOpener = null; // the result button that opened the record view (focus returns there)
 
   // --- small DOM helpers (text only) ----------------------------------------------------
   function el(tag, className, text) {
@@ -47,13 +52,56 @@
     return span;
   }
 
+  // Bidi controls (embeddings, overrides, isolates) shown as <U+202E>.  For the server's
+  // sentences only (reasons, hints, notes, errors): they quote stored values, such as
+  // namespace names, inside one line of text, where an override would reverse the rest of
+  // the sentence.  Every other stored value is rendered as is, in an element of its own
+  // that the CSS isolates (app.css, unicode-bidi).
+  const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+  function showControls(text) {
+    if (text === null || text === undefined) return text;
+    return String(text).replace(BIDI_CONTROLS,
+      (c) => "<U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + ">");
+  }
+
+  // A search's advice in the page's words: the search document is the CLI's (the same on
+  // every surface), so its hint names `memo search` flags; each becomes its query parameter
+  // (form.flags: derived on the server from the CLI's option table).  "raise max_tokens
+  // (--max-tokens) to ..." -> "raise max_tokens to ...".  Other commands' flags stay.
+  const FLAG = /(^|[^\w-])(--[a-z][a-z0-9-]*)/g;
+  function flagParam(flag) {
+    return form.flags && Object.hasOwn(form.flags, flag) ? form.flags[flag] : null;
+  }
+
+  function paramWords(text) {
+    if (!text) return text;
+    return String(text)
+      .replace(/\b(\w+) \((--[a-z][a-z0-9-]*)\)/g, (all, name, flag) => (flagParam(flag) === name ? name : all))
+      .replace(FLAG, (all, before, flag) => before + (flagParam(flag) || flag));
+  }
+
+  // narrow_hint.option ("--namespace ops") as a query parameter: "namespace=ops".
+  function narrowOption(narrow) {
+    const param = flagParam(String(narrow.option).split(" ")[0]);
+    return param ? param + "=" + narrow.value : paramWords(narrow.option);
+  }
+
+  // A stored moment as stored: a date alone ("2024-03-14"), else its UTC date and time
+  // ("2024-03-15T04:30:00Z" -> "2024-03-15 04:30 UTC"; seconds unless :00).  Never a
+  // date cut from a UTC moment: 23:30 at -05:00 is the next day in UTC.
+  function moment(text) {
+    const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2})?(?:\.\d+)?(?:Z|[+-]00:?00)$/.exec(text);
+    if (!m) return text;
+    return m[1] + " " + m[2] + (m[3] && m[3] !== ":00" ? m[3] : "") + " UTC";
+  }
+
   // --- errors -------------------------------------------------------------------------------
   function showError(err) {
     const box = $("error");
     const isJsError = err instanceof Error;
     $("error-type").textContent = isJsError ? err.name : (err.type || "Error");
-    $("error-message").textContent = isJsError ? err.message : (err.error || "request failed");
-    $("error-hint").textContent = isJsError ? "" : (err.hint || "");
+    $("error-message").textContent = showControls(isJsError ? err.message : (err.error || "request failed"));
+    $("error-hint").textContent = showControls(isJsError ? "" : (err.hint || ""));
     box.hidden = false;
   }
 
@@ -107,10 +155,10 @@
 
   // --- search ---------------------------------------------------------------------------------
   // The page's own address holds the search as query parameters (a link to a search can be
-  // shared or bookmarked): q, mode, profile, namespace, kind, explain.  The form is the one
-  // source of truth: an address fills the form, the form writes the address.  The token
-  // never goes there: it stays in the fragment until takeToken moves it to sessionStorage.
-  const FORM_FIELDS = ["q", "mode", "profile", "namespace", "kind"];
+  // shared or bookmarked): q, mode, profile, namespace, kind, limit, explain.  The form is
+  // the one source of truth: an address fills the form, the form writes the address.  The
+  // token never goes there: it stays in the fragment until takeToken moves it to sessionStorage.
+  const FORM_FIELDS = ["q", "mode", "profile", "namespace", "kind", "limit"];
   const PAGE_PARAMS = [...FORM_FIELDS, "explain"];
 
   // The form's search as page parameters (empty fields left out; mode always written).
@@ -126,7 +174,7 @@
 
   function badAddress(message) {
     return { type: "ValidationError", error: message + " in the page address",
-             hint: "the address takes q, mode, profile, namespace, kind and explain=1 (docs/web.md, The page)" };
+             hint: "the address takes q, mode, profile, namespace, kind, limit and explain=1 (docs/web.md, The page)" };
   }
 
   // Fill the form from the address.  True when it holds a search (q) to run.  A value the
@@ -143,14 +191,37 @@
       const select = $(id);
       if (value === select.dataset.default) value = "";   // the server's default profile, by name
       if (![...select.options].some((o) => o.value === value)) {
-        throw badAddress(id + " '" + value + "' is not one of " + [...select.options].map((o) => o.value || "(default)").join(", "));
+        // each choice as the form shows it ("any" for kind's empty one)
+        throw badAddress(id + " '" + value + "' is not one of " + [...select.options].map((o) => o.value || o.textContent).join(", "));
       }
       select.value = value;
     }
+    const limit = params.get("limit") || "";
+    if (limit && !/^[1-9][0-9]*$/.test(limit)) throw badAddress("limit '" + limit + "' is not a whole number from 1");
+    const explain = params.get("explain");
+    const said = explain === null ? "" : explain.toLowerCase();
+    if (explain !== null && !form.explain.true.includes(said) && !form.explain.false.includes(said)) {
+      throw badAddress("explain '" + explain + "' is not one of " + [...form.explain.true, ...form.explain.false].join(", "));
+    }
     $("q").value = params.get("q") || "";
     $("namespace").value = params.get("namespace") || "";
-    $("explain").checked = ["1", "true"].includes(params.get("explain"));
+    $("limit").value = limit;
+    $("explain").checked = form.explain.true.includes(said);
+    limitBounds();
     return params.has("q");
+  }
+
+  // The limit field's bounds: the selected profile's limit keys (GET /api/form).
+  function limitBounds() {
+    const bounds = form.limits[$("profile").value || $("profile").dataset.default];
+    const input = $("limit");
+    if (bounds) {
+      input.max = bounds.max;
+      input.placeholder = String(bounds.default);
+    } else {
+      input.removeAttribute("max");
+      input.placeholder = "";
+    }
   }
 
   // "push": a new history entry for a search the user asked for; "replace": the address
@@ -172,6 +243,20 @@
     writeAddress("replace", params);
   }
 
+  // Shown results always belong to the search in the address: while a new one runs they
+  // are marked stale, and a search that fails (API error, server gone) clears them.
+  function clearResults() {
+    ++searchSeq;
+    lastSearch = null;
+    render();
+  }
+
+  function setBusy(busy) {
+    $("busy").hidden = !busy;
+    $("results-panel").classList.toggle("stale", busy);
+    $("results-panel").setAttribute("aria-busy", busy ? "true" : "false");
+  }
+
   async function runSearch(how = "push") {
     clearError();
     writeAddress(how, formParams());
@@ -180,27 +265,49 @@
     // toggle then shows or hides the details without a second request.
     params.set("explain", "1");
     const seq = ++searchSeq;
-    $("busy").hidden = false;
+    setBusy(true);
+    let doc;
     try {
-      const doc = await call("GET", "/api/search?" + params.toString());
-      if (seq !== searchSeq) return;
-      lastSearch = doc;
-      render();
-    } finally {
-      if (seq === searchSeq) $("busy").hidden = true;
+      doc = await call("GET", "/api/search?" + params.toString());
+    } catch (err) {
+      if (seq === searchSeq) {
+        setBusy(false);
+        clearResults();
+      }
+      throw err;
     }
+    if (seq !== searchSeq) return;     // a newer search runs: it renders (and ends "busy")
+    setBusy(false);
+    lastSearch = doc;
+    render();
+    // Other processes write too: the header counts follow every search (and /api/stats
+    // lets the server notice vectors they left queued).
+    loadStats().catch(() => {});
   }
 
   // Run the search the address holds (page load, back/forward); none: an empty page.
   async function searchFromAddress() {
-    if (formFromAddress()) {
+    let search;
+    try {
+      search = formFromAddress();
+    } catch (err) {
+      clearResults();      // the results shown are not this address's
+      throw err;
+    }
+    if (search) {
       await runSearch("replace");
     } else {
-      ++searchSeq;
-      lastSearch = null;
+      clearResults();
       clearError();
-      render();
     }
+  }
+
+  // "show more": the shown search (the address, not an edited form) with its limit raised
+  // to take the results the limit dropped, within the profile's limit.max.
+  function showMore(limit) {
+    formFromAddress();
+    $("limit").value = String(limit);
+    return runSearch("push");
   }
 
   function render() {
@@ -214,16 +321,42 @@
       renderTrace(null, explain);
       return;
     }
-    summary.append(el("span", null, doc.results.length + " result" + (doc.results.length === 1 ? "" : "s")));
-    if (doc.abstained || doc.results.length === 0) {
-      summary.append(el("span", "reason", " · " + (doc.reason || "nothing relevant stored")));
-      if (doc.hint) summary.append(el("span", "hint", " · " + doc.hint));
+    const shown = doc.results.length;
+    const count = doc.truncated ? shown + " of " + (shown + doc.truncated) + " shown"
+      : shown + " result" + (shown === 1 ? "" : "s");
+    summary.append(el("span", "count", count));
+    const more = moreLimit(doc);
+    if (more) {
+      const button = el("button", "link more", "show " + (more - doc.trace.limit) + " more");
+      button.type = "button";
+      button.id = "more";
+      button.addEventListener("click", () => showMore(more).catch(showError));
+      summary.append(el("span", null, " · "), button);
+    } else if (doc.truncated && doc.narrow_hint) {
+      summary.append(el("span", "narrow", " · narrow with " + showControls(narrowOption(doc.narrow_hint)) +
+        " (drops " + doc.narrow_hint.would_drop + ")"));
     }
+    if (doc.abstained || shown === 0) {
+      summary.append(el("span", "reason", " · " + showControls(doc.reason || "nothing relevant stored")));
+      if (doc.hint) summary.append(el("span", "hint", " · " + showControls(paramWords(doc.hint))));
+    }
+    for (const note of (doc.trace && doc.trace.notes) || []) summary.append(el("span", "note warn", " · " + showControls(note)));
     if (doc.trace && doc.trace.degraded && doc.trace.degraded.flag) {
-      summary.append(el("span", "warn", " · degraded: " + doc.trace.degraded.reason));
+      summary.append(el("span", "warn", " · degraded: " + showControls(doc.trace.degraded.reason)));
     }
     doc.results.forEach((res, i) => list.append(resultItem(res, i + 1, explain)));
     renderTrace(doc, explain);
+  }
+
+  // The limit that would show the results the limit dropped (drops of stage "limit"),
+  // capped at the profile's limit.max; null when nothing more can be shown that way.
+  function moreLimit(doc) {
+    const tr = doc.trace;
+    if (!doc.truncated || !tr || typeof tr.limit !== "number") return null;
+    const dropped = (tr.drops || []).filter((d) => d.stage === "limit").reduce((n, d) => n + d.count, 0);
+    const bounds = form.limits[tr.profile];
+    const next = Math.min(tr.limit + dropped, bounds ? bounds.max : Infinity);
+    return next > tr.limit ? next : null;
   }
 
   function resultItem(res, rank, explain) {
@@ -235,10 +368,12 @@
     head.append(el("span", "band band-" + (res.band || "none"), res.band || "no band"));
     if (res.relevance !== null && res.relevance !== undefined) head.append(labelled("relevance", num("relevance", res.relevance)));
     if (res.section) head.append(el("span", "section", res.section));
-    head.append(el("span", "meta", res.kind + " / " + res.namespace));
+    const meta = el("span", "meta");
+    meta.append(el("span", "kind", res.kind), el("span", null, " / "), el("span", "namespace", res.namespace));
+    head.append(meta);
     const when = res.why ? (res.why.freshness.event_at || res.why.provenance.recorded_at) : null;
     if (when) {
-      const date = el("span", "date", when.slice(0, 10));
+      const date = el("span", "date", moment(when));
       date.title = when;
       head.append(date);
     }
@@ -248,7 +383,11 @@
     const open = el("button", "record-id link", res.record_id);
     open.type = "button";
     open.title = "show the whole record";
-    open.addEventListener("click", () => showRecord(res.record_id).catch(showError));
+    // Named by what the result says, not only its id (a list of bare ids is no help to a
+    // screen reader user); the visible id stays part of the name.
+    const about = (res.section ? res.section + ": " : "") + text;
+    open.setAttribute("aria-label", "record " + res.record_id + ": " + (about.length > 120 ? about.slice(0, 120) + "…" : about));
+    open.addEventListener("click", () => showRecord(res.record_id, open).catch(showError));
     item.append(open);
     const chips = res.why ? entityChips(res.why) : null;
     if (chips) item.append(chips);
@@ -328,7 +467,11 @@
     box.append(line);
     const prov = Object.entries(why.provenance).filter(([, v]) => v !== null && v !== "");
     const from = el("div", "why-prov muted");
-    from.append(el("span", null, "from: " + prov.map(([k, v]) => k + " " + v).join(", ")));
+    from.append(el("span", null, "from: "));
+    prov.forEach(([k, v], i) => {      // each value in its own (isolated) span
+      if (i) from.append(el("span", null, ", "));
+      from.append(el("span", "k", k + " "), el("span", "prov-" + k, v));
+    });
     box.append(from);
     return box;
   }
@@ -357,7 +500,7 @@
     for (const a of tr.arms) {
       const row = el("tr", "trace-arm" + (a.ran ? "" : " muted"));
       row.dataset.arm = a.name;
-      row.append(el("td", null, a.name), el("td", null, a.ran ? "yes" : "no"), el("td", null, a.reason));
+      row.append(el("td", null, a.name), el("td", null, a.ran ? "yes" : "no"), el("td", null, showControls(a.reason)));
       for (const [key, value] of [["candidates", a.candidates], ["latency_ms", a.latency_ms]]) {
         const cell = el("td");
         cell.append(num(key, value));
@@ -388,11 +531,12 @@
       labelled("cutoff", el("span", "cutoff-kind", tr.cutoff_kind)),
       labelled("budget", el("span", "budget", tr.budget.used + " / " + tr.budget.max + " tokens")),
       labelled("truncated", num("truncated", doc.truncated)),
-      labelled("degraded", el("span", "degraded", tr.degraded.flag ? "yes: " + tr.degraded.reason : "no")));
+      labelled("degraded", el("span", "degraded", tr.degraded.flag ? "yes: " + showControls(tr.degraded.reason) : "no")));
     if (doc.narrow_hint) {
       facts.append(labelled("narrow with", el("span", "narrow-hint",
-        doc.narrow_hint.option + " (drops " + doc.narrow_hint.would_drop + ")")));
+        showControls(narrowOption(doc.narrow_hint)) + " (drops " + doc.narrow_hint.would_drop + ")")));
     }
+    for (const note of tr.notes || []) facts.append(labelled("note", el("span", "trace-note", showControls(note))));
     box.append(facts);
 
     const drops = el("ul", "drops");
@@ -418,7 +562,7 @@
     return String(value);
   }
 
-  async function showRecord(id) {
+  async function showRecord(id, opener) {
     clearError();
     const rec = await call("GET", "/api/records/" + encodeURIComponent(id));
     const fields = $("record-fields");
@@ -440,7 +584,23 @@
     }
     $("record-body").textContent = rec.body;
     $("record").hidden = false;
+    recordOpener = opener ? { node: opener, id } : null;
+    $("record-title").focus({ preventScroll: true });   // a screen reader lands on the record
     $("record").scrollIntoView({ block: "nearest" });
+  }
+
+  // Closing the record view returns focus to the result that opened it (re-rendered since:
+  // the same record's button), else to the query box, never to <body>.
+  function closeRecord() {
+    $("record").hidden = true;
+    const opener = recordOpener;
+    recordOpener = null;
+    let target = opener && opener.node.isConnected ? opener.node : null;
+    if (!target && opener) {
+      target = [...document.querySelectorAll("#results .result")]
+        .find((item) => item.dataset.recordId === opener.id)?.querySelector(".record-id") || null;
+    }
+    (target || $("q")).focus();
   }
 
   // --- add ------------------------------------------------------------------------------------
@@ -450,18 +610,45 @@
     const body = { text: $("add-text").value, kind: $("add-kind").value, tags };
     const namespace = $("add-namespace").value.trim();
     if (namespace) body.namespace = namespace;
-    const rep = await call("POST", "/api/memories", body);
     const status = $("add-status");
+    status.textContent = "adding…";
+    delete status.dataset.recordId;
+    let rep;
+    try {
+      rep = await call("POST", "/api/memories", body);
+    } catch (err) {
+      status.textContent = "not added";
+      throw err;
+    }
     status.textContent = rep.status + " " + rep.record_id + (rep.status === "skipped" ? " (same text already stored)" : ", " + rep.passages + " passage(s)");
+    const note = rep.status === "skipped" ? null : vectorsNote(rep.vectors);
+    if (note) status.append(el("span", "vectors-note" + (note.late ? " warn" : ""), "; " + showControls(note.text)));
     status.dataset.recordId = rep.record_id;
     if (rep.status !== "skipped") $("add-text").value = "";
     loadStats().catch(() => {});
+  }
+
+  // What the add report's `vectors` means for finding the memory by meaning ({text, late}):
+  // an error, or no model to embed with (model_id null), means it cannot be until
+  // something embeds it (late); queued with a model: the server's embedder does it now.
+  function vectorsNote(v) {
+    if (!v || !v.queued) return null;
+    if (v.error) return { late: true, text: "it cannot be found by meaning yet: " + v.error };
+    if (v.model_id === null) {
+      return { late: true, text: "it cannot be found by meaning yet: no embedding model could be named to " +
+        "embed it (`memo models check` says why); keyword search finds it now" };
+    }
+    return { late: false, text: "embedding in the background: keyword search finds it now, by meaning in moments" };
   }
 
   // --- start ----------------------------------------------------------------------------------
   async function loadStats() {
     const s = await call("GET", "/api/stats");
     $("status").textContent = s.live + " live records, " + s.passages + " passages";
+  }
+
+  async function loadForm() {
+    form = await call("GET", "/api/form");
   }
 
   async function loadProfiles() {
@@ -481,7 +668,8 @@
   // Stats and profiles, then the search the address holds (the profile list must be
   // there before the address can pick one).
   async function loadAll() {
-    await Promise.all([loadStats(), loadProfiles()]);
+    await Promise.all([loadStats(), loadProfiles(), loadForm()]);
+    limitBounds();
     try {
       await searchFromAddress();
     } finally {
@@ -512,7 +700,8 @@
       render();
     });
     window.addEventListener("popstate", () => { if (token) searchFromAddress().catch(showError); });
-    $("record-close").addEventListener("click", () => { $("record").hidden = true; });
+    $("profile").addEventListener("change", limitBounds);
+    $("record-close").addEventListener("click", closeRecord);
     if (!token) {
       $("token-form").hidden = false;
       return;
