@@ -9,7 +9,7 @@ import typer
 
 from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json
 from memo.ops import entities as eops
-from memo.ops.paging import MAX_PAGE_INT
+from memo.ops.paging import fetch_page
 from memo.store.db import open_db
 
 NamespaceOpt = Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces (repeat).")]
@@ -28,14 +28,10 @@ def list_(namespace: NamespaceOpt = None,
           offset: Annotated[int, typer.Option("--offset", help="Skip this many (the next page: --offset N).")] = 0,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """Entities, most mentioned first (live passages only)."""
-    # One row more than shown says whether another page exists (as `memo list`); a limit out
-    # of range goes to the library as given, which refuses it.
-    asked = limit + 1 if 1 <= limit < MAX_PAGE_INT else limit
-    rows = eops.list_entities(open_db(db, write=False), namespaces=tuple(namespace or ()), contains=contains,
-                              limit=asked, offset=offset)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    next_offset = offset + len(rows) if more else None
+    conn = open_db(db, write=False)
+    rows, next_offset = fetch_page(
+        lambda n: eops.list_entities(conn, namespaces=tuple(namespace or ()), contains=contains, limit=n,
+                                     offset=offset), limit, offset)
     if as_json:
         print_json({"entities": rows, "next_offset": next_offset})
         return

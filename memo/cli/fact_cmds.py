@@ -13,7 +13,7 @@ import typer
 
 from memo.cli.common import DbOption, JsonOption, echo, handle_errors, print_json, states_of
 from memo.ops import facts as fops
-from memo.ops.paging import MAX_PAGE_INT
+from memo.ops.paging import fetch_page
 from memo.store.db import open_db
 from memo.stored import Fact, FactDraft
 
@@ -76,14 +76,11 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
           offset: Annotated[int, typer.Option("--offset", help="Skip this many (the next page: --offset N).")] = 0,
           db: DbOption = None, as_json: JsonOption = False) -> None:
     """List facts, newest first (live only unless --all)."""
-    # One row more than shown says whether another page exists (as `memo list`); a limit out
-    # of range goes to the library as given, which refuses it.
-    asked = limit + 1 if 1 <= limit < MAX_PAGE_INT else limit
-    facts = fops.list_facts(open_db(db, create=False), namespaces=tuple(namespace or ()), evidence=evidence,
-                            include_forgotten=all_, include_superseded=all_, limit=asked, offset=offset)
-    more = len(facts) > limit
-    facts = facts[:limit]
-    next_offset = offset + len(facts) if more else None
+    conn = open_db(db, create=False)
+    facts, next_offset = fetch_page(
+        lambda n: fops.list_facts(conn, namespaces=tuple(namespace or ()), evidence=evidence,
+                                  include_forgotten=all_, include_superseded=all_, limit=n, offset=offset),
+        limit, offset)
     if as_json:
         print_json({"facts": facts, "count": len(facts), "next_offset": next_offset})
         return

@@ -48,7 +48,7 @@ from memo.ops.importer import (
     ImportOptions,
 )
 from memo.ops.importer import Progress as ImportProgress
-from memo.ops.paging import MAX_PAGE_INT
+from memo.ops.paging import fetch_page
 from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
 from memo.store.db import open_db
@@ -325,13 +325,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
                          library=library, version=version, tags=tuple(tag or ()),
                          include_forgotten=include_forgotten, include_superseded=include_superseded,
                          limit=limit, offset=offset)
-    # One row more than shown says whether another page exists (list_records counts nothing).
-    # A limit out of range goes to the library as given, which refuses it.
-    asked = replace(flt, limit=limit + 1) if 1 <= limit < MAX_PAGE_INT else flt
-    rows = ops.list_records(open_db(db, write=False), asked)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    next_offset = offset + len(rows) if more else None
+    conn = open_db(db, write=False)
+    rows, next_offset = fetch_page(lambda n: ops.list_records(conn, replace(flt, limit=n)), limit, offset)
     if as_json:
         print_json({"count": len(rows), "records": to_jsonable(rows), "next_offset": next_offset})
         return

@@ -119,6 +119,7 @@ Wait = Annotated[bool, Field(description=(
     "the embedding runs before the answer). Default false: the answer comes right after the "
     "write is stored, and the server embeds it in the background."))]
 RecordId = Annotated[str, Field(min_length=1, description="A record id (a passage id '<record>:<n>' works too).")]
+FactId = Annotated[str, Field(min_length=1, description="A fact id (its current version: memory_fact_list).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -740,7 +741,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         """List records newest first (live ones unless include_forgotten / include_superseded):
-        ids, titles and provenance, without the text."""
+        ids, titles and provenance, without the text. next_offset is the offset of the next
+        page, null when this page is the last."""
         return run_tool("memory_list", lambda: tools.list_records(
             namespaces=namespaces or (), kinds=kinds or (), sources=sources or (), library=library,
             version=version, tags=tags or (), include_forgotten=include_forgotten,
@@ -809,10 +811,27 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         limit: Annotated[int, Field(ge=1, le=1000, description="Facts to return, 1..1000.")] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
-        """List facts newest first with their evidence passages (quoted data with provenance)."""
+        """List facts newest first with their evidence passages (quoted data with provenance).
+        next_offset is the offset of the next page, null when this page is the last."""
         return run_tool("memory_fact_list", lambda: tools.fact_list(
             namespaces=namespaces or (), evidence=evidence, include_forgotten=include_forgotten,
             include_superseded=include_superseded, limit=limit, offset=offset), quoted=True)
+
+    @tool("memory_fact_supersede", ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False))
+    def memory_fact_supersede(
+        id: FactId,  # noqa: A002
+        text: Annotated[str, Field(min_length=1, description="The new text of the fact.")],
+        evidence: Annotated[list[Str] | None, Field(min_length=1, max_length=MAX_EVIDENCE_IDS, description=(
+            "New evidence, as memory_fact_add's (at most "
+            f"{MAX_EVIDENCE_IDS}); default: the old version's evidence passages."))] = None,
+    ) -> CallToolResult:
+        """Write a new version of a fact (as `memo fact supersede`): the other fields are copied
+        from the old version, evidence too unless given. The old version stops voting and leaves
+        lists (include_superseded shows it, with superseded_by), and is kept for as_of searches.
+        A fact already superseded (supersede its newest version) or forgotten is refused. The new
+        version's vector is embedded before the answer."""
+        return run_tool("memory_fact_supersede", lambda: tools.fact_supersede(id, text, evidence=evidence or ()))
 
     @tool("memory_fact_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))

@@ -6,12 +6,13 @@ Two long-lived connections per server process, each guarded by its own lock: the
 (and the web UI) run each synchronous tool on a worker thread, and a sqlite3 connection
 must not run two statements (or an explicit transaction) from two threads at once.
 
-* ``conn`` (write) serves ``add``, ``supersede`` and ``forget`` under ``_lock``, which an
-  add holds only for its validation and commit: the passages' embedding goes to the
-  server's background embedder (``start_embedder``; memo.embed.background), so the add is
-  acknowledged as soon as it is durable (issue 9.9) and the next write does not wait for
-  ONNX.  ``wait=True`` (or no embedder: tests, library use) embeds before returning,
-  still holding ``_lock``, as before.
+* ``conn`` (write) serves ``add``, ``supersede``, ``forget`` and the fact writes under
+  ``_lock``, which an add holds only for its validation and commit: the passages' embedding
+  goes to the server's background embedder (``start_embedder``; memo.embed.background), so
+  the add is acknowledged as soon as it is durable (issue 9.9) and the next write does not
+  wait for ONNX.  ``wait=True`` (or no embedder: tests, library use) embeds before
+  returning, still holding ``_lock``, as before; so does ``fact_supersede`` always (the
+  library's ``supersede_fact`` takes no background embedder).
 * ``read_conn`` serves ``search``, ``get``, ``list_records``, ``fact_list`` and ``stats`` under
   ``_read_lock``, so a search never waits for an add (WAL: readers see the last commit);
   searches take milliseconds and run one at a time.  The semantic service (in-memory
@@ -35,7 +36,8 @@ import re
 import sqlite3
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +97,17 @@ def warm_graph(db_path: str | Path) -> None:
             mention_graph(conn)
     finally:
         conn.close()
+
+
+def page(fetch: Callable[[int], Sequence[Any]], key: str, limit: int, offset: int) -> dict[str, Any]:
+    """One page of a list tool: ``{"count", key: rows, "next_offset"}``, as ``memo list --json``
+    and ``memo fact list --json`` print it.  ``fetch(n)`` reads at most ``n`` rows from
+    ``offset``; it is asked for one row more than ``limit``, and that row, when it comes, says
+    another page exists (``next_offset``: the offset of the next page; None on the last one).
+    A limit out of range goes to the library as given, which refuses it (``fetch_page``)."""
+    from memo.ops.paging import fetch_page  # deferred: start-up (module docstring)
+    shown, next_offset = fetch_page(fetch, limit, offset)
+    return {"count": len(shown), key: to_jsonable(shown), "next_offset": next_offset}
 
 
 class MemoTools:
@@ -246,9 +259,11 @@ class MemoTools:
                              library=library, version=version, tags=tuple(tags),
                              include_forgotten=include_forgotten, include_superseded=include_superseded,
                              limit=limit, offset=offset)
-        with self._read_lock:
-            rows = ops.list_records(self.read_conn, flt)
-        return {"count": len(rows), "records": to_jsonable(rows)}
+
+        def fetch(n: int) -> Sequence[Any]:
+            with self._read_lock:
+                return ops.list_records(self.read_conn, replace(flt, limit=n))
+        return page(fetch, "records", limit, offset)
 
     def supersede(self, record_id: str, text: str, *, wait: bool = False, **changes: Any) -> dict[str, Any]:
         preload()
@@ -297,11 +312,22 @@ class MemoTools:
                   limit: int = 50, offset: int = 0) -> dict[str, Any]:
         preload()
         from memo.ops.facts import list_facts  # deferred: start-up (module docstring)
-        with self._read_lock:      # a read: never waits behind a long add
-            facts = list_facts(self.read_conn, namespaces=tuple(namespaces), evidence=evidence,
-                               include_forgotten=include_forgotten, include_superseded=include_superseded,
-                               limit=limit, offset=offset)
-        return {"count": len(facts), "facts": to_jsonable(facts)}
+
+        def fetch(n: int) -> Sequence[Any]:
+            with self._read_lock:      # a read: never waits behind a long add
+                return list_facts(self.read_conn, namespaces=tuple(namespaces), evidence=evidence,
+                                  include_forgotten=include_forgotten, include_superseded=include_superseded,
+                                  limit=n, offset=offset)
+        return page(fetch, "facts", limit, offset)
+
+    def fact_supersede(self, fact_id: str, text: str, *, evidence: Sequence[str] = ()) -> dict[str, Any]:
+        """``memo fact supersede``: the evidence is copied from the old version unless given.
+        The library embeds the new version's vector before returning (it takes no background
+        embedder), so this holds ``_lock`` until then, as ``fact_add`` with ``wait``."""
+        preload()
+        from memo.ops.facts import supersede_fact  # deferred: start-up (module docstring)
+        with self._lock:
+            return to_jsonable(supersede_fact(self.conn, fact_id, text, evidence=tuple(evidence)))
 
     def fact_forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
         preload()

@@ -65,7 +65,8 @@ def test_unknown_argument_is_refused_by_every_tool_and_nothing_is_stored(tmp_pat
         valid = {"memory_search": {"query": "database"}, "memory_add": {"text": "A second note."},
                  "memory_get": {"id": rid}, "memory_list": {}, "memory_supersede": {"id": rid, "text": "New text."},
                  "memory_forget": {"ids": [rid]}, "memory_fact_add": {"text": "Another fact.", "evidence": [rid]},
-                 "memory_fact_list": {}, "memory_fact_forget": {"ids": [fid]}, "memory_stats": {}}
+                 "memory_fact_list": {}, "memory_fact_supersede": {"id": fid, "text": "A newer fact."},
+                 "memory_fact_forget": {"ids": [fid]}, "memory_stats": {}}
         assert set(valid) == TOOLS
         for tool, args in valid.items():
             schema_refusal(await s.call_tool(tool, {**args, "bogus_arg": 1}), "unknown argument bogus_arg")

@@ -38,3 +38,54 @@ def test_fact_tools(tmp_path: Path) -> None:
         assert doc(await s.call_tool("memory_fact_list", {}))["count"] == 0
 
     run_session(tmp_path, scenario)
+
+
+def test_fact_supersede(tmp_path: Path) -> None:
+    """memory_fact_supersede as `memo fact supersede`: the evidence is copied unless given; the
+    old version gets superseded_by and leaves the live list; a superseded, forgotten or unknown
+    fact is refused with a one-line error and nothing changes."""
+    async def scenario(s: ClientSession) -> None:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        ann = tools["memory_fact_supersede"].annotations
+        assert (ann.read_only_hint, ann.destructive_hint, ann.idempotent_hint) == (False, False, False)
+
+        rid = doc(await s.call_tool("memory_add", {"text": "The proxy log shows resets every hour.",
+                                                   "namespace": "ops"}))["record_id"]
+        rid2 = doc(await s.call_tool("memory_add", {"text": "The proxy was replaced by haproxy in May.",
+                                                    "namespace": "ops"}))["record_id"]
+        old = doc(await s.call_tool("memory_fact_add", {"text": "Clients see ERR_CONN_RESET.", "evidence": [rid],
+                                                        "namespace": "ops", "author": "oncall"}))["fact_id"]
+
+        rep = doc(await s.call_tool("memory_fact_supersede", {"id": old, "text": "Clients saw ERR_CONN_RESET hourly."}))
+        assert set(rep) == {"old_id", "new_id", "superseded_at", "evidence"}, rep
+        assert rep["old_id"] == old and rep["new_id"] != old and rep["evidence"] == [f"{rid}:0"]   # copied
+        live = doc(await s.call_tool("memory_fact_list", {"namespaces": ["ops"]}))["facts"]
+        assert [(f["id"], f["text"], f["namespace"], f["author"]) for f in live] == [
+            (rep["new_id"], "Clients saw ERR_CONN_RESET hourly.", "ops", "oncall")]
+        every = {f["id"]: f for f in doc(await s.call_tool("memory_fact_list", {"include_superseded": True}))["facts"]}
+        assert every[old]["superseded_by"] == rep["new_id"] and every[old]["superseded_at"] == rep["superseded_at"]
+        assert every[rep["new_id"]]["superseded_by"] is None
+
+        # evidence given: it replaces the old version's
+        newer = doc(await s.call_tool("memory_fact_supersede", {"id": rep["new_id"], "text": "haproxy fixed the resets.",
+                                                                "evidence": [rid2]}))
+        assert newer["evidence"] == [f"{rid2}:0"], newer
+
+        # refused: already superseded (names the newest version), forgotten, unknown id
+        line = error_line(await s.call_tool("memory_fact_supersede", {"id": old, "text": "Another try."}))
+        assert line.startswith("ValidationError: ") and f"already superseded by {rep['new_id']}" in line, line
+        doc(await s.call_tool("memory_fact_forget", {"ids": [newer["new_id"]]}))
+        line = error_line(await s.call_tool("memory_fact_supersede", {"id": newer["new_id"], "text": "Again."}))
+        assert line.startswith("ValidationError: ") and "is forgotten" in line, line
+        line = error_line(await s.call_tool("memory_fact_supersede", {"id": "fnope", "text": "x"}))
+        assert line.startswith("NotFound: ") and "fnope" in line, line
+
+        # strict arguments: a misspelt name and a wrong type are refused before the library
+        line = error_line(await s.call_tool("memory_fact_supersede", {"id": old, "txt": "x"}))
+        assert "unknown argument txt (did you mean text?)" in line, line
+        line = error_line(await s.call_tool("memory_fact_supersede", {"id": old, "text": "x", "evidence": 5}))
+        assert line.startswith("ValidationError: ") and "evidence: " in line, line
+        facts = doc(await s.call_tool("memory_fact_list", {"include_superseded": True, "include_forgotten": True}))
+        assert facts["count"] == 3                          # the refused calls stored nothing
+
+    run_session(tmp_path, scenario)

@@ -45,7 +45,7 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 ERROR_NAMES = {name for name, obj in vars(memo_errors).items()
                if isinstance(obj, type) and issubclass(obj, memo_errors.MemoError)}
 TOOLS = ("memory_search", "memory_add", "memory_get", "memory_list", "memory_supersede", "memory_forget",
-         "memory_stats")
+         "memory_stats", "memory_fact_supersede")
 NOTE = "The staging deploy key rotates every 30 days; ask the platform team for a new one."
 
 
@@ -304,7 +304,7 @@ ARGS = {
     "memory_get": ["id"], "memory_list": ["namespaces", "kinds", "library", "tags", "limit", "offset",
                                           "include_forgotten"],
     "memory_supersede": ["id", "text", "title", "tags", "event_at", "trust", "wait"],
-    "memory_forget": ["ids", "confirm"], "memory_stats": [],
+    "memory_forget": ["ids", "confirm"], "memory_stats": [], "memory_fact_supersede": ["id", "text", "evidence"],
 }
 
 

@@ -22,7 +22,8 @@ from memo.embed.warmup import GATE_ENV, LOADING
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"memory_search", "memory_add", "memory_get", "memory_list", "memory_supersede",
-         "memory_forget", "memory_stats", "memory_fact_add", "memory_fact_list", "memory_fact_forget"}
+         "memory_forget", "memory_stats", "memory_fact_add", "memory_fact_list", "memory_fact_supersede",
+         "memory_fact_forget"}
 
 
 # --- helpers ---------------------------------------------------------------------------
