@@ -5,8 +5,10 @@ path it sits under, rendered as plain text:
 
 * headings (ATX and setext, at the top level) give the section path, as plain text
   (backticks and emphasis dropped: ``### `fs.readFile()` `` -> ``fs.readFile()``);
-* HTML comments, ``<a id=...></a>`` anchors and other tags are not text (an HTML block
-  keeps only the text between its tags; inline tags are dropped);
+* HTML comments, ``<a id=...></a>`` anchors and HTML's other tags are not text (an HTML
+  block keeps only the text between its tags); a ``<word>`` that is not an HTML element
+  (``Promise<Buffer>``, ``List<T>``, ``<my-widget>``) is the author's text and stays
+  (memo.ingest.html_tags);
 * link reference definitions (``[EOF]: https://...``) are not text: the parser consumes
   them; a link keeps its text, not its URL;
 * fenced code keeps its language: ```` ```js ```` ... ```` ``` ````;
@@ -22,10 +24,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from html.parser import HTMLParser
+from html import unescape
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+from memo.ingest.html_tags import is_markup
 
 HEADING_SEP = " > "
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -89,32 +93,30 @@ def _unquote(value: str) -> str:
     return value.strip().strip("\"'").strip()
 
 
-class _HTMLText(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-
-    def handle_data(self, data: str) -> None:
-        self.parts.append(data)
+# A comment (which may hold '>'), or anything from '<' to the next '>' that holds no '<'.
+_HTML_PIECE = re.compile(r"(<!--.*?(?:-->|$)|<[^<>]*>)", re.S)
 
 
 def html_text(html: str) -> str:
-    """The text between the tags of an HTML fragment (comments and tags dropped)."""
-    p = _HTMLText()
-    p.feed(html)
-    p.close()
-    return " ".join("".join(p.parts).split())
+    """The text of an HTML fragment: markup dropped (comments, HTML's own tags), character
+    references decoded, a ``<word>`` that is not HTML kept as written (``is_markup``)."""
+    parts = [p if i % 2 else unescape(p) for i, p in enumerate(_HTML_PIECE.split(html))
+             if not (i % 2 and is_markup(p))]
+    return " ".join("".join(parts).split())
 
 
 def inline_text(token: Token) -> str:
     """An inline token as plain text: code spans without backticks, links as their text,
-    images as their alt text, inline HTML dropped, soft breaks as line breaks."""
+    images as their alt text, inline HTML markup dropped (a ``<word>`` that is not HTML,
+    such as ``Promise<Buffer>``'s, kept: ``is_markup``), soft breaks as line breaks."""
     out: list[str] = []
     for child in token.children or ():
         if child.type in ("text", "code_inline"):
             out.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             out.append("\n")
+        elif child.type == "html_inline" and not is_markup(child.content):
+            out.append(child.content)
         elif child.type == "image":
             out.append(inline_text(child) if child.children else child.content)
     return "".join(out).strip()

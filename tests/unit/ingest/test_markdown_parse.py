@@ -105,3 +105,27 @@ def test_sibling_heading_with_no_body_opens_the_next_section():
     parts = split_markdown(md)
     assert [(p.section, p.text) for p in parts] == [("Util > f(a, b)", "f(a)\n\nDoes f."),
                                                     ("Util > Parent > Child", "text")]
+
+
+def test_a_word_in_angle_brackets_that_is_not_html_stays_text():
+    """CommonMark calls any ``<word>`` raw HTML: the passages lost ``<Buffer>`` of
+    ``Promise<Buffer>``, a placeholder ``<type>`` and a custom element, so no search by the
+    words the author wrote could find them.  HTML's own tags still go."""
+    md = ("# Notes\n\nReturns a Promise<Buffer> or List<T>; the <my-widget> tag; "
+          "<kbd>Ctrl</kbd>+<KBD>C</KBD>, <!-- hidden --> <b>bold</b>, Box<B>.\n\n"
+          "<Buffer>\n\n"
+          "<div class=\"x\">Some <em>text</em> &lt;here&gt; in /srv/<type>/docs</div>\n\n"
+          "<details><Summary>Landing steps</Summary></details>\n")
+    texts = [b.text for b in parse_markdown(md) if not b.heading]
+    assert texts[0] == ("Returns a Promise<Buffer> or List<T>; the <my-widget> tag; Ctrl+C,  bold, Box<B>.")
+    assert texts[1] == "<Buffer>"
+    assert texts[2] == "Some text <here> in /srv/<type>/docs"
+    assert texts[3] == "Landing steps"
+
+
+def test_html_markup_is_recognised_in_any_case_but_a_lone_capital():
+    from memo.ingest.html_tags import is_markup
+    assert is_markup("<a id=\"x\">") and is_markup("</Div>") and is_markup("<BR/>") and is_markup("<!-- c -->")
+    assert is_markup("<!DOCTYPE html>") and is_markup("<?xml version=\"1.0\"?>")
+    assert not any(is_markup(t) for t in ("<T>", "<B>", "<Buffer>", "<my-widget>", "<path>", "</Foo>",
+                                          "<![CDATA[x]]>"))
