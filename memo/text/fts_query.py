@@ -14,7 +14,8 @@ spences10/ccrecall #23, smithersai/smithers #712).  So user text never reaches M
   Greek ``ί`` vs ``ι`` + U+0301, or for compatibility characters), each after the
   literal token of the same position, so a word is found whichever of those forms the
   passage holds it in.  English stop words are dropped (fall back to all words if only
-  stop words remain), each term is double-quoted (a quoted string is a phrase, never an
+  stop words remain; kept inside an identifier the query writes, where ``once`` of
+  ``emitter.once`` or ``from`` of ``Buffer.from`` is a name), each term is double-quoted (a quoted string is a phrase, never an
   operator) and the terms are OR'ed.
   OR, not AND: bm25 ranks documents with more (and rarer) terms first, and a long natural
   question rarely has every word in one passage.  Dropping stop words leaves the ranking
@@ -35,6 +36,7 @@ emoji only) raises ``QuerySyntaxError`` and never reaches SQLite.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from itertools import zip_longest
 
@@ -87,11 +89,33 @@ def _terms(text: str) -> list[str]:
 
 def query_words(query: str) -> list[str]:
     """Distinct terms of ``query`` folded as ``passages_fts`` folds them (stop words
-    dropped unless that empties it), at most ``MAX_TERMS``."""
+    dropped unless that empties it or they belong to an identifier), at most ``MAX_TERMS``."""
     # CJK runs as character bigrams, as passages_fts indexes them (memo.text.cjk).
-    words = _terms(_clip(query))
-    kept = [w for w in words if w not in STOP_WORDS]
+    text = _clip(query)
+    words = _terms(text)
+    named = _identifier_words(text)
+    kept = [w for w in words if w not in STOP_WORDS or w in named]
     return (kept or words)[:MAX_TERMS]
+
+
+# Code's connectors (``a.b``, ``a_b``, ``f(``, ``a::b``, ``a#b``) or a command-line flag
+# (``--no-verify``).  Not ``-`` or ``/`` inside words: ``out-of-date``, ``and/or``, ``I/O``
+# are prose, and keeping their stop words only adds common terms.
+_CODE_SHAPED = re.compile(r"^--?\w|\w[._:#(]\w|_")
+
+
+def _identifier_words(text: str) -> frozenset[str]:
+    """Words that are part of an identifier the query writes (``emitter.once``,
+    ``Buffer.from()``, ``process.on('exit')``, ``ERR_MODULE_NOT_FOUND``, ``--no-verify``):
+    there a stop word is an API's name, and dropping it left ``emitter`` alone to rank
+    every emitter passage alike."""
+    named: set[str] = set()
+    for piece in text.split():
+        if _CODE_SHAPED.search(piece):
+            terms = _terms(piece)
+            if any(len(t) > 2 for t in terms):   # not "i.e.", "e.g."
+                named.update(terms)
+    return frozenset(named)
 
 
 def _quote(term: str) -> str:
