@@ -13,7 +13,8 @@ spences10/ccrecall #23, smithersai/smithers #712).  So user text never reaches M
   the same; they differ where unicode61 folds canonical equivalents differently, e.g.
   Greek ``ί`` vs ``ι`` + U+0301, or for compatibility characters), each after the
   literal token of the same position, so a word is found whichever of those forms the
-  passage holds it in.  English stop words are dropped (fall back to all words if only
+  passage holds it in.  English stop words and what the tokenizer leaves of a
+  contraction (``s`` of ``what's``, ``t`` of ``doesn't``) are dropped (fall back to all words if only
   stop words remain; kept inside an identifier the query writes, where ``once`` of
   ``emitter.once`` or ``from`` of ``Buffer.from`` is a name), each term is double-quoted (a quoted string is a phrase, never an
   operator) and the terms are OR'ed.
@@ -46,7 +47,7 @@ from memo.text.folding import scrub_surrogates, unicode61_tokens
 from memo.text.identifiers import encode_token, identifier_tokens, looks_like_identifier
 from memo.text.limits import MAX_QUERY_CHARS, clip_query
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "STOP_WORDS", "exact_match", "exact_terms_of",
+__all__ = ["CONTRACTION_PARTS", "MAX_QUERY_CHARS", "MAX_TERMS", "STOP_WORDS", "exact_match", "exact_terms_of",
            "keyword_match", "query_words"]
 
 MAX_TERMS = 64
@@ -63,6 +64,17 @@ ourselves out over own same she should so some such than that the their theirs t
 themselves then there these they this those through to too under until up very was we were
 what when where which while who whom why will with would you your yours yourself yourselves
 """.split())
+
+
+# What the tokenizer leaves of an English contraction or possessive ("what's" -> what, s;
+# "doesn't" -> doesn, t; "we'll" -> we, ll): not words of the topic.  "s" alone matched
+# every possessive, so "what's the wifi password" found ten passages where "what is the
+# wifi password" rightly found none.  Kept apart from STOP_WORDS, which entity extraction
+# also reads (memo.text.entities): there "S" or "M" may be a name's part ("Model S").
+CONTRACTION_PARTS: frozenset[str] = frozenset("""
+s t d ll m re ve doesn didn isn wasn aren weren hasn haven hadn couldn wouldn shouldn
+""".split())
+_DROPPED = STOP_WORDS | CONTRACTION_PARTS
 
 
 def _clip(query: str) -> str:
@@ -94,7 +106,7 @@ def query_words(query: str) -> list[str]:
     text = _clip(query)
     words = _terms(text)
     named = _identifier_words(text)
-    kept = [w for w in words if w not in STOP_WORDS or w in named]
+    kept = [w for w in words if w not in _DROPPED or w in named]
     return (kept or words)[:MAX_TERMS]
 
 
