@@ -7,15 +7,23 @@ section = qualified name:
 * JavaScript / TypeScript: functions, classes, interfaces, type aliases, enums,
   namespaces, ``const``/``let``/``var`` bindings (``export`` / ``export default`` unwrapped):
   ``<module>.<name>``;
-* Go: functions ``<module>.<Name>``, methods ``<module>.<Receiver>.<Name>``, types,
-  consts and vars;
+* Go: functions ``<pkg>.<Name>``, methods ``<pkg>.<Receiver>.<Name>``, types, consts and
+  vars, where ``<pkg>`` is the name in the file's ``package`` clause (how Go code names
+  them: ``httpx.Server.Shutdown``), the module name when it has none;
 * Rust: ``fn``, ``struct``, ``enum``, ``trait``, ``type``, ``const``, ``static``, ``mod``,
   ``macro_rules!`` and ``impl`` blocks (``<module>.<Type>``, or ``<module>.<Trait for Type>``).
 
-Top-level code that defines nothing (imports, a package clause, statements) is kept as
-passages with the module name as section, so no text is lost.  Returns None when the
-grammar is not installed or the file defines nothing the grammar recognises (the caller
-then keeps the line-scan splitter).
+Top-level code that defines nothing (imports, a package clause, statements) is gathered,
+in file order, into the module's passage (section = the module or package name, cut to
+the window when long), so no text is lost and no passage is one ``import`` line: such
+one-liners would rank above the code a natural-language query is after.  A binding whose
+value is a ``require(...)`` or ``import(...)`` (``const { readdir } = require('fs')``) is an
+import, not a definition.  Pieces with no letter or digit (the ``;`` of a minified file,
+a stray ``}`` of one that does not parse) are left out.  A one-line ``const``/``let``/``var``
+without a comment above it is module code too: a run of them (``const REL_DEV =
+'DEV_DEPENDENCY_OF'`` ...) shares one passage instead of a passage a line; a documented
+or longer binding stays a definition.  Returns None when the grammar is not installed or
+the file holds no text (the caller then keeps the line-scan splitter).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from memo.ingest.windows import windowed
+from memo.ingest.code_passages import fit_code, has_words
 from memo.stored import PassageDraft
 
 LANGUAGES = ("javascript", "typescript", "go", "rust")
@@ -68,11 +76,44 @@ def _declarator_names(node: Any) -> list[str]:
     for child in node.named_children:
         if child.type in ("variable_declarator", "const_spec", "var_spec", "type_spec", "type_alias"):
             n = child.child_by_field_name("name")
-            if n is not None:
+            if n is not None and n.type in ("object_pattern", "array_pattern"):
+                names.extend(_pattern_names(n))       # const { readdir } = fs: "readdir"
+            elif n is not None:
                 names.append(_text(n))
         elif child.type in ("const_spec_list", "var_spec_list", "type_spec_list"):
             names.extend(_declarator_names(child))
     return names
+
+
+def _pattern_names(node: Any) -> list[str]:
+    """The names a JS destructuring pattern binds (``{ a, b: c, ...d }``: a, c, d)."""
+    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
+        return [_text(node)]
+    if node.type == "pair_pattern":
+        value = node.child_by_field_name("value")
+        return _pattern_names(value) if value is not None else []
+    if node.type in ("assignment_pattern", "object_assignment_pattern"):
+        left = node.child_by_field_name("left")
+        return _pattern_names(left) if left is not None else []
+    return [name for child in node.named_children for name in _pattern_names(child)]
+
+
+def _is_import(value: Any) -> bool:
+    """Is a binding's value ``require('x')``, ``require('x').y``, ``require('x')(opts)`` or
+    ``await import('x')``?"""
+    while value is not None:
+        if value.type == "call_expression":
+            fn = value.child_by_field_name("function")
+            if fn is not None and (fn.type == "import" or _text(fn) == "require"):
+                return True
+            value = fn
+        elif value.type in ("member_expression", "subscript_expression"):
+            value = value.child_by_field_name("object")
+        elif value.type in ("await_expression", "parenthesized_expression"):
+            value = value.named_children[0] if value.named_children else None
+        else:
+            return False
+    return False
 
 
 def _js_name(node: Any) -> str | None:
@@ -90,6 +131,9 @@ def _js_name(node: Any) -> str | None:
              "enum_declaration", "function_signature", "internal_module", "module"):
         return _field(node, "name") or None
     if t in ("lexical_declaration", "variable_declaration"):
+        declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+        if declarators and all(_is_import(c.child_by_field_name("value")) for c in declarators):
+            return None
         names = _declarator_names(node)
         return ", ".join(names) if names else None
     if t == "ambient_declaration":       # declare module 'x' { ... } / declare function f()
@@ -139,24 +183,38 @@ def _rust_name(node: Any) -> str | None:
 _NAMERS = {"javascript": _js_name, "typescript": _js_name, "go": _go_name, "rust": _rust_name}
 
 
+def _package(root: Any) -> str | None:
+    """The name in a Go file's ``package`` clause."""
+    for node in root.named_children:
+        if node.type == "package_clause":
+            for child in node.named_children:
+                if child.type == "package_identifier":
+                    return _text(child)
+    return None
+
+
+def _one_line_binding(node: Any, text: str) -> bool:
+    """A JS/TS ``const``/``let``/``var`` on one line without a comment above it (``const
+    REF_VCS = 'vcs'``): module code, where a file's run of such constants shares a passage."""
+    decl = node.child_by_field_name("declaration") if node.type == "export_statement" else node
+    return decl is not None and decl.type in ("lexical_declaration", "variable_declaration") and "\n" not in text
+
+
 def split_tree_sitter(source: str, module: str, language: str, tsx: bool = False) -> list[PassageDraft] | None:
     parser = _parser(language, tsx)
     if parser is None:
         return None
     data = source.encode("utf-8", "surrogatepass")
     root = parser.parse(data).root_node
+    if language == "go":
+        module = _package(root) or module
     namer = _NAMERS[language]
-    out: list[PassageDraft] = []
+    symbols: list[PassageDraft] = []
+    loose: list[str] = []                 # top-level code that defines nothing
     pending_start: int | None = None      # first byte of comments right above the next node
-    loose: list[tuple[int, int]] = []     # top-level code that defines nothing
-    found = False
 
-    def emit_loose() -> None:
-        if loose:
-            text = data[loose[0][0]:loose[-1][1]].decode("utf-8", "replace").strip()
-            if text:
-                out.extend(windowed(PassageDraft(text=text, section=module)))
-            loose.clear()
+    def piece(start: int, end: int) -> str:
+        return data[start:end].decode("utf-8", "replace").strip()
 
     for node in root.children:
         if node.type in _COMMENTS:
@@ -166,14 +224,11 @@ def split_tree_sitter(source: str, module: str, language: str, tsx: bool = False
         name = namer(node)
         start = pending_start if pending_start is not None else node.start_byte
         pending_start = None
-        if name is None:
-            loose.append((start, node.end_byte))
-            continue
-        emit_loose()
-        found = True
-        text = data[start:node.end_byte].decode("utf-8", "replace").strip()
-        out.extend(windowed(PassageDraft(text=text, section=f"{module}.{name}")))
+        text = piece(start, node.end_byte)
+        if name is None or (namer is _js_name and _one_line_binding(node, text)):
+            loose.append(text)
+        else:
+            symbols.extend(fit_code(f"{module}.{name}", text))
     if pending_start is not None:
-        loose.append((pending_start, len(data)))
-    emit_loose()
-    return out if found else None
+        loose.append(piece(pending_start, len(data)))
+    return fit_code(module, "\n".join(x for x in loose if has_words(x))) + symbols or None
