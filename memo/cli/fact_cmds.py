@@ -22,6 +22,11 @@ EvidenceOpt = Annotated[list[str] | None, typer.Option(
                              "record/passage ext_id (repeat for several).")]
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the fact.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Confirm forgetting more than one fact.")]
+SubjectOpt = Annotated[str | None, typer.Option("--subject", help="Subject (optional).")]
+PredicateOpt = Annotated[str | None, typer.Option("--predicate", help="Predicate (optional).")]
+ObjectOpt = Annotated[str | None, typer.Option("--object", help="Object (optional).")]
+EventDateOpt = Annotated[str | None, typer.Option("--event-date", help="When it happened (ISO-8601).")]
+_OPTION_OF = {"object": "--object", "event_at": "--event-date"}   # a report's field -> this CLI's option
 
 fact_app = typer.Typer(name="fact", help="Facts: short statements that vote for their evidence passages in search.",
                        no_args_is_help=True)
@@ -44,10 +49,8 @@ def _show(f: Fact) -> None:
 @handle_errors
 def add(text: Annotated[str, typer.Argument(help="The fact, one statement.")], evidence: EvidenceOpt = None,
         namespace: NamespaceOpt = "default",
-        subject: Annotated[str | None, typer.Option("--subject", help="Subject (optional).")] = None,
-        predicate: Annotated[str | None, typer.Option("--predicate", help="Predicate (optional).")] = None,
-        object_: Annotated[str | None, typer.Option("--object", help="Object (optional).")] = None,
-        event_date: Annotated[str | None, typer.Option("--event-date", help="When it happened (ISO-8601).")] = None,
+        subject: SubjectOpt = None, predicate: PredicateOpt = None, object_: ObjectOpt = None,
+        event_date: EventDateOpt = None,
         trust: Annotated[float, typer.Option("--trust", help="How far to trust it, 0..1.")] = 1.0,
         author: Annotated[str | None, typer.Option("--author", help="Who or what wrote it.")] = None,
         source: Annotated[str | None, typer.Option("--source", help="Where it came from.")] = None,
@@ -111,13 +114,20 @@ def get(fact_id: Annotated[str, typer.Argument(help="Fact id.")], db: DbOption =
 @handle_errors
 def supersede(fact_id: Annotated[str, typer.Argument(help="The fact to replace.")],
               text: Annotated[str, typer.Argument(help="The new wording.")], evidence: EvidenceOpt = None,
+              subject: SubjectOpt = None, predicate: PredicateOpt = None, object_: ObjectOpt = None,
+              event_date: EventDateOpt = None,
               db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Write a new version of a fact (evidence copied unless given); the old one stays for as_of."""
-    report = fops.supersede_fact(open_db(db, create=False), fact_id, text, evidence=tuple(evidence or ()))
+    """Write a new version of a fact; the old one stays for as_of.  Fields not given are
+    copied, except the object and event date when the new text no longer names the old object."""
+    report = fops.supersede_fact(open_db(db, create=False), fact_id, text, evidence=tuple(evidence or ()),
+                                 subject=subject, predicate=predicate, object=object_, event_at=event_date)
     if as_json:
         print_json(report)
-    else:
-        echo(f"superseded {report.old_id} by {report.new_id}")
+        return
+    echo(f"superseded {report.old_id} by {report.new_id}")
+    if report.dropped:
+        echo(f"note: not carried over from the old version (its text no longer names them): "
+             f"{', '.join(_OPTION_OF[f] for f in report.dropped)}; give them to keep them", err=True)
 
 
 @fact_app.command("forget")

@@ -115,7 +115,9 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
             "--entity", help="An entity the record is about (repeat); stored as meta.entities and mentioned "
                              "by every passage of the record.")] = None,
         db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Add one record (a note, a conversation, a doc or code). The same text twice is stored once."""
+    """Add one record (a note, a conversation, a doc or code). The same text twice is stored once.
+    Front matter at the top (---, title:, date:, tags:, ---) gives the title, date and tags
+    the options do not, as `memo import` reads it."""
     draft = RecordDraft(body=_text_arg(text), kind=kind or "note", namespace=namespace,  # type: ignore[arg-type]
                         title=title, source=source, library=library, version=version,
                         tags=tuple(tag or ()), event_at=event_date,

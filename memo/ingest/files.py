@@ -35,11 +35,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memo.errors import ValidationError
-from memo.ingest.markdown_parse import first_heading
+from memo.ingest.front_matter import with_front_matter
+from memo.ingest.markdown_parse import first_heading, front_matter
+from memo.ingest.split import MARKDOWN_EXTENSIONS
 from memo.ingest.split_code import CODE_EXTENSIONS
-from memo.ingest.split_markdown import front_matter, looks_like_markdown
+from memo.ingest.split_markdown import looks_like_markdown
 from memo.stored import RecordDraft
-from memo.text.when import event_date
+from memo.types import TURN_KINDS
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 MAX_FOLDER_DEPTH = 64             # folders below the import root that are walked
@@ -220,46 +222,22 @@ def kind_for(path: Path) -> str | None:
     return None
 
 
-def _title(text: str, path: Path, kind: str) -> str:
-    if kind != "code" and path.suffix.lower() in {".md", ".markdown", ".mdx"}:
-        meta, text = front_matter(text)
-        if isinstance(meta.get("title"), str) and meta["title"]:
-            return str(meta["title"])
+def reads_front_matter(path: Path, kind: str) -> bool:
+    """Whether the file's front matter gives its record's title, date and tags
+    (``memo.ingest.front_matter``): a markdown file's, and a conversation's whatever its
+    name (its splitter never makes the block a turn, so its fields would be lost); never
+    code's, nor another text file's (its ``---`` lines are its text)."""
+    return kind != "code" and (path.suffix.lower() in MARKDOWN_EXTENSIONS or kind in TURN_KINDS)
+
+
+def _title(text: str, path: Path, kind: str, front: bool) -> str:
+    """A title for a file whose front matter (``front``: read) names none: a markdown
+    text's first heading, else the file's name."""
+    if front:
+        _, text = front_matter(text)
     if kind != "code" and looks_like_markdown(text):
         return first_heading(text) or path.name
     return path.name
-
-
-def front_matter_fields(text: str, path: Path, kind: str) -> tuple[dict[str, object], tuple[str, ...]]:
-    """Record fields from a markdown file's front matter: ``tags`` (a list or one word)
-    and ``date`` (as the event date, ``memo.text.when.event_date``), and notices for the
-    import's report.  A date memo cannot read is a notice, not an error: the file is still
-    imported, without an event date."""
-    if kind == "code" or path.suffix.lower() not in {".md", ".markdown", ".mdx"}:
-        return {}, ()
-    meta, _ = front_matter(text)
-    out: dict[str, object] = {}
-    tags = meta.get("tags")
-    if isinstance(tags, str):
-        tags = [t for t in tags.replace(",", " ").split() if t]
-    if tags:
-        out["tags"] = tuple(dict.fromkeys(str(t).lstrip("#") for t in tags if str(t).strip("# ")))
-    value = meta.get("date")
-    if not value:                   # no key, or an empty one (a note template's "date:")
-        return out, ()
-    when = event_date(value) if isinstance(value, str) else None
-    if when is None:
-        return out, (_date_notice(value),)
-    out["event_at"] = when
-    return out, ()
-
-
-def _date_notice(value: str | list[str]) -> str:
-    """What the import's report says of a front matter date memo cannot read."""
-    shown = ", ".join(value) if isinstance(value, list) else value
-    return (f"front matter 'date' value {shown[:80]!r} is not a date memo reads, so the file was imported "
-            "without an event date; write an ISO 8601 date or date-time (2024-03-03, 2024-03-03T14:30:00Z) "
-            "or the month by name (March 3, 2024 or 3 March 2024)")
 
 
 def _resolve(path: Path) -> tuple[Path | None, str | None]:
@@ -402,16 +380,14 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         # rejection would make a whole folder import exit 5 (issue 32).
         return FileItem(rel, ignored=True, why_ignored="empty file (no text to import)")
     kind = kind_override or kind
-    fields, notices = front_matter_fields(text, path, kind)
-    if "tags" in fields:
-        fields["tags"] = tuple(dict.fromkeys([*template.tags, *fields["tags"]]))  # type: ignore[misc]
-    if template.event_at:           # the caller's date wins: the front matter's is not used
-        fields.pop("event_at", None)
-        notices = ()
-    if provenance:
-        fields["meta"] = {**template.meta, **provenance}
-    draft = replace(template, body=text, kind=kind, title=template.title or _title(text, path, kind),
-                    import_path=rel, ext_id=None, **fields)  # type: ignore[arg-type]
+    draft = replace(template, body=text, kind=kind, import_path=rel, ext_id=None,  # type: ignore[arg-type]
+                    meta={**template.meta, **provenance} if provenance else template.meta)
+    front = reads_front_matter(path, kind)
+    notices: tuple[str, ...] = ()
+    if front:                       # the caller's title and date win, its tags come first
+        draft, notices = with_front_matter(draft)
+    if not draft.title:
+        draft = replace(draft, title=_title(text, path, kind, front))
     return FileItem(rel, draft=draft, notices=notices)
 
 

@@ -10,21 +10,34 @@ paragraph or item longer than the model's window is cut between sentences, lines
 words so that every passage fits it (``memo.ingest.budget``).
 Conversations: one passage per turn, with its speaker and date.  The text form memo
 accepts (``memo add --kind conversation``) is one turn per line, ``Speaker: words``;
-a line that is only a date (``2023-05-08``, ``## 2023-05-08 14:00``, ``[8 May 2023]``)
-dates the turns below it.  Lines that are not turns continue the previous turn.
+a line that is only a date, bare, bracketed or as a heading (``2023-05-08``,
+``## 2023-05-08 14:00``, ``[8 May 2023]``, ``2025-11-20T09:00:00-05:00``,
+``2023-05-08 14:00 UTC``, ``## Nov 8, 2025``), dates the turns below it, and a turn may
+carry its own (``[2023-05-08 14:00] Ann: hi``).  A date is what
+``memo.text.when.event_date`` reads, ISO 8601 written with its dashes or with the month's
+name: a line of digits alone (``20230508``) is a number, not a date.  Lines that are not
+turns continue the previous turn.  Front matter at the top (``---`` ... ``---``: the
+record's title, date and tags, ``memo.ingest.front_matter``) is never a turn.
 """
 
 from __future__ import annotations
 
 import re
 
-from memo.ingest.markdown_parse import Block
+from memo.ingest.markdown_parse import Block, front_matter
 from memo.ingest.split_markdown import list_items, pack_blocks, text_budget
 from memo.ingest.windows import windowed
 from memo.stored import PassageDraft
+from memo.text.when import event_date
 
 _TURN = re.compile(r"^\s*(?:\[(?P<date>[^\]]+)\]\s*)?(?P<speaker>[^\s:][^:]{0,40}):\s+(?P<text>\S.*)$")
-_DATE_LINE = re.compile(r"^\s*(?:#+\s*)?\[?(?P<date>\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?Z?)\]?\s*$")
+# A line that may be only a date: bare, in brackets or as a heading; what is inside must
+# then be a date (``_line_date``), so a line of prose never is one.
+_DATE_LINE = re.compile(r"^\s*(?:#+\s*)?(?:\[\s*(?P<bracketed>[^\[\]]{1,80}?)\s*\]|(?P<date>[^\[\]#\s][^\[\]]{0,79}?))\s*$")
+# A year, and ISO 8601 with its dashes or a date with letters in it (a month's name):
+# event_date also reads 20230508 and 2023W191, which on a line of their own are numbers
+# more often than dates.  Most lines (turns, prose) fail this before event_date is asked.
+_DATE_SHAPE = re.compile(r"(?=.*\d{4})(?:\d{4}-\d{2}-\d{2}|.*[^\W\d_]{3})")
 
 
 # A plain-text list item's first line: bullet, number or letter, then a space.
@@ -54,20 +67,39 @@ def split_paragraphs(text: str, section: str = "") -> list[PassageDraft]:
     return out
 
 
+def _written_date(text: str) -> str | None:
+    """The date ``text`` is, as ``event_date`` gives it (an ISO 8601 text, as written when
+    it is one: ``stored_when`` gives it the stored UTC form on write), or None."""
+    return event_date(text) if _DATE_SHAPE.match(text) else None
+
+
+def _line_date(text: str) -> str | None:
+    """A date line's date: ``_written_date`` with its first space a ``T``, what date lines
+    always gave (so the sections of conversations stored before stay the same)."""
+    when = _written_date(text)
+    return when.replace(" ", "T", 1) if when else None
+
+
 def split_conversation(text: str, default_date: str | None = None) -> list[PassageDraft]:
+    # The front matter's fields are the record's (memo.ingest.front_matter), never turns.
+    _, text = front_matter(text)
     turns: list[dict[str, str | None]] = []
     date = default_date
     for line in text.splitlines():
         if not line.strip():
             continue
         dm = _DATE_LINE.match(line)
-        if dm:
-            date = dm.group("date").replace(" ", "T")
+        when = _line_date(dm.group("bracketed") or dm.group("date")) if dm else None
+        if when:
+            date = when
             continue
         tm = _TURN.match(line)
         if tm:
-            turns.append({"speaker": tm.group("speaker").strip(), "text": tm.group("text").strip(),
-                          "date": tm.group("date") or date})
+            said, own = tm.group("text").strip(), tm.group("date")
+            when = _written_date(own) if own else None
+            if own and when is None:    # "[laughs] Ann: ...": words, not the turn's date
+                said = f"[{own}] {said}"
+            turns.append({"speaker": tm.group("speaker").strip(), "text": said, "date": when or date})
         elif turns:
             turns[-1]["text"] = f"{turns[-1]['text']}\n{line.strip()}"
         else:

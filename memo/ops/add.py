@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memo.errors import ValidationError
+from memo.ingest.front_matter import with_front_matter
 from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
@@ -178,13 +179,20 @@ def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: st
 @store_errors("add_record")
 def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: EmbedQueue | None = None,
                profile: Profile | str | None = None) -> AddReport:
-    """Add one record (``memo add``).  Adding the same text twice stores it once; a text
+    """Add one record (``memo add``).  A text that starts with front matter gets the title,
+    date and tags it gives, where the draft has none (``memo.ingest.front_matter``; a date
+    memo cannot read is said in ``note``).  Adding the same text twice stores it once; a text
     near-identical to a live record of its namespace is linked to it or skipped, as the
     profile's ``index.near_duplicates`` says (``memo.ops.near_dup``; ``profile`` None: the
     default profile).  Once committed the add is reported as done; ``vectors`` says whether
     its passages were embedded or are queued for `memo backfill` (and why).  With
     ``background`` (a server's ``memo.embed.background.BackgroundEmbedder``) it returns right
     after the commit and the passages are reported queued for that thread."""
+    # The text's front matter gives the title, date and tags as a file import's does
+    # (memo.ingest.front_matter); code's ``---`` lines are code.
+    notices: tuple[str, ...] = ()
+    if draft.kind != "code":
+        draft, notices = with_front_matter(draft, stored_as="added")
     # Token counts, exact terms and entity mentions are worked out here, before the
     # writers' queue: with several writers the lock is the queue everyone waits in, so it
     # is held for the inserts only (the soak's ack p99, docs/reliability.md section 9).
@@ -211,6 +219,8 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
         report = replace(report, near_duplicate_of=near.record_id, near_similarity=near.similarity,
                          note=f"near-identical to {near.record_id} (similarity {near.similarity:.2f}); stored and "
                               "linked to it (meta.near_duplicate_of): forget either if one is enough")
+    if notices and report.status != "skipped":
+        report = replace(report, note="; ".join(n for n in (report.note, *notices) if n))
     if report.status != "skipped":
         # Committed: from here on the add has succeeded.  Embedding failures only queue
         # the passages (report.vectors), they never turn the add into an error.

@@ -56,6 +56,8 @@ class FactSupersedeReport:
     new_id: str
     superseded_at: str
     evidence: tuple[str, ...]
+    embedded: bool = False            # as FactAddReport's: False while the new version's vector is queued
+    dropped: tuple[str, ...] = ()     # old fields not carried over: the new text no longer names them
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,18 @@ def embed_new_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> bool:
     return True
 
 
+def _embed_new_fact(conn: sqlite3.Connection, pk: int | None, background: EmbedQueue | None) -> bool:
+    """After the commit, the new fact's vector (add and supersede alike): handed to a
+    server's background embedder when one takes it (False: queued, embedded within
+    moments, the answer does not wait for the model), else embedded here (False when the
+    model is missing: queued for `memo backfill`)."""
+    if pk is None:
+        return False
+    if background is not None and queue_in(background, fact_pks=[pk]):
+        return False
+    return embed_new_facts(conn, [pk])
+
+
 @store_errors("fact add")
 def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True,
              background: EmbedQueue | None = None, profile: Profile | str | None = None) -> FactAddReport:
@@ -162,9 +176,7 @@ def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True,
         "near_duplicate_of": near.record_id, "near_similarity": near.similarity,
         "note": f"near-identical to fact {near.record_id} (similarity {near.similarity:.2f}); stored and linked "
                 "to it (meta.near_duplicate_of): forget either if one is enough"}
-    if embed and pk is not None and background is not None and queue_in(background, fact_pks=[pk]):
-        return FactAddReport("added", fid, pids, False, **link)
-    embedded = embed_new_facts(conn, [pk]) if embed and pk is not None else False
+    embedded = _embed_new_fact(conn, pk, background) if embed else False
     return FactAddReport("added", fid, pids, embedded, **link)
 
 
@@ -208,22 +220,29 @@ def _check_supersedable(old_id: str, forgotten_at: str | None, superseded_by: st
 
 
 @store_errors("fact supersede")
-def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *,
-                   evidence: Sequence[str] = (), **changes: object) -> FactSupersedeReport:
+def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *, evidence: Sequence[str] = (),
+                   background: EmbedQueue | None = None, **changes: object) -> FactSupersedeReport:
     """A new version of a fact: fields not given (evidence included) are copied from the
-    old one, which keeps its rows (as_of) with superseded_at/by set.  The new version's
+    old one, except its object and event date when the new text no longer names the old
+    object (``_carried_value``; the report's ``dropped`` names them), which keeps its rows (as_of) with superseded_at/by set.  The new version's
     evidence is resolved before the write transaction; inside it the old fact's state and
-    the evidence are checked again."""
+    the evidence are checked again.  ``background``: as ``add_fact``'s (a server's embedder
+    takes the new version's vector and the call returns right after the commit)."""
     row = get_fact_row(conn, old_id)
     _check_supersedable(old_id, row["forgotten_at"], row["superseded_by"])
     old = fact_from_row(conn, row)
     refs = tuple(evidence) or tuple(e.passage_id for e in old.evidence)
     if not refs:
         raise ValidationError(f"fact {old_id} has no evidence left; give --evidence")
+    given = {k: v for k, v in changes.items() if v is not None}
+    carried = _carried_value(old.object, text)
     draft = FactDraft(text=text, evidence=refs, namespace=old.namespace, subject=old.subject,
-                      predicate=old.predicate, object=old.object, event_at=old.event_at, trust=old.trust,
+                      predicate=old.predicate, object=old.object if carried else None,
+                      event_at=old.event_at if carried else None, trust=old.trust,
                       author=old.author, source=old.source, meta=old.meta)
-    draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+    draft = replace(draft, **given)  # type: ignore[arg-type]
+    dropped = tuple(f for f, value in (("object", old.object), ("event_at", old.event_at))
+                    if value is not None and not carried and f not in given)
     resolved = _resolve(conn, draft)
     with write_tx(conn):
         # Re-read under the write lock: another writer may have superseded or forgotten it.
@@ -235,8 +254,18 @@ def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *,
         when = utc_now()
         conn.execute("UPDATE facts SET superseded_at = ?, superseded_by = ? WHERE id = ?", (when, new_id, old_id))
         drop_fact_mentions(conn, [old_id])   # fact mentions follow live facts only
-    embed_new_facts(conn, [pk] if pk is not None else [])
-    return FactSupersedeReport(old_id, new_id, when, pids)
+    return FactSupersedeReport(old_id, new_id, when, pids, _embed_new_fact(conn, pk, background), dropped)
+
+
+def _carried_value(old_object: str | None, new_text: str) -> bool:
+    """Whether a new version keeps the old one's object and event date unasked.  They say
+    what the old text said (the job, the date it was set for): a new text that no longer
+    names the old object ("works as a data engineer" after "works as a chemistry teacher",
+    "postponed to October 2026" after "set for April 2026") would carry a value it
+    contradicts into the new version, its entity links and its date filters.  A reworded
+    text that still names it (a typo fixed) keeps both; with no object nothing tells, so
+    the event date is kept as before."""
+    return old_object is None or old_object.casefold() in new_text.casefold()
 
 
 @store_errors("fact forget")

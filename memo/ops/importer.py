@@ -2,7 +2,9 @@
 
 Per input record: same content already in the namespace -> skipped; a live record at the
 same import path (and external id) with other content -> superseded by the new one
-(updated); otherwise added.  Inputs that cannot be read or split are rejected with a
+(updated); otherwise added.  With ``kind`` (``--kind``) the same text stored as another
+kind is split anew: the record at its own import path is superseded (updated), one
+elsewhere makes it a skip with a notice (``memo.ops.store_batch``).  Inputs that cannot be read or split are rejected with a
 reason and the import goes on.  Records are committed in batches of ``batch_size`` per
 BEGIN IMMEDIATE: a failure inside a batch rolls that whole batch back (earlier batches
 stay), so nothing is ever half-written, and re-running the import resumes (duplicates
@@ -63,6 +65,7 @@ from memo.ops.store_batch import PreparedItem, store_items
 from memo.store import kw_postings
 from memo.store.connect import write_tx
 from memo.stored import FactDraft, RecordDraft
+from memo.text.namespaces import check_namespace
 
 FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat")
 DEFAULT_BATCH = 500
@@ -264,9 +267,12 @@ class _Batcher:
     from FTS5 anyway) writes no delta: its batches hold the bulk lease and ``finish``
     rebuilds the base once, after the last batch (``memo.store.kw_postings.hold_bulk``)."""
 
-    def __init__(self, conn: sqlite3.Connection, size: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, size: int, *, rekind: bool = False) -> None:
         self.conn, self.size = conn, max(1, size)
+        self.rekind = rekind              # the import names its kind (store_items)
         self.pending: list[PreparedItem] = []
+        self.pending_rels: list[str] = []  # each pending item's path in the report
+        self.notices: list[Rejection] = []  # what a stored batch said of its items (a text kept as another kind)
         self.pending_chars = 0
         self.counts = {"added": 0, "updated": 0, "skipped": 0}
         self.ids: list[str] = []
@@ -278,8 +284,9 @@ class _Batcher:
         self.base_rows = None if meta is None else (meta.rows if meta.built else 0)
         self.bulk = False
 
-    def push(self, item: PreparedItem) -> None:
+    def push(self, item: PreparedItem, rel: str = "") -> None:
         self.pending.append(item)
+        self.pending_rels.append(rel)
         self.pending_chars += len(item.draft.body)
         if len(self.pending) >= self.size or self.pending_chars >= BATCH_CHARS:
             self.flush()
@@ -292,7 +299,7 @@ class _Batcher:
                 if self.bulk or self._outgrows_base():
                     kw_postings.hold_bulk(self.conn)
                     self.bulk = True
-                results = store_items(self.conn, self.pending)
+                results = store_items(self.conn, self.pending, rekind=self.rekind)
         except MemoError:
             raise
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
@@ -302,11 +309,14 @@ class _Batcher:
                 f"{committed} records from earlier batches are stored",
                 hint="fix the cause and re-run the import; stored records are skipped") from exc
         self.batches += 1
-        self.pending = []
+        rels = self.pending_rels
+        self.pending, self.pending_rels = [], []
         self.pending_chars = 0
         new_ids = []
-        for r in results:
+        for rel, r in zip(rels, results, strict=True):
             self.counts[r.status] += 1
+            if r.note:
+                self.notices.append(Rejection(rel, r.note))
             if r.status != "skipped":
                 new_ids.append(r.record_id)
                 self.passages += r.passages
@@ -365,7 +375,7 @@ def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, 
             elif item.ignored:
                 ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
             elif got is not None and got.prepared is not None:
-                batcher.push(got.prepared)
+                batcher.push(got.prepared, item.rel)
                 notices.extend(Rejection(item.rel, notice) for notice in item.notices)
             elif got is not None and got.rejected is not None:
                 if got.warning:
@@ -393,6 +403,10 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     if opts.workers is not None and not 0 <= opts.workers <= MAX_IMPORT_WORKERS:
         raise ValidationError(f"workers must be 0 to {MAX_IMPORT_WORKERS}, got {opts.workers}",
                               hint="0 prepares every record in the importing process")
+    if opts.namespace is not None:
+        # Every record would carry it: refuse the import as a whole (exit 2) before any
+        # file is read, not each record one by one as a rejection (exit 5).
+        check_namespace(opts.namespace)
     started = time.monotonic()
     real = _resolve(Path(path), opts)
     fmt = _detect(real, opts.format)
@@ -401,7 +415,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                               hint="drop --prune, or import the folder that held the files")
     items, total, walk = _items(real, fmt, opts)
     base = walk.root if walk else real.parent       # what the items' relative paths are under
-    batcher = _Batcher(conn, opts.batch_size)
+    batcher = _Batcher(conn, opts.batch_size, rekind=opts.kind is not None)
     nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = list(walk.passed) if walk else []
@@ -430,7 +444,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     return ImportReport(root=str(real), format=fmt, added=batcher.counts["added"],
                         updated=batcher.counts["updated"], skipped=batcher.counts["skipped"],
                         rejected=tuple(rejected), ignored=len(ignored), ignored_files=tuple(ignored),
-                        notices=tuple(notices), batches=batcher.batches,
+                        notices=(*notices, *batcher.notices), batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
                         skipped_record_ids=tuple(sorted(batcher.matched)),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,

@@ -26,7 +26,7 @@ class AddReport:
     record_id: str                    # the new record, or the existing duplicate when skipped
     passages: int
     superseded: str | None = None     # import: the older version this one replaced
-    note: str | None = None           # why it was skipped, when that is not obvious
+    note: str | None = None           # why it was skipped, when that is not obvious; what was left out
     vectors: VectorStatus | None = None   # memo add (not import items, not skipped): the embedding outcome
     near_duplicate_of: str | None = None  # memo add: the live record this text is near-identical to
     near_similarity: float | None = None  # and how near (memo.ops.near_dup)
@@ -69,7 +69,7 @@ class ImportReport:
     seconds: float = 0.0
     vectors: VectorStatus | None = None   # set by the caller that embeds after the import (the CLI)
     ignored_files: tuple[Rejection, ...] = ()  # the ignored files, each with why (path, reason)
-    notices: tuple[Rejection, ...] = ()  # imported files with a part left out (path, what): an unreadable front matter date
+    notices: tuple[Rejection, ...] = ()  # (path, what): a part left out (an unreadable front matter date), a text kept as another kind
 
 
 @dataclass(frozen=True, slots=True)

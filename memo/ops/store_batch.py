@@ -14,6 +14,17 @@ exact terms, entity mentions) are worked out before the transaction (``prepare_i
 
 tests/unit/ops/test_store_batch.py imports the same inputs both ways and compares every
 table.
+
+**Another kind** (``rekind``: the import names its kind, ``memo import --kind``): a text
+stored as one kind and imported as another is split anew (a conversation by turns, a doc
+by sections), so it is not the same record.  When the current record holding it is the
+one at the item's import path and external id (the same file imported again with
+another ``--kind``), the item supersedes it ('updated', the usual version line: facts
+citing it follow).  When it is another record (the same text at another path, or
+added), two current records cannot hold one text (``records_dedup``): the item is
+skipped with a ``note`` saying what holds it and how to re-split it.  Without
+``rekind`` the kind is the file type's guess and the stored record's kind, chosen
+earlier, stays (a later ``memo import`` of the folder does not undo ``--kind``).
 """
 
 from __future__ import annotations
@@ -111,11 +122,31 @@ def live_versions(conn: sqlite3.Connection,
     return out
 
 
-def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem]) -> list[AddReport]:
-    """Store ``items`` (caller's write transaction); one report per item, in order."""
+def _identities(conn: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, str | None, str | None]]:
+    """record id -> (kind, import path, external id)."""
+    out: dict[str, tuple[str, str | None, str | None]] = {}
+    for chunk in _chunks(sorted(ids)):
+        out.update((rid, (kind, path, ext)) for rid, kind, path, ext in conn.execute(
+            f"SELECT id, kind, import_path, ext_id FROM records WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk))
+    return out
+
+
+def _rekind_note(draft: RecordDraft, dup: str, held: tuple[str, str | None, str | None]) -> str:
+    kind, path, _ = held
+    where = f" (from {path})" if path else ""
+    return (f"its text is already stored as a {kind}, record {dup}{where}, so it was not stored as a "
+            f"{draft.kind}; to re-split it, `memo forget {dup}` and import it again")
+
+
+def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, rekind: bool = False) -> list[AddReport]:
+    """Store ``items`` (caller's write transaction); one report per item, in order.
+    ``rekind``: the kinds were asked for, a text stored as another kind is not a duplicate
+    (module docstring)."""
     dups = live_duplicates(conn, {(it.draft.namespace, it.content_hash) for it in items})
     versions = live_versions(conn, {(it.draft.namespace, it.draft.import_path, it.draft.ext_id)
                                     for it in items if it.draft.import_path})
+    held = _identities(conn, set(dups.values())) if rekind and dups else {}
     reports: list[AddReport] = []
     new: list[NewRecord] = []
     superseded: list[tuple[str, str, str]] = []      # (when, new id, old id)
@@ -123,10 +154,19 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem]) -> list
     for it in items:
         d = it.draft
         dup = dups.get((d.namespace, it.content_hash))
+        if dup is not None and rekind and held[dup][0] != d.kind:
+            own = d.import_path and versions.get((d.namespace, d.import_path, d.ext_id), (None,))[0] == dup
+            if not own:
+                reports.append(AddReport(status="skipped", record_id=dup, passages=0,
+                                         note=_rekind_note(d, dup, held[dup])))
+                continue
+            dup = None                  # a new version of its own record: superseded below
         if dup is not None:
             reports.append(AddReport(status="skipped", record_id=dup, passages=0))
             continue
         rid = d.id or new_record_id()
+        if rekind:
+            held[rid] = (d.kind, d.import_path, d.ext_id)
         fresh[rid] = len(new)
         new.append(NewRecord(rid, d, it.content_hash, utc_now(), it.passages))
         dups[(d.namespace, it.content_hash)] = rid

@@ -71,7 +71,7 @@ from memo.serve.mcp_early import EarlyStart
 from memo.serve.mcp_http import serve_http
 from memo.serve.mcp_tools import MemoTools
 from memo.text.json_value import MAX_JSON_DEPTH, json_problem
-from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_IDS, MAX_TAGS
+from memo.text.limits import MAX_ENTITIES, MAX_EVIDENCE_IDS, MAX_IDS, MAX_PAGE_ROWS, MAX_TAGS
 from memo.types import MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")     # one logger for the command, whichever module writes
@@ -122,6 +122,12 @@ RecordId = Annotated[str, Field(min_length=1, description="A record id (a passag
 FactId = Annotated[str, Field(min_length=1, description="A fact id (its current version: memory_fact_list).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def page_limit(rows: str) -> Any:
+    """A list tool's ``limit``: 1..MAX_PAGE_ROWS (memo.text.limits), the range named in its
+    description.  Built when the server is (build_server), from the one definition."""
+    return Annotated[int, Field(ge=1, le=MAX_PAGE_ROWS, description=f"{rows} to return, 1..{MAX_PAGE_ROWS}.")]
 
 
 # --- results -------------------------------------------------------------------------------
@@ -737,7 +743,7 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         version: Annotated[OptStr, Field(description="Only this library version.")] = None,
         tags: Tags = None,
         include_forgotten: bool = False, include_superseded: bool = False,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Records to return, 1..1000.")] = 50,
+        limit: page_limit("Records") = 50,  # type: ignore[valid-type]
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         """List records newest first (live ones unless include_forgotten / include_superseded):
@@ -808,7 +814,7 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         namespaces: Namespaces = None,
         evidence: Annotated[OptStr, Field(description="Only facts citing this passage id or record id.")] = None,
         include_forgotten: bool = False, include_superseded: bool = False,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Facts to return, 1..1000.")] = 50,
+        limit: page_limit("Facts") = 50,  # type: ignore[valid-type]
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         """List facts newest first with their evidence passages (quoted data with provenance).
@@ -825,13 +831,20 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         evidence: Annotated[list[Str] | None, Field(min_length=1, max_length=MAX_EVIDENCE_IDS, description=(
             "New evidence, as memory_fact_add's (at most "
             f"{MAX_EVIDENCE_IDS}); default: the old version's evidence passages."))] = None,
+        subject: OptStr = None, predicate: OptStr = None, object: OptStr = None,  # noqa: A002
+        event_at: Annotated[IsoDate, Field(description="When it happened (ISO-8601).")] = None,
+        wait: Wait = False,
     ) -> CallToolResult:
-        """Write a new version of a fact (as `memo fact supersede`): the other fields are copied
-        from the old version, evidence too unless given. The old version stops voting and leaves
+        """Write a new version of a fact (as `memo fact supersede`): fields not given are copied
+        from the old version, evidence too, except its object and event date when the new text
+        no longer names the old object (dropped lists them). The old version stops voting and leaves
         lists (include_superseded shows it, with superseded_by), and is kept for as_of searches.
         A fact already superseded (supersede its newest version) or forgotten is refused. The new
-        version's vector is embedded before the answer."""
-        return run_tool("memory_fact_supersede", lambda: tools.fact_supersede(id, text, evidence=evidence or ()))
+        version's vector is embedded by the server right after (embedded: false) unless wait is
+        true, as memory_fact_add's."""
+        return run_tool("memory_fact_supersede", lambda: tools.fact_supersede(
+            id, text, evidence=evidence or (), wait=wait, subject=subject, predicate=predicate,
+            object=object, event_at=event_at))
 
     @tool("memory_fact_forget", ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -848,7 +861,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     @tool("memory_stats", READ_ONLY)
     def memory_stats() -> CallToolResult:
         """Counts: records (live, superseded, forgotten), passages, per-kind and per-namespace
-        counts, vectors per model and passages still waiting for a vector, and this server's
+        counts, vectors per model and passages still waiting for a vector (the server starts
+        embedding those when it sees them, even if another process queued them), and this server's
         search metrics (metrics: searches, degraded searches by reason, empty answers by cause,
         latency histogram, per-arm runs and latencies, vectors pending)."""
         return run_tool("memory_stats", tools.stats)

@@ -11,12 +11,17 @@ must not run two statements (or an explicit transaction) from two threads at onc
   goes to the server's background embedder (``start_embedder``; memo.embed.background), so
   the add is acknowledged as soon as it is durable (issue 9.9) and the next write does not
   wait for ONNX.  ``wait=True`` (or no embedder: tests, library use) embeds before
-  returning, still holding ``_lock``, as before; so does ``fact_supersede`` always (the
-  library's ``supersede_fact`` takes no background embedder).
+  returning, still holding ``_lock``, as before.  The same for every write that makes
+  vectors: ``add``, ``supersede``, ``fact_add`` and ``fact_supersede``.
 * ``read_conn`` serves ``search``, ``get``, ``list_records``, ``fact_list`` and ``stats`` under
   ``_read_lock``, so a search never waits for an add (WAL: readers see the last commit);
   searches take milliseconds and run one at a time.  The semantic service (in-memory
   vector index, per-connection scope caches) is bound to it and stays warm across calls.
+
+Rows another process queued while the server runs (``memo import --no-embed``, an add
+whose model was missing) are embedded when an answer shows them: ``search`` and ``stats``
+hand their document to ``pending`` (memo.serve.pending_vectors), which starts a catch-up
+backfill in the background and never makes the answer wait; both servers get it here.
 
 The model and the vector matrices load in the background (``start_warmup``;
 memo.embed.warmup): a search that arrives before they are loaded runs without the semantic
@@ -46,6 +51,7 @@ from memo.embed.warmup import Warmup, load_semantic, resolve_model
 from memo.errors import ConfirmationRequired, ProfileError, ValidationError
 from memo.profile import Profile, load_profile, resolve_profile_path, user_profile_dir
 from memo.serialize import to_jsonable
+from memo.serve.pending_vectors import PendingVectors
 from memo.store.connect import release_memory
 from memo.store.db import open_db, resolve_db
 from memo.stored import FactDraft, RecordDraft
@@ -129,6 +135,9 @@ class MemoTools:
         self._services: ArmServices | None = None
         self.embedder: BackgroundEmbedder | None = None
         self.warmup: Warmup | None = None
+        # Vectors queued by other processes: embedded when an answer shows them (module
+        # docstring); starts nothing until start_embedder has run.
+        self.pending = PendingVectors(self.db_path, lambda: self.embedder)
 
     def start_warmup(self) -> Warmup:
         """Load the model and the vector matrices on a background thread (once); until
@@ -149,6 +158,7 @@ class MemoTools:
         return None if wait else self.embedder
 
     def close(self) -> None:
+        self.pending.close()                 # no catch-up backfill outlives the server
         if self.warmup is not None:
             self.warmup.stop()               # never exit while the model is half loaded
         if self.embedder is not None:
@@ -217,7 +227,9 @@ class MemoTools:
                                 max_tokens=max_tokens, response_format=response_format, now=fields.get("now"))
         with self._read_lock, store_errors("search"):
             resp = run_search(self.read_conn, request, prof, self._semantic())
-        return to_jsonable(resp)
+        doc = to_jsonable(resp)
+        self.pending.after_search(doc)       # never waits: a background catch-up, if any
+        return doc
 
     def add(self, text: str, *, wait: bool = False, **fields: Any) -> dict[str, Any]:
         """``wait``: embed before returning (a semantic search finds the memory at once);
@@ -320,14 +332,16 @@ class MemoTools:
                                   limit=n, offset=offset)
         return page(fetch, "facts", limit, offset)
 
-    def fact_supersede(self, fact_id: str, text: str, *, evidence: Sequence[str] = ()) -> dict[str, Any]:
+    def fact_supersede(self, fact_id: str, text: str, *, evidence: Sequence[str] = (),
+                       wait: bool = False, **fields: Any) -> dict[str, Any]:
         """``memo fact supersede``: the evidence is copied from the old version unless given.
-        The library embeds the new version's vector before returning (it takes no background
-        embedder), so this holds ``_lock`` until then, as ``fact_add`` with ``wait``."""
+        ``wait`` as for ``fact_add``: the new version's vector is embedded before returning,
+        else by the background embedder right after (``embedded`` false)."""
         preload()
         from memo.ops.facts import supersede_fact  # deferred: start-up (module docstring)
         with self._lock:
-            return to_jsonable(supersede_fact(self.conn, fact_id, text, evidence=tuple(evidence)))
+            return to_jsonable(supersede_fact(self.conn, fact_id, text, evidence=tuple(evidence),
+                                              background=self._background(wait), **fields))
 
     def fact_forget(self, ids: Sequence[str], confirm: int | None = None) -> dict[str, Any]:
         preload()
@@ -350,7 +364,9 @@ class MemoTools:
         from memo import metrics, ops  # deferred: start-up (module docstring)
         with self._read_lock:
             report = ops.stats(self.read_conn)
-        return {**to_jsonable(report), "metrics": metrics.stats_metrics(report.pending_vectors)}
+        doc = {**to_jsonable(report), "metrics": metrics.stats_metrics(report.pending_vectors)}
+        self.pending.after_stats(doc)        # never waits: a background catch-up, if any
+        return doc
 
     def metrics_text(self) -> str:
         """The Prometheus text exposition (``/metrics``, the MCP resource ``memo://metrics``),

@@ -16,7 +16,8 @@ Security (docs/web.md; reliability.md R12, R14):
 
 Embedding: ``serve`` starts the background embedder (adds are embedded after their commit);
 passages other processes leave queued while it runs are embedded when an answer shows them
-(memo.serve.web_pending, called from the search and stats routes).
+(memo.serve.pending_vectors, called by ``MemoTools.search`` and ``MemoTools.stats``, which
+memo-mcp shares).
 
 Errors: a ``MemoError`` becomes its ``http_status`` with ``{"error", "type", "hint"}``;
 bad parameters are 400 the same way, and so are JSON bodies over ``MAX_JSON_DEPTH`` levels,
@@ -63,7 +64,6 @@ from memo.serve.web_input import (
     parse_search_params,
     search_fields,
 )
-from memo.serve.web_pending import PendingVectors
 from memo.types import SEARCH_FIELDS
 
 log = logging.getLogger("memo.serve.web")
@@ -277,28 +277,17 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
     ``profile`` None = $MEMO_PROFILE, else zscore."""
     token = resolve_token(token)
     tools = MemoTools(db, profile)
-    # Vectors queued by other processes: embedded when an answer shows them (web_pending).
-    pending = PendingVectors(tools.db_path, lambda: tools.embedder)
 
-    def search_and_catch_up(p: Any) -> dict[str, Any]:
-        doc = tools.search(p.q, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
-                           response_format="explain" if p.explain else "compact", **search_fields(p))
-        # Degraded: passages without vectors may be the reason (else the model is missing:
-        # that backfill fails and PendingVectors waits before trying again).
-        if doc["trace"]["degraded"]["flag"] or doc.get("cause") == "vectors_pending":
-            pending.poke()
-        return doc
-
-    def stats_and_catch_up() -> dict[str, Any]:
-        doc = tools.stats()
-        if pending.stats_pending(doc):
-            pending.poke()
-        return doc
+    def run_search(p: Any) -> dict[str, Any]:
+        # Vectors other processes queued are embedded when an answer shows them: the tools
+        # start that catch-up themselves (memo.serve.pending_vectors), for memo-mcp too.
+        return tools.search(p.q, mode=p.mode, profile=p.profile, limit=p.limit, max_tokens=p.max_tokens,
+                            response_format="explain" if p.explain else "compact", **search_fields(p))
 
     @api
     async def search(request: Request) -> Response:
         p = parse_search_params(request)
-        return JSONResponse(await run_in_threadpool(search_and_catch_up, p))
+        return JSONResponse(await run_in_threadpool(run_search, p))
 
     @api
     async def add(request: Request) -> Response:
@@ -312,7 +301,7 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
 
     @api
     async def stats(_: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(stats_and_catch_up))
+        return JSONResponse(await run_in_threadpool(tools.stats))
 
     @api
     async def profiles(_: Request) -> Response:
@@ -340,8 +329,7 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
-        pending.close()
-        tools.close()
+        tools.close()          # the catch-up backfill (tools.pending) first, then the rest
 
     routes = [
         Route("/", index), Route("/healthz", healthz), Route("/favicon.ico", favicon),
@@ -352,7 +340,7 @@ def create_app(db: str | Path | None = None, profile: str | Path | None = None, 
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_exception})
     app.add_middleware(GuardMiddleware, token=token, names=allowed_hosts, max_body=max_body)
-    app.state.token, app.state.tools, app.state.pending = token, tools, pending
+    app.state.token, app.state.tools, app.state.pending = token, tools, tools.pending
     return app
 
 
@@ -435,5 +423,4 @@ def serve(host: str = "127.0.0.1", port: int = 8765, db: str | Path | None = Non
                                 lifespan="on")
         uvicorn.Server(config).run(sockets=[sock])
     finally:
-        app.state.pending.close()
         tools.close()

@@ -33,6 +33,7 @@ from memo.store.mentions import index_fact_mentions
 from memo.store.records import utc_now
 from memo.stored import CURRENT, Fact, FactDraft, FactEvidence, RecordFact
 from memo.text.limits import MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES, check_list
+from memo.text.namespaces import check_namespace
 from memo.text.when import stored_when
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
@@ -53,8 +54,7 @@ def fact_hash(text: str, passage_ids: Iterable[str]) -> str:
 def validate_fact(draft: FactDraft) -> None:
     if not draft.text or not draft.text.strip():
         raise ValidationError("fact text is empty")
-    if not draft.namespace or not draft.namespace.strip():
-        raise ValidationError("namespace is empty")
+    check_namespace(draft.namespace)
     try:
         trust = float(draft.trust)
     except (TypeError, ValueError):

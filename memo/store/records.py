@@ -25,6 +25,7 @@ from memo.store.mentions import (
 from memo.stored import CURRENT, Passage, PassageDraft, Record, RecordDraft
 from memo.text.entities import EntityMention
 from memo.text.limits import MAX_BODY_CHARS, MAX_ENTITIES, MAX_TAGS, check_list
+from memo.text.namespaces import check_namespace
 from memo.text.tokens import count_tokens
 from memo.text.when import stored_when
 from memo.types import KINDS
@@ -64,8 +65,7 @@ def validate_draft(draft: RecordDraft) -> None:
         raise ValidationError("text is empty")
     if not (0.0 <= float(draft.trust) <= 1.0):
         raise ValidationError(f"trust {draft.trust} is outside 0..1")
-    if not draft.namespace or not draft.namespace.strip():
-        raise ValidationError("namespace is empty")
+    check_namespace(draft.namespace)
     check_list("tags", draft.tags, MAX_TAGS)
     for tag in draft.tags:
         if not tag.strip():

@@ -42,6 +42,16 @@ every line of ``memo import`` refuse the same requests.  Each is far above real 
 * ``RELEASE_AFTER_CHARS`` (1 MiB): a long-running server (memo-mcp, memo web) that stored
   a text longer than this gives the memory the write used back to the OS afterwards
   (``memo.store.connect.release_memory``); smaller writes keep their caches warm.
+
+A cap on what one answer returns:
+
+* ``MAX_PAGE_ROWS`` (1,000): rows one page of memo-mcp's list tools returns
+  (``memory_list``, ``memory_fact_list``: their ``limit``, whose schema says
+  ``maximum`` and whose description names the range).  Why: the whole page goes into the
+  agent's context in one tool result; longer lists are read page by page with
+  ``next_offset``.  The CLI's lists (``memo list``, ``memo fact list``, ``memo entities
+  list``) write to a terminal or a file and take any ``--limit`` SQL can bind
+  (``memo.ops.paging.MAX_PAGE_INT``).
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ MAX_EVIDENCE_PASSAGES = 1_000
 MAX_TAGS = 100
 MAX_ENTITIES = 100
 MAX_IDS = 1_000
+MAX_PAGE_ROWS = 1_000
 
 
 def check_list(what: str, values: Sized, cap: int, hint: str | None = None) -> None:

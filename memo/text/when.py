@@ -9,10 +9,12 @@ its UTC moment ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (``recorded_at``'s shape; a time 
 an offset is taken as UTC, as recency always read it).  The moment a date names is the
 same before and after, so recency and the dates rescorer see no change.
 
-Front matter also takes a date written with its month's name (``March 3, 2024``,
-``3 Mar 2024``: ``event_date``), which people and some site generators write and which
-reads one way only; a date of numbers alone in another order (``03/04/2024``: March or April?) is
-never guessed.
+Front matter and a conversation's date lines (``memo.ingest.split_text``) also take a date
+written with its month's name (``March 3, 2024``, ``3 Mar 2024``, with a time after it:
+``8 May 2023 2:30 pm``, ``May 8, 2023 14:00 UTC``) and an ISO date-time whose zone is
+written ``UTC`` or ``GMT`` (``2023-05-08 14:00 UTC``): ``event_date``.  People and some
+site generators write these, and they read one way only; a date of numbers alone in
+another order (``03/04/2024``: March or April?) is never guessed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", 
 _MONTHS = {**{name: n for n, full in enumerate(_MONTH_NAMES, 1) for name in (full, full[:3])}, "sept": 9}
 _NAMED = re.compile(r"(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)? (?P<m1>[a-z]+)"      # 3 March 2024
                     r"|(?P<m2>[a-z]+) (?P<d2>\d{1,2})(?:st|nd|rd|th)?) (?P<y>\d{4})")  # March 3 2024
+# A time after a named-month date ("at 2:30 pm", "14:00:05 UTC", "09:00 -05:00"), matched
+# on the words as named_month_date folds them (lower case, no commas or dots).
+_CLOCK = re.compile(r"(?:at )?(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?(?: ?(?P<ampm>am|pm))?"
+                    r"(?: ?(?P<zone>z|utc|gmt|[+-]\d{2}:?\d{2}))?")
+# An ISO date-time's zone written as a word: "2023-05-08 14:00 UTC" is "2023-05-08 14:00Z".
+_ZONE_WORD = re.compile(r"(?<=\d)\s*(?:UTC|GMT)\Z", re.IGNORECASE)
+# An ISO date-time with a one-digit hour ("2023-05-08 9:00"), which fromisoformat refuses.
+_SHORT_HOUR = re.compile(r"(\d{4}-\d{2}-\d{2}[ T])(\d:)")
 
 
 def stamp(moment: datetime) -> str:
@@ -43,13 +53,13 @@ def date_only(text: str) -> date | None:
         return None
 
 
-def named_month_date(text: str) -> date | None:
-    """The date of "March 3, 2024", "Mar. 3rd 2024", "3 March 2024" (an English month name
-    or its abbreviation, any case), else None."""
-    words = " ".join(text.lower().replace(",", " ").replace(".", " ").split())
-    m = _NAMED.fullmatch(words)
-    month = _MONTHS.get(m.group("m1") or m.group("m2")) if m else None
-    if m is None or month is None:
+def _folded(text: str) -> str:
+    return " ".join(text.lower().replace(",", " ").replace(".", " ").split())
+
+
+def _named_day(m: re.Match[str]) -> date | None:
+    month = _MONTHS.get(m.group("m1") or m.group("m2"))
+    if month is None:
         return None
     try:
         return date(int(m.group("y")), month, int(m.group("d1") or m.group("d2")))
@@ -57,17 +67,61 @@ def named_month_date(text: str) -> date | None:
         return None
 
 
+def named_month_date(text: str) -> date | None:
+    """The date of "March 3, 2024", "Mar. 3rd 2024", "3 March 2024" (an English month name
+    or its abbreviation, any case), else None."""
+    m = _NAMED.fullmatch(_folded(text))
+    return _named_day(m) if m else None
+
+
+def _named_moment(text: str) -> str | None:
+    """A named-month date followed by a time ("8 May 2023 2:30 pm", "May 8, 2023 at 14:00
+    UTC") as an ISO date-time (UTC when no offset is written, as ``stored_when`` reads a
+    time without one), else None."""
+    words = _folded(text)
+    m = _NAMED.match(words)
+    rest = words[m.end():].strip() if m else ""
+    clock = _CLOCK.fullmatch(rest) if rest else None
+    day = _named_day(m) if m and clock else None
+    if day is None or clock is None:
+        return None
+    hour, minute, second = int(clock.group("h")), int(clock.group("mi")), int(clock.group("s") or 0)
+    if clock.group("ampm"):
+        if not 1 <= hour <= 12:     # "14:00 pm" is no time
+            return None
+        hour = hour % 12 + (12 if clock.group("ampm") == "pm" else 0)
+    zone = clock.group("zone") or "z"
+    zone = "Z" if zone in ("z", "utc", "gmt") else zone
+    iso = f"{day.isoformat()}T{hour:02d}:{minute:02d}:{second:02d}{zone}"
+    try:
+        datetime.fromisoformat(iso)  # 25:00, 10:61, an offset of +99:00
+    except ValueError:
+        return None
+    return iso
+
+
+def _iso(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)   # what memo.ops.add checks
+    except ValueError:
+        return False
+    return True
+
+
 def event_date(text: str) -> str | None:
     """``text`` as an event date the write paths take, or None when it is none: an ISO-8601
-    form Python parses, as written (``stored_when`` gives it the stored form on write), or a
-    date with its month's name as ``YYYY-MM-DD``."""
+    form Python parses, as written (``stored_when`` gives it the stored form on write), the
+    same with its zone written ``UTC`` or ``GMT`` (as ``Z``) or a one-digit hour (``9:00``
+    as ``09:00``), or a date with its month's
+    name as ``YYYY-MM-DD`` (with a time after it: an ISO date-time)."""
     s = text.strip()
-    try:
-        datetime.fromisoformat(s)   # what memo.ops.add checks
-    except ValueError:
-        day = named_month_date(s)
-        return day.isoformat() if day else None
-    return s
+    if _iso(s):
+        return s
+    fixed = _ZONE_WORD.sub("Z", _SHORT_HOUR.sub(r"\g<1>0\2", s, count=1))
+    if fixed != s and _iso(fixed):
+        return fixed
+    day = named_month_date(s)
+    return day.isoformat() if day else _named_moment(s)
 
 
 def stored_when(value: str | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 from mcp.client.session import ClientSession
 
 from tests.integration.test_mcp_stdio import doc, error_line, run_session
@@ -43,7 +44,9 @@ def test_fact_tools(tmp_path: Path) -> None:
 def test_fact_supersede(tmp_path: Path) -> None:
     """memory_fact_supersede as `memo fact supersede`: the evidence is copied unless given; the
     old version gets superseded_by and leaves the live list; a superseded, forgotten or unknown
-    fact is refused with a one-line error and nothing changes."""
+    fact is refused with a one-line error and nothing changes.  The new version's vector is
+    embedded as memory_fact_add's: by the server's embedder after the answer (embedded
+    false), or before it with wait."""
     async def scenario(s: ClientSession) -> None:
         tools = {t.name: t for t in (await s.list_tools()).tools}
         ann = tools["memory_fact_supersede"].annotations
@@ -57,7 +60,8 @@ def test_fact_supersede(tmp_path: Path) -> None:
                                                         "namespace": "ops", "author": "oncall"}))["fact_id"]
 
         rep = doc(await s.call_tool("memory_fact_supersede", {"id": old, "text": "Clients saw ERR_CONN_RESET hourly."}))
-        assert set(rep) == {"old_id", "new_id", "superseded_at", "evidence"}, rep
+        assert set(rep) == {"old_id", "new_id", "superseded_at", "evidence", "embedded", "dropped"}, rep
+        assert rep["embedded"] is False                     # queued: the answer did not wait for the model
         assert rep["old_id"] == old and rep["new_id"] != old and rep["evidence"] == [f"{rid}:0"]   # copied
         live = doc(await s.call_tool("memory_fact_list", {"namespaces": ["ops"]}))["facts"]
         assert [(f["id"], f["text"], f["namespace"], f["author"]) for f in live] == [
@@ -68,8 +72,8 @@ def test_fact_supersede(tmp_path: Path) -> None:
 
         # evidence given: it replaces the old version's
         newer = doc(await s.call_tool("memory_fact_supersede", {"id": rep["new_id"], "text": "haproxy fixed the resets.",
-                                                                "evidence": [rid2]}))
-        assert newer["evidence"] == [f"{rid2}:0"], newer
+                                                                "evidence": [rid2], "wait": True}))
+        assert newer["evidence"] == [f"{rid2}:0"] and newer["embedded"] is True, newer
 
         # refused: already superseded (names the newest version), forgotten, unknown id
         line = error_line(await s.call_tool("memory_fact_supersede", {"id": old, "text": "Another try."}))
@@ -87,5 +91,8 @@ def test_fact_supersede(tmp_path: Path) -> None:
         assert line.startswith("ValidationError: ") and "evidence: " in line, line
         facts = doc(await s.call_tool("memory_fact_list", {"include_superseded": True, "include_forgotten": True}))
         assert facts["count"] == 3                          # the refused calls stored nothing
+        with anyio.fail_after(15):                          # the queued vectors land
+            while any(doc(await s.call_tool("memory_stats", {}))["pending_fact_vectors"].values()):
+                await anyio.sleep(0.1)
 
     run_session(tmp_path, scenario)

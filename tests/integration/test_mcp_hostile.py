@@ -304,7 +304,7 @@ ARGS = {
     "memory_get": ["id"], "memory_list": ["namespaces", "kinds", "library", "tags", "limit", "offset",
                                           "include_forgotten"],
     "memory_supersede": ["id", "text", "title", "tags", "event_at", "trust", "wait"],
-    "memory_forget": ["ids", "confirm"], "memory_stats": [], "memory_fact_supersede": ["id", "text", "evidence"],
+    "memory_forget": ["ids", "confirm"], "memory_stats": [], "memory_fact_supersede": ["id", "text", "evidence", "wait"],
 }
 
 

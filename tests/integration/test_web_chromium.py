@@ -13,7 +13,9 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -691,8 +693,12 @@ def test_query_notes_are_shown(page: Page) -> None:
 
 def test_bidi_controls_in_stored_values_stay_inside_them(page: Page, server: tuple[WebServer, dict[str, str]]) -> None:
     srv, _ = server
-    _add(srv, text="Quoll sighting logged by the night shift.", namespace="ns\u202eabc", author="Eve\u202e",
-         source="src\u2067x")
+    rid = _add(srv, text="Quoll sighting logged by the night shift.", namespace="ns-legacy", author="Eve\u202e",
+               source="src\u2067x")["record_id"]
+    # No write takes a namespace with a bidi control any more (memo.text.namespaces), but an
+    # older memo stored them, and the page must keep those in their place too.
+    with closing(sqlite3.connect(srv.stderr_path.parent / "memo.db")) as raw, raw:   # memo_web's db folder
+        raw.execute("UPDATE records SET namespace = ? WHERE id = ?", ("ns\u202eabc", rid))
     p = page.open()
     p.select_option("#mode", "keyword")
     p.check("#explain")

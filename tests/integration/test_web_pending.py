@@ -1,5 +1,5 @@
 """A running ``memo web`` embeds the passages another process queued after it started
-(memo/serve/web_pending.py): the ``vectors_pending`` hint says a server embeds them within
+(memo/serve/pending_vectors.py): the ``vectors_pending`` hint says a server embeds them within
 moments, and until this fix only a restart or a manual ``memo backfill`` did.
 
 Real processes: ``memo web --port 0`` (the real embedding model) and a second process,

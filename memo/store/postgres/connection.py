@@ -182,39 +182,72 @@ def typed_error(exc: BaseException, action: str, *, broken: bool = False) -> Sto
 
 # A connection the server refused for who is asking or what is asked for: a wrong user
 # name or password (28P01, 28000: also "no pg_hba.conf entry" and failed peer / ident
-# authentication), a database that does not exist (3D000), no CONNECT privilege (42501);
-# libpq's own "no password supplied" when the server asks for one.  A configuration
-# mistake: unlike a server that is down, retrying never fixes it.  A refused *connection*
-# carries no SQLSTATE in psycopg (libpq reports the server's FATAL as text only), so the
-# server's English messages are matched as well (a server with another lc_messages
-# language still gets StoreUnavailable).
+# authentication), a database that does not exist (3D000), no CONNECT privilege (42501).
+# A configuration mistake: unlike a server that is down, retrying never fixes it.  Every
+# other SQLSTATE (57P03 starting up, 53300 too many clients, class 08...) is the server
+# not serving now: retry.
 _CONFIG_SQLSTATES = {"28000": "auth", "28P01": "auth", "3D000": "database", "42501": "auth"}
+# The SQLSTATE decides whenever the error carries one.  A refused *connection* carries
+# none: psycopg (3.3) raises it as a bare OperationalError built from libpq's error text
+# (no result, so ``sqlstate`` and ``diag.sqlstate`` are None), and the server's FATAL in
+# that text is in the server's lc_messages language ("Passwort-Authentifizierung für
+# Benutzer »x« fehlgeschlagen").  What libpq keeps of the attempt regardless of language
+# is on ``exc.pgconn``: ``needs_password`` (the server asked for a password and none was
+# given) and ``used_password`` (the server asked for one, was given one, and the
+# connection still failed: a wrong password, or, after a right one, an unknown database or
+# role).  The English text is read first: it names the mistake more precisely, and
+# ``_BUSY_MESSAGES`` recognises the one retryable failure that comes after the password (a
+# role's or a database's connection limit, 53300), which the flags alone would call a
+# mistake.  A server on trust or peer authentication answering in another language stays
+# StoreUnavailable: no password was asked for, so nothing but the text tells an unknown
+# database from "the database system is starting up".
 _CONFIG_MESSAGES = (
     (re.compile(r'database "[^"]*" does not exist'), "database"),
     (re.compile(r'(?i)authentication failed for user|role "[^"]*" does not exist|no pg_hba\.conf entry'
                 r"|no password supplied|permission denied for database"), "auth"),
 )
+_BUSY_MESSAGES = re.compile(r"too many (connections|clients)|remaining connection slots"
+                            r"|the database system is (starting up|shutting down|in recovery|not yet accepting)")
 _CONFIG_HINTS = {
     "auth": "the server refused these credentials: check the user name and password in the URL "
             "(postgresql://user:password@host/dbname), PGPASSWORD or ~/.pgpass, and the server's "
             "pg_hba.conf; retrying will not help",
     "database": "no database of that name on this server: check the database name in the URL "
                 "(postgresql://user@host/dbname) or create it (createdb dbname); retrying will not help",
+    "login": "the server asked for a password and then refused the connection: check the user name, "
+             "password and database name in the URL (postgresql://user:password@host/dbname), PGPASSWORD "
+             "or ~/.pgpass; retrying will not help",
 }
+
+
+def _refused_kind(exc: BaseException) -> str | None:
+    """Which configuration mistake refused the connection (a ``_CONFIG_HINTS`` key), or
+    None when the server is down or busy; the comment above says why in this order."""
+    code = getattr(exc, "sqlstate", None)
+    if code:
+        return _CONFIG_SQLSTATES.get(code)
+    for pattern, name in _CONFIG_MESSAGES:
+        if pattern.search(str(exc)):
+            return name
+    if _BUSY_MESSAGES.search(str(exc)):
+        return None
+    attempt = getattr(exc, "pgconn", None)
+    if attempt is not None and getattr(attempt, "needs_password", False):
+        return "auth"
+    if attempt is not None and getattr(attempt, "used_password", False):
+        return "login"
+    return None
 
 
 def connect_error(exc: BaseException) -> ValidationError | StoreUnavailable:
     """Why a connection could not be opened, as memo's typed error: a configuration
-    mistake (credentials, database name: ``_CONFIG_MESSAGES``) is a ``ValidationError``
+    mistake (credentials, database name: ``_refused_kind``) is a ``ValidationError``
     (exit 2: the ``--db`` / ``MEMO_DB`` value is wrong, a retry loop must stop); anything
     else (refused, no socket, timed out, "the database system is starting up") means the
     server is down or coming back, or the URL names the wrong host or port:
     ``StoreUnavailable`` (exit 6, retry)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    kind = _CONFIG_SQLSTATES.get(getattr(exc, "sqlstate", None) or "")
-    for pattern, name in _CONFIG_MESSAGES:
-        if kind is None and pattern.search(str(exc)):
-            kind = name
+    kind = _refused_kind(exc)
     if kind is not None:
         return ValidationError(f"cannot connect to PostgreSQL: {text}", hint=_CONFIG_HINTS[kind])
     return StoreUnavailable(f"cannot connect to PostgreSQL: {text}",

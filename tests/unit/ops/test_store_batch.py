@@ -42,8 +42,10 @@ PG_TABLES = {**TABLES, "records": "SELECT * FROM records ORDER BY id",
              "exact_terms": "SELECT * FROM exact_terms ORDER BY key, lex"}
 
 
-def _record_by_record(conn, items: list[store_batch.PreparedItem]) -> list[AddReport]:
-    """What the importer did before issue 16.4: store_draft per record, same transaction."""
+def _record_by_record(conn, items: list[store_batch.PreparedItem], *, rekind: bool = False) -> list[AddReport]:
+    """What the importer did before issue 16.4: store_draft per record, same transaction
+    (imports without --kind: ``rekind`` has no record-by-record form)."""
+    assert not rekind
     return [store_draft(conn, it.draft, tuple(p.draft for p in it.passages), replace_previous=True)
             for it in items]
 

@@ -1,7 +1,8 @@
-"""memo web's catch-up backfill (memo/serve/web_pending.py): when it starts one, and that it
-never runs two at once, never while the server's own embedder works, never blocks the
-caller, waits after a failure and stops with the server.  Fakes stand in for the
-embedders; tests/integration/test_web_pending.py runs the real thing."""
+"""The servers' catch-up backfill (memo/serve/pending_vectors.py, memo web and memo-mcp):
+when it starts one, and that it never runs two at once, never while the server's own
+embedder works, never blocks the caller, waits after a failure and stops with the server.
+Fakes stand in for the embedders; tests/integration/test_web_pending.py and
+tests/integration/test_mcp_pending.py run the real thing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memo.serve.web_pending import PendingVectors
+from memo.serve.pending_vectors import PendingVectors
 
 
 class Main:
@@ -150,3 +151,34 @@ def test_a_backfill_that_cannot_even_start_counts_as_failed() -> None:
     pv = PendingVectors("memo.db", lambda: Main(), make=broken, min_gap=0.0, retry_after=60.0)
     assert pv.poke() and pv.wait(5)
     assert pv.poke() is False and pv.runs == 1     # waits as after any failure
+
+
+def _search_doc(degraded: bool, cause: str | None = None) -> dict[str, Any]:
+    return {"results": [], "cause": cause, "trace": {"degraded": {"flag": degraded, "reason": None}}}
+
+
+@pytest.mark.parametrize("doc, expected", [
+    (_search_doc(True), True),                          # some in-scope passages have no vector yet
+    (_search_doc(False, "vectors_pending"), True),      # empty: the answer may be among them
+    (_search_doc(False, "abstained"), False),
+    (_search_doc(False), False),
+])
+def test_a_search_answer_pokes_when_it_shows_queued_vectors(doc: dict[str, Any], expected: bool) -> None:
+    factory = Factory()
+    factory.release.set()
+    pv = _pending(Main(), factory, min_gap=0.0)
+    assert pv.after_search(doc) is expected and pv.runs == int(expected)
+    assert pv.wait(5)
+
+
+def test_a_stats_answer_pokes_only_in_a_server_with_an_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    factory = Factory()
+    factory.release.set()
+    stats = {"pending_vectors": {"m1": 2}}
+    idle = _pending(None, factory)                       # library use: the registry is not even read
+    monkeypatch.setattr(idle, "model_id", lambda: pytest.fail("read the registry without an embedder"))
+    assert idle.after_stats(stats) is False
+    pv = _pending(Main(), factory, min_gap=0.0)
+    monkeypatch.setattr(pv, "model_id", lambda: "m1")
+    assert pv.after_stats({"pending_vectors": {"m1": 0}}) is False
+    assert pv.after_stats(stats) is True and pv.wait(5)

@@ -1,13 +1,16 @@
 """MemoTools (the MCP and web servers' state) with its background embedder (issue 9.9):
-add, supersede and fact add answer after the commit with their vectors queued; ``wait``
+add, supersede, fact add and fact supersede answer after the commit with their vectors queued; ``wait``
 keeps the synchronous path; ``close`` drains what was acknowledged."""
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
 
 from memo.embed import backfill as backfill_mod
+from memo.embed import service
 from memo.embed.registry import default_model_id
 from memo.serve.mcp_tools import MemoTools
 
@@ -78,3 +81,70 @@ def test_web_add_answers_queued_and_wait_embeds(tmp_path, monkeypatch):
         assert client.post("/api/memories", json={"text": "x", "wait": "yes"}, headers=auth).status_code == 400
         assert app.state.tools.embedder.wait_idle(10)
         assert client.get("/api/stats", headers=auth).json()["pending_vectors"] == {default_model_id(): 0}
+
+
+class GatedEmbedder(Embedder):
+    """``Embedder`` whose embedding waits for ``gate``: the background thread is held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def embed_passages(self, texts, batch_size=64):
+        assert self.gate.wait(20), "the test never opened the gate"
+        return super().embed_passages(texts, batch_size)
+
+
+def _fact_vectors(tools: MemoTools) -> int:
+    with tools._read_lock:
+        return tools.read_conn.execute("SELECT count(*) FROM fact_vectors").fetchone()[0]
+
+
+def test_fact_supersede_is_acknowledged_then_embedded_as_fact_add_is(tmp_path, monkeypatch):
+    """memory_fact_supersede answers after the commit with the new version's vector queued
+    for the server's embedder (it embedded it in the call, holding the write connection,
+    while memory_fact_add handed it over); ``wait`` keeps the synchronous path."""
+    background = GatedEmbedder()
+    monkeypatch.setattr(backfill_mod, "load_model", lambda spec: background)
+
+    def in_the_call(spec):
+        raise AssertionError("the supersede loaded the model itself instead of queueing the vector")
+
+    monkeypatch.setattr(service, "load_model", in_the_call)
+    tools = MemoTools(tmp_path / "m.db")
+    try:
+        tools.start_embedder(backfill=False)
+        background.gate.set()
+        rid = tools.add("the capybara enclosure needs a new heater")["record_id"]
+        old = tools.fact_add("capybaras need heat", [rid])
+        assert tools.embedder.wait_idle(10) and _fact_vectors(tools) == 1
+        background.gate.clear()                     # the thread holds the next batch
+        sup = tools.fact_supersede(old["fact_id"], "capybaras need a heated enclosure")
+        assert sup["embedded"] is False and sup["evidence"] == old["evidence"]
+        assert _fact_vectors(tools) == 1            # answered before the vector exists
+        background.gate.set()
+        assert tools.embedder.wait_idle(10) and _fact_vectors(tools) == 2
+        monkeypatch.setattr(service, "load_model", lambda spec: Embedder())
+        waited = tools.fact_supersede(sup["new_id"], "capybaras need a heated enclosure in winter", wait=True)
+        assert waited["embedded"] is True and _fact_vectors(tools) == 3
+    finally:
+        background.gate.set()
+        tools.close()
+
+
+def test_fact_supersede_without_a_model_stays_queued(tmp_path, monkeypatch):
+    """The embedder cannot load the model: the supersede still answers, its vector stays
+    queued (memory_stats counts it) for `memo backfill` or the next start, as fact_add's."""
+    monkeypatch.setenv("MEMO_MODELS", str(tmp_path / "no-models"))
+    tools = MemoTools(tmp_path / "m.db")
+    try:
+        tools.start_embedder(backfill=False)
+        rid = tools.add("the tapir enclosure is fine")["record_id"]
+        old = tools.fact_add("tapirs are fine", [rid])
+        sup = tools.fact_supersede(old["fact_id"], "tapirs are doing well")
+        assert sup["embedded"] is False
+        assert tools.embedder.wait_idle(10)
+        pending = tools.stats()["pending_fact_vectors"]
+        assert sum(pending.values()) == 2, pending           # the added fact and the new version
+    finally:
+        tools.close()

@@ -1,4 +1,5 @@
-"""``memo web``: embed the passages other processes queued while the server runs.
+"""A running server (``memo web``, ``memo-mcp``) embeds the passages other processes queued
+while it runs.
 
 The server's background embedder (memo.embed.background) embeds what was queued before it
 started, then only what this server adds.  A ``memo import --no-embed`` or an add whose
@@ -6,15 +7,19 @@ model was missing, made by another process later, stayed without vectors until a
 or a manual ``memo backfill``, while the empty-answer hint says a server embeds them
 within moments (memo.retrieve.empty, ``vectors_pending``).
 
-``PendingVectors.poke`` is called when an answer shows queued vectors (a degraded search,
-``/api/stats`` with pending vectors for the embedding model).  It starts the very backfill
-the server runs at start (a one-shot ``BackgroundEmbedder`` with ``backfill_at_start``:
-its own connection, thread and lowered priority, failures logged and kept queued) on a
-daemon thread and returns at once, so a search never waits for it.  At most one runs at a
-time, none while the server's own embedder is busy (its start-up backfill or an add's
-batch: those rows are in hand already), and after a failed run (no model) it waits
-``retry_after`` seconds before trying again, so a missing model does not make every search
-start a doomed backfill.  ``min_gap`` bounds how often runs start at all.
+``MemoTools`` (memo.serve.mcp_tools, the state both servers share) owns one
+``PendingVectors`` and, after each search and stats answer, calls ``after_search`` /
+``after_stats``, which ``poke`` when the answer shows queued vectors (a degraded search or
+a ``vectors_pending`` empty answer; stats with pending vectors for the embedding model).
+``poke`` starts the very backfill the server runs at start (a one-shot
+``BackgroundEmbedder`` with ``backfill_at_start``: its own connection, thread and lowered
+priority, failures logged and kept queued) on a daemon thread and returns at once, so a
+search never waits for it.  At most one runs at a time, none while the server's own
+embedder is busy (its start-up backfill or an add's batch: those rows are in hand
+already) or absent (library use and tests: nothing is started), and after a failed run
+(no model) it waits ``retry_after`` seconds before trying again, so a missing model does
+not make every search start a doomed backfill.  ``min_gap`` bounds how often runs start
+at all.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-log = logging.getLogger("memo.serve.web")
+log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -55,7 +60,7 @@ class PendingVectors:
                  make: Callable[[Any], Embedder] = _backfill_embedder, min_gap: float = 2.0,
                  retry_after: float = 60.0) -> None:
         self.db_path = db_path
-        self.server_embedder = server_embedder   # read at each poke: the server starts it after the app
+        self.server_embedder = server_embedder   # read at each poke: the server starts it after the tools
         self.make, self.min_gap, self.retry_after = make, min_gap, retry_after
         self.runs = 0                            # backfills started (tests, logs)
         self._lock = threading.Lock()
@@ -83,6 +88,28 @@ class PendingVectors:
         return model is not None and any(
             (stats.get(key) or {}).get(model, 0) > 0 for key in ("pending_vectors", "pending_fact_vectors"))
 
+    def after_search(self, doc: dict[str, Any]) -> bool:
+        """Poke after a search answer (``memo search --json``'s document) that shows queued
+        vectors: degraded (passages without vectors may be the reason; else the model is
+        missing or still loading: that backfill fails or finds nothing, and the waits below
+        keep it rare), or empty because candidates had no vector yet."""
+        if doc["trace"]["degraded"]["flag"] or doc.get("cause") == "vectors_pending":
+            return self.poke()
+        return False
+
+    def after_stats(self, stats: dict[str, Any]) -> bool:
+        """Poke after a stats answer that counts vectors waiting for the model."""
+        # The embedder first: without one nothing starts, and the registry is not read.
+        if self._running_embedder() is not None and self.stats_pending(stats):
+            return self.poke()
+        return False
+
+    def _running_embedder(self) -> Embedder | None:
+        """The server's background embedder, if it runs (read at each call: the server
+        starts it after the tools)."""
+        main = self.server_embedder()
+        return main if main is not None and main.running else None
+
     @property
     def busy(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -90,9 +117,9 @@ class PendingVectors:
     def poke(self) -> bool:
         """Start a backfill unless one runs, the server embeds or a wait is due.  Never
         blocks on embedding; True when one was started."""
-        main = self.server_embedder()
-        if main is None or not main.running:
-            return False       # no background embedding in this server (create_app alone, tests)
+        main = self._running_embedder()
+        if main is None:
+            return False       # no background embedding in this server (library use, tests)
         with self._lock:
             if self._closed or self.busy:
                 return False
@@ -103,7 +130,7 @@ class PendingVectors:
             if not main.wait_idle(0):
                 return False   # the server's embedder has rows in hand; a later answer asks again
             self._started_at, self.runs = now, self.runs + 1
-            self._thread = threading.Thread(target=self._run, name="memo-web-backfill", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="memo-catch-up-backfill", daemon=True)
             self._thread.start()
         return True
 

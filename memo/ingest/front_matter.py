@@ -1,0 +1,77 @@
+"""A record's fields from its text's front matter: the title, date and tags that a leading
+``---`` block (as Obsidian, Jekyll and Hugo write) gives it.
+
+One reading for every way a text comes in: a file import (``memo.ingest.files``: markdown
+files, and any file imported as a conversation) and ``memo add`` (``memo.ops.add``).  The
+block is parsed by ``memo.ingest.markdown_parse.front_matter`` and never indexed as text:
+the splitters drop it (``split_markdown``, ``split_conversation``).
+
+* ``title``: the record's title, unless the caller gave one;
+* ``date``: the event date (``memo.text.when.event_date``: ISO 8601, or the month by
+  name), unless the caller gave one; a date memo cannot read is a notice for the caller's
+  report, not an error: the text is stored, without an event date;
+* ``tags``: a list or words, after the caller's tags (a leading ``#`` dropped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from memo.ingest.markdown_parse import front_matter
+from memo.stored import RecordDraft
+from memo.text.when import event_date
+
+
+@dataclass(frozen=True, slots=True)
+class FrontMatter:
+    """What a text's front matter gives its record (empty when it has none)."""
+
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    event_at: str | None = None
+    date_notice: str | None = None    # the 'date' memo could not read, said for the report
+
+
+def read_front_matter(text: str, stored_as: str = "imported") -> FrontMatter:
+    """The record fields ``text``'s front matter gives; ``stored_as`` is the verb the
+    notice of an unreadable date uses ("the file was imported without an event date")."""
+    meta, _ = front_matter(text)
+    if not meta:
+        return FrontMatter()
+    title = meta.get("title")
+    tags = meta.get("tags")
+    if isinstance(tags, str):
+        tags = [t for t in tags.replace(",", " ").split() if t]
+    value = meta.get("date")
+    when = event_date(value) if isinstance(value, str) and value else None
+    notice = _date_notice(value, stored_as) if value and when is None else None  # "date:" alone: no date
+    return FrontMatter(title=title if isinstance(title, str) and title else None,
+                       tags=tuple(dict.fromkeys(str(t).lstrip("#") for t in tags or () if str(t).strip("# "))),
+                       event_at=when, date_notice=notice)
+
+
+def with_front_matter(draft: RecordDraft, fm: FrontMatter | None = None,
+                      stored_as: str = "imported") -> tuple[RecordDraft, tuple[str, ...]]:
+    """``draft`` with its body's front matter applied (``fm``, else read from the body):
+    the caller's title and date win, its tags come first.  Returns the notices for the
+    report (none when the caller gave the date: the front matter's is not used)."""
+    fm = fm if fm is not None else read_front_matter(draft.body, stored_as)
+    fields: dict[str, object] = {}
+    if fm.title and not draft.title:
+        fields["title"] = fm.title
+    if fm.tags:
+        fields["tags"] = tuple(dict.fromkeys([*draft.tags, *fm.tags]))
+    if draft.event_at:
+        return replace(draft, **fields), ()  # type: ignore[arg-type]
+    if fm.event_at:
+        fields["event_at"] = fm.event_at
+    return replace(draft, **fields), (fm.date_notice,) if fm.date_notice else ()  # type: ignore[arg-type]
+
+
+def _date_notice(value: str | list[str], stored_as: str) -> str:
+    """What the report says of a front matter date memo cannot read."""
+    shown = ", ".join(value) if isinstance(value, list) else value
+    what = "file was imported" if stored_as == "imported" else f"text was {stored_as}"
+    return (f"front matter 'date' value {shown[:80]!r} is not a date memo reads, so the {what} "
+            "without an event date; write an ISO 8601 date or date-time (2024-03-03, 2024-03-03T14:30:00Z) "
+            "or the month by name (March 3, 2024 or 3 March 2024)")
