@@ -77,9 +77,11 @@ SEARCH_FIELDS: tuple[SearchField, ...] = (
     SearchField("version", str, "Only this library version.", ("--version",), "version", "version"),
     SearchField("tags", str, "Records carrying every one of these tags.",
                 ("--tag", "-t"), "tag", "tags", multiple=True),
-    SearchField("date_from", str, "Event date (else recorded date) on or after this ISO-8601 date/time.",
+    SearchField("date_from", str, "Event date (else recorded date) on or after this ISO-8601 date/time "
+                "(a month 2025-11 or a year 2025: from its first day).",
                 ("--from",), "date_from", "from", iso_time=True),
-    SearchField("date_to", str, "Event date (else recorded date) on or before this; a bare date includes the day.",
+    SearchField("date_to", str, "Event date (else recorded date) on or before this; a bare date includes the "
+                "day, a month or a year all of it.",
                 ("--to",), "date_to", "to", iso_time=True),
     SearchField("min_trust", float, "Only records with trust >= this (0..1).",
                 ("--min-trust",), "min_trust", "min_trust", bounds=(0.0, 1.0)),

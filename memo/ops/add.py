@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import replace
-from datetime import datetime
 
 from memo.errors import ValidationError
 from memo.ingest.front_matter import with_front_matter
@@ -33,6 +32,7 @@ from memo.store.records import (
 from memo.stored import PassageDraft, RecordDraft
 from memo.text.folding import has_surrogates
 from memo.text.json_value import json_problem
+from memo.text.when import check_event_date
 from memo.types import default_profile
 
 
@@ -46,7 +46,7 @@ def prepare(draft: RecordDraft, *, nul_ok: bool = True) -> tuple[PassageDraft, .
     if not nul_ok:
         check_no_nul(draft)
     if draft.event_at is not None:
-        check_iso_date(draft.event_at)
+        check_event_date(draft.event_at)
     passages = split_record(draft)
     for p in passages:
         check_unicode_fields(("passage text", p.text), ("section", p.section), ("speaker", p.speaker),
@@ -95,12 +95,6 @@ def check_no_nul(draft: RecordDraft) -> None:
                                   hint="remove the NUL characters from the input")
 
 
-def check_iso_date(value: str) -> None:
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
-        raise ValidationError(f"date {value!r} is not ISO-8601",
-                              hint="use e.g. 2024-05-01 or 2024-05-01T14:30:00Z") from None
 
 
 def find_previous_version(conn: sqlite3.Connection, draft: RecordDraft) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from memo.errors import ValidationError
@@ -24,7 +24,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.store import kw_postings
 from memo.store.dialect import is_postgres
 from memo.text.folding import has_surrogates
-from memo.text.when import date_only, stamp
+from memo.text.when import date_only, period, stamp
 from memo.types import KINDS, Scope
 
 
@@ -51,14 +51,15 @@ def parse_when(text: str, *, end_of_day: bool = False, field: str = "date") -> d
     before / after every stored time either way, so the comparison keeps its meaning."""
     s = str(text).strip()
     try:
-        d = date_only(s)
+        d = _day_of(s, end_of_day)
         if d is not None:
             moment = datetime(d.year, d.month, d.day, tzinfo=UTC)
             return moment + timedelta(days=1, microseconds=-1) if end_of_day else moment
         moment = datetime.fromisoformat(s)
     except ValueError:
         raise ValidationError(f"{field} {text!r} is not an ISO-8601 date or time",
-                              hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ") from None
+                              hint="use YYYY-MM-DD, YYYY-MM (a month), YYYY (a year) or "
+                                   "YYYY-MM-DDTHH:MM:SSZ") from None
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     try:
@@ -78,9 +79,19 @@ def _date_bound(text: str, *, end: bool, field: str) -> str:
     (normalised); ``to`` of a bare date becomes '<date>T23:59:59.999999Z' so 2024-05-01
     and 2024-05-01T10:00 both sort inside."""
     moment = parse_when(text, end_of_day=end, field=field)
-    if date_only(str(text).strip()) is not None:
+    if _day_of(str(text).strip(), end) is not None:
         return moment.date().isoformat() if not end else stamp(moment)
     return stamp(moment)
+
+
+def _day_of(text: str, end: bool) -> date | None:
+    """The day a date-only bound names: the date itself, or a month's or year's first day
+    (``from``) or last (``to``: ``--to 2025-11`` takes in the 30th), else None."""
+    d = date_only(text)
+    if d is not None:
+        return d
+    span = period(text)
+    return None if span is None else span[1] if end else span[0]
 
 
 def _texts(field: str, values: object) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from memo.store.records import utc_now
 from memo.stored import CURRENT, Fact, FactDraft, FactEvidence, RecordFact
 from memo.text.limits import MAX_EVIDENCE_IDS, MAX_EVIDENCE_PASSAGES, check_list
 from memo.text.namespaces import check_namespace
-from memo.text.when import stored_when
+from memo.text.when import check_event_date, stored_when
 
 LIVE_RECORD = "r.superseded_at IS NULL AND r.forgotten_at IS NULL"
 
@@ -67,11 +67,7 @@ def validate_fact(draft: FactDraft) -> None:
     check_list("evidence ids", draft.evidence, MAX_EVIDENCE_IDS,
                hint=f"cite at most {MAX_EVIDENCE_IDS} passages, records or ext_ids: the ones that support the fact")
     if draft.event_at is not None:
-        try:
-            datetime.fromisoformat(draft.event_at)
-        except ValueError:
-            raise ValidationError(f"date {draft.event_at!r} is not ISO-8601",
-                                  hint="use e.g. 2024-05-01 or 2024-05-01T14:30:00Z") from None
+        check_event_date(draft.event_at)
 
 
 def _passages_of_record(conn: sqlite3.Connection, rid: str) -> list[tuple[int, str]]:

@@ -20,7 +20,10 @@ another order (``03/04/2024``: March or April?) is never guessed.
 from __future__ import annotations
 
 import re
+from calendar import monthrange
 from datetime import UTC, date, datetime
+
+from memo.errors import ValidationError
 
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
                 "september", "october", "november", "december")
@@ -43,6 +46,45 @@ def stamp(moment: datetime) -> str:
     """An aware UTC moment as stored.  isoformat, not strftime: strftime("%Y") writes year
     1 as "1", which sorts after "2024" as text."""
     return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+# A month or a year, ISO-8601's reduced precision ("2025-11", "2025"): a span, not a day.
+_PERIOD = re.compile(r"(?P<y>\d{4})(?:-(?P<m>\d{2}))?")
+
+
+def period(text: str) -> tuple[date, date] | None:
+    """The first and last day of a month (``2025-11``) or a year (``2025``), else None.  The
+    date filters take these as spans (``--from 2025-11 --to 2025-11`` is that month); an
+    event date must name a day or a moment, so ``check_event_date`` refuses them with a
+    hint rather than guess which day."""
+    m = _PERIOD.fullmatch(text.strip())
+    if m is None:
+        return None
+    year, month = int(m.group("y")), m.group("m")
+    if month is None:
+        return (date(year, 1, 1), date(year, 12, 31)) if year >= 1 else None
+    mo = int(month)
+    if not (1 <= mo <= 12 and year >= 1):
+        return None
+    return date(year, mo, 1), date(year, mo, monthrange(year, mo)[1])
+
+
+def check_event_date(value: str) -> None:
+    """Refuse an event date no ISO parser takes (the one check of records' and facts'
+    write paths), saying what to give instead."""
+    try:
+        datetime.fromisoformat(value)
+        return
+    except ValueError:
+        pass
+    span = period(value)
+    if span is not None:
+        raise ValidationError(f"date {value!r} names a {'month' if '-' in value.strip() else 'year'}, "
+                              "not a day: an event date is a day or a moment",
+                              hint=f"give the day, e.g. {span[0].isoformat()} (the date filters do take "
+                                   f"{value.strip()} as a span)")
+    raise ValidationError(f"date {value!r} is not an ISO-8601 date or date-time",
+                          hint="use e.g. 2024-05-01 or 2024-05-01T14:30:00Z")
 
 
 def date_only(text: str) -> date | None:
