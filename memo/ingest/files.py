@@ -287,6 +287,9 @@ def decode_text(data: bytes, encoding: str | None = None) -> tuple[str, dict[str
         return data.decode("utf-8-sig"), {}
     except UnicodeDecodeError as exc:
         first_bad = exc.start
+    mended = _mostly_utf8(data)
+    if mended is not None:
+        return mended
     name = _detect_encoding(data)
     if name is None:
         return (f"not UTF-8 text (byte {first_bad}) and no other encoding fits; "
@@ -296,6 +299,26 @@ def decode_text(data: bytes, encoding: str | None = None) -> tuple[str, dict[str
     except UnicodeDecodeError:
         return f"not UTF-8 text (byte {first_bad}); detected {name} does not decode it, pass --encoding NAME"
     return text, {"encoding": name, "encoding_source": "detected"}
+
+
+# A UTF-8 file with a few stray bytes (a paste from a legacy editor, a truncated copy):
+# the whole file was rejected, and the hint to pass --encoding latin-1 would turn every
+# real UTF-8 character of it (é, €, 日本語) into two or three wrong ones.  Its text is
+# kept with U+FFFD for each bad byte, and the import says so.
+MAX_STRAY_BYTES = 16
+
+
+def _mostly_utf8(data: bytes) -> tuple[str, dict[str, object]] | None:
+    """(text, provenance) when ``data`` is UTF-8 but for at most ``MAX_STRAY_BYTES`` bytes
+    (and at most 1 in 1,000) and holds real UTF-8 beyond ASCII, else None (detection then
+    picks a legacy encoding for text that is not UTF-8 at all)."""
+    text = data.decode("utf-8-sig", errors="replace")
+    bad = text.count("\ufffd") - data.count("\ufffd".encode())
+    if not 0 < bad <= min(MAX_STRAY_BYTES, max(1, len(data) // 1000)):
+        return None
+    if not any(ord(c) > 127 and c != "\ufffd" for c in text):
+        return None                  # ASCII and a stray byte: no evidence it is UTF-8
+    return text, {"encoding": "utf-8", "encoding_source": f"{bad} invalid byte(s) replaced by U+FFFD"}
 
 
 def _bom_encoding(data: bytes) -> str | None:
@@ -384,8 +407,12 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
                     meta={**template.meta, **provenance} if provenance else template.meta)
     front = reads_front_matter(path, kind)
     notices: tuple[str, ...] = ()
+    mended = str(provenance.get("encoding_source", "")) if provenance.get("encoding") == "utf-8" else ""
+    if mended:
+        notices = (f"not valid UTF-8 in places: {mended}; the rest of the text is imported as written",)
     if front:                       # the caller's title and date win, its tags come first
-        draft, notices = with_front_matter(draft)
+        draft, front_notices = with_front_matter(draft)
+        notices += front_notices
     if not draft.title:
         draft = replace(draft, title=_title(text, path, kind, front))
     return FileItem(rel, draft=draft, notices=notices)
