@@ -53,7 +53,7 @@ SEARCH_OPTIONS: tuple[CliOption, ...] = (
     CliOption("limit", ("--limit",), int,
               "Results to return (default: the profile's, 10; at most its limit.max, 100)."),
     CliOption("max_tokens", ("--max-tokens",), int, "Token budget for all results together."),
-    CliOption("explain", ("--explain",), bool, "Show why each result ranks where it does.", default=False),
+    CliOption("explain", ("--explain", "--why"), bool, "Show why each result ranks where it does.", default=False),
     DB,
     JSON,
 )

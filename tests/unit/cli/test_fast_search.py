@@ -57,6 +57,7 @@ READ = [
     ["", "--json"],
     ["ünïcödé 検索", "--mode", "semantic"],
     ["q", "--json", "--json", "--explain", "--explain"],
+    ["q", "--why"],                  # the README's word for it (a tester typed it)
 ]
 TO_TYPER = [
     [], ["--json"], ["--help"], ["q", "--help"], ["-h"], ["q", "--limit", "-1"], ["q", "--limit", "1e3"],
