@@ -3,13 +3,17 @@ plain JSONL of messages (``{"role", "content", "timestamp"}``), imported as
 ``conversation`` records (``memo import --format chat``; auto-detected).
 
 Each conversation becomes one record: kind ``conversation``, its title, ``event_at`` its
-first message's time, ``ext_id`` ``<export>:<conversation id>`` (so a re-import of the
-same export adds nothing, and a conversation that grew since the last export supersedes
-its older version: memo.ops.importer's identity rule), and one passage per message
+first message's time, ``ext_id`` ``<export>:<conversation id>``, and one passage per message
 (``"<speaker>: <text>"``, the speaker, the message's own time, its id as ``ext_id``; a
 long message is windowed like any supplied passage).  Speakers are ``user`` and
 ``assistant`` in all three shapes (Claude's ``human`` is ``user``), or the author's name
 when an export gives one.
+
+A conversation is known by its namespace and ``ext_id`` wherever its export was saved
+(``conversation_key``: people unzip each export to a new folder), so a re-import of the same
+export adds nothing, a conversation that grew since the last export supersedes its older
+version even from another folder, and an older export imported after a newer one leaves
+the newer version current (memo.ops.chat_versions says which version wins and why).
 
 * **ChatGPT** (``conversations.json``: a list of ``{title, create_time, mapping,
   current_node, ...}``).  ``mapping`` is a tree: every edit or regeneration starts a
@@ -38,7 +42,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +64,9 @@ MAX_LINE_BYTES = 8 * 1024 * 1024      # one JSONL message (a long answer with co
 MAX_THREAD = 100_000                  # messages followed up one ChatGPT tree (a cycle guard)
 
 Item = tuple[str, RecordDraft | None, str | None]      # (where, draft, rejection reason)
+# A plain JSONL's messages without a conversation key are grouped by UTC day, or all in one
+# when undated (``_iter_jsonl``): memo's grouping of one file, not a conversation the app named.
+_DAY_GROUP = re.compile(r"\d{4}-\d{2}-\d{2}|all")
 
 
 # --- detection -------------------------------------------------------------------------------
@@ -86,6 +94,27 @@ def detect(path: str | Path) -> str | None:
         if isinstance(obj, dict) and "role" in obj and "content" in obj and "text" not in obj:
             return "chat-jsonl"
     return None
+
+
+# --- identity ----------------------------------------------------------------------------------
+def conversation_key(kind: str, ext_id: str | None, meta: Mapping[str, object] | None) -> str | None:
+    """The key a chat export's conversation is known by in its namespace wherever the export
+    was saved (its ``ext_id``), from a draft's or a stored record's kind, ext_id and meta;
+    None for every other record (a file, a JSONL or BEIR line, a LoCoMo session: those stay
+    known by import path and ext_id).  ChatGPT's and Claude's conversation ids are the app's
+    own, unique whatever the file; a plain JSONL's conversation key too (its ext_id keeps the
+    file's stem, as it always has, so the same export saved under another folder matches).
+    A JSONL's day groups are not conversations anyone named: two logs called chat.jsonl in
+    two folders both have a '2026-02-03', so those stay known by their file (and so does a
+    conversation whose key looks like a day group, '2026-02-03' or 'all')."""
+    if kind != "conversation" or not ext_id or not isinstance(meta, Mapping):
+        return None
+    export = meta.get("export")
+    if export not in EXPORTS or not ext_id.startswith(f"{export}:"):
+        return None
+    if export == "chat-jsonl" and _DAY_GROUP.fullmatch(ext_id[len("chat-jsonl:"):].partition("/")[2]):
+        return None
+    return ext_id
 
 
 # --- shared ------------------------------------------------------------------------------------
@@ -319,7 +348,7 @@ def _iter_jsonl(path: Path, namespace: str) -> Iterator[Item]:
             continue
         key = next((str(obj[k]) for k in CONVERSATION_KEYS if obj.get(k) not in (None, "")), None)
         if key is None:
-            key = when[:10] if when else "all"
+            key = when[:10] if when else "all"          # a day group (_DAY_GROUP)
         mid = obj.get("id")
         groups.setdefault(key, []).append((_speaker(obj.get("role"), obj.get("name")), text, when,
                                            str(mid) if mid is not None else None))

@@ -10,6 +10,7 @@ from memo.errors import ValidationError
 from memo.ingest.front_matter import with_front_matter
 from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
+from memo.ops.chat_versions import LiveConversations
 from memo.ops.guard import store_errors
 from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
@@ -99,7 +100,8 @@ def check_no_nul(draft: RecordDraft) -> None:
 
 def find_previous_version(conn: sqlite3.Connection, draft: RecordDraft) -> str | None:
     """The live record this draft is a new version of: same namespace, same import path
-    and same external id (both may be NULL only for the import path's own record)."""
+    and same external id (both may be NULL only for the import path's own record).  A chat
+    conversation's version at another path is ``memo.ops.chat_versions``' to find."""
     if not draft.import_path:
         return None
     row = conn.execute(
@@ -129,7 +131,9 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
     the namespace -> skipped; without ``replace_previous`` (an add) also a text an older
     version holds (``_older_version``); with it (an import: the file says what is true
     now) a changed record at the same import path supersedes the old version (status
-    'updated'), whatever older versions held its text."""
+    'updated'), whatever older versions held its text, and a chat export's conversation
+    with a live version from another file is superseded or skipped as
+    ``memo.ops.chat_versions`` says."""
     chash = content_hash(draft.body)
     dup = find_live_duplicate(conn, draft.namespace, chash)
     if dup is not None:
@@ -138,12 +142,24 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
         older = _older_version(conn, draft.namespace, chash)
         if older is not None:
             return older
-    previous = find_previous_version(conn, draft) if replace_previous else None
+    replaced: tuple[str, ...] = ()
+    note = None
+    if replace_previous:
+        # A chat conversation with a live version from another export file: the rule the
+        # batched import follows too (memo.ops.chat_versions).
+        decision = LiveConversations(conn, (draft,)).decide(draft, passages)
+        if decision is not None and decision.kept is not None:
+            return AddReport(status="skipped", record_id=decision.kept.id, passages=0, note=decision.note)
+        if decision is not None:
+            replaced, note = tuple(v.id for v in decision.replaces), decision.note
+        elif (previous := find_previous_version(conn, draft)) is not None:
+            replaced = (previous,)
     new_id = insert_record(conn, draft, passages)
-    if previous is None:
+    if not replaced:
         return AddReport(status="added", record_id=new_id, passages=len(passages))
-    mark_superseded(conn, previous, new_id)
-    return AddReport(status="updated", record_id=new_id, passages=len(passages), superseded=previous)
+    for old in replaced:
+        mark_superseded(conn, old, new_id)
+    return AddReport(status="updated", record_id=new_id, passages=len(passages), superseded=replaced[0], note=note)
 
 
 def store_prepared(conn: sqlite3.Connection, item: PreparedItem) -> AddReport:

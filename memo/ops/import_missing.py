@@ -2,8 +2,9 @@
 forget them.
 
 A record belongs to the folder when it was imported from a file under it: same namespace,
-no external id (data set records are addressed by id, not by file) and an import path
-under ``<absolute root>/``.  It is *missing* when this run's walk did not list its file,
+no external id (data set records are addressed by id, not by file; so are chat export
+conversations, whose current version may live at another export's path:
+memo.ops.chat_versions) and an import path under ``<absolute root>/``.  It is *missing* when this run's walk did not list its file,
 the file is not on disk either, and no file of this run had the same text.
 
 * The disk check keeps records the walk skips on purpose (a file in ``.git`` or another

@@ -14,7 +14,10 @@ records (a folder of 200 KB documents) held ~1.4 GB before its commit at 500 rec
 Identity: a file's record is (namespace, import path, external id), and the import path
 stored is the file's *absolute* path, so two folders with the same relative layout
 (projA/docs/README.md, projB/docs/README.md) imported into one namespace never replace
-each other.  After a folder import, live records of files that are gone are reported
+each other.  A chat export's conversation is (namespace, conversation id) wherever the
+export was saved: a version from another export file is superseded or kept as
+``memo.ops.chat_versions`` says (a newer export that holds more of it wins; an older one
+is skipped with a notice).  After a folder import, live records of files that are gone are reported
 (``missing``) and, with ``prune``, forgotten (memo.ops.import_missing).
 
 One item never stops or hangs an import (issue 9.3): FIFOs, sockets and devices are

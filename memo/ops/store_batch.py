@@ -3,7 +3,9 @@
 
 Same decisions, in input order, as calling ``store_draft(..., replace_previous=True)``
 record after record: same content as a current record of the namespace (stored before
-or earlier in this batch) -> skipped with that record's id; a current record at the same
+or earlier in this batch) -> skipped with that record's id; a chat export's conversation
+with a current version from another file -> superseded or skipped as
+``memo.ops.chat_versions`` says (the rule both paths call); a current record at the same
 import path and external id (stored before, or earlier in this batch) -> superseded by
 the new one ('updated'); else added.  A text whose record this batch supersedes is new
 again for the items after it (JSONL lines shifted by one).  What differs is the number of statements: one
@@ -34,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memo.dc_pickle import by_fields
+from memo.ops.chat_versions import LiveConversations
 from memo.ops.reports import AddReport
 from memo.store.facts import carry_evidence
 from memo.store.records import (
@@ -146,6 +149,7 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
     dups = live_duplicates(conn, {(it.draft.namespace, it.content_hash) for it in items})
     versions = live_versions(conn, {(it.draft.namespace, it.draft.import_path, it.draft.ext_id)
                                     for it in items if it.draft.import_path})
+    conversations = LiveConversations(conn, (it.draft for it in items))
     held = _identities(conn, set(dups.values())) if rekind and dups else {}
     reports: list[AddReport] = []
     new: list[NewRecord] = []
@@ -164,26 +168,40 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
         if dup is not None:
             reports.append(AddReport(status="skipped", record_id=dup, passages=0))
             continue
+        drafts = tuple(p.draft for p in it.passages)
+        # A chat conversation with a live version from another export file (memo.ops.chat_versions).
+        decision = conversations.decide(d, drafts)
+        if decision is not None and decision.kept is not None:
+            reports.append(AddReport(status="skipped", record_id=decision.kept.id, passages=0, note=decision.note))
+            continue
         rid = d.id or new_record_id()
         if rekind:
             held[rid] = (d.kind, d.import_path, d.ext_id)
         fresh[rid] = len(new)
         new.append(NewRecord(rid, d, it.content_hash, utc_now(), it.passages))
         dups[(d.namespace, it.content_hash)] = rid
-        previous = None
+        replaced: list[tuple[str, str, str | None]] = []   # (id, content hash, import path) of each old version
         if d.import_path:
             key = (d.namespace, d.import_path, d.ext_id)
             previous, old_hash = versions.get(key, (None, None))
             versions[key] = (rid, it.content_hash)    # the newest live version from now on
-            if previous is not None and dups.get((d.namespace, old_hash)) == previous:
-                # No longer current: a later item of the batch with its text is new (lines shifted).
-                del dups[(d.namespace, old_hash)]
-        if previous is None:
+            if decision is not None:
+                replaced = [(v.id, v.content_hash, v.import_path) for v in decision.replaces]
+            elif previous is not None:
+                replaced = [(previous, old_hash, d.import_path)]
+            for old, old_hash, path in replaced:
+                if dups.get((d.namespace, old_hash)) == old:
+                    # No longer current: a later item of the batch with its text is new (lines shifted).
+                    del dups[(d.namespace, old_hash)]
+                if path != d.import_path and versions.get((d.namespace, path, d.ext_id), (None,))[0] == old:
+                    del versions[(d.namespace, path, d.ext_id)]     # superseded from another path
+            conversations.stored(d, rid, it.content_hash, drafts, [old for old, _, _ in replaced])
+        if not replaced:
             reports.append(AddReport(status="added", record_id=rid, passages=len(it.passages)))
         else:
-            superseded.append((utc_now(), rid, previous))
+            superseded.extend((utc_now(), rid, old) for old, _, _ in replaced)
             reports.append(AddReport(status="updated", record_id=rid, passages=len(it.passages),
-                                     superseded=previous))
+                                     superseded=replaced[0][0], note=decision.note if decision else None))
     # Replaced versions leave the dedup index before the inserts (a new record may hold the
     # text of one this batch supersedes: those of this batch go in superseded), and all
     # point at their new version after them (superseded_by references it).

@@ -177,3 +177,52 @@ def test_an_initial_entity_is_confirmed_by_a_later_batch(new_db, tmp_path, monke
     assert kinds[0] == kinds[1]
     assert kinds[1]["paris"] == "name" and kinds[1]["alice smith"] == "name"
     assert kinds[1]["rome"] == "initial"              # never written as a name
+
+
+def test_chat_exports_saved_in_several_folders_both_ways(new_db, tmp_path, monkeypatch):
+    """A conversation's versions from several export files (memo.ops.chat_versions): grown,
+    older, branched, a legacy copy, in batches of 1 and 500: the same decisions, notices and
+    rows record by record and batched."""
+    from tests.unit.ops.chat_export_files import claude_export, message
+
+    def msgs(topic: str, n: int, edited: bool = False) -> list:
+        out = [message(k, topic=topic) for k in range(n)]
+        return [*out[:2], ("m2b", f"message 2 about the {topic}, edited later", 9)] if edited else out
+
+    c1, c2 = "heron migration", "Lisbon trip"          # another text each: not duplicates of each other
+    same = {"c3": [message(0, topic="tides")]}
+    inputs = [("exp1", {"c1": msgs(c1, 3), "c2": msgs(c2, 5), **same}),
+              ("exp2", {"c1": msgs(c1, 5), "c2": msgs(c2, 3), **same}),
+              ("exp1", {"c1": msgs(c1, 3), "c2": msgs(c2, 5), **same}),
+              ("exp3", {"c1": msgs(c1, 5, edited=True), "c2": msgs(c2, 5, edited=True), **same}),
+              ("exp2", {"c1": msgs(c1, 5), "c2": msgs(c2, 3), **same}),
+              ("exp1", {"c1": msgs(c1, 5), "c2": [*msgs(c2, 5, edited=True), message(10, topic=c2)]}),
+              ("exp3", {"c1": [*msgs(c1, 5, edited=True), message(11, topic=c1)], **same})]  # changed in place
+    results = []
+    for name, store in (("old", _record_by_record), ("new", store_batch.store_items)):
+        for size in (1, 500):
+            with monkeypatch.context() as m:
+                _fixed_clock(m)
+                m.setattr(importer, "store_items", store)
+                db = new_db(f"{name}{size}")
+                conn = open_db(db)
+                out = []
+                for folder, conversations in inputs:
+                    path = claude_export(tmp_path / name / str(size) / folder / "conversations.json", conversations)
+                    rep = import_path(conn, path, ImportOptions(batch_size=size))
+                    out.append((rep.added, rep.updated, rep.skipped,
+                                [(n.path, n.reason.replace(str(tmp_path / name / str(size)), "")) for n in rep.notices]))
+                conn.close()
+            dump = _dump(db)
+            # import paths differ by run folder only
+            dump["records"] = [tuple(str(v).replace(str(tmp_path / name / str(size)), "") for v in r)
+                               for r in dump["records"]]
+            results.append((out, dump))
+    assert [o for o, _ in results[1:]] == [results[0][0]] * 3
+    for _, dump in results[1:]:
+        for table in dump:
+            assert dump[table] == results[0][1][table], table
+    counts = [o[:3] for o in results[0][0]]
+    assert counts == [(3, 0, 0), (0, 1, 2), (0, 0, 3), (0, 2, 1), (0, 0, 3), (0, 1, 1), (0, 1, 1)]
+    live = [r for r in results[0][1]["records"] if r[9] == "None" and r[11] == "None"]   # superseded_at, forgotten_at
+    assert len(live) == 3                              # one live record per conversation
