@@ -200,15 +200,16 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                 help="Processes preparing records beside the one writing (0: none); default: one per core "
                      f"after the first, at most {MAX_WORKERS}, for inputs of {PARALLEL_MIN_ITEMS:,} records or more.")] = None,
             prune: Annotated[bool, typer.Option(
-                "--prune", help="Folder import: forget the records of files deleted from the folder.")] = False,
+                "--prune", help="Folder import: forget the records of files deleted from the folder or emptied.")] = False,
             progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
             embed: Annotated[bool, typer.Option("--embed/--no-embed",
                                                 help="Embed the new passages after the import (else `memo backfill`).")] = True,
             db: DbOption = None, as_json: JsonOption = False) -> None:
     """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus or LoCoMo.
 
-    Same content is skipped; a changed file at the same path supersedes its old version;
-    files deleted from a folder are reported (forgotten with --prune).
+    Same content is skipped; a changed file at the same path supersedes its old version, and
+    a renamed or moved one the record of the file it was; files deleted from a folder, or
+    emptied, are reported (forgotten with --prune).
     Exits 5 when some inputs were rejected (the rest is imported)."""
     opts = ImportOptions(format=format, namespace=namespace, kind=kind, tags=tuple(tag or ()),
                          source=source, library=library, version=version,
@@ -280,13 +281,16 @@ def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:
     if not n:
         return
     files = "1 imported file is" if n == 1 else f"{n} imported files are"
+    where = (f"gone from {path}" if not report.emptied else f"now empty in {path}" if len(report.emptied) == n
+             else f"gone from or now empty in {path}")
     if report.pruned:
-        echo(f"{files} gone from {path}: forgot {report.pruned} record(s) (`memo purge` deletes them for good)")
+        echo(f"{files} {where}: forgot {report.pruned} record(s) (`memo purge` deletes them for good)")
     else:
-        echo(f"{files} gone from {path} (their records are still searchable; "
+        echo(f"{files} {where} (their records are still searchable; "
                    f"re-run with --prune to forget them)")
+    emptied = set(report.emptied)
     for rel in report.missing[:shown]:
-        echo(f"  gone {rel}")
+        echo(f"  {'now empty' if rel in emptied else 'gone'} {rel}")
     if n > shown:
         echo(f"  ... and {n - shown} more (--json lists all)")
 

@@ -60,6 +60,7 @@ class FileItem:
     ignored: bool = False
     why_ignored: str | None = None    # with ignored: the reason, for the import's report
     notices: tuple[str, ...] = ()     # with a draft: what was left out of it, for the import's report
+    empty: bool = False               # ignored because it holds no text (an emptied file's record is reported)
 
 
 class NotRegularFile(ValueError):
@@ -401,7 +402,7 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if not text.strip():
         # Skipped, not rejected: a package's empty __init__.py is not a failed input, and a
         # rejection would make a whole folder import exit 5 (issue 32).
-        return FileItem(rel, ignored=True, why_ignored="empty file (no text to import)")
+        return FileItem(rel, ignored=True, why_ignored="empty file (no text to import)", empty=True)
     kind = kind_override or kind
     draft = replace(template, body=text, kind=kind, import_path=rel, ext_id=None,  # type: ignore[arg-type]
                     meta={**template.meta, **provenance} if provenance else template.meta)

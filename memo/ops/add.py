@@ -11,6 +11,7 @@ from memo.ingest.front_matter import with_front_matter
 from memo.ingest.split import split_record
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.chat_versions import LiveConversations
+from memo.ops.file_moves import Walked
 from memo.ops.guard import store_errors
 from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
@@ -126,16 +127,23 @@ def _older_version(conn: sqlite3.Connection, namespace: str, chash: str) -> AddR
 
 
 def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[PassageDraft, ...],
-                *, replace_previous: bool) -> AddReport:
+                *, replace_previous: bool, walked: Walked | None = None) -> AddReport:
     """Insert inside the caller's write transaction.  Same content as a current record of
     the namespace -> skipped; without ``replace_previous`` (an add) also a text an older
     version holds (``_older_version``); with it (an import: the file says what is true
     now) a changed record at the same import path supersedes the old version (status
     'updated'), whatever older versions held its text, and a chat export's conversation
     with a live version from another file is superseded or skipped as
-    ``memo.ops.chat_versions`` says."""
+    ``memo.ops.chat_versions`` says.  ``walked`` (an import's complete folder walk): a text
+    whose current record's file is gone is that file moved here, and supersedes that record
+    (``memo.ops.file_moves``; the rule ``memo.ops.store_batch.store_items`` follows too)."""
     chash = content_hash(draft.body)
     dup = find_live_duplicate(conn, draft.namespace, chash)
+    moved: tuple[str, str] | None = None       # (record, its import path) whose file moved to this one
+    if dup is not None and walked is not None and replace_previous and draft.import_path:
+        row = conn.execute("SELECT import_path, ext_id FROM records WHERE id = ?", (dup,)).fetchone()
+        if walked.gone(row[0], row[1]):
+            moved, dup = (dup, row[0]), None
     if dup is not None:
         return AddReport(status="skipped", record_id=dup, passages=0)
     if not replace_previous:
@@ -144,7 +152,11 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
             return older
     replaced: tuple[str, ...] = ()
     note = None
-    if replace_previous:
+    if moved is not None and walked is not None:
+        previous = find_previous_version(conn, draft)
+        replaced = (moved[0], *((previous,) if previous is not None else ()))
+        note = walked.moved_note(moved[0], moved[1], previous)
+    elif replace_previous:
         # A chat conversation with a live version from another export file: the rule the
         # batched import follows too (memo.ops.chat_versions).
         decision = LiveConversations(conn, (draft,)).decide(draft, passages)
@@ -154,11 +166,17 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
             replaced, note = tuple(v.id for v in decision.replaces), decision.note
         elif (previous := find_previous_version(conn, draft)) is not None:
             replaced = (previous,)
-    new_id = insert_record(conn, draft, passages)
+    recorded = utc_now()
+    whens = [(utc_now(), old) for old in replaced]
+    # The replaced versions leave the dedup index before the insert: a moved file's new
+    # version holds the very text of the one it supersedes (superseded_by, which must
+    # reference a stored record, is set after).
+    conn.executemany("UPDATE records SET superseded_at = ? WHERE id = ?", whens)
+    new_id = insert_record(conn, draft, passages, recorded_at=recorded)
     if not replaced:
         return AddReport(status="added", record_id=new_id, passages=len(passages))
-    for old in replaced:
-        mark_superseded(conn, old, new_id)
+    for when, old in whens:
+        mark_superseded(conn, old, new_id, when, moved=moved is not None and old == moved[0])
     return AddReport(status="updated", record_id=new_id, passages=len(passages), superseded=replaced[0], note=note)
 
 
@@ -176,13 +194,15 @@ def store_prepared(conn: sqlite3.Connection, item: PreparedItem) -> AddReport:
     return AddReport(status="added", record_id=rid, passages=len(item.passages))
 
 
-def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: str | None = None) -> str:
+def mark_superseded(conn: sqlite3.Connection, old_id: str, new_id: str, when: str | None = None,
+                    *, moved: bool = False) -> str:
     """``old_id`` superseded by ``new_id`` (inserted already), the facts citing its unchanged
-    passages citing the new version's too (``memo.store.facts.carry_evidence``)."""
+    passages citing the new version's too (``memo.store.facts.carry_evidence``; ``moved``:
+    the same text from a renamed or moved file)."""
     when = when or utc_now()
     conn.execute("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?",
                  (when, new_id, old_id))
-    carry_evidence(conn, [(old_id, new_id)])
+    carry_evidence(conn, [(old_id, new_id)], moved=moved)
     return when
 
 

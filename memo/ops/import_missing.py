@@ -1,48 +1,48 @@
-"""After a folder import: find the live records of files that are gone, and (``--prune``)
-forget them.
+"""After a folder import: find the live records of files that are gone or now empty, and
+(``--prune``) forget them.
 
-A record belongs to the folder when it was imported from a file under it: same namespace,
-no external id (data set records are addressed by id, not by file; so are chat export
-conversations, whose current version may live at another export's path:
-memo.ops.chat_versions) and an import path under ``<absolute root>/``.  It is *missing* when this run's walk did not list its file,
-the file is not on disk either, and no file of this run had the same text.
+A record belongs to the folder, and its file is gone, as ``memo.ops.file_moves.Walked``
+says (one test for this report and for the import's moves).  It is *missing* when its
+file is gone and no file of this run was skipped as a duplicate of it.
 
-* The disk check keeps records the walk skips on purpose (a file in ``.git`` or another
-  hidden folder imported on its own) and JSONL lines (``<file>.jsonl:<line>``) whose
-  file is still there.
-* The same-text rule keeps a renamed file's record: its new path is skipped as a
-  duplicate of that record, so forgetting it would leave the text with no live record.
+* A renamed or moved file is no longer missing: the import moved its record to the new
+  path (``memo.ops.file_moves``).  The same-text rule stays as a guard: a record that a
+  skipped file duplicated is never forgotten, since it is the only live copy of that
+  file's text.
+* A file still there but **emptied** (or whitespace only: the walk ignores it, there is no
+  text to import) whose path holds a live record is missing too, reason 'now empty': its
+  old text would otherwise stay searchable under a file that no longer says it, with
+  nothing to tell the user.  It is counted in ``paths`` (and forgotten with ``prune``) and
+  named in ``emptied``, with a notice.  An empty file without a record (a package's empty
+  ``__init__.py``) is only ignored, on every import, without a notice.  An emptied file
+  whose record another file of the run duplicated keeps it (the same-text rule), with a
+  notice naming that file.
 * Records imported by versions that stored paths relative to the root never start with
   the absolute prefix, so they are never counted as missing (nothing of theirs is pruned).
 """
 
 from __future__ import annotations
 
-import os
-import re
 import sqlite3
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 
 from memo.errors import ValidationError
+from memo.ops.file_moves import Walked
 from memo.ops.guard import store_errors
 from memo.ops.records import forget_rows
+from memo.ops.reports import Rejection
 from memo.store.connect import write_tx
 from memo.store.records import utc_now
-
-_JSONL_LINE = re.compile(r"(.+):(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
 class Missing:
-    paths: tuple[str, ...]            # relative to the root, sorted, one per file
+    paths: tuple[str, ...]            # relative to the root, sorted, one per file (deleted or now empty)
     pruned: int                       # records forgotten (0 unless prune)
-
-
-def folder_prefix(root: Path) -> str:
-    """'<absolute root>/': the trailing slash keeps a sibling such as 'docs2' out of 'docs'."""
-    return root.as_posix().rstrip("/") + "/"
+    emptied: tuple[str, ...] = ()     # those of paths that are still there, now empty
+    notices: tuple[Rejection, ...] = ()   # one per emptied file holding a live record
 
 
 def _under(conn: sqlite3.Connection, namespace: str, prefix: str) -> list[sqlite3.Row]:
@@ -58,39 +58,64 @@ def _under(conn: sqlite3.Connection, namespace: str, prefix: str) -> list[sqlite
         (namespace, prefix, upper)).fetchall()
 
 
-def _still_there(path: str, seen: Set[str]) -> bool:
-    if path in seen or os.path.lexists(path):
-        return True
-    m = _JSONL_LINE.fullmatch(path)
-    return m is not None and (m[1] in seen or os.path.lexists(m[1]))
+@dataclass(frozen=True, slots=True)
+class _Found:
+    gone: list[sqlite3.Row]           # file deleted
+    emptied: list[sqlite3.Row]        # file now empty
+    kept: list[sqlite3.Row]           # file now empty, its text in a skipped file (matched)
 
 
-def _missing_rows(conn: sqlite3.Connection, namespace: str, prefix: str, seen: Set[str],
-                  matched: Set[str]) -> list[sqlite3.Row]:
-    return [r for r in _under(conn, namespace, prefix)
-            if r["import_path"].startswith(prefix) and r["id"] not in matched
-            and not _still_there(r["import_path"], seen)]
+def _find(conn: sqlite3.Connection, namespace: str, walked: Walked, matched: Mapping[str, str],
+          emptied: Set[str]) -> _Found:
+    found = _Found([], [], [])
+    for r in _under(conn, namespace, walked.prefix):
+        if not r["import_path"].startswith(walked.prefix):
+            continue
+        if r["import_path"] in emptied:
+            (found.kept if r["id"] in matched else found.emptied).append(r)
+        elif r["id"] not in matched and walked.gone(r["import_path"], None):
+            found.gone.append(r)
+    return found
 
 
-def _report(rows: list[sqlite3.Row], prefix: str, pruned: int) -> Missing:
-    rels = sorted({r["import_path"][len(prefix):] for r in rows})
-    return Missing(paths=tuple(rels), pruned=pruned)
+def _report(found: _Found, walked: Walked, matched: Mapping[str, str], pruned: int, *, prune: bool) -> Missing:
+    rels = sorted({walked.rel(r["import_path"]) for r in (*found.gone, *found.emptied)})
+    notices = []
+    for r in found.emptied:
+        rid = r["id"]
+        what = (f"record {rid}, its old text, was forgotten (--prune; `memo purge` deletes it for good)" if prune
+                else f"record {rid} still holds its old text, which stays searchable; "
+                     f"`memo import --prune` forgets it")
+        notices.append((walked.rel(r["import_path"]), f"now empty: {what}"))
+    for r in found.kept:
+        rid, other = r["id"], matched[r["id"]]
+        notices.append((walked.rel(r["import_path"]),
+                        f"now empty, but {other} has the same text (skipped as a duplicate of record {rid}), so "
+                        f"{rid} stays live under this path; to store it from {other}, `memo forget {rid}` "
+                        f"and import again"))
+    return Missing(paths=tuple(rels), pruned=pruned,
+                   emptied=tuple(sorted({walked.rel(r["import_path"]) for r in found.emptied})),
+                   notices=tuple(Rejection(p, why) for p, why in sorted(notices)))
 
 
 @store_errors("checking for deleted files")
 def check_missing(conn: sqlite3.Connection, namespace: str, root: Path, seen: Set[str],
-                  matched: Set[str] = frozenset(), *, prune: bool) -> Missing:
+                  matched: Mapping[str, str] | None = None, emptied: Set[str] = frozenset(), *,
+                  prune: bool) -> Missing:
     """``seen``: absolute POSIX paths of every file the walk listed (imported, skipped,
     rejected or ignored: all still exist); ``matched``: ids of records a skipped file
-    duplicated (their text is still in the folder).  Call only after the whole walk succeeded and
-    the last batch committed, so an incomplete run never forgets anything."""
-    prefix = folder_prefix(root)
+    duplicated (their text is still in the folder) -> that file's path relative to the
+    root; ``emptied``: absolute paths of the listed files ignored as empty.  Call only after
+    the whole walk succeeded and the last batch committed, so an incomplete run never
+    forgets anything."""
+    walked = Walked.of(root, seen)
+    matched = matched or {}
     if not prune:
-        return _report(_missing_rows(conn, namespace, prefix, seen, matched), prefix, 0)
+        return _report(_find(conn, namespace, walked, matched, emptied), walked, matched, 0, prune=False)
     if not seen:
         # An empty listing is more often an unmounted share or a wrong path than a folder
         # whose every file was deleted: never forget a whole folder on that evidence.
-        gone = _missing_rows(conn, namespace, prefix, seen, matched)
+        gone = _find(conn, namespace, walked, matched, emptied).gone
         if gone:
             raise ValidationError(
                 f"{root} lists no files; refusing to --prune all {len(gone)} records imported from it",
@@ -98,6 +123,6 @@ def check_missing(conn: sqlite3.Connection, namespace: str, root: Path, seen: Se
     # Found again under the write lock: a concurrent import may have superseded or
     # forgotten one of them since, and forget_rows must only touch live rows.
     with write_tx(conn):
-        rows = _missing_rows(conn, namespace, prefix, seen, matched)
-        done, _ = forget_rows(conn, tuple(r["id"] for r in rows), utc_now())
-    return _report(rows, prefix, len(done))
+        found = _find(conn, namespace, walked, matched, emptied)
+        done, _ = forget_rows(conn, tuple(r["id"] for r in (*found.gone, *found.emptied)), utc_now())
+    return _report(found, walked, matched, len(done), prune=True)

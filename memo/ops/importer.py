@@ -17,8 +17,10 @@ stored is the file's *absolute* path, so two folders with the same relative layo
 each other.  A chat export's conversation is (namespace, conversation id) wherever the
 export was saved: a version from another export file is superseded or kept as
 ``memo.ops.chat_versions`` says (a newer export that holds more of it wins; an older one
-is skipped with a notice).  After a folder import, live records of files that are gone are reported
-(``missing``) and, with ``prune``, forgotten (memo.ops.import_missing).
+is skipped with a notice).  A folder's file with the text of a live record whose file is gone
+(renamed or moved inside the folder) supersedes that record, which so follows its file
+(memo.ops.file_moves).  After a folder import, live records of files that are gone or now
+empty are reported (``missing``) and, with ``prune``, forgotten (memo.ops.import_missing).
 
 One item never stops or hangs an import (issue 9.3): FIFOs, sockets and devices are
 rejected without being opened, symlink loops, undecodable names and folders more than
@@ -61,6 +63,7 @@ from memo.ingest.files import (
 from memo.ingest.jsonl import READ_ERRORS, iter_jsonl, open_lines, read_lines
 from memo.ops.add import storable_nul
 from memo.ops.facts import FactImportReport, import_facts
+from memo.ops.file_moves import Walked
 from memo.ops.import_missing import check_missing
 from memo.ops.prepare_pool import default_workers, outcomes
 from memo.ops.reports import ImportReport, Rejection
@@ -270,16 +273,18 @@ class _Batcher:
     from FTS5 anyway) writes no delta: its batches hold the bulk lease and ``finish``
     rebuilds the base once, after the last batch (``memo.store.kw_postings.hold_bulk``)."""
 
-    def __init__(self, conn: sqlite3.Connection, size: int, *, rekind: bool = False) -> None:
+    def __init__(self, conn: sqlite3.Connection, size: int, *, rekind: bool = False,
+                 walked: Walked | None = None) -> None:
         self.conn, self.size = conn, max(1, size)
         self.rekind = rekind              # the import names its kind (store_items)
+        self.walked = walked              # a complete folder walk: moved files' records follow them (store_items)
         self.pending: list[PreparedItem] = []
         self.pending_rels: list[str] = []  # each pending item's path in the report
         self.notices: list[Rejection] = []  # what a stored batch said of its items (a text kept as another kind)
         self.pending_chars = 0
         self.counts = {"added": 0, "updated": 0, "skipped": 0}
         self.ids: list[str] = []
-        self.matched: set[str] = set()    # existing records a skipped input duplicated
+        self.matched: dict[str, str] = {}  # existing records a skipped input duplicated -> the first such input
         self.batches = 0
         self.passages = 0
         meta = kw_postings.read_meta(conn)
@@ -302,7 +307,7 @@ class _Batcher:
                 if self.bulk or self._outgrows_base():
                     kw_postings.hold_bulk(self.conn)
                     self.bulk = True
-                results = store_items(self.conn, self.pending, rekind=self.rekind)
+                results = store_items(self.conn, self.pending, rekind=self.rekind, walked=self.walked)
         except MemoError:
             raise
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
@@ -324,7 +329,7 @@ class _Batcher:
                 new_ids.append(r.record_id)
                 self.passages += r.passages
             else:
-                self.matched.add(r.record_id)
+                self.matched.setdefault(r.record_id, rel)
         self.ids.extend(new_ids)
         # Embedding is not done per batch: the caller runs memo.ops.embed_pending once the
         # import has committed (one progress bar, no nested live displays).
@@ -363,12 +368,13 @@ def _guarded(items: Iterator[FileItem], name: str, rejected: list[Rejection]) ->
 
 
 def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, nul_ok: bool,
-          rejected: list[Rejection], ignored: list[Rejection], notices: list[Rejection], total: int | None,
-          progress: Callable[[Progress], None] | None, workers: int) -> int:
+          rejected: list[Rejection], ignored: list[Rejection], notices: list[Rejection], emptied: set[str],
+          total: int | None, progress: Callable[[Progress], None] | None, workers: int) -> int:
     """Prepare every item (on ``workers`` other processes, or here: ``memo.ops.prepare_pool``)
     and hand it to the batcher in input order (its full batches commit on the way); returns
     the items read.  An item's notices are reported with it when it is imported (a
-    rejected file's reason says more)."""
+    rejected file's reason says more); ``emptied`` gets the absolute paths of files ignored
+    as empty (one holding a record is reported: memo.ops.import_missing)."""
     done = 0
     with closing(outcomes(_guarded(items, real.name, rejected), base, nul_ok, workers,
                           ahead=2 * batcher.size)) as prepared:
@@ -377,6 +383,8 @@ def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, 
                 rejected.append(Rejection(item.rel, item.rejected))
             elif item.ignored:
                 ignored.append(Rejection(item.rel, item.why_ignored or "not a file type memo imports"))
+                if item.empty:
+                    emptied.add((base / item.rel).as_posix())
             elif got is not None and got.prepared is not None:
                 batcher.push(got.prepared, item.rel)
                 notices.extend(Rejection(item.rel, notice) for notice in item.notices)
@@ -418,13 +426,17 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                               hint="drop --prune, or import the folder that held the files")
     items, total, walk = _items(real, fmt, opts)
     base = walk.root if walk else real.parent       # what the items' relative paths are under
-    batcher = _Batcher(conn, opts.batch_size, rekind=opts.kind is not None)
+    # Moves only on a complete listing: a walk that could not list a folder is not trusted
+    # to say which files are gone (as for missing, below).
+    walked = Walked.of(walk.root, walk.seen) if walk is not None and not walk.errors else None
+    batcher = _Batcher(conn, opts.batch_size, rekind=opts.kind is not None, walked=walked)
     nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = list(walk.passed) if walk else []
     notices: list[Rejection] = []
+    emptied: set[str] = set()
     try:
-        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, notices, total, progress,
+        read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, notices, emptied, total, progress,
                      _workers(opts, total))
         batcher.flush()
     except BaseException:
@@ -443,14 +455,16 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     # which files are gone.
     if walk is not None and not walk.errors:
         missing = check_missing(conn, opts.namespace or "default", walk.root, walk.seen,
-                                frozenset(batcher.matched), prune=opts.prune)
+                                batcher.matched, frozenset(emptied), prune=opts.prune)
     return ImportReport(root=str(real), format=fmt, added=batcher.counts["added"],
                         updated=batcher.counts["updated"], skipped=batcher.counts["skipped"],
                         rejected=tuple(rejected), ignored=len(ignored), ignored_files=tuple(ignored),
-                        notices=(*notices, *batcher.notices), batches=batcher.batches,
+                        notices=(*notices, *batcher.notices, *(missing.notices if missing else ())),
+                        batches=batcher.batches,
                         passages=batcher.passages, record_ids=tuple(batcher.ids),
                         skipped_record_ids=tuple(sorted(batcher.matched)),
                         missing=missing.paths if missing else (), pruned=missing.pruned if missing else 0,
+                        emptied=missing.emptied if missing else (),
                         facts_added=facts.added, facts_skipped=facts.skipped,
                         facts_near_duplicates=facts.near_duplicates,
                         seconds=round(time.monotonic() - started, 3))

@@ -61,8 +61,9 @@ class ImportReport:
     passages: int
     record_ids: tuple[str, ...] = ()  # added and updated records, in import order
     skipped_record_ids: tuple[str, ...] = ()  # stored records the skipped inputs matched (sorted)
-    missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone since imported
+    missing: tuple[str, ...] = ()     # folder import: files (relative to root) gone or emptied since imported
     pruned: int = 0                   # records of those files forgotten (--prune)
+    emptied: tuple[str, ...] = ()     # those of missing still there but now empty (memo.ops.import_missing)
     facts_added: int = 0              # JSONL fact lines / LoCoMo observations stored as facts
     facts_skipped: int = 0            # the same fact (text and evidence) was already stored, or near-identical under skip
     facts_near_duplicates: tuple[NearFact, ...] = ()   # facts near-identical to another (linked or skipped)

@@ -27,6 +27,12 @@ added), two current records cannot hold one text (``records_dedup``): the item i
 skipped with a ``note`` saying what holds it and how to re-split it.  Without
 ``rekind`` the kind is the file type's guess and the stored record's kind, chosen
 earlier, stays (a later ``memo import`` of the folder does not undo ``--kind``).
+
+**A moved file** (``walked``: a complete folder walk, ``memo.ops.file_moves``): a text
+whose current record is the folder's and whose file is gone is not a duplicate but that
+file renamed or moved: the item supersedes that record ('updated', a note saying where it
+moved from), and the record of another text at the item's own path too, if any.  With
+``rekind`` it is re-split as the kind asked for, as its own record would be.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from memo.dc_pickle import by_fields
 from memo.ops.chat_versions import LiveConversations
+from memo.ops.file_moves import Walked
 from memo.ops.reports import AddReport
 from memo.store.facts import carry_evidence
 from memo.store.records import (
@@ -142,22 +149,29 @@ def _rekind_note(draft: RecordDraft, dup: str, held: tuple[str, str | None, str 
             f"{draft.kind}; to re-split it, `memo forget {dup}` and import it again")
 
 
-def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, rekind: bool = False) -> list[AddReport]:
+def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, rekind: bool = False,
+                walked: Walked | None = None) -> list[AddReport]:
     """Store ``items`` (caller's write transaction); one report per item, in order.
-    ``rekind``: the kinds were asked for, a text stored as another kind is not a duplicate
+    ``rekind``: the kinds were asked for, a text stored as another kind is not a duplicate;
+    ``walked``: the items are a folder walk's, a text whose record's file is gone moved
     (module docstring)."""
     dups = live_duplicates(conn, {(it.draft.namespace, it.content_hash) for it in items})
     versions = live_versions(conn, {(it.draft.namespace, it.draft.import_path, it.draft.ext_id)
                                     for it in items if it.draft.import_path})
     conversations = LiveConversations(conn, (it.draft for it in items))
-    held = _identities(conn, set(dups.values())) if rekind and dups else {}
+    identify = rekind or walked is not None
+    held = _identities(conn, set(dups.values())) if identify and dups else {}
     reports: list[AddReport] = []
     new: list[NewRecord] = []
     superseded: list[tuple[str, str, str]] = []      # (when, new id, old id)
+    moves: set[str] = set()                          # old ids whose file moved (their sections may differ)
     fresh: dict[str, int] = {}                        # id stored by this batch -> its place in new
     for it in items:
         d = it.draft
         dup = dups.get((d.namespace, it.content_hash))
+        moved = None
+        if dup is not None and walked is not None and d.import_path and walked.gone(*held[dup][1:]):
+            moved, dup = dup, None      # its file was renamed or moved to this one: superseded below
         if dup is not None and rekind and held[dup][0] != d.kind:
             own = d.import_path and versions.get((d.namespace, d.import_path, d.ext_id), (None,))[0] == dup
             if not own:
@@ -170,12 +184,12 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
             continue
         drafts = tuple(p.draft for p in it.passages)
         # A chat conversation with a live version from another export file (memo.ops.chat_versions).
-        decision = conversations.decide(d, drafts)
+        decision = conversations.decide(d, drafts) if moved is None else None
         if decision is not None and decision.kept is not None:
             reports.append(AddReport(status="skipped", record_id=decision.kept.id, passages=0, note=decision.note))
             continue
         rid = d.id or new_record_id()
-        if rekind:
+        if identify:
             held[rid] = (d.kind, d.import_path, d.ext_id)
         fresh[rid] = len(new)
         new.append(NewRecord(rid, d, it.content_hash, utc_now(), it.passages))
@@ -187,8 +201,12 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
             versions[key] = (rid, it.content_hash)    # the newest live version from now on
             if decision is not None:
                 replaced = [(v.id, v.content_hash, v.import_path) for v in decision.replaces]
-            elif previous is not None:
-                replaced = [(previous, old_hash, d.import_path)]
+            else:
+                if moved is not None:
+                    replaced = [(moved, it.content_hash, held[moved][1])]
+                    moves.add(moved)
+                if previous is not None:
+                    replaced.append((previous, old_hash, d.import_path))
             for old, old_hash, path in replaced:
                 if dups.get((d.namespace, old_hash)) == old:
                     # No longer current: a later item of the batch with its text is new (lines shifted).
@@ -200,8 +218,11 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
             reports.append(AddReport(status="added", record_id=rid, passages=len(it.passages)))
         else:
             superseded.extend((utc_now(), rid, old) for old, _, _ in replaced)
+            note = decision.note if decision else None
+            if moved is not None and walked is not None:
+                note = walked.moved_note(moved, held[moved][1] or "", previous)
             reports.append(AddReport(status="updated", record_id=rid, passages=len(it.passages),
-                                     superseded=replaced[0][0], note=decision.note if decision else None))
+                                     superseded=replaced[0][0], note=note))
     # Replaced versions leave the dedup index before the inserts (a new record may hold the
     # text of one this batch supersedes: those of this batch go in superseded), and all
     # point at their new version after them (superseded_by references it).
@@ -212,5 +233,7 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
             new[fresh[old]] = replace(new[fresh[old]], superseded_at=w)
     insert_records(conn, new)
     conn.executemany("UPDATE records SET superseded_at = ?, superseded_by = ? WHERE id = ?", superseded)
-    carry_evidence(conn, [(old, rid) for _, rid, old in superseded])   # as ``add.mark_superseded``
+    # as ``add.mark_superseded``; a moved file's passages may name its old module
+    carry_evidence(conn, [(old, rid) for _, rid, old in superseded if old not in moves])
+    carry_evidence(conn, [(old, rid) for _, rid, old in superseded if old in moves], moved=True)
     return reports

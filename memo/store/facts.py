@@ -191,7 +191,7 @@ def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[t
     return fid, pk
 
 
-def carry_evidence(conn: sqlite3.Connection, versions: Iterable[tuple[str, str]]) -> int:
+def carry_evidence(conn: sqlite3.Connection, versions: Iterable[tuple[str, str]], *, moved: bool = False) -> int:
     """For each (old record, its new version): a current fact citing a passage of the old
     version also cites the new version's passages of the same section and text (caller's
     transaction; rows added returned).  A file re-imported with one line changed
@@ -199,14 +199,17 @@ def carry_evidence(conn: sqlite3.Connection, versions: Iterable[tuple[str, str]]
     passages was left citing a version no search shows: the fact arm never voted again.
     The old rows stay (``as_of`` searches before the change see them); a changed passage
     carries nothing (the fact may no longer hold).  ``content_hash`` keeps the evidence the
-    fact was written with."""
+    fact was written with.  ``moved``: each new version is the same text from a file
+    renamed or moved (``memo.ops.file_moves``), whose code sections start with its new
+    module name (a.x.helper is b.x.helper now): passages are matched by their text alone."""
+    same_section = "" if moved else "AND np.section = op.section "
     added = 0
     for old_id, new_id in versions:
         rows = conn.execute(
             "SELECT DISTINCT e.fact_pk, np.pk FROM passages op "
             "JOIN fact_evidence e ON e.passage_pk = op.pk "
             "JOIN facts f ON f.pk = e.fact_pk AND f.superseded_at IS NULL AND f.forgotten_at IS NULL "
-            "JOIN passages np ON np.record_id = ? AND np.section = op.section AND np.text = op.text "
+            f"JOIN passages np ON np.record_id = ? {same_section}AND np.text = op.text "
             "WHERE op.record_id = ? AND NOT EXISTS (SELECT 1 FROM fact_evidence x "
             "WHERE x.fact_pk = e.fact_pk AND x.passage_pk = np.pk) ORDER BY e.fact_pk, np.pk",
             (new_id, old_id)).fetchall()

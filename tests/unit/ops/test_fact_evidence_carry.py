@@ -63,3 +63,22 @@ def test_supersede_carries_the_evidence_of_unchanged_passages(fresh_db):
     newer = ops.supersede(fresh_db, new, DOC + "\n## quote\n\nshlex.quote quotes a string.\n").new_id
     assert [e.passage_id for e in fops.get_fact(fresh_db, gone).evidence] == [_passage(fresh_db, new, "split")]
     assert _live(fresh_db, fid)[-1] == (_passage(fresh_db, newer, "join"), True)
+
+
+def test_a_moved_code_file_keeps_the_facts_about_its_passages(fresh_db, tmp_path):
+    """A code file moved to another folder supersedes its record (memo.ops.file_moves) and
+    its sections name the new module (a.shlex_util.join -> b.shlex_util.join): the facts
+    citing its passages follow them by their text."""
+    root = tmp_path / "proj"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "shlex_util.py").write_text(
+        'def join(args):\n    """Quote each argument for a POSIX shell."""\n    return " ".join(args)\n')
+    old = ops.import_path(fresh_db, root, ImportOptions()).record_ids[0]
+    cited = _passage(fresh_db, old, "a.shlex_util.join")
+    fid = fops.add_fact(fresh_db, FactDraft(text="join quotes arguments for a POSIX shell", evidence=(cited,)),
+                        embed=False).fact_id
+    (root / "b").mkdir()
+    (root / "a" / "shlex_util.py").rename(root / "b" / "shlex_util.py")
+    rep = ops.import_path(fresh_db, root, ImportOptions())
+    assert rep.updated == 1
+    assert _live(fresh_db, fid) == [(cited, False), (_passage(fresh_db, rep.record_ids[0], "b.shlex_util.join"), True)]

@@ -125,13 +125,155 @@ def test_rejected_and_ignored_files_are_not_missing(fresh_db, tmp_path):
 
 
 def test_renamed_file_keeps_its_record(fresh_db, tmp_path):
+    """A rename supersedes the record with the file's new path (memo.ops.file_moves); the
+    text keeps a live record and the old path is not missing."""
     root = _write(tmp_path / "docs", {"old.md": "renamed content"})
     rid = _imp(fresh_db, root).record_ids[0]
     (root / "old.md").rename(root / "new.md")
     rep = _imp(fresh_db, root, prune=True)
-    # new.md is a duplicate of the old record: forgetting it would lose the text.
-    assert (rep.skipped, rep.missing, rep.pruned) == (1, (), 0)
-    assert ops.get(fresh_db, rid).forgotten_at is None
+    assert (rep.added, rep.updated, rep.skipped, rep.missing, rep.pruned) == (0, 1, 0, (), 0)
+    new = ops.get(fresh_db, rep.record_ids[0])
+    assert new.import_path == _abs(root / "new.md") and new.title == "new.md"
+    old = ops.get(fresh_db, rid)
+    assert old.forgotten_at is None and old.superseded_by == new.id
+    assert [(n.path, n.reason) for n in rep.notices] == [
+        ("new.md", f"moved from old.md: the same text as record {rid}, whose file is gone, "
+                   "so this file's version supersedes it")]
+    assert _found(fresh_db, "renamed content") == {new.id}
+    again = _imp(fresh_db, root, prune=True)                         # settled: nothing more to do
+    assert (again.updated, again.skipped, again.missing, again.notices) == (0, 1, (), ())
+
+
+def _sections(conn, record_id: str) -> list[str]:
+    return [p.section for p in ops.get(conn, record_id).passages]
+
+
+CODE = 'def shared_helper():\n    """Return the pelican count."""\n    return 42\n'
+
+
+def test_moved_code_file_takes_its_new_module_name(fresh_db, tmp_path):
+    """The tester's repro: a code file moved to another folder kept naming the old path and
+    module (section a.x.shared_helper) in every search result."""
+    root = _write(tmp_path / "proj", {"a/x.py": CODE})
+    rid = _imp(fresh_db, root).record_ids[0]
+    assert _sections(fresh_db, rid) == ["a.x.shared_helper"]
+    (root / "b").mkdir()
+    (root / "a" / "x.py").rename(root / "b" / "x.py")
+    rep = _imp(fresh_db, root)
+    assert (rep.added, rep.updated, rep.skipped, rep.missing) == (0, 1, 0, ())
+    new = rep.record_ids[0]
+    assert ops.get(fresh_db, new).import_path == _abs(root / "b" / "x.py")
+    assert _sections(fresh_db, new) == ["b.x.shared_helper"]
+    assert ops.get(fresh_db, rid).superseded_by == new
+    assert _found(fresh_db, "pelican count") == {new}
+
+
+def test_a_duplicate_of_a_file_still_there_is_not_moved(fresh_db, tmp_path):
+    root = _write(tmp_path / "dup", {"a/x.py": CODE, "b/x.py": CODE})
+    first = _imp(fresh_db, root)
+    assert (first.added, first.skipped) == (1, 1)
+    rep = _imp(fresh_db, root)
+    assert (rep.added, rep.updated, rep.skipped, rep.missing, rep.notices) == (0, 0, 2, (), ())
+    assert ops.get(fresh_db, first.record_ids[0]).import_path == _abs(root / "a" / "x.py")
+
+
+def test_prune_after_deleting_one_of_two_identical_files_follows_the_survivor(fresh_db, tmp_path):
+    root = _write(tmp_path / "dup", {"a/x.py": CODE, "b/x.py": CODE})
+    rid = _imp(fresh_db, root).record_ids[0]                       # b/x.py skipped as its duplicate
+    (root / "a" / "x.py").unlink()
+    rep = _imp(fresh_db, root, prune=True)
+    assert (rep.added, rep.updated, rep.skipped, rep.missing, rep.pruned) == (0, 1, 0, (), 0)
+    new = ops.get(fresh_db, rep.record_ids[0])
+    assert new.import_path == _abs(root / "b" / "x.py") and _sections(fresh_db, new.id) == ["b.x.shared_helper"]
+    assert ops.get(fresh_db, rid).forgotten_at is None and ops.get(fresh_db, rid).superseded_by == new.id
+    assert _found(fresh_db, "pelican count") == {new.id}           # the only live copy was never forgotten
+
+
+def test_a_move_onto_a_path_with_a_record_supersedes_both(fresh_db, tmp_path):
+    """mv a.md b.md over an imported b.md: b.md's record of its old text would stay live
+    beside the moved one."""
+    root = _write(tmp_path / "docs", {"a.md": "alpha heron text", "b.md": "bravo heron text"})
+    ids = {Path(ops.get(fresh_db, i).import_path).name: i for i in _imp(fresh_db, root).record_ids}
+    (root / "a.md").replace(root / "b.md")
+    rep = _imp(fresh_db, root, prune=True)
+    assert (rep.added, rep.updated, rep.skipped, rep.missing) == (0, 1, 0, ())
+    assert ops.get(fresh_db, ids["a.md"]).superseded_by == rep.record_ids[0]
+    assert ops.get(fresh_db, ids["b.md"]).superseded_by == rep.record_ids[0]
+    assert "it also supersedes " + ids["b.md"] in rep.notices[0].reason
+    assert _found(fresh_db, "heron") == {rep.record_ids[0]}
+
+
+def test_a_move_with_kind_re_splits_the_moved_record(fresh_db, tmp_path):
+    """With --kind the moved record is the file's own: re-split as asked, not skipped with
+    the note for a text another record holds as another kind."""
+    root = _write(tmp_path / "docs", {"a.md": "Ann: the pelican count is 42.\nBob: noted.\n"})
+    rid = _imp(fresh_db, root).record_ids[0]
+    (root / "a.md").rename(root / "chat.md")
+    rep = _imp(fresh_db, root, kind="conversation")
+    assert (rep.updated, rep.skipped) == (1, 0)
+    assert ops.get(fresh_db, rep.record_ids[0]).kind == "conversation"
+    assert ops.get(fresh_db, rid).superseded_by == rep.record_ids[0]
+
+
+def test_an_incomplete_walk_moves_nothing(fresh_db, tmp_path, monkeypatch):
+    root = _write(tmp_path / "docs", {"old.md": "walrus notes", "sub/b.md": "in an unreadable folder"})
+    rid = _imp(fresh_db, root).record_ids[0]
+    (root / "old.md").rename(root / "new.md")
+    real_scandir = files_mod.os.scandir
+
+    def scandir(path):
+        if str(path).endswith("/sub"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(files_mod.os, "scandir", scandir)
+    rep = _imp(fresh_db, root)
+    assert (rep.updated, rep.skipped) == (0, 1)                      # not trusted to say what is gone
+    assert ops.get(fresh_db, rid).superseded_at is None
+
+
+def test_emptied_file_is_reported_and_pruned(fresh_db, tmp_path):
+    root = _write(tmp_path / "proj", {"sub/ledger.md": "# Ledger\n\nThe ostrich ledger lists feathers.\n",
+                                      "keep.md": "kept walrus notes"})
+    ids = {Path(ops.get(fresh_db, i).import_path).name: i for i in _imp(fresh_db, root).record_ids}
+    (root / "sub" / "ledger.md").write_text("")
+    rep = _imp(fresh_db, root)
+    assert (rep.missing, rep.emptied, rep.pruned) == (("sub/ledger.md",), ("sub/ledger.md",), 0)
+    assert [(r.path, r.reason) for r in rep.ignored_files] == [("sub/ledger.md", "empty file (no text to import)")]
+    assert [(n.path, n.reason) for n in rep.notices] == [
+        ("sub/ledger.md", f"now empty: record {ids['ledger.md']} still holds its old text, which stays "
+                          "searchable; `memo import --prune` forgets it")]
+    assert ids["ledger.md"] in _found(fresh_db, "ostrich ledger")
+    (root / "sub" / "ledger.md").write_text("  \n\n")                   # whitespace only: as empty
+    rep = _imp(fresh_db, root, prune=True)
+    assert (rep.missing, rep.emptied, rep.pruned) == (("sub/ledger.md",), ("sub/ledger.md",), 1)
+    assert "was forgotten (--prune" in rep.notices[0].reason
+    assert ops.get(fresh_db, ids["ledger.md"]).forgotten_at is not None
+    assert ops.get(fresh_db, ids["keep.md"]).forgotten_at is None
+    assert _found(fresh_db, "ostrich ledger") == set()
+    again = _imp(fresh_db, root, prune=True)                            # forgotten: only ignored now
+    assert (again.missing, again.emptied, again.notices, again.ignored) == ((), (), (), 1)
+
+
+def test_an_empty_file_without_a_record_is_only_ignored(fresh_db, tmp_path):
+    root = _write(tmp_path / "pkg", {"__init__.py": "", "mod.py": CODE})
+    for _ in range(2):
+        rep = _imp(fresh_db, root, prune=True)
+        assert (rep.ignored, rep.missing, rep.emptied, rep.notices, rep.pruned) == (1, (), (), (), 0)
+
+
+def test_an_emptied_file_whose_text_another_file_holds_keeps_its_record(fresh_db, tmp_path):
+    """The same-text rule: b.md was skipped as a duplicate of a.md's record, which is then
+    the only live copy of b.md's text; --prune does not forget it, a notice says why."""
+    root = _write(tmp_path / "docs", {"a.md": "twin pelican text", "b.md": "twin pelican text"})
+    rid = _imp(fresh_db, root).record_ids[0]
+    (root / "a.md").write_text("")
+    rep = _imp(fresh_db, root, prune=True)
+    assert (rep.missing, rep.emptied, rep.pruned) == ((), (), 0)
+    assert [(n.path, n.reason) for n in rep.notices] == [
+        ("a.md", f"now empty, but b.md has the same text (skipped as a duplicate of record {rid}), so {rid} "
+                 f"stays live under this path; to store it from b.md, `memo forget {rid}` and import again")]
+    assert _found(fresh_db, "twin pelican") == {rid}
 
 
 def test_records_the_walk_skips_are_not_missing(fresh_db, tmp_path):

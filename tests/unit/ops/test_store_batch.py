@@ -42,11 +42,12 @@ PG_TABLES = {**TABLES, "records": "SELECT * FROM records ORDER BY id",
              "exact_terms": "SELECT * FROM exact_terms ORDER BY key, lex"}
 
 
-def _record_by_record(conn, items: list[store_batch.PreparedItem], *, rekind: bool = False) -> list[AddReport]:
+def _record_by_record(conn, items: list[store_batch.PreparedItem], *, rekind: bool = False,
+                      walked=None) -> list[AddReport]:  # noqa: ANN001
     """What the importer did before issue 16.4: store_draft per record, same transaction
     (imports without --kind: ``rekind`` has no record-by-record form)."""
     assert not rekind
-    return [store_draft(conn, it.draft, tuple(p.draft for p in it.passages), replace_previous=True)
+    return [store_draft(conn, it.draft, tuple(p.draft for p in it.passages), replace_previous=True, walked=walked)
             for it in items]
 
 
@@ -91,7 +92,7 @@ def _fixed_clock(monkeypatch) -> None:
     def now() -> str:
         return f"2026-01-01T00:00:00.{next(ticks):06d}Z"
 
-    for mod in ("memo.store.records", "memo.ops.store_batch", "memo.ops.add"):
+    for mod in ("memo.store.records", "memo.ops.store_batch", "memo.ops.add", "memo.ops.import_missing"):
         for name, fn in (("new_record_id", new_id), ("utc_now", now)):
             monkeypatch.setattr(f"{mod}.{name}", fn, raising=False)
 
@@ -226,3 +227,63 @@ def test_chat_exports_saved_in_several_folders_both_ways(new_db, tmp_path, monke
     assert counts == [(3, 0, 0), (0, 1, 2), (0, 0, 3), (0, 2, 1), (0, 0, 3), (0, 1, 1), (0, 1, 1)]
     live = [r for r in results[0][1]["records"] if r[9] == "None" and r[11] == "None"]   # superseded_at, forgotten_at
     assert len(live) == 3                              # one live record per conversation
+
+
+def test_moved_and_emptied_files_both_ways(new_db, tmp_path, monkeypatch):
+    """A folder's files renamed, moved over another file, deleted beside an identical copy,
+    emptied (memo.ops.file_moves, memo.ops.import_missing), in batches of 1 and 500: the same
+    decisions, notices and rows record by record and batched."""
+    code = 'def shared_helper():\n    """Return the pelican count."""\n    return 42\n'
+    first = {"a/x.py": code, "b/x.py": code, "server.go": 'package srv\n\nfunc Serve() {\n\tprintln("ostrich")\n}\n',
+             "docs/one.md": "# One\n\nalpha heron text\n", "docs/two.md": "# Two\n\nbravo heron text\n",
+             "sub/ledger.md": "# Ledger\n\nThe ostrich ledger lists feathers.\n", "pkg/__init__.py": ""}
+
+    def change(root: Path) -> None:
+        (root / "server.go").rename(root / "srv.go")
+        (root / "a" / "x.py").unlink()
+        (root / "docs" / "one.md").replace(root / "docs" / "two.md")
+        (root / "sub" / "ledger.md").write_text("")
+
+    def copy(root: Path) -> None:
+        (root / "c").mkdir()
+        (root / "c" / "x.py").write_text(code)
+
+    steps = [(None, False), (change, False), (None, True), (copy, True)]
+    results = []
+    for name, store in (("old", _record_by_record), ("new", store_batch.store_items)):
+        for size in (1, 500):
+            run = tmp_path / name / str(size)
+            root = run / "proj"
+            for rel, text in first.items():
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text)
+            with monkeypatch.context() as m:
+                _fixed_clock(m)
+                m.setattr(importer, "store_items", store)
+                db = new_db(f"{name}{size}")
+                conn = open_db(db)
+                out = []
+                for edit, prune in steps:
+                    if edit is not None:
+                        edit(root)
+                    rep = import_path(conn, root, ImportOptions(batch_size=size, prune=prune))
+                    out.append((rep.added, rep.updated, rep.skipped, rep.missing, rep.emptied, rep.pruned,
+                                [(n.path, n.reason) for n in rep.notices]))
+                conn.close()
+            dump = _dump(db)
+            dump["records"] = [tuple(str(v).replace(str(run), "") for v in r) for r in dump["records"]]
+            results.append((out, dump))
+    assert [o for o, _ in results[1:]] == [results[0][0]] * 3
+    for _, dump in results[1:]:
+        for table in dump:
+            assert dump[table] == results[0][1][table], table
+    counts = [o[:6] for o in results[0][0]]
+    assert counts == [(5, 0, 1, (), (), 0),
+                      (0, 3, 0, ("sub/ledger.md",), ("sub/ledger.md",), 0),    # srv.go, b/x.py, docs/two.md
+                      (0, 0, 3, ("sub/ledger.md",), ("sub/ledger.md",), 1),
+                      (0, 0, 4, (), (), 0)]                                 # c/x.py: b/x.py is still there
+    assert sorted(p for p, _ in results[0][0][1][6]) == ["b/x.py", "docs/two.md", "srv.go", "sub/ledger.md"]
+    live = {r[14]: r for r in results[0][1]["records"] if r[9] == "None" and r[11] == "None"}   # by import path
+    assert sorted(live) == ["/proj/b/x.py", "/proj/docs/two.md", "/proj/srv.go"]
+    sections = {r[4] for r in results[0][1]["passages"] if r[2] == live["/proj/b/x.py"][0]}
+    assert sections == {"b.x.shared_helper"}
