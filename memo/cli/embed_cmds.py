@@ -72,7 +72,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(report)
         else:
-            echo(f"embedded {report.embedded} passages with {report.model_id} in {report.seconds}s "
+            copied = f" ({report.reused} copied from an earlier version)" if report.reused else ""
+            echo(f"embedded {report.embedded} passages with {report.model_id}{copied} in {report.seconds}s "
                        f"({report.per_second}/s); {report.pending_after} still pending")
 
     @models.command("list")

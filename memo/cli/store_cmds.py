@@ -240,7 +240,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
         _echo_notices(report)
         _echo_missing(report, path)
         if embedded is not None:
-            echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}), "
+            copied = f", {embedded.reused} of them copied from the earlier version" if embedded.reused else ""
+            echo(f"embedded {embedded.embedded} passages ({embedded.model_id or 'no model'}{copied}), "
                        f"{embedded.pending_after} pending" + (f": {embedded.error}" if embedded.error else ""))
     if embedded is not None:   # with --no-embed the queue is what was asked for
         _note_queued(report.vectors)

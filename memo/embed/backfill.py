@@ -23,6 +23,7 @@ from pathlib import Path
 from memo.embed.fact_vectors import backfill_facts, pending_fact_count
 from memo.embed.model import DEFAULT_BATCH, passage_text
 from memo.embed.registry import load_registry
+from memo.embed.reuse import embed_unique, reuse_vectors
 from memo.embed.service import load_model
 from memo.embed.vectors import pending_batch, pending_count, vector_count, write_vectors
 from memo.errors import MemoError
@@ -39,7 +40,7 @@ WINDOW_BATCHES = 8   # batches read (and length-sorted) together
 class BackfillReport:
     model_id: str
     pending_before: int
-    embedded: int          # vectors written by this run
+    embedded: int          # vectors written by this run (``reused`` included)
     skipped: int           # already written by a concurrent run, or passage deleted meanwhile
     pending_after: int
     seconds: float
@@ -48,6 +49,7 @@ class BackfillReport:
     facts_embedded: int = 0    # fact vectors written by this run (memo/embed/fact_vectors.py)
     facts_pending_after: int = 0
     ann_index_built: bool = False   # PostgreSQL: the model's HNSW index was built by this run
+    reused: int = 0        # of ``embedded``: copied from an earlier version's passage of the same text
 
 
 def _progress(total: int, enabled: bool):
@@ -112,7 +114,7 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
     start = time.perf_counter()
     before = pending_count(conn, mid)
     target = before if limit is None else min(before, limit)
-    embedded = skipped = done = 0
+    embedded = skipped = done = reused = 0
     after_pk = 0
     bar = _progress(target, progress)
     task = bar.add_task("embed", total=target) if bar else None
@@ -124,10 +126,23 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
             if not window:
                 break
             after_pk = window[-1][0]
-            # Embed the whole window (sorted by length inside) outside any transaction.
-            vecs = embedder.embed_passages([passage_text(sec, txt) for _, sec, txt in window], batch_size)
-            for s in range(0, len(window), batch_size):
-                pks = [pk for pk, _, _ in window[s:s + batch_size]]
+            # An earlier version's vector of the same text is copied, not computed again.
+            todo, copied = reuse_vectors(conn, mid, window)
+            if len(todo) < len(window):
+                embedded += copied
+                reused += copied
+                skipped += len(window) - len(todo) - copied
+                done += len(window) - len(todo)
+                if bar:
+                    bar.update(task, advance=len(window) - len(todo))
+                if on_progress is not None:
+                    on_progress(done, target)
+            if not todo:
+                continue
+            # Embed the rest of the window (sorted by length inside) outside any transaction.
+            vecs = embed_unique(embedder, [passage_text(sec, txt) for _, sec, txt in todo], batch_size)
+            for s in range(0, len(todo), batch_size):
+                pks = [pk for pk, _, _ in todo[s:s + batch_size]]
                 added = write_vectors(conn, mid, pks, vecs[s:s + batch_size])
                 embedded += added
                 skipped += len(pks) - added
@@ -142,7 +157,7 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
     secs = time.perf_counter() - start
     return BackfillReport(model_id=mid, pending_before=before, embedded=embedded, skipped=skipped,
                           pending_after=pending_count(conn, mid), seconds=round(secs, 3),
-                          per_second=round(done / secs, 1) if secs > 0 else 0.0)
+                          per_second=round(done / secs, 1) if secs > 0 else 0.0, reused=reused)
 
 
 def _default_path() -> Path:
@@ -184,16 +199,17 @@ def _pending_of(conn: sqlite3.Connection, record_ids: Sequence[str], model_id: s
 
 def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = None,
                   progress: bool = False, batch_size: int = DEFAULT_BATCH,
-                  stop: Callable[[], bool] | None = None) -> BackfillReport:
+                  stop: Callable[[], bool] | None = None, *, embedder=None) -> BackfillReport:
     """Embed the pending passages of just-committed records (``memo add`` / import's
     after-commit hook).  Never raises for an unavailable model: the passages stay queued
     (pending) for `memo backfill` or the next server start, and the report says why.
     ``stop`` (the background embedder's shutdown) is asked between windows: once it says
-    so, the rest stays queued (``pending_after``)."""
+    so, the rest stays queued (``pending_after``).  ``embedder``: as for ``backfill``."""
     ids = list(record_ids)
     start = time.perf_counter()
     try:
-        embedder = load_model(load_registry().get(model_id))
+        if embedder is None:
+            embedder = load_model(load_registry().get(model_id))
     except MemoError as exc:
         return BackfillReport(model_id=model_id or "", pending_before=0, embedded=0, skipped=0,
                               pending_after=0, seconds=0.0, per_second=0.0, error=str(exc))
@@ -207,7 +223,7 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
             "ORDER BY p.pk", (*chunk, mid)).fetchall()
     bar = _progress(len(rows), progress)
     task = bar.add_task("embed", total=len(rows)) if bar else None
-    embedded = done = 0
+    embedded = done = reused = 0
     if bar:
         bar.start()
     try:
@@ -215,9 +231,17 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
         for w in range(0, len(rows), window):
             if stop is not None and stop():
                 break
-            part = rows[w:w + window]
-            done += len(part)
-            vecs = embedder.embed_passages([passage_text(r[1], r[2]) for r in part], batch_size)
+            whole = rows[w:w + window]
+            done += len(whole)
+            # An earlier version's vector of the same text is copied, not computed again.
+            part, copied = reuse_vectors(conn, mid, whole)
+            embedded += copied
+            reused += copied
+            if bar:
+                bar.update(task, advance=len(whole) - len(part))
+            if not part:
+                continue
+            vecs = embed_unique(embedder, [passage_text(r[1], r[2]) for r in part], batch_size)
             for s in range(0, len(part), batch_size):
                 embedded += write_vectors(conn, mid, [int(r[0]) for r in part[s:s + batch_size]],
                                           vecs[s:s + batch_size])
@@ -229,4 +253,4 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
     secs = time.perf_counter() - start
     return BackfillReport(model_id=mid, pending_before=len(rows), embedded=embedded,
                           skipped=done - embedded, pending_after=len(rows) - done, seconds=round(secs, 3),
-                          per_second=round(len(rows) / secs, 1) if secs > 0 else 0.0)
+                          per_second=round(len(rows) / secs, 1) if secs > 0 else 0.0, reused=reused)

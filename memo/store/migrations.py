@@ -262,6 +262,15 @@ def m008_dedup_current(conn: sqlite3.Connection) -> None:
     restamp_event_dates(conn)
 
 
+def m009_superseded_index(conn: sqlite3.Connection) -> None:
+    """A partial index on ``records.superseded_by``: the embedding finds a new version's
+    earlier one through it, to copy the vectors of the passages whose text did not change
+    (``memo.embed.reuse``; a one-line edit re-embedded the whole file), and a purge clears
+    the pointers to a deleted record without a scan of every record.  Partial: only
+    superseded records have one, and ``superseded_by IN (...)`` implies ``IS NOT NULL``."""
+    _run_script(conn, "CREATE INDEX IF NOT EXISTS records_superseded ON records(superseded_by) WHERE superseded_by IS NOT NULL;")
+
+
 VECTOR_COUNTS = """
 CREATE TABLE vector_counts (
     model_id TEXT PRIMARY KEY,
@@ -285,10 +294,10 @@ END;
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
                                                           m005_hash_index, m006_keyword_postings, m007_vector_counts,
-                                                          m008_dedup_current]
+                                                          m008_dedup_current, m009_superseded_index]
 LATEST = len(MIGRATIONS)
 # The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
-# add only indexes that writes use (m004), so a database from the previous memo searches
+# add only indexes that writes use (m004, m009), so a database from the previous memo searches
 # before anything writes to it; the first write migrates it.
 READ_FROM = 3
 VECTOR_COUNTS_FROM = 7      # ``vector_counts`` and its triggers exist from this version on

@@ -357,14 +357,21 @@ def _fold_diacritics(conn: Any) -> None:
     refold_rows(conn)
 
 
-MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004, M005)
+# The earlier version of a record found from the new one (memo.embed.reuse copies the
+# vectors of its unchanged passages) and a purge's pointer clean-up without a scan: SQLite v9.
+M006 = """
+CREATE INDEX IF NOT EXISTS records_superseded ON records(superseded_by) WHERE superseded_by IS NOT NULL;
+"""
+
+
+MIGRATIONS: tuple[str, ...] = (M001, M002, M003, M004, M005, M006)
 # Python steps run right after a migration's SQL (index: the migration's 0-based number).
 AFTER_SQL = {2: _rederive_cjk, 3: _restamp_event_dates, 4: _fold_diacritics}
 LATEST = len(MIGRATIONS)
 # The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use; M003
 # the kw columns writes fill: until the first write migrates, a CJK passage an older memo
 # stored is found by its whole run only, as before; M005 likewise: until then an accented
-# word is not found, as before).
+# word is not found, as before; M006 adds an index writes use).
 READ_FROM = 1
 
 

@@ -112,7 +112,7 @@ def test_a_database_of_the_previous_schema_searches_before_any_write(tmp_path) -
                       "DROP TABLE kw_base; DROP TABLE kw_delta; DROP TABLE kw_meta; DROP INDEX records_not_live; "
                       "DROP TRIGGER vectors_counted_insert; DROP TRIGGER vectors_counted_delete; "
                       "DROP TRIGGER vectors_counted_model; DROP TABLE vector_counts; "
-                      "PRAGMA user_version = 3;")
+                      "DROP INDEX records_superseded; PRAGMA user_version = 3;")
     raw.close()
     assert memo.search("deploy key", db=db, mode="keyword").results
     conn = _open(db, write=True)

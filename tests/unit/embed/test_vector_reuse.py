@@ -1,0 +1,112 @@
+"""A new version's unchanged passages take the earlier version's vectors (memo.embed.reuse),
+on both backends; a text given twice is embedded once."""
+
+import json
+
+import numpy as np
+import pytest
+
+from memo import ops
+from memo.embed.backfill import backfill, embed_records
+from memo.embed.vectors import decode, pending_count
+from memo.store.dialect import is_postgres
+from memo.stored import RecordDraft
+
+from .conftest import DIM, FakeEmbedder
+
+SECTIONS = [f"## Part {i}\n\nPart {i} explains how widget {i} is wired to the board." for i in range(6)]
+
+
+@pytest.fixture
+def conn(backend_conn):
+    return backend_conn
+
+
+def _doc(parts: list[str]) -> str:
+    return "# Guide\n\n" + "\n\n".join(parts) + "\n"
+
+
+def _vectors(conn, record_id: str) -> dict[str, np.ndarray]:
+    rows = conn.execute("SELECT p.section, p.text, v.vec FROM passages p JOIN vectors v ON v.passage_pk = p.pk "
+                        "WHERE p.record_id = ? AND v.model_id = 'fake-model'", (record_id,)).fetchall()
+    out = {}
+    for section, text, vec in rows:
+        out[f"{section}|{text}"] = (np.asarray(json.loads(vec), dtype=np.float32) if is_postgres(conn)
+                                    else decode(vec, DIM))
+    return out
+
+
+def _recording() -> tuple[FakeEmbedder, list[str]]:
+    emb, seen = FakeEmbedder(), []
+    orig = emb.embed_passages
+
+    def spy(texts, batch_size=64):
+        seen.extend(texts)
+        return orig(texts, batch_size)
+
+    emb.embed_passages = spy
+    return emb, seen
+
+
+def test_a_one_section_edit_embeds_that_section_only(conn):
+    old = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", title="Guide")).record_id
+    emb, seen = _recording()
+    first = embed_records(conn, [old], embedder=emb)
+    n = first.embedded
+    assert n >= len(SECTIONS) and first.reused == 0 and len(seen) == n
+    seen.clear()
+    edited = list(SECTIONS)
+    edited[3] = "## Part 3\n\nPart 3 explains how widget three is soldered to the board."
+    new = ops.supersede(conn, old, _doc(edited)).new_id
+    rep = embed_records(conn, [new], embedder=emb)
+    assert rep.embedded == n and rep.reused == n - 1 and rep.pending_after == 0
+    assert len(seen) == 1 and "soldered" in seen[0]          # the model saw the edited part only
+    before, after = _vectors(conn, old), _vectors(conn, new)
+    assert len(after) == n
+    for key, vec in after.items():                          # the copies are the old vectors
+        if "soldered" not in key:
+            assert np.array_equal(vec, before[key])
+
+
+def test_the_backfill_reuses_too(conn):
+    """`memo backfill` and a server's catch-up take the same path: an edit imported with
+    --no-embed is embedded later with the earlier version's vectors copied."""
+    old = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
+    emb, seen = _recording()
+    n = backfill(conn, progress=False, embedder=emb).embedded
+    seen.clear()
+    new = ops.supersede(conn, old, _doc(SECTIONS[:5] + ["## Part 5\n\nA new last part."])).new_id
+    rep = backfill(conn, progress=False, embedder=emb)
+    assert rep.embedded == n and rep.reused == n - 1 and pending_count(conn, "fake-model") == 0
+    assert len(seen) == 1 and "new last part" in seen[0]
+    before, after = _vectors(conn, old), _vectors(conn, new)
+    assert all(np.array_equal(vec, before[key]) for key, vec in after.items() if "new last part" not in key)
+
+
+def test_nothing_is_copied_from_an_unrelated_record_or_another_model(conn):
+    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
+    embed_records(conn, [a], embedder=FakeEmbedder())
+    # the same text in a record that supersedes nothing: embedded, not copied
+    b = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", namespace="other")).record_id
+    emb, seen = _recording()
+    rep = embed_records(conn, [b], embedder=emb)
+    assert rep.reused == 0 and len(seen) == rep.embedded > 0
+
+    class OtherModel(FakeEmbedder):
+        model_id = "other-model"
+
+    new = ops.supersede(conn, a, _doc(SECTIONS[:-1])).new_id
+    emb2 = OtherModel()
+    rep = embed_records(conn, [new], embedder=emb2)
+    assert rep.reused == 0 and sum(emb2.calls) == rep.embedded > 0   # the old vectors are the fake model's
+
+
+def test_a_text_given_twice_is_embedded_once(conn):
+    ids = [ops.add_record(conn, RecordDraft(body=_doc([SECTIONS[0], f"## Own {i}\n\nOwn text {i}."]),
+                                            kind="doc", title="Guide")).record_id for i in range(3)]
+    emb, seen = _recording()
+    rep = embed_records(conn, ids, embedder=emb)
+    shared = [t for t in seen if "widget 0" in t]
+    assert len(shared) == 1 and rep.embedded == len(seen) + 2   # written to all three passages
+    vecs = [v for rid in ids for k, v in _vectors(conn, rid).items() if "widget 0" in k]
+    assert len(vecs) == 3 and all(np.array_equal(vecs[0], v) for v in vecs)
