@@ -60,6 +60,13 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
         echo(f"{i:>2}. {res.passage_id}  [{res.kind}/{res.namespace}]  score {res.score:.4g}{band}{head}")
         snippet = " ".join(res.text.split())
         echo(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+        # the date and the speaker, unless the heading already shows them (a turn's "Caroline @ 2023-05-08";
+        # its date as written, the stored one in UTC: the day is compared)
+        said = " · ".join(x for x in (
+            res.event_at and res.event_at[:10] not in res.section and f"dated {res.event_at.replace('.000000', '')}",
+            res.speaker and res.speaker not in res.section and f"said by {res.speaker}") if x)
+        if said:
+            echo(f"    {said}")
         if res.origin:
             echo(f"    from {res.origin}")
         if explain and res.why is not None:

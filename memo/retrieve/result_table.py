@@ -57,8 +57,10 @@ class ResultTable(Sequence[Result]):
                     {"event_at": row.p_event_at or row.r_event_at, "age_days": rounded_age(m.when, now),
                      "ages": m.kind in aging},
                     fusion)
+            said = meta.get(c.pk)
             yield new_result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
-                             c.score, rel, band, row.tokens, why, row.import_path or row.source or None)
+                             c.score, rel, band, row.tokens, why, row.import_path or row.source or None,
+                             row.p_event_at or row.r_event_at, said.speaker if said is not None else None)
 
     # --- a read-only sequence of Result, built on first access ---------------------------
     def __len__(self) -> int:

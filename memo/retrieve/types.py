@@ -167,6 +167,11 @@ class Result:
     tokens: int
     why: Why | None = None
     origin: str | None = None       # where the record came from: its import path (a file), else its source
+    # When it happened (the passage's event date, else its record's; None when undated) and
+    # who said it (a conversation turn): an agent answering "when did ..." from the results
+    # needs the date without asking for ``why``.
+    event_at: str | None = None
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

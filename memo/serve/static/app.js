@@ -371,7 +371,8 @@
     const meta = el("span", "meta");
     meta.append(el("span", "kind", res.kind), el("span", null, " / "), el("span", "namespace", res.namespace));
     head.append(meta);
-    const when = res.why ? (res.why.freshness.event_at || res.why.provenance.recorded_at) : null;
+    // The event date comes with every result; when it was recorded, with why only.
+    const when = res.event_at || (res.why ? (res.why.freshness.event_at || res.why.provenance.recorded_at) : null);
     if (when) {
       const date = el("span", "date", moment(when));
       date.title = when;
