@@ -22,12 +22,12 @@ from memo.store.dialect import is_postgres
 from memo.store.facts import carry_evidence
 from memo.store.records import (
     NewRecord,
-    content_hash,
     find_live_duplicate,
     find_older_version,
     insert_record,
     insert_records,
     new_record_id,
+    record_hash,
     utc_now,
     validate_draft,
 )
@@ -137,7 +137,7 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
     ``memo.ops.chat_versions`` says.  ``walked`` (an import's complete folder walk): a text
     whose current record's file is gone is that file moved here, and supersedes that record
     (``memo.ops.file_moves``; the rule ``memo.ops.store_batch.store_items`` follows too)."""
-    chash = content_hash(draft.body)
+    chash = record_hash(draft)
     dup = find_live_duplicate(conn, draft.namespace, chash)
     moved: tuple[str, str] | None = None       # (record, its import path) whose file moved to this one
     if dup is not None and walked is not None and replace_previous and draft.import_path:
@@ -231,7 +231,7 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
     near = None
     if prof.index.near_duplicates != "off":
         near = find_near_duplicate(conn, draft, prof.index.near_min, prof)
-        if near is not None and find_live_duplicate(conn, draft.namespace, content_hash(draft.body)) is None:
+        if near is not None and find_live_duplicate(conn, draft.namespace, record_hash(draft)) is None:
             if prof.index.near_duplicates == "skip":
                 return AddReport(status="skipped", record_id=near.record_id, passages=0,
                                  near_duplicate_of=near.record_id, near_similarity=near.similarity,

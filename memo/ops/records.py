@@ -15,7 +15,7 @@ from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
 from memo.store.facts import facts_of_record, purge_fact_rows
 from memo.store.mentions import drop_record_mentions
-from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, utc_now
+from memo.store.records import find_live_duplicate, get_record, insert_record, record_hash, utc_now
 from memo.stored import Record, RecordDraft
 from memo.text.limits import MAX_IDS, check_list
 from memo.types import KINDS
@@ -111,7 +111,7 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, *, background: E
         if row["superseded_by"] is not None:
             raise ValidationError(f"record {old.id} is already superseded by {row['superseded_by']}",
                                   hint=f"supersede the newest version: `memo supersede {row['superseded_by']}`")
-        dup = find_live_duplicate(conn, draft.namespace, content_hash(draft.body))
+        dup = find_live_duplicate(conn, draft.namespace, record_hash(draft))
         if dup == old.id:
             raise ValidationError("the new text is the same as the current version; nothing to do")
         if dup is not None:

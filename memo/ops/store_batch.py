@@ -54,6 +54,7 @@ from memo.store.records import (
     derive_passages,
     insert_records,
     new_record_id,
+    record_hash,
     utc_now,
 )
 from memo.stored import CURRENT, PassageDraft, RecordDraft
@@ -74,7 +75,7 @@ class PreparedItem:
 
 def prepare_item(draft: RecordDraft, passages: Sequence[PassageDraft]) -> PreparedItem:
     """Everything about a record that needs no database (run outside the transaction)."""
-    return PreparedItem(draft, content_hash(draft.body), derive_passages(draft, passages))
+    return PreparedItem(draft, record_hash(draft), derive_passages(draft, passages))
 
 
 def _chunks(items: list, size: int = _CHUNK):  # noqa: ANN202 - a generator of list slices
@@ -149,6 +150,40 @@ def _rekind_note(draft: RecordDraft, dup: str, held: tuple[str, str | None, str 
             f"{draft.kind}; to re-split it, `memo forget {dup}` and import it again")
 
 
+def _labels(conn: sqlite3.Connection, record_id: str) -> tuple[str | None, str | None]:
+    row = conn.execute("SELECT library, version FROM records WHERE id = ?", (record_id,)).fetchone()
+    return (row[0], row[1]) if row is not None else (None, None)
+
+
+def _stored_unversioned(conn: sqlite3.Connection, previous: tuple[str, str] | None, d: RecordDraft) -> str | None:
+    """The current record of ``d``'s file when it holds ``d``'s text under ``d``'s library
+    and version but was keyed by its text alone (stored before the key held them:
+    ``memo.store.records.record_hash``): unchanged, so skipped, not stored again."""
+    if previous is None or previous[1] != content_hash(d.body):
+        return None
+    return previous[0] if _labels(conn, previous[0]) == (d.library, d.version) else None
+
+
+def _labels_note(conn: sqlite3.Connection, previous: str, old_hash: str, d: RecordDraft) -> str | None:
+    """A notice when the new version of a file differs from the old one only by its
+    library or version (an import given other ``--library`` / ``--version``, or none): the
+    record now says what this import gave, which a user re-importing without the flags may
+    not have meant."""
+    old = _labels(conn, previous)
+    if old == (d.library, d.version):
+        return None
+    same = old_hash in (content_hash(d.body), record_hash(replace(d, library=old[0], version=old[1])))
+    if not same:
+        return None
+
+    def shown(lib: str | None, ver: str | None) -> str:
+        return " ".join(x for x in (f"library {lib}" if lib else None, f"version {ver}" if ver else None) if x) \
+            or "no library or version"
+
+    return (f"text unchanged, stored again as {shown(d.library, d.version)} (was {shown(*old)}); "
+            "give --library/--version as before to keep them")
+
+
 def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, rekind: bool = False,
                 walked: Walked | None = None) -> list[AddReport]:
     """Store ``items`` (caller's write transaction); one report per item, in order.
@@ -179,6 +214,8 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
                                          note=_rekind_note(d, dup, held[dup])))
                 continue
             dup = None                  # a new version of its own record: superseded below
+        if dup is None and (d.library is not None or d.version is not None) and d.import_path:
+            dup = _stored_unversioned(conn, versions.get((d.namespace, d.import_path, d.ext_id)), d)
         if dup is not None:
             reports.append(AddReport(status="skipped", record_id=dup, passages=0))
             continue
@@ -221,6 +258,8 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
             note = decision.note if decision else None
             if moved is not None and walked is not None:
                 note = walked.moved_note(moved, held[moved][1] or "", previous)
+            elif note is None and previous is not None:
+                note = _labels_note(conn, previous, old_hash, d)
             reports.append(AddReport(status="updated", record_id=rid, passages=len(it.passages),
                                      superseded=replaced[0][0], note=note))
     # Replaced versions leave the dedup index before the inserts (a new record may hold the

@@ -46,6 +46,19 @@ def content_hash(body: str) -> str:
     return hashlib.sha256(normalised.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def record_hash(draft: RecordDraft) -> str:
+    """A record's dedup key (``records.content_hash``): its normalised body's hash, and for
+    a record that names a library or a version, those with it.  The same text imported as
+    Node 20's and as Node 22's docs is two records, one per version: with the body alone the
+    second import skipped the file as a duplicate of the first, and a search with
+    ``--version 22`` found nothing of it."""
+    body = content_hash(draft.body)
+    if draft.library is None and draft.version is None:
+        return body
+    key = f"{draft.library or ''}\x1f{draft.version or ''}\x1f{body}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def validate_draft(draft: RecordDraft) -> None:
     # The library's callers pass Python values the CLI and MCP never produce: a string for
     # tags was stored as one tag per character, a list for meta as it is.
@@ -154,7 +167,7 @@ def insert_record(conn: sqlite3.Connection, draft: RecordDraft,
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (rid, draft.namespace, draft.kind, draft.title, draft.source, draft.library, draft.version,
          stored_when(draft.event_at), recorded_at or utc_now(), float(draft.trust), draft.author,
-         draft.import_path, draft.ext_id, content_hash(draft.body), draft.body,
+         draft.import_path, draft.ext_id, record_hash(draft), draft.body,
          json.dumps(draft.meta, sort_keys=True)))
     conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
                      [(rid, t.strip()) for t in draft.tags])

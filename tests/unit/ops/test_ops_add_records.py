@@ -64,8 +64,10 @@ def test_supersede_keeps_old_version(fresh_db):
         ops.supersede(fresh_db, rep.new_id, "v2 text")
     with pytest.raises(NotFound):
         ops.supersede(fresh_db, "nope", "x")
-    back = _add(fresh_db, "v1 text", namespace="n")
+    back = _add(fresh_db, "v1 text", namespace="n", library="lib")
     assert back.status == "skipped" and back.record_id == old and rep.new_id in back.note
+    # the same text without the library is another record (memo.store.records.record_hash)
+    assert _add(fresh_db, "v1 text", namespace="n").status == "added"
 
 
 def test_forget_needs_confirmation_for_several(fresh_db):

@@ -7,7 +7,7 @@ from memo.store.connect import write_tx
 from memo.store.db import open_db
 from memo.store.derived import rebuild_derived
 from memo.store.dialect import is_postgres
-from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record
+from memo.store.records import content_hash, find_live_duplicate, get_record, insert_record, record_hash
 from memo.stored import PassageDraft, RecordDraft
 from tests.unit.ops.index_rows import keyword_rows
 
@@ -33,7 +33,8 @@ def test_insert_and_get_every_field(fresh_db):
     assert (rec.namespace, rec.kind, rec.title, rec.source, rec.library, rec.version) == \
         ("ns", "doc", "T", "src", "lib", "1.2")
     assert rec.tags == ("a", "b") and rec.trust == 0.4 and rec.author == "me" and rec.meta == {"k": 1}
-    assert rec.import_path == "a.md" and rec.ext_id == "e" and rec.content_hash == content_hash("hello world")
+    assert rec.import_path == "a.md" and rec.ext_id == "e" and rec.content_hash == record_hash(RecordDraft(body="hello world", library="lib", version="1.2"))
+    assert rec.content_hash != content_hash("hello world")     # the version is part of the key
     assert rec.passages[0].id == f"{rid}:0" and rec.passages[0].event_at == "2024-01-01"
     assert get_record(fresh_db, f"{rid}:0").id == rid
 
