@@ -16,7 +16,8 @@ a line that is only a date, bare, bracketed or as a heading (``2023-05-08``,
 carry its own (``[2023-05-08 14:00] Ann: hi``).  A date is what
 ``memo.text.when.event_date`` reads, ISO 8601 written with its dashes or with the month's
 name: a line of digits alone (``20230508``) is a number, not a date.  Lines that are not
-turns continue the previous turn.  Front matter at the top (``---`` ... ``---``: the
+turns continue the previous turn; so does a line of prose with a colon, whose words before it
+are no speaker's name (``_speakers``).  Front matter at the top (``---`` ... ``---``: the
 record's title, date and tags, ``memo.ingest.front_matter``) is never a turn.
 """
 
@@ -80,12 +81,34 @@ def _line_date(text: str) -> str | None:
     return when.replace(" ", "T", 1) if when else None
 
 
+def _speakers(lines: list[str]) -> set[str]:
+    """The labels before a ``:`` that are speakers: one used on two lines or more, or used
+    once and short and name-like (one word, or up to three words each capitalised: "Ann",
+    "user", "Dr. Jane Smith").  A line of prose with a colon ("The plan was simple: go to
+    Paris", "Note to self: call Bob") continues the turn above it: its words before the
+    colon were taken for a speaker."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        tm = _TURN.match(line)
+        if tm:
+            label = tm.group("speaker").strip()
+            counts[label] = counts.get(label, 0) + 1
+    out = set()
+    for label, n in counts.items():
+        words = label.split()
+        if n >= 2 or len(words) == 1 or (len(words) <= 3 and all(w[:1].isupper() for w in words)):
+            out.add(label)
+    return out
+
+
 def split_conversation(text: str, default_date: str | None = None) -> list[PassageDraft]:
     # The front matter's fields are the record's (memo.ingest.front_matter), never turns.
     _, text = front_matter(text)
     turns: list[dict[str, str | None]] = []
     date = default_date
-    for line in text.splitlines():
+    lines = text.splitlines()
+    speakers = _speakers(lines)
+    for line in lines:
         if not line.strip():
             continue
         dm = _DATE_LINE.match(line)
@@ -94,7 +117,7 @@ def split_conversation(text: str, default_date: str | None = None) -> list[Passa
             date = when
             continue
         tm = _TURN.match(line)
-        if tm:
+        if tm and tm.group("speaker").strip() in speakers:
             said, own = tm.group("text").strip(), tm.group("date")
             when = _written_date(own) if own else None
             if own and when is None:    # "[laughs] Ann: ...": words, not the turn's date

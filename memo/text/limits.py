@@ -39,6 +39,11 @@ every line of ``memo import`` refuse the same requests.  Each is far above real 
 * ``MAX_IDS`` (1,000): ids one forget takes (``memo forget``, ``memo fact forget``, MCP
   ``memory_forget``/``memory_fact_forget``); larger clean-ups go in several calls.
 
+* ``MAX_NAMESPACE_CHARS`` (200): a namespace's length (``memo.text.namespaces``: every
+  write).  A namespace is printed in every list line and named in every empty answer's
+  reason ("the namespaces are ..."): a 5,000-character one added 10 kB to each of those
+  answers over MCP.
+
 * ``RELEASE_AFTER_CHARS`` (1 MiB): a long-running server (memo-mcp, memo web) that stored
   a text longer than this gives the memory the write used back to the OS afterwards
   (``memo.store.connect.release_memory``); smaller writes keep their caches warm.
@@ -68,6 +73,7 @@ MAX_TAGS = 100
 MAX_ENTITIES = 100
 MAX_IDS = 1_000
 MAX_PAGE_ROWS = 1_000
+MAX_NAMESPACE_CHARS = 200
 
 
 def check_list(what: str, values: Sized, cap: int, hint: str | None = None) -> None:

@@ -14,7 +14,8 @@ must be text that prints as itself and can be typed again:
   soft hyphen, the tag characters U+E0000-E007F that hide text from people but not from
   a model reading it), except ZERO WIDTH NON-JOINER and ZERO WIDTH JOINER (U+200C/D),
   which spelling needs (Persian, Indic scripts, emoji sequences) and which reorder nothing;
-* no line or paragraph separator (U+2028/9: a line break inside one name).
+* no line or paragraph separator (U+2028/9: a line break inside one name);
+* at most ``MAX_NAMESPACE_CHARS`` (200) characters (``memo.text.limits``).
 
 Spaces inside, letters of any script, digits and punctuation stay allowed: existing
 namespaces like ``"team notes"`` or ``"locomo/conv-26"`` are fine.
@@ -32,6 +33,7 @@ from __future__ import annotations
 import unicodedata
 
 from memo.errors import ValidationError
+from memo.text.limits import MAX_NAMESPACE_CHARS
 
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _JOINERS = frozenset("\u200c\u200d")
@@ -72,6 +74,8 @@ def namespace_problem(namespace: object) -> str | None:
         return f"namespace must be text, not {type(namespace).__name__}"
     if not namespace:
         return "namespace is empty"
+    if len(namespace) > MAX_NAMESPACE_CHARS:
+        return f"namespace {_shown(namespace)} is {len(namespace):,} characters long, over {MAX_NAMESPACE_CHARS}"
     # Every character refused is one str.isprintable() rejects (Cc, Cf, Zl, Zp): the
     # character walk runs only for the rare namespace that is not (an import checks one
     # per record).
