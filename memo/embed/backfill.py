@@ -23,7 +23,7 @@ from pathlib import Path
 from memo.embed.fact_vectors import backfill_facts, pending_fact_count
 from memo.embed.model import DEFAULT_BATCH, passage_text
 from memo.embed.registry import load_registry
-from memo.embed.reuse import embed_unique, reuse_vectors
+from memo.embed.reuse import embed_unique, key_rows, reuse_vectors
 from memo.embed.service import load_model
 from memo.embed.vectors import pending_batch, pending_count, vector_count, write_vectors
 from memo.errors import MemoError
@@ -142,8 +142,10 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
             # Embed the rest of the window (sorted by length inside) outside any transaction.
             vecs = embed_unique(embedder, [passage_text(sec, txt) for _, sec, txt in todo], batch_size)
             for s in range(0, len(todo), batch_size):
-                pks = [pk for pk, _, _ in todo[s:s + batch_size]]
-                added = write_vectors(conn, mid, pks, vecs[s:s + batch_size])
+                batch = todo[s:s + batch_size]
+                pks = [pk for pk, _, _ in batch]
+                added = write_vectors(conn, mid, pks, vecs[s:s + batch_size],
+                                      keys=key_rows(mid, pks, [(sec, txt) for _, sec, txt in batch]))
                 embedded += added
                 skipped += len(pks) - added
                 done += len(pks)
@@ -243,8 +245,10 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
                 continue
             vecs = embed_unique(embedder, [passage_text(r[1], r[2]) for r in part], batch_size)
             for s in range(0, len(part), batch_size):
-                embedded += write_vectors(conn, mid, [int(r[0]) for r in part[s:s + batch_size]],
-                                          vecs[s:s + batch_size])
+                batch = part[s:s + batch_size]
+                pks = [int(r[0]) for r in batch]
+                embedded += write_vectors(conn, mid, pks, vecs[s:s + batch_size],
+                                          keys=key_rows(mid, pks, [(r[1], r[2]) for r in batch]))
                 if bar:
                     bar.update(task, advance=len(part[s:s + batch_size]))
     finally:

@@ -1,25 +1,31 @@
 """Vectors a pending passage need not be embedded for: the same model input was embedded before.
 
 A file edited on one line and imported again becomes a new version of its record whose
-passages are, but for one, the previous version's passages word for word.  Each needs a
-vector; embedding them all again made a one-line edit of a 400-passage document cost the
-whole document's embedding (the model is what a user waits for: issue 31.4).  Two sources
-of an identical input, both exact (the same model id and the same text the model reads,
-``memo.embed.model.passage_text``, give the same vector):
+passages are, but for one, the previous version's passages word for word; a page unchanged
+between two versions of a library's docs is a record of each version with the same
+passages.  Each needs a vector, and embedding them all again made a one-line edit of a
+400-passage document cost the whole document's embedding (the model is what a user waits
+for: issue 31.4).  The same model id and the same text the model reads
+(``memo.embed.model.passage_text``) give the same vector, so a pending passage takes the
+vector of a passage with its section and text, found two ways:
 
+* **``vector_keys``** (schema v9 / PostgreSQL M006): every vector the embedding writes
+  records the hash of its model input (``input_key``) and its passage, one row per (model,
+  input); a pending passage with the same key takes that passage's vector.  Only vectors
+  computed from v9 on have keys (older ones are found the next way);
 * **the record's earlier version**: the records a pending passage's record superseded
-  (``records.superseded_by``, indexed from schema v9 / PostgreSQL M006), whose passages
-  already have a vector for the model.  The vector row is copied inside the database
-  (``INSERT ... SELECT``), so neither backend decodes it;
-* **the same input twice in one window** (a boilerplate section in many files, a repeated
-  turn): embedded once, written to each passage.
+  (``records.superseded_by``, indexed from v9), whose passages already have a vector.
 
-Nothing else is searched for a donor: a passage's text has no index, and a scan of every
-passage to find one would cost more than the embedding it saves.
+Either way the vector row is copied inside the database (``INSERT ... SELECT``: neither
+backend decodes it), and only from a donor whose section and text equal the passage's (the
+copy's own condition: a hash never decides alone, and a key whose passage was purged copies
+nothing).  A passage that got no copy is embedded, and **the same input twice in one
+window** (a boilerplate section in many files, a repeated turn) is embedded once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -34,14 +40,29 @@ CHUNK = 500     # ids per IN (...): under SQLite's host-parameter limit
 Row = tuple[int, str, str]      # (passage pk, section, text): ``pending_batch``'s rows
 
 
+def input_key(section: str, text: str) -> str:
+    """The key of a passage's model input in ``vector_keys``: sha256, 128 bits in hex."""
+    return hashlib.sha256(passage_text(section, text).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
     return [items[s:s + CHUNK] for s in range(0, len(items), CHUNK)]
 
 
-def _donors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int]) -> dict[str, int]:
-    """Model input -> pk of a passage with a vector for ``model_id``, among the passages of
-    the records that the records of ``pks`` superseded (one version back: that version got
-    its vectors from the one before it the same way)."""
+def _keyed(conn: sqlite3.Connection, model_id: str, keys: Sequence[str]) -> dict[str, int]:
+    """input key -> the passage ``vector_keys`` names for it."""
+    found: dict[str, int] = {}
+    for part in _chunks(sorted(set(keys))):
+        found.update((k, int(pk)) for k, pk in conn.execute(
+            f"SELECT input_key, passage_pk FROM vector_keys WHERE model_id = ? "
+            f"AND input_key IN ({','.join('?' * len(part))})", (model_id, *part)))
+    return found
+
+
+def _earlier(conn: sqlite3.Connection, model_id: str, pks: Sequence[int]) -> dict[str, int]:
+    """input key -> a passage with a vector for ``model_id``, among the passages of the
+    records that the records of ``pks`` superseded (one version back: that version got its
+    vectors from the one before it the same way)."""
     records: set[str] = set()
     for part in _chunks(pks):
         records.update(r[0] for r in conn.execute(
@@ -54,41 +75,53 @@ def _donors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int]) -> dict
             "AND EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = ? AND v.passage_pk = p.pk)",
             (*part, model_id)).fetchall()
         for pk, section, text in rows:
-            found.setdefault(passage_text(section, text), int(pk))
+            found.setdefault(input_key(section, text), int(pk))
     return found
 
 
-def copy_vectors(conn: sqlite3.Connection, model_id: str, pairs: Sequence[tuple[int, int]]) -> int:
-    """Write, for each (passage pk, donor pk), the donor's vector as the passage's, in one
-    short transaction; returns the rows added (a passage deleted meanwhile, or given a
-    vector by a concurrent backfill, adds none: as ``write_vectors``)."""
+def copy_vectors(conn: sqlite3.Connection, model_id: str, pairs: Sequence[tuple[int, int]]) -> set[int]:
+    """For each (passage pk, donor pk), the donor's vector becomes the passage's when the
+    donor has one and the same section and text; one short transaction.  Returns the
+    passages that have a vector for ``model_id`` afterwards (a copy, or one a concurrent
+    backfill wrote)."""
     if not pairs:
-        return 0
+        return set()
     with write_tx(conn):
-        cur = conn.executemany(
-            "INSERT OR IGNORE INTO vectors(passage_pk, model_id, vec) SELECT ?, v.model_id, v.vec "
-            "FROM vectors v WHERE v.model_id = ? AND v.passage_pk = ? "
-            "AND EXISTS (SELECT 1 FROM passages WHERE pk = ?)",
-            [(pk, model_id, donor, pk) for pk, donor in pairs])
-        return max(int(cur.rowcount), 0)
+        conn.executemany(
+            "INSERT OR IGNORE INTO vectors(passage_pk, model_id, vec) "
+            "SELECT t.pk, v.model_id, v.vec FROM passages t JOIN passages d ON d.pk = ? "
+            "JOIN vectors v ON v.model_id = ? AND v.passage_pk = d.pk "
+            "WHERE t.pk = ? AND d.section = t.section AND d.text = t.text",
+            [(donor, model_id, pk) for pk, donor in pairs])
+    done: set[int] = set()
+    for part in _chunks([pk for pk, _ in pairs]):
+        done.update(int(r[0]) for r in conn.execute(
+            f"SELECT passage_pk FROM vectors WHERE model_id = ? AND passage_pk IN ({','.join('?' * len(part))})",
+            (model_id, *part)))
+    return done
 
 
 def reuse_vectors(conn: sqlite3.Connection, model_id: str, rows: Sequence[Row]) -> tuple[list[Row], int]:
-    """Give the pending ``rows`` whose model input an earlier version of their record holds
-    that version's vector.  Returns the rows still to embed and the vectors written."""
+    """Give the pending ``rows`` whose model input was embedded before that vector.
+    Returns the rows still to embed and the number given a vector."""
     if not rows:
         return [], 0
-    donors = _donors(conn, model_id, [r[0] for r in rows])
-    if not donors:
+    keys = [input_key(r[1], r[2]) for r in rows]
+    donors = _keyed(conn, model_id, keys)
+    if len(donors) < len(set(keys)):
+        for key, pk in _earlier(conn, model_id, [r[0] for r in rows]).items():
+            donors.setdefault(key, pk)
+    pairs = [(r[0], donors[k]) for r, k in zip(rows, keys, strict=True) if k in donors and donors[k] != r[0]]
+    if not pairs:
         return list(rows), 0
-    pairs, rest = [], []
-    for row in rows:
-        donor = donors.get(passage_text(row[1], row[2]))
-        if donor is None:
-            rest.append(row)
-        else:
-            pairs.append((row[0], donor))
-    return rest, copy_vectors(conn, model_id, pairs)
+    done = copy_vectors(conn, model_id, pairs)
+    given = {pk for pk, _ in pairs} & done
+    return [r for r in rows if r[0] not in given], len(given)
+
+
+def key_rows(model_id: str, pks: Sequence[int], inputs: Sequence[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    """``vector_keys`` rows for passages just embedded from ``inputs`` ((section, text) each)."""
+    return [(model_id, input_key(sec, txt), int(pk)) for pk, (sec, txt) in zip(pks, inputs, strict=True)]
 
 
 def embed_unique(embedder: Any, texts: Sequence[str], batch_size: int) -> Any:

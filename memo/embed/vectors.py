@@ -37,9 +37,11 @@ VECTOR_TABLES = {"passage": ("vectors", "passage_pk", "passages"),
 
 
 def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], vecs: np.ndarray,
-                  *, of: str = "passage") -> int:
+                  *, of: str = "passage", keys: Sequence[tuple[str, str, int]] = ()) -> int:
     """Store one batch in its own short IMMEDIATE transaction; returns rows actually added.
-    A row whose passage (or fact, ``of="fact"``) was deleted meanwhile is skipped."""
+    A row whose passage (or fact, ``of="fact"``) was deleted meanwhile is skipped.
+    ``keys``: the batch's ``vector_keys`` rows (``memo.embed.reuse.key_rows``), written in
+    the same transaction, so a later passage with the same model input copies the vector."""
     table, key, parent = VECTOR_TABLES[of]
     pg = is_postgres(conn)   # pgvector's vector type takes its text form
     rows = [(int(pk), model_id, pg_literal(v) if pg else encode(v), int(pk)) for pk, v in zip(pks, vecs, strict=True)]
@@ -49,7 +51,13 @@ def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], v
         cur = conn.executemany(
             f"INSERT OR IGNORE INTO {table}({key}, model_id, vec) "
             f"SELECT ?, ?, ?{'::vector' if pg else ''} WHERE EXISTS (SELECT 1 FROM {parent} WHERE pk = ?)", rows)
-        return max(int(cur.rowcount), 0) if rows else 0
+        added = max(int(cur.rowcount), 0) if rows else 0
+        if keys:
+            # the newest passage with an input stands for it (an older one may have been purged)
+            conn.executemany("INSERT INTO vector_keys(model_id, input_key, passage_pk) VALUES (?, ?, ?) "
+                             "ON CONFLICT (model_id, input_key) DO UPDATE SET passage_pk = excluded.passage_pk",
+                             list(keys))
+        return added
 
 
 def pending_count(conn: sqlite3.Connection, model_id: str) -> int:

@@ -262,13 +262,26 @@ def m008_dedup_current(conn: sqlite3.Connection) -> None:
     restamp_event_dates(conn)
 
 
-def m009_superseded_index(conn: sqlite3.Connection) -> None:
-    """A partial index on ``records.superseded_by``: the embedding finds a new version's
-    earlier one through it, to copy the vectors of the passages whose text did not change
-    (``memo.embed.reuse``; a one-line edit re-embedded the whole file), and a purge clears
-    the pointers to a deleted record without a scan of every record.  Partial: only
-    superseded records have one, and ``superseded_by IN (...)`` implies ``IS NOT NULL``."""
-    _run_script(conn, "CREATE INDEX IF NOT EXISTS records_superseded ON records(superseded_by) WHERE superseded_by IS NOT NULL;")
+def m009_vector_reuse(conn: sqlite3.Connection) -> None:
+    """What the embedding needs to copy a vector instead of computing it again
+    (``memo.embed.reuse``: a one-line edit re-embedded the whole file, and a page unchanged
+    between two versions of a library's docs was embedded twice): ``vector_keys``, the
+    passage each model input was embedded from (written with the vectors), and a partial
+    index on ``records.superseded_by``, which finds a new version's earlier one (and lets a
+    purge clear the pointers to a deleted record without a scan of every record).  Partial:
+    only superseded records have one, and ``superseded_by IN (...)`` implies ``IS NOT NULL``."""
+    _run_script(conn, VECTOR_KEYS)
+
+
+VECTOR_KEYS = """
+CREATE INDEX IF NOT EXISTS records_superseded ON records(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS vector_keys (
+    model_id   TEXT NOT NULL,
+    input_key  TEXT NOT NULL,      -- memo.embed.reuse.input_key: sha256 of the model input, 128 bits
+    passage_pk INTEGER NOT NULL,   -- a passage embedded from it (no foreign key: a purged one copies nothing)
+    PRIMARY KEY (model_id, input_key)
+) WITHOUT ROWID;
+"""
 
 
 VECTOR_COUNTS = """
@@ -294,10 +307,10 @@ END;
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_core, m002_facts, m003_mentions, m004_ext_indexes,
                                                           m005_hash_index, m006_keyword_postings, m007_vector_counts,
-                                                          m008_dedup_current, m009_superseded_index]
+                                                          m008_dedup_current, m009_vector_reuse]
 LATEST = len(MIGRATIONS)
 # The oldest schema a read (search, get, list, stats) takes as it is: the migrations after it
-# add only indexes that writes use (m004, m009), so a database from the previous memo searches
+# add only indexes and tables that writes use (m004, m009), so a database from the previous memo searches
 # before anything writes to it; the first write migrates it.
 READ_FROM = 3
 VECTOR_COUNTS_FROM = 7      # ``vector_counts`` and its triggers exist from this version on

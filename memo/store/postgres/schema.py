@@ -357,10 +357,17 @@ def _fold_diacritics(conn: Any) -> None:
     refold_rows(conn)
 
 
-# The earlier version of a record found from the new one (memo.embed.reuse copies the
-# vectors of its unchanged passages) and a purge's pointer clean-up without a scan: SQLite v9.
+# What the embedding needs to copy a vector instead of computing it again (memo.embed.reuse):
+# the passage each model input was embedded from, and the earlier version of a record found
+# from the new one (also a purge's pointer clean-up without a scan).  SQLite v9.
 M006 = """
 CREATE INDEX IF NOT EXISTS records_superseded ON records(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS vector_keys (
+    model_id   TEXT NOT NULL,
+    input_key  TEXT NOT NULL,
+    passage_pk BIGINT NOT NULL,
+    PRIMARY KEY (model_id, input_key)
+);
 """
 
 
@@ -371,7 +378,7 @@ LATEST = len(MIGRATIONS)
 # The oldest schema reads take as it is (M002 adds only the ext_id indexes writes use; M003
 # the kw columns writes fill: until the first write migrates, a CJK passage an older memo
 # stored is found by its whole run only, as before; M005 likewise: until then an accented
-# word is not found, as before; M006 adds an index writes use).
+# word is not found, as before; M006 adds an index and a table writes use).
 READ_FROM = 1
 
 

@@ -12,7 +12,7 @@ from memo.embed.vectors import decode, pending_count
 from memo.store.dialect import is_postgres
 from memo.stored import RecordDraft
 
-from .conftest import DIM, FakeEmbedder
+from .conftest import DIM, FakeEmbedder, fake_vec
 
 SECTIONS = [f"## Part {i}\n\nPart {i} explains how widget {i} is wired to the board." for i in range(6)]
 
@@ -83,22 +83,36 @@ def test_the_backfill_reuses_too(conn):
     assert all(np.array_equal(vec, before[key]) for key, vec in after.items() if "new last part" not in key)
 
 
-def test_nothing_is_copied_from_an_unrelated_record_or_another_model(conn):
-    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
-    embed_records(conn, [a], embedder=FakeEmbedder())
-    # the same text in a record that supersedes nothing: embedded, not copied
-    b = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", namespace="other")).record_id
+def test_the_same_text_anywhere_is_copied_but_not_across_models(conn):
+    """vector_keys: a page unchanged between two versions of a library's docs (two records,
+    neither superseding the other) is embedded once; another model's vectors are never taken."""
+    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", library="node", version="20")).record_id
+    n = embed_records(conn, [a], embedder=FakeEmbedder()).embedded
+    b = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", library="node", version="22")).record_id
     emb, seen = _recording()
     rep = embed_records(conn, [b], embedder=emb)
-    assert rep.reused == 0 and len(seen) == rep.embedded > 0
+    assert rep.embedded == rep.reused == n and seen == []
+    before, after = _vectors(conn, a), _vectors(conn, b)
+    assert set(after) == set(before) and all(np.array_equal(after[k], before[k]) for k in after)
 
     class OtherModel(FakeEmbedder):
         model_id = "other-model"
 
-    new = ops.supersede(conn, a, _doc(SECTIONS[:-1])).new_id
     emb2 = OtherModel()
-    rep = embed_records(conn, [new], embedder=emb2)
-    assert rep.reused == 0 and sum(emb2.calls) == rep.embedded > 0   # the old vectors are the fake model's
+    rep = embed_records(conn, [b], embedder=emb2)
+    assert rep.reused == 0 and sum(emb2.calls) == rep.embedded == n   # the old vectors are the fake model's
+
+
+def test_a_purged_donor_copies_nothing(conn):
+    """A key whose passage is gone (forgotten and purged) is a miss: the text is embedded."""
+    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
+    embed_records(conn, [a], embedder=FakeEmbedder())
+    ops.forget(conn, [a])
+    ops.purge(conn, confirm=True)
+    b = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
+    emb, seen = _recording()
+    rep = embed_records(conn, [b], embedder=emb)
+    assert rep.reused == 0 and rep.embedded == len(seen) > 0 and rep.pending_after == 0
 
 
 def test_a_text_given_twice_is_embedded_once(conn):
@@ -110,3 +124,21 @@ def test_a_text_given_twice_is_embedded_once(conn):
     assert len(shared) == 1 and rep.embedded == len(seen) + 2   # written to all three passages
     vecs = [v for rid in ids for k, v in _vectors(conn, rid).items() if "widget 0" in k]
     assert len(vecs) == 3 and all(np.array_equal(vecs[0], v) for v in vecs)
+
+
+def test_a_key_whose_passage_now_holds_other_text_copies_nothing(conn):
+    """After a purge the passages' pks are given out again: a key may name a pk that now
+    holds another text.  The copy asks the donor's section and text to be the passage's."""
+    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
+    embed_records(conn, [a], embedder=FakeEmbedder())
+    ops.forget(conn, [a])
+    ops.purge(conn, confirm=True)
+    other = [s.replace("widget", "gadget") for s in SECTIONS]
+    b = ops.add_record(conn, RecordDraft(body=_doc(other), kind="doc")).record_id
+    embed_records(conn, [b], embedder=FakeEmbedder())
+    c = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc")).record_id
+    rep = embed_records(conn, [c], embedder=FakeEmbedder())
+    assert rep.reused == 0 and rep.pending_after == 0
+    for key, vec in _vectors(conn, c).items():
+        section, text = key.split("|", 1)
+        assert np.allclose(vec, fake_vec(f"{section}\n\n{text}" if section else text))
