@@ -185,6 +185,10 @@ def purge(conn: sqlite3.Connection, *, confirm: bool = False) -> PurgeReport:
             # point at a row that is gone.
             conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (rid,))
             conn.execute("DELETE FROM records WHERE id = ?", (rid,))
+        if ids:
+            # The purged passages' input keys go too: a hash of a purged text would still
+            # tell that the text was stored (one pass over the keys; purges are rare).
+            conn.execute("DELETE FROM vector_keys WHERE passage_pk NOT IN (SELECT pk FROM passages)")
         fact_ids = purge_fact_rows(conn)   # forgotten facts go too (same transaction)
     return PurgeReport(records=len(ids), passages=n_pass, vectors=n_vec, record_ids=tuple(ids),
                        fact_ids=tuple(fact_ids))

@@ -142,3 +142,15 @@ def test_a_key_whose_passage_now_holds_other_text_copies_nothing(conn):
     for key, vec in _vectors(conn, c).items():
         section, text = key.split("|", 1)
         assert np.allclose(vec, fake_vec(f"{section}\n\n{text}" if section else text))
+
+
+def test_a_purge_takes_the_purged_passages_keys(conn):
+    """A purged text leaves no hash behind (it would tell the text was stored)."""
+    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS[:2]), kind="doc")).record_id
+    b = ops.add_record(conn, RecordDraft(body="A note kept.")).record_id
+    embed_records(conn, [a, b], embedder=FakeEmbedder())
+    assert conn.execute("SELECT count(*) FROM vector_keys WHERE model_id = 'fake-model'").fetchone()[0] >= 3
+    ops.forget(conn, [a])
+    ops.purge(conn, confirm=True)
+    kept = conn.execute("SELECT passage_pk FROM vector_keys WHERE model_id = 'fake-model'").fetchall()
+    assert [int(r[0]) for r in kept] == [int(r[0]) for r in conn.execute("SELECT pk FROM passages")]
