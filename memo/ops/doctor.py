@@ -92,6 +92,7 @@ from memo.store.damage import (
     NOT_A_FILE_HINT,
     NOT_MEMO_HINT,
     check_header,
+    check_lines,
     clear_marker,
     guarded_index_lines,
     integrity_lines,
@@ -283,7 +284,7 @@ def _page_check(run: _Run, conn: sqlite3.Connection, full: bool) -> None:
         lines = integrity_lines(conn)
     else:
         try:
-            lines = [str(r[0]) for r in conn.execute("PRAGMA quick_check(100)")]
+            lines = check_lines(conn, "PRAGMA quick_check(100)")
         except sqlite3.DatabaseError as exc:
             lines = [f"quick_check stopped: {exc}"]
     if lines == ["ok"]:

@@ -16,6 +16,7 @@ from memo.store import kw_postings
 from memo.store.connect import connect, db_file, read_tx, write_tx
 from memo.store.damage import (
     RESTORE_HINT,
+    check_lines,
     clear_marker,
     fault_from,
     integrity_lines,
@@ -418,7 +419,7 @@ def verify_copy(path: Path) -> tuple[str, dict[str, int]]:
     copy = connect(path)
     try:
         try:
-            integrity = str(copy.execute("PRAGMA integrity_check").fetchone()[0])
+            integrity = check_lines(copy, "PRAGMA integrity_check(1)")[0]
             got = _counts(copy)
         except sqlite3.DatabaseError as exc:   # a page so damaged that the check itself stops
             integrity, got = f"integrity_check failed: {exc}", {}

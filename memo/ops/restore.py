@@ -79,7 +79,7 @@ from memo.ops.maintenance import (
 from memo.ops.reports import RestoreReport
 from memo.store import epochs
 from memo.store.connect import BUSY_TIMEOUT_MS, connect, write_tx
-from memo.store.damage import clear_marker
+from memo.store.damage import check_lines, clear_marker
 from memo.store.db import resolve_db_path
 from memo.store.derived import bump_vectors_epoch
 from memo.store.migrations import LATEST, ensure_schema, user_version
@@ -124,7 +124,7 @@ def _check_backup_file(path: Path) -> tuple[int, int, dict[str, int]]:
     try:
         try:
             version = user_version(src)
-            integrity = str(src.execute("PRAGMA integrity_check").fetchone()[0])
+            integrity = check_lines(src, "PRAGMA integrity_check(1)")[0]
         except sqlite3.DatabaseError as exc:
             raise StoreCorrupt(f"the backup {path} is damaged: {exc}", hint=_BAD_BACKUP) from exc
         if integrity != "ok":
@@ -405,7 +405,7 @@ def _restore_by_rename(live: Path, bpath: Path, tmp: Path, version: int, counts:
 def _verify_live(conn: sqlite3.Connection, live: Path, bpath: Path, version: int, counts: dict[str, int],
                  method: str, previous: Path | None, previous_integrity: str | None,
                  started: float) -> RestoreReport:
-    integrity = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    integrity = check_lines(conn, "PRAGMA integrity_check(1)")[0]
     got = _counts(conn)
     if integrity != "ok" or not _same_rows(got, counts, version):
         where = f"; the previous database is kept at {previous}" if previous else ""

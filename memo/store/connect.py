@@ -245,6 +245,13 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         if not conn.memo_readonly and not _foreign(conn):
             _enable_wal(conn)
         conn.execute(f"PRAGMA synchronous={_synchronous()}")
+    except UnicodeDecodeError as exc:
+        # SQLite's error for a damaged schema quotes the schema's text; when those bytes are
+        # not UTF-8 Python's sqlite3 raises this instead of the DatabaseError (a bit flip
+        # in sqlite_schema: `memo doctor` said "the input holds text that is not valid Unicode").
+        conn.close()
+        raise store_error_from(sqlite3.DatabaseError(f"malformed database schema ({exc})"),
+                               f"opening {path}", path=path) from exc
     except (sqlite3.DatabaseError, MemoError) as exc:
         conn.close()
         if header_cached and _not_a_database(exc):

@@ -348,11 +348,28 @@ def split_integrity(lines: list[str]) -> tuple[set[str], list[str]]:
     return indexes, other
 
 
+def _lenient(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def check_lines(conn: sqlite3.Connection, sql: str) -> list[str]:
+    """The lines of a check pragma (quick_check, integrity_check), read with U+FFFD for
+    bytes that are not UTF-8: a damaged page's message quotes its key bytes, cut anywhere,
+    and sqlite3 raised UnicodeDecodeError for it, which `memo doctor` reported as "the input
+    holds text that is not valid Unicode" instead of the damage it found."""
+    old = conn.text_factory
+    conn.text_factory = _lenient
+    try:
+        return [str(r[0]) for r in conn.execute(sql)]
+    finally:
+        conn.text_factory = old
+
+
 def integrity_lines(conn: sqlite3.Connection, table: str | None = None, limit: int = 100) -> list[str]:
     """``PRAGMA integrity_check`` of the whole file, or of ``table`` and its indexes."""
     sql = f'PRAGMA integrity_check("{table}")' if table else f"PRAGMA integrity_check({limit})"
     try:
-        rows = [str(r[0]) for r in conn.execute(sql)]
+        rows = check_lines(conn, sql)
     except sqlite3.DatabaseError as exc:
         rows = [f"integrity_check stopped: {exc}"]
     return rows[:limit]

@@ -13,6 +13,7 @@ import platformdirs
 from memo.errors import StoreCorrupt, StoreError, ValidationError
 from memo.store.connect import MemoConnection, connect
 from memo.store.damage import (
+    check_lines,
     guarded_index_lines,
     mark_damaged,
     read_marker,
@@ -224,7 +225,7 @@ def verify_for_write(conn: sqlite3.Connection, p: Path) -> None:
         return
     if size == 0 or size > open_check_limit():
         return
-    rows = _check_lines(lambda: [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)")])
+    rows = _check_lines(lambda: check_lines(conn, "PRAGMA quick_check(1)"))
     if rows is None:
         return
     if rows != ["ok"]:

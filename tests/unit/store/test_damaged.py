@@ -64,11 +64,12 @@ def _digest(path: Path) -> str:
 def _quick_check(path: Path) -> list[str]:
     try:
         conn = sqlite3.connect(path)
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")   # a damaged key's bytes
         try:
             return [str(r[0]) for r in conn.execute("PRAGMA quick_check(50)")]
         finally:
             conn.close()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:    # the message quotes damaged bytes
         return [f"error: {exc}"]
 
 
@@ -341,3 +342,25 @@ def test_a_restore_clears_the_mark(memo_db, tmp_path):
     assert read_marker(memo_db) is None
     assert ops.add_record(open_db(memo_db), RecordDraft(body="after the restore")).status == "added"
     assert doctor(memo_db).exit_code == 0
+
+
+def test_a_schema_whose_damage_is_not_text_is_reported_as_damage(tmp_path):
+    """SQLite's error for a damaged schema quotes the damaged name; bytes that are not UTF-8
+    made Python raise UnicodeDecodeError, which every command reported as bad input."""
+    from memo.errors import StoreError
+    from memo.ops.doctor import doctor
+    from memo.store.db import open_db
+
+    db = tmp_path / "memo.db"
+    conn = open_db(db)
+    conn.close()
+    raw = sqlite3.connect(db)
+    raw.execute("PRAGMA writable_schema=ON")
+    raw.execute("UPDATE sqlite_schema SET name = 'tags' || CAST(x'ef28' AS TEXT), sql = 'CREATE TABLE (' "
+                "WHERE name = 'record_tags'")
+    raw.commit()
+    raw.close()
+    with pytest.raises(StoreError, match="malformed database schema"):
+        open_db(db)
+    report = doctor(db)
+    assert report.status == "damaged" and any("malformed database schema" in f.problem for f in report.findings)
