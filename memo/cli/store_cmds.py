@@ -366,6 +366,11 @@ def supersede(record_id: Annotated[str, typer.Argument(help="The record to repla
         print_json(report)
     else:
         echo(f"superseded {report.old_id} by {report.new_id} ({report.passages} passages)")
+        if report.facts_without_evidence:
+            echo(f"note: {len(report.facts_without_evidence)} fact(s) cited only what this version changed and now "
+                 f"cite nothing current: {', '.join(report.facts_without_evidence[:10])}"
+                 f"{' …' if len(report.facts_without_evidence) > 10 else ''}; check them "
+                 "(`memo fact supersede` / `memo fact forget`)", err=True)
     _note_queued(report.vectors)
 
 

@@ -13,7 +13,7 @@ from memo.ops.paging import check_page
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
-from memo.store.facts import facts_of_record, purge_fact_rows
+from memo.store.facts import facts_of_record, facts_without_live_evidence, purge_fact_rows
 from memo.store.mentions import drop_record_mentions
 from memo.store.records import find_live_duplicate, get_record, insert_record, record_hash, utc_now
 from memo.stored import Record, RecordDraft
@@ -118,10 +118,11 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, *, background: E
             raise ValidationError(f"namespace {draft.namespace!r} already holds this text as record {dup}")
         new_id = insert_record(conn, draft, passages)
         when = mark_superseded(conn, old.id, new_id)
+        orphaned = facts_without_live_evidence(conn, old.id)
     # Committed: embedding failures only queue the new passages (vectors), never fail it.
     vectors = after_commit(conn, [new_id], len(passages), background=background)
     return SupersedeReport(old_id=old.id, new_id=new_id, superseded_at=when, passages=len(passages),
-                           vectors=vectors)
+                           vectors=vectors, facts_without_evidence=orphaned)
 
 
 @store_errors("forget")

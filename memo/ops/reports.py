@@ -101,6 +101,9 @@ class SupersedeReport:
     superseded_at: str
     passages: int
     vectors: VectorStatus | None = None   # the embedding outcome of the new version
+    # Current facts that cited only passages this version changed or dropped: their
+    # evidence is in no current record now (memo.store.facts.facts_without_live_evidence).
+    facts_without_evidence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

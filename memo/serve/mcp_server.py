@@ -797,7 +797,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
     ) -> CallToolResult:
         """Write a new version of a record. Fields not given are copied from the old version;
         the old one stays for as_of searches and is hidden from normal ones. Embedded as
-        memory_add's text is (wait)."""
+        memory_add's text is (wait). facts_without_evidence names the facts that cited only
+        what this version changed: check them (memory_fact_supersede / memory_fact_forget)."""
         return run_tool("memory_supersede", lambda: tools.supersede(
             id, text, title=title, source=source, library=library, version=version, tags=tags,
             event_at=event_at, trust=trust, author=author, wait=wait))

@@ -191,6 +191,21 @@ def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[t
     return fid, pk
 
 
+def facts_without_live_evidence(conn: sqlite3.Connection, record_id: str) -> tuple[str, ...]:
+    """The current facts citing a passage of ``record_id`` (a version just superseded) whose
+    evidence is now in no current record: each cited only passages the new version changed
+    or dropped (``carry_evidence`` carries the unchanged ones), so the fact arm no longer
+    votes for it and it may no longer hold.  Sorted ids."""
+    rows = conn.execute(
+        "SELECT DISTINCT f.id FROM facts f JOIN fact_evidence e ON e.fact_pk = f.pk "
+        "JOIN passages p ON p.pk = e.passage_pk AND p.record_id = ? "
+        "WHERE f.superseded_at IS NULL AND f.forgotten_at IS NULL AND NOT EXISTS ("
+        "SELECT 1 FROM fact_evidence x JOIN passages q ON q.pk = x.passage_pk JOIN records r ON r.id = q.record_id "
+        "WHERE x.fact_pk = f.pk AND r.superseded_at IS NULL AND r.forgotten_at IS NULL) ORDER BY f.id",
+        (record_id,)).fetchall()
+    return tuple(str(r[0]) for r in rows)
+
+
 def carry_evidence(conn: sqlite3.Connection, versions: Iterable[tuple[str, str]], *, moved: bool = False) -> int:
     """For each (old record, its new version): a current fact citing a passage of the old
     version also cites the new version's passages of the same section and text (caller's
