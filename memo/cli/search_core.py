@@ -57,7 +57,9 @@ def _print_response(resp: SearchResponse, *, explain: bool) -> None:
     for i, res in enumerate(resp.results, 1):
         band = f"  relevance {res.relevance:.3f} ({res.band})" if res.relevance is not None else ""
         head = f"  {res.section}" if res.section else ""
-        echo(f"{i:>2}. {res.passage_id}  [{res.kind}/{res.namespace}]  score {res.score:.4g}{band}{head}")
+        lib = " ".join(x for x in (res.library, res.version) if x)
+        where = f"{res.kind}/{res.namespace}" + (f" · {lib}" if lib else "")
+        echo(f"{i:>2}. {res.passage_id}  [{where}]  score {res.score:.4g}{band}{head}")
         snippet = " ".join(res.text.split())
         echo(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
         # the date and the speaker, unless the heading already shows them (a turn's "Caroline @ 2023-05-08";

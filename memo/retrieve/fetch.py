@@ -49,6 +49,8 @@ class PassageRow(NamedTuple):
     recorded_at: str
     content_hash: str
     r_event_at: str | None
+    library: str | None
+    version: str | None
 
 
 _META_SQL = (
@@ -60,7 +62,7 @@ _META_SQL = (
 _ROWS_SQL = (   # column order = PassageRow after the pk
     "SELECT p.pk, p.id, p.record_id, p.text, p.section, p.tokens, p.event_at,"
     " r.kind, r.namespace, r.source, r.author, r.import_path, r.recorded_at, r.content_hash,"
-    " r.event_at"
+    " r.event_at, r.library, r.version"
     " FROM passages p JOIN records r ON r.id = p.record_id"
     " WHERE p.pk IN (SELECT value FROM json_each(?))")
 

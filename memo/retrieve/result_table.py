@@ -60,7 +60,8 @@ class ResultTable(Sequence[Result]):
             said = meta.get(c.pk)
             yield new_result(row.id, c.pk, row.record_id, row.text, row.section, row.kind, row.namespace,
                              c.score, rel, band, row.tokens, why, row.import_path or row.source or None,
-                             row.p_event_at or row.r_event_at, said.speaker if said is not None else None)
+                             row.p_event_at or row.r_event_at, said.speaker if said is not None else None,
+                             row.library, row.version)
 
     # --- a read-only sequence of Result, built on first access ---------------------------
     def __len__(self) -> int:

@@ -172,6 +172,9 @@ class Result:
     # needs the date without asking for ``why``.
     event_at: str | None = None
     speaker: str | None = None
+    # The library and version its record names (docs of several versions side by side).
+    library: str | None = None
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

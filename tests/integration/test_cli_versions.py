@@ -80,3 +80,16 @@ def test_a_record_keyed_by_its_text_alone_is_not_stored_again(tmp_path: Path):
     again = json.loads(_run("import", str(v20), "--library", "node", "--version", "20", "--db", db,
                             "--no-embed", "--json"))
     assert (again["added"], again["updated"], again["skipped"]) == (0, 0, 1)
+
+
+def test_results_say_their_library_and_version(tmp_path: Path):
+    db = str(tmp_path / "m.db")
+    for v in ("20", "22"):
+        (tmp_path / v).mkdir()
+        (tmp_path / v / "buffer.md").write_text("# Buffer\n\nBuffer.alloc(size) allocates a zero-filled buffer.\n")
+        _run("import", str(tmp_path / v), "--library", "node", "--version", v, "--db", db, "--no-embed")
+    _run("add", "Buffer.alloc zero-filled notes of mine", "--db", db)
+    out = json.loads(_run("search", "Buffer.alloc zero-filled", "--mode", "keyword", "--db", db, "--json"))
+    assert {(r["library"], r["version"]) for r in out["results"]} == {(None, None), ("node", "20"), ("node", "22")}
+    text = _run("search", "Buffer.alloc zero-filled", "--mode", "keyword", "--db", db)
+    assert "[doc/default · node 20]" in text and "[doc/default · node 22]" in text and "[note/default]" in text

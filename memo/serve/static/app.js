@@ -370,6 +370,8 @@
     if (res.section) head.append(el("span", "section", res.section));
     const meta = el("span", "meta");
     meta.append(el("span", "kind", res.kind), el("span", null, " / "), el("span", "namespace", res.namespace));
+    const lib = [res.library, res.version].filter(Boolean).join(" ");
+    if (lib) meta.append(el("span", null, " · "), el("span", "library", lib));
     head.append(meta);
     // The event date comes with every result; when it was recorded, with why only.
     const when = res.event_at || (res.why ? (res.why.freshness.event_at || res.why.provenance.recorded_at) : null);
