@@ -128,6 +128,11 @@ def supersede(fact_id: Annotated[str, typer.Argument(help="The fact to replace."
     if report.dropped:
         echo(f"note: not carried over from the old version (its text no longer names them): "
              f"{', '.join(_OPTION_OF[f] for f in report.dropped)}; give them to keep them", err=True)
+    if report.stale_evidence:
+        every = len(report.stale_evidence) == len(report.evidence)
+        echo(f"note: {'all its' if every else str(len(report.stale_evidence))} evidence passage(s) "
+             f"{'are' if every else 'of it are'} in no current record ({', '.join(report.stale_evidence[:5])}"
+             f"{' …' if len(report.stale_evidence) > 5 else ''}); give --evidence from the current version", err=True)
 
 
 @fact_app.command("forget")

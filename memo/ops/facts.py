@@ -58,6 +58,9 @@ class FactSupersedeReport:
     evidence: tuple[str, ...]
     embedded: bool = False            # as FactAddReport's: False while the new version's vector is queued
     dropped: tuple[str, ...] = ()     # old fields not carried over: the new text no longer names them
+    # Evidence the new version cites that is in no current record (carried from the old
+    # version, whose record was superseded or forgotten since): give evidence when all is.
+    stale_evidence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +257,19 @@ def supersede_fact(conn: sqlite3.Connection, old_id: str, text: str, *, evidence
         when = utc_now()
         conn.execute("UPDATE facts SET superseded_at = ?, superseded_by = ? WHERE id = ?", (when, new_id, old_id))
         drop_fact_mentions(conn, [old_id])   # fact mentions follow live facts only
-    return FactSupersedeReport(old_id, new_id, when, pids, _embed_new_fact(conn, pk, background), dropped)
+        stale = _not_current(conn, pids)
+    return FactSupersedeReport(old_id, new_id, when, pids, _embed_new_fact(conn, pk, background), dropped, stale)
+
+
+def _not_current(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> tuple[str, ...]:
+    """Those of ``passage_ids`` whose record is superseded or forgotten."""
+    if not passage_ids:
+        return ()
+    rows = conn.execute(
+        "SELECT p.id FROM passages p JOIN records r ON r.id = p.record_id "
+        f"WHERE p.id IN ({','.join('?' * len(passage_ids))}) "
+        "AND (r.superseded_at IS NOT NULL OR r.forgotten_at IS NOT NULL) ORDER BY p.id", tuple(passage_ids)).fetchall()
+    return tuple(str(r[0]) for r in rows)
 
 
 def _carried_value(old_object: str | None, new_text: str) -> bool:

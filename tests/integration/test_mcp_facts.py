@@ -60,7 +60,8 @@ def test_fact_supersede(tmp_path: Path) -> None:
                                                         "namespace": "ops", "author": "oncall"}))["fact_id"]
 
         rep = doc(await s.call_tool("memory_fact_supersede", {"id": old, "text": "Clients saw ERR_CONN_RESET hourly."}))
-        assert set(rep) == {"old_id", "new_id", "superseded_at", "evidence", "embedded", "dropped"}, rep
+        assert set(rep) == {"old_id", "new_id", "superseded_at", "evidence", "embedded", "dropped",
+                            "stale_evidence"}, rep
         assert rep["embedded"] is False                     # queued: the answer did not wait for the model
         assert rep["old_id"] == old and rep["new_id"] != old and rep["evidence"] == [f"{rid}:0"]   # copied
         live = doc(await s.call_tool("memory_fact_list", {"namespaces": ["ops"]}))["facts"]

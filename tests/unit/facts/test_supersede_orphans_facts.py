@@ -28,3 +28,17 @@ def test_the_facts_left_without_evidence_are_named(tmp_path):
                           .replace("a beagle named Oscar", "a cat"))
     assert again.facts_without_evidence == tuple(sorted((dog, both)))   # job was named by the first
     conn.close()
+
+
+def test_a_fact_superseded_without_evidence_says_its_carried_evidence_is_stale(tmp_path):
+    conn = open_db(tmp_path / "m.db")
+    rid = ops.add_record(conn, RecordDraft(body=BODY)).record_id
+    first = ops.get(conn, rid).passages[0].id
+    job = fops.add_fact(conn, FactDraft(text="Melanie works at a bank", evidence=(first,)), embed=False).fact_id
+    new_rid = ops.supersede(conn, rid, BODY.replace("works at the bank downtown", "teaches pottery now")).new_id
+    rep = fops.supersede_fact(conn, job, "Melanie works as a pottery teacher")
+    assert rep.evidence == (first,) and rep.stale_evidence == (first,)     # carried, and said so
+    fresh = ops.get(conn, new_rid).passages[0].id
+    rep = fops.supersede_fact(conn, rep.new_id, "Melanie teaches pottery", evidence=(fresh,))
+    assert rep.stale_evidence == ()
+    conn.close()
