@@ -22,6 +22,9 @@ ArmName = Literal["keyword", "exact", "semantic", "fact", "entity", "graph"]
 ARM_NAMES: tuple[str, ...] = ("semantic", "keyword", "exact", "fact", "entity", "graph")
 Mode = Literal["auto", "keyword", "exact", "semantic"]
 MODES: tuple[str, ...] = ("auto", "keyword", "exact", "semantic")
+# What each mode searches with (the CLI's --mode help and MCP's ``mode`` description).
+MODE_HELP = ("auto: every arm the query calls for, fused (the default); keyword: the words (BM25); "
+             "exact: identifiers and phrases as written; semantic: the meaning (the embedding model).")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memo.types import PROFILE_ENV, SEARCH_FIELDS, SearchField
+from memo.types import MODE_HELP, PROFILE_ENV, SEARCH_FIELDS, SearchField
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ def _field_option(f: SearchField) -> CliOption:
 # ``memo search QUERY``'s options in --help's order: the search fields, then the command's own.
 SEARCH_OPTIONS: tuple[CliOption, ...] = (
     *(_field_option(f) for f in SEARCH_FIELDS),
-    CliOption("mode", ("--mode",), str, "auto, keyword, exact or semantic.", default="auto"),
+    CliOption("mode", ("--mode",), str, MODE_HELP, default="auto"),
     CliOption("profile", ("--profile",), str, "Profile name or .toml path (default: $MEMO_PROFILE, else zscore).",
               envvar=PROFILE_ENV),
     CliOption("limit", ("--limit",), int,

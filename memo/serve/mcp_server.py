@@ -79,7 +79,7 @@ from memo.text.limits import (
     MAX_PAGE_ROWS,
     MAX_TAGS,
 )
-from memo.types import MODES, SEARCH_FIELDS, SearchField
+from memo.types import MODE_HELP, MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")     # one logger for the command, whichever module writes
 
@@ -650,7 +650,8 @@ def mcp_field_type(f: SearchField) -> Any:
 def _search_options(profile: Profile) -> list[inspect.Parameter]:
     lim = profile.limit
     return [
-        inspect.Parameter("mode", _KW, annotation=Literal[MODES], default="auto"),  # type: ignore[valid-type]
+        inspect.Parameter("mode", _KW, default="auto", annotation=Annotated[  # type: ignore[valid-type]
+            Literal[MODES], Field(description=MODE_HELP)]),
         inspect.Parameter("profile", _KW, default=None, annotation=Annotated[OptStr, Field(
             description="Search profile name (e.g. rrf, minmax); default: the server's.")]),
         inspect.Parameter("limit", _KW, default=None, annotation=Annotated[int | None, Field(
