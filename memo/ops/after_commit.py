@@ -95,11 +95,12 @@ def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: 
         return VectorStatus(embedded=0, queued=passages, model_id=background.model_id or _model_id(), error=None)
     error: str | None = None
     model_id: str | None = None
+    reused = 0
     try:
         from memo.embed.backfill import embed_records
 
         report = embed_records(conn, record_ids, progress=False)
-        model_id, error = report.model_id or None, report.error
+        model_id, error, reused = report.model_id or None, report.error, report.reused
     except Exception as exc:
         error = describe(exc)
         log.warning("embedding after commit failed; passages stay queued for `memo backfill`: %s", error,
@@ -114,7 +115,7 @@ def after_commit(conn: sqlite3.Connection, record_ids: Sequence[str], passages: 
         log.warning("counting queued passages failed: %s", describe(exc))
         total, have = passages, 0
         error = error or f"vectors not checked: {describe(exc)}"
-    return VectorStatus(embedded=have, queued=total - have, model_id=model_id, error=error)
+    return VectorStatus(embedded=have, queued=total - have, model_id=model_id, error=error, reused=reused)
 
 
 def queue_in(background: EmbedQueue, *, record_ids: Sequence[str] = (), fact_pks: Sequence[int] = ()) -> bool:
@@ -172,4 +173,4 @@ def import_vectors(report: BackfillReport | None, passages: int) -> VectorStatus
     if report is None:
         return VectorStatus(embedded=0, queued=passages, model_id=None, error=None)
     return VectorStatus(embedded=report.embedded, queued=report.pending_after,
-                        model_id=report.model_id or None, error=report.error)
+                        model_id=report.model_id or None, error=report.error, reused=report.reused)

@@ -18,6 +18,7 @@ class VectorStatus:
     queued: int                       # passages of this write still without a vector (import: all pending)
     model_id: str | None = None       # the model embedded with (None when it could not be named)
     error: str | None = None          # why vectors are queued, when embedding failed
+    reused: int = 0                   # of embedded: copied from a passage of the same text (memo.embed.reuse)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,3 +54,11 @@ def test_a_one_line_edit_embeds_one_passage(tmp_path: Path):
     (docs / "loop.md").write_text((docs / "loop.md").read_text().replace("spring", "autumn"))
     out = _run("import", str(docs), "--db", db)
     assert f"embedded {n} passages (" in out and f"{n - 1} of them copied from the earlier version" in out
+
+
+def test_supersede_reports_the_vectors_it_copied(tmp_path: Path):
+    db = str(tmp_path / "m.db")
+    body = "# Loop\n\n## A\n\nValve A opens at 20 degrees.\n\n## B\n\nValve B opens at 30 degrees.\n"
+    rid = json.loads(_run("add", body, "--kind", "doc", "--db", db, "--json"))["record_id"]
+    rep = json.loads(_run("supersede", rid, body.replace("30 degrees", "35 degrees"), "--db", db, "--json"))
+    assert rep["vectors"]["queued"] == 0 and rep["vectors"]["reused"] == rep["vectors"]["embedded"] - 1 >= 1

@@ -177,7 +177,7 @@ def test_cli_add_with_working_model_prints_no_note(db_path, monkeypatch):
     heal(monkeypatch)
     res = _cli("add", "nothing to say about vectors", "--db", str(db_path), "--json")
     assert json.loads(res.stdout)["vectors"] == {"embedded": 1, "queued": 0, "model_id": default_model_id(),
-                                                "error": None}
+                                                "error": None, "reused": 0}
     assert res.stderr == ""
 
 
@@ -199,7 +199,7 @@ def test_cli_import_embeds_its_own_passages_only(db_path, tmp_path, monkeypatch)
     res = _cli("import", str(small), "--db", db, "--json")
     imp = json.loads(res.stdout)
     assert imp["embedding"]["embedded"] == 1 and imp["embedding"]["pending_after"] == 0
-    assert imp["vectors"] == {"embedded": 1, "queued": 0, "model_id": default_model_id(), "error": None}
+    assert imp["vectors"] == {"embedded": 1, "queued": 0, "model_id": default_model_id(), "error": None, "reused": 0}
     assert "6 passage(s) of other records have no vector yet" in res.stderr
     assert json.loads(_cli("stats", "--db", db, "--json").stdout)["pending_vectors"][default_model_id()] == 6
     # the same folder again: every input skipped, their stored records' passages embedded now

@@ -35,7 +35,7 @@ def test_server_writes_are_acknowledged_then_embedded(tmp_path, monkeypatch):
     try:
         tools.start_embedder(backfill=False)
         queued = tools.add("the capybara enclosure needs a new heater")
-        assert queued["vectors"] == {"embedded": 0, "queued": 1, "model_id": default_model_id(), "error": None}
+        assert queued["vectors"] == {"embedded": 0, "queued": 1, "model_id": default_model_id(), "error": None, "reused": 0}
         waited = tools.add("the tapir enclosure is fine", wait=True)
         assert (waited["vectors"]["embedded"], waited["vectors"]["queued"]) == (1, 0)
         sup = tools.supersede(queued["record_id"], "the capybara enclosure got its new heater")
