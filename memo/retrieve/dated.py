@@ -12,7 +12,9 @@ Rules (pure; the periods come from ``memo.text.periods.query_periods``):
 * a named day is widened by ``dates.window_days`` on both sides (a session or a note is
   often written a day or two after the event it tells);
 * a passage inside any named period gets ``factor = 1 + dates.boost``, others 1.0;
-* ``boost`` 0, or a query naming no date, returns the list untouched.
+* ``boost`` 0, or a query naming no date, returns the list untouched;
+* when the query names a period and no dated candidate is in it, ``trace.notes`` says the
+  results come from other dates (the boost had nothing to lift).
 
 ``why.factors`` carries the factor with the period's label ("2023-07", "2023-10-13", "*-06").
 """
@@ -43,10 +45,12 @@ class Dates:
         value = 1.0 + cfg.boost
         label_of: dict[str | None, Factor | None] = {}     # many passages share a date (one record)
         given: dict[int, Factor] = {}
+        dated = 0
         for c in cands:
             m = inp.meta.get(c.pk)
             if m is None or m.kind not in kinds:
                 continue
+            dated += 1
             if m.when in label_of:
                 f = label_of[m.when]
             else:
@@ -54,7 +58,14 @@ class Dates:
                 f = label_of[m.when] = None if label is None else Factor(self.name, value, label)
             if f is not None:
                 given[c.pk] = f
-        return Rescored(given, tuple(p.label for p in periods))
+        labels = tuple(p.label for p in periods)
+        note = None
+        if dated and not given:
+            # "What did Caroline do in May 2023?" over turns of July only: the results come
+            # from other dates, and nothing said so.
+            note = (f"the query names {', '.join(labels)}; none of the {dated} dated candidates "
+                    f"({', '.join(kinds)}) is dated then: the results come from other dates")
+        return Rescored(given, labels, note)
 
 
 RESCORER = Dates()

@@ -125,10 +125,13 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
     sort_best_first(ranked)
     inp = RescoreInput(checked.query, meta, checked.now, profile)
     named: dict[str, tuple[str, ...]] = {}
+    notes = list(checked.notes)
     for rescorer in RESCORERS:
-        ranked, what = apply(rescorer, ranked, inp)
-        if what:
-            named[rescorer.name] = what
+        ranked, out = apply(rescorer, ranked, inp)
+        if out.named:
+            named[rescorer.name] = out.named
+        if out.note:
+            notes.append(out.note)
     clock.lap("rescore")
 
     # 5 abstention
@@ -217,7 +220,7 @@ def _search(conn: sqlite3.Connection, request: SearchRequest, profile: Profile |
         budget={"used": used, "max": checked.max_tokens},
         degraded={"flag": bool(degraded_reason), "reason": degraded_reason or None},
         drops=tuple(drops), latency_ms=round((time.perf_counter() - t_start) * 1000.0 - sum(startup.values()), 3),
-        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=checked.notes, rescore=named,
+        limit=checked.limit, stage_ms={**clock.laps, **startup}, notes=tuple(notes), rescore=named,
         fusion_weights=arm_weights.as_dict())
     metrics.observe_search(profile=profile.name, mode=checked.mode, latency_ms=trace.latency_ms, arms=runs,
                            degraded=degraded_kinds, empty_cause=cause)

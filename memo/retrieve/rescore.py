@@ -42,6 +42,7 @@ class RescoreInput:
 class Rescored:
     factors: Mapping[int, Factor]          # pk -> its factor (only candidates it changes)
     named: tuple[str, ...] = ()            # what the query named that earned them (trace)
+    note: str | None = None                # for trace.notes: what the reader should know (none matched, ...)
 
 
 class Rescorer(Protocol):
@@ -54,12 +55,12 @@ NOTHING = Rescored({})
 
 
 def apply(rescorer: Rescorer, cands: Sequence[Candidate],
-          inp: RescoreInput) -> tuple[list[Candidate], tuple[str, ...]]:
-    """(candidates best first, what the query named).  Input best first; re-sorted only
-    when a factor was given."""
+          inp: RescoreInput) -> tuple[list[Candidate], Rescored]:
+    """(candidates best first, the rescorer's answer: what the query named, its note).
+    Input best first; re-sorted only when a factor was given."""
     out = rescorer.rescore(cands, inp)
     if not out.factors:
-        return list(cands), out.named
+        return list(cands), out
     given = out.factors
     make = Candidate.__new__        # a third of NamedTuple._replace's cost (hot in eval replay)
     new = []
@@ -69,7 +70,7 @@ def apply(rescorer: Rescorer, cands: Sequence[Candidate],
             c = make(Candidate, c.pk, c.arms, c.fused, c.score * f.value, c.tiebreak, (*c.factors, f))
         new.append(c)
     sort_best_first(new)
-    return new, out.named
+    return new, out
 
 
 def sort_best_first(cands: list[Candidate]) -> None:

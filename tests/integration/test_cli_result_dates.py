@@ -57,3 +57,17 @@ def test_results_carry_the_event_date_and_the_speaker(tmp_path: Path):
     got = json.loads(_run("search", "puffinbeak", "--mode", "keyword", "--db", db, "--json"))["results"][0]
     assert got["event_at"].startswith("2024-04-07T13:30:00") and got["speaker"] == "Erin"
 
+
+
+def test_a_period_with_no_memory_is_said(tmp_path: Path):
+    """'What did Caroline do in May 2023?' over July turns: the results came from July and
+    nothing said that May held nothing."""
+    db = str(tmp_path / "m.db")
+    (tmp_path / "chat.md").write_text("---\ndate: 2023-07-02\n---\nCaroline: I painted the lake at sunrise.\n"
+                                      "Melanie: Lovely, the lake is beautiful then.\n")
+    _run("import", str(tmp_path / "chat.md"), "--kind", "conversation", "--db", db, "--no-embed")
+    res = runner.invoke(app, ["search", "What did Caroline paint in May 2023?", "--mode", "keyword", "--db", db])
+    assert res.exit_code == 0 and "Caroline" in res.stdout
+    assert "note: the query names 2023-05; none of the" in res.stderr and "results come from other dates" in res.stderr
+    doc = json.loads(_run("search", "What did Caroline paint in July 2023?", "--mode", "keyword", "--db", db, "--json"))
+    assert not any("other dates" in n for n in doc["trace"]["notes"])       # July holds them: nothing to say

@@ -28,7 +28,8 @@ def run(rescorer, cands, meta, query="", **keys):
     """One rescorer over ``cands`` as the pipeline applies it, with base's keys overridden
     (``dates__boost`` for ``dates.boost``)."""
     profile = load_profile("base").with_overrides({k.replace("__", "."): v for k, v in keys.items()})
-    return apply(rescorer, cands, RescoreInput(query, meta, NOW, profile))
+    ranked, out = apply(rescorer, cands, RescoreInput(query, meta, NOW, profile))
+    return ranked, out.named
 
 NAMES = ["Caroline", "Melanie", "Jon Snow", "Jon Arryn", "Gina", "Ana María"]
 ITEMS = st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.floats(0, 1, allow_nan=False),

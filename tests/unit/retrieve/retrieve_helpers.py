@@ -105,4 +105,5 @@ def rescore_named(rescorer: Any, cands: Any, meta: Any, query: str = "", **kw: A
     p = load_profile(kw.pop("profile", "base"))
     if kw:
         p = p.with_overrides({k.replace("__", "."): list(v) if isinstance(v, tuple) else v for k, v in kw.items()})
-    return apply(rescorer, cands, RescoreInput(query, meta, datetime(2026, 1, 1, tzinfo=UTC), p))
+    ranked, out = apply(rescorer, cands, RescoreInput(query, meta, datetime(2026, 1, 1, tzinfo=UTC), p))
+    return ranked, out.named
