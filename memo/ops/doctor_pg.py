@@ -24,7 +24,7 @@ import time
 
 from memo.ops.doctor_report import _EXIT, _RANK, MIGRATE, REINDEX, Check, DoctorReport, _Run, pending_vectors
 from memo.store.postgres import schema as pg_schema
-from memo.store.postgres.connection import PgConnection
+from memo.store.postgres.connection import PgConnection, redact
 from memo.store.postgres.keyword_form import keyword_index_mismatches
 
 _SKIPPED = "not run on PostgreSQL: the server checks its own pages, indexes and keys"
@@ -34,7 +34,8 @@ _VECTOR_TABLES = frozenset({"records", "passages", "vectors", "facts", "fact_vec
 
 def doctor_pg(url: str) -> DoctorReport:
     started = time.perf_counter()
-    run = _Run(path=url)   # type: ignore[arg-type]   # a URL, not a file: only reported
+    shown = redact(url)    # the report prints it: never the password
+    run = _Run(path=shown)   # type: ignore[arg-type]   # a URL, not a file: only reported
     version: int | None = None
     t0 = time.perf_counter()
     conn = PgConnection(url)       # unreachable / misconfigured: raised, not a finding
@@ -55,7 +56,7 @@ def doctor_pg(url: str) -> DoctorReport:
             run.checks.append(Check(name, None, "not run: see above"))
     run.checks.append(Check("file_checks", None, _SKIPPED))
     status = max((f.severity for f in run.findings), key=_RANK.__getitem__, default="ok")
-    return DoctorReport(path=url, status=status, exit_code=_EXIT[status], schema_version=version,
+    return DoctorReport(path=shown, status=status, exit_code=_EXIT[status], schema_version=version,
                         checks=tuple(run.checks), findings=tuple(run.findings), counts=dict(run.counts),
                         marker=None, marker_after="none", seconds=round(time.perf_counter() - started, 3))
 

@@ -127,3 +127,21 @@ def test_a_wrong_password_is_a_configuration_error() -> None:
         _refused(srv.url.replace("postgres:@", "memo_alice:wrong@", 1), "check the user name and password")
     finally:
         srv.cleanup()
+
+
+def test_doctor_never_prints_the_password(url: str) -> None:
+    """The report's path was the URL as given: `memo doctor` printed the password (stats
+    redacted it); a password given as a parameter was printed by both."""
+    from memo.store.postgres.connection import redact
+
+    assert redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert redact("postgresql://u@/db?host=/s&password=pw&x=1") == "postgresql://u@/db?host=/s&password=***&x=1"
+    assert redact("postgresql:///db?PASSWORD=pw") == "postgresql:///db?PASSWORD=***"
+    open_db(url).close()
+    given = url + ("&" if "?" in url else "?") + "password=s3cretPW"   # the test server trusts, ignores it
+    code, out = _run("doctor", "--db", given)
+    assert code == 0 and "s3cretPW" not in out and "password=***" in out, out
+    code, out = _run("doctor", "--db", given, "--json")
+    assert code == 0 and "s3cretPW" not in out and json.loads(out)["path"].endswith("password=***")
+    code, out = _run("stats", "--db", given, "--json")
+    assert code == 0 and "s3cretPW" not in out

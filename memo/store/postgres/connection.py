@@ -438,5 +438,8 @@ class PgConnection:
 
 
 def redact(url: str) -> str:
-    """The URL without its password (for messages and traces)."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    """The URL without its password (for messages and traces): in its user part
+    (``user:pw@``) and as a parameter (``?password=pw``, ``&password=pw``, which libpq
+    takes too)."""
+    url = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
