@@ -9,10 +9,11 @@ for: issue 31.4).  The same model id and the same text the model reads
 (``memo.embed.model.passage_text``) give the same vector, so a pending passage takes the
 vector of a passage with its section and text, found two ways:
 
-* **``vector_keys``** (schema v9 / PostgreSQL M006): every vector the embedding writes
-  records the hash of its model input (``input_key``) and its passage, one row per (model,
-  input); a pending passage with the same key takes that passage's vector.  Only vectors
-  computed from v9 on have keys (older ones are found the next way);
+* **``vector_keys``** (schema v9 / PostgreSQL M006): every vector the embedding writes or
+  copies records the hash of its model input (``input_key``) with its passage, one row per
+  (model, input, passage), so purging one copy leaves the others as donors; a pending
+  passage with the same key takes one of those passages' vector.  Only vectors written
+  from v9 on have keys (older ones are found the next way);
 * **the record's earlier version**: the records a pending passage's record superseded
   (``records.superseded_by``, indexed from v9), whose passages already have a vector.
 
@@ -50,12 +51,13 @@ def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
 
 
 def _keyed(conn: sqlite3.Connection, model_id: str, keys: Sequence[str]) -> dict[str, int]:
-    """input key -> the passage ``vector_keys`` names for it."""
+    """input key -> a passage ``vector_keys`` names for it (the newest)."""
     found: dict[str, int] = {}
     for part in _chunks(sorted(set(keys))):
-        found.update((k, int(pk)) for k, pk in conn.execute(
-            f"SELECT input_key, passage_pk FROM vector_keys WHERE model_id = ? "
-            f"AND input_key IN ({','.join('?' * len(part))})", (model_id, *part)))
+        for k, pk in conn.execute(
+                f"SELECT input_key, max(passage_pk) FROM vector_keys WHERE model_id = ? "
+                f"AND input_key IN ({','.join('?' * len(part))}) GROUP BY input_key", (model_id, *part)):
+            found[k] = int(pk)
     return found
 
 
@@ -79,11 +81,11 @@ def _earlier(conn: sqlite3.Connection, model_id: str, pks: Sequence[int]) -> dic
     return found
 
 
-def copy_vectors(conn: sqlite3.Connection, model_id: str, pairs: Sequence[tuple[int, int]]) -> set[int]:
-    """For each (passage pk, donor pk), the donor's vector becomes the passage's when the
-    donor has one and the same section and text; one short transaction.  Returns the
-    passages that have a vector for ``model_id`` afterwards (a copy, or one a concurrent
-    backfill wrote)."""
+def copy_vectors(conn: sqlite3.Connection, model_id: str, pairs: Sequence[tuple[int, int, str]]) -> set[int]:
+    """For each (passage pk, donor pk, input key), the donor's vector becomes the passage's
+    when the donor has one and the same section and text, and the passage's key is
+    recorded; one short transaction.  Returns the passages that have a vector for
+    ``model_id`` afterwards (a copy, or one a concurrent backfill wrote)."""
     if not pairs:
         return set()
     with write_tx(conn):
@@ -92,9 +94,13 @@ def copy_vectors(conn: sqlite3.Connection, model_id: str, pairs: Sequence[tuple[
             "SELECT t.pk, v.model_id, v.vec FROM passages t JOIN passages d ON d.pk = ? "
             "JOIN vectors v ON v.model_id = ? AND v.passage_pk = d.pk "
             "WHERE t.pk = ? AND d.section = t.section AND d.text = t.text",
-            [(donor, model_id, pk) for pk, donor in pairs])
+            [(donor, model_id, pk) for pk, donor, _ in pairs])
+        conn.executemany(
+            "INSERT OR IGNORE INTO vector_keys(model_id, input_key, passage_pk) SELECT ?, ?, ? "
+            "WHERE EXISTS (SELECT 1 FROM vectors WHERE model_id = ? AND passage_pk = ?)",
+            [(model_id, key, pk, model_id, pk) for pk, _, key in pairs])
     done: set[int] = set()
-    for part in _chunks([pk for pk, _ in pairs]):
+    for part in _chunks([pk for pk, _, _ in pairs]):
         done.update(int(r[0]) for r in conn.execute(
             f"SELECT passage_pk FROM vectors WHERE model_id = ? AND passage_pk IN ({','.join('?' * len(part))})",
             (model_id, *part)))
@@ -111,11 +117,11 @@ def reuse_vectors(conn: sqlite3.Connection, model_id: str, rows: Sequence[Row]) 
     if len(donors) < len(set(keys)):
         for key, pk in _earlier(conn, model_id, [r[0] for r in rows]).items():
             donors.setdefault(key, pk)
-    pairs = [(r[0], donors[k]) for r, k in zip(rows, keys, strict=True) if k in donors and donors[k] != r[0]]
+    pairs = [(r[0], donors[k], k) for r, k in zip(rows, keys, strict=True) if k in donors and donors[k] != r[0]]
     if not pairs:
         return list(rows), 0
     done = copy_vectors(conn, model_id, pairs)
-    given = {pk for pk, _ in pairs} & done
+    given = {pk for pk, _, _ in pairs} & done
     return [r for r in rows if r[0] not in given], len(given)
 
 

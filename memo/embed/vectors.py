@@ -53,9 +53,7 @@ def write_vectors(conn: sqlite3.Connection, model_id: str, pks: Sequence[int], v
             f"SELECT ?, ?, ?{'::vector' if pg else ''} WHERE EXISTS (SELECT 1 FROM {parent} WHERE pk = ?)", rows)
         added = max(int(cur.rowcount), 0) if rows else 0
         if keys:
-            # the newest passage with an input stands for it (an older one may have been purged)
-            conn.executemany("INSERT INTO vector_keys(model_id, input_key, passage_pk) VALUES (?, ?, ?) "
-                             "ON CONFLICT (model_id, input_key) DO UPDATE SET passage_pk = excluded.passage_pk",
+            conn.executemany("INSERT OR IGNORE INTO vector_keys(model_id, input_key, passage_pk) VALUES (?, ?, ?)",
                              list(keys))
         return added
 

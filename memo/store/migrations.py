@@ -266,7 +266,7 @@ def m009_vector_reuse(conn: sqlite3.Connection) -> None:
     """What the embedding needs to copy a vector instead of computing it again
     (``memo.embed.reuse``: a one-line edit re-embedded the whole file, and a page unchanged
     between two versions of a library's docs was embedded twice): ``vector_keys``, the
-    passage each model input was embedded from (written with the vectors), and a partial
+    passages holding a vector of each model input (written with the vectors), and a partial
     index on ``records.superseded_by``, which finds a new version's earlier one (and lets a
     purge clear the pointers to a deleted record without a scan of every record).  Partial:
     only superseded records have one, and ``superseded_by IN (...)`` implies ``IS NOT NULL``."""
@@ -278,8 +278,8 @@ CREATE INDEX IF NOT EXISTS records_superseded ON records(superseded_by) WHERE su
 CREATE TABLE IF NOT EXISTS vector_keys (
     model_id   TEXT NOT NULL,
     input_key  TEXT NOT NULL,      -- memo.embed.reuse.input_key: sha256 of the model input, 128 bits
-    passage_pk INTEGER NOT NULL,   -- a passage embedded from it (no foreign key: a purged one copies nothing)
-    PRIMARY KEY (model_id, input_key)
+    passage_pk INTEGER NOT NULL,   -- a passage with a vector from it (no foreign key: a purge deletes its rows)
+    PRIMARY KEY (model_id, input_key, passage_pk)
 ) WITHOUT ROWID;
 """
 

@@ -366,7 +366,7 @@ CREATE TABLE IF NOT EXISTS vector_keys (
     model_id   TEXT NOT NULL,
     input_key  TEXT NOT NULL,
     passage_pk BIGINT NOT NULL,
-    PRIMARY KEY (model_id, input_key)
+    PRIMARY KEY (model_id, input_key, passage_pk)
 );
 """
 

@@ -154,3 +154,18 @@ def test_a_purge_takes_the_purged_passages_keys(conn):
     ops.purge(conn, confirm=True)
     kept = conn.execute("SELECT passage_pk FROM vector_keys WHERE model_id = 'fake-model'").fetchall()
     assert [int(r[0]) for r in kept] == [int(r[0]) for r in conn.execute("SELECT pk FROM passages")]
+
+
+def test_purging_the_first_copy_leaves_the_others_as_donors(conn):
+    """Copies record their key too: with the text's first record purged, a third copy takes
+    the vector from the second (it was embedded all over again)."""
+    a = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", version="20")).record_id
+    n = embed_records(conn, [a], embedder=FakeEmbedder()).embedded
+    b = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", version="22")).record_id
+    assert embed_records(conn, [b], embedder=FakeEmbedder()).reused == n
+    ops.forget(conn, [a])
+    ops.purge(conn, confirm=True)
+    c = ops.add_record(conn, RecordDraft(body=_doc(SECTIONS), kind="doc", version="24")).record_id
+    emb, seen = _recording()
+    rep = embed_records(conn, [c], embedder=emb)
+    assert rep.reused == rep.embedded == n and seen == []
