@@ -126,15 +126,15 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
             if not window:
                 break
             after_pk = window[-1][0]
-            # An earlier version's vector of the same text is copied, not computed again.
+            # A vector of the same text embedded before is copied, not computed again
+            # (reuse_vectors: the rows it gave a vector are exactly those not in todo).
             todo, copied = reuse_vectors(conn, mid, window)
-            if len(todo) < len(window):
+            if copied:
                 embedded += copied
                 reused += copied
-                skipped += len(window) - len(todo) - copied
-                done += len(window) - len(todo)
+                done += copied
                 if bar:
-                    bar.update(task, advance=len(window) - len(todo))
+                    bar.update(task, advance=copied)
                 if on_progress is not None:
                     on_progress(done, target)
             if not todo:
@@ -235,7 +235,7 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
                 break
             whole = rows[w:w + window]
             done += len(whole)
-            # An earlier version's vector of the same text is copied, not computed again.
+            # A vector of the same text embedded before is copied, not computed again.
             part, copied = reuse_vectors(conn, mid, whole)
             embedded += copied
             reused += copied

@@ -215,18 +215,23 @@ def test_a_move_with_kind_re_splits_the_moved_record(fresh_db, tmp_path):
     assert ops.get(fresh_db, rid).superseded_by == rep.record_ids[0]
 
 
-def test_an_incomplete_walk_moves_nothing(fresh_db, tmp_path, monkeypatch):
-    root = _write(tmp_path / "docs", {"old.md": "walrus notes", "sub/b.md": "in an unreadable folder"})
-    rid = _imp(fresh_db, root).record_ids[0]
-    (root / "old.md").rename(root / "new.md")
+def _deny_folder(monkeypatch, name: str) -> None:
+    """The walk cannot read folder ``name`` (permission denied), so it is incomplete."""
     real_scandir = files_mod.os.scandir
 
     def scandir(path):
-        if str(path).endswith("/sub"):
+        if str(path).endswith(f"/{name}"):
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
     monkeypatch.setattr(files_mod.os, "scandir", scandir)
+
+
+def test_an_incomplete_walk_moves_nothing(fresh_db, tmp_path, monkeypatch):
+    root = _write(tmp_path / "docs", {"old.md": "walrus notes", "sub/b.md": "in an unreadable folder"})
+    rid = _imp(fresh_db, root).record_ids[0]
+    (root / "old.md").rename(root / "new.md")
+    _deny_folder(monkeypatch, "sub")
     rep = _imp(fresh_db, root)
     assert (rep.updated, rep.skipped) == (0, 1)                      # not trusted to say what is gone
     assert ops.get(fresh_db, rid).superseded_at is None
@@ -318,20 +323,13 @@ def test_incomplete_walk_prunes_nothing(fresh_db, tmp_path, monkeypatch):
     root = _write(tmp_path / "docs", {"gone.md": "really deleted", "sub/b.md": "in an unreadable folder"})
     _imp(fresh_db, root)
     (root / "gone.md").unlink()
-    real_scandir = files_mod.os.scandir
-
-    def scandir(path):
-        if str(path).endswith("/sub"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(files_mod.os, "scandir", scandir)
+    _deny_folder(monkeypatch, "sub")
     rep = _imp(fresh_db, root, prune=True)
     assert [r.path for r in rep.rejected] == ["sub"] and "not checked" in rep.rejected[0].reason
     # gone.md really is gone, but a walk that missed a folder is not trusted to say so.
     assert (rep.missing, rep.pruned) == ((), 0)
     assert len(ops.list_records(fresh_db)) == 2
-    monkeypatch.setattr(files_mod.os, "scandir", real_scandir)
+    monkeypatch.undo()                                               # the folder readable again
     assert _imp(fresh_db, root, prune=True).missing == ("gone.md",)
 
 

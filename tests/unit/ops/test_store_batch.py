@@ -6,6 +6,7 @@ PostgreSQL each passage's tsv and its postings in passage_terms / exact_terms)."
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from pathlib import Path
@@ -97,6 +98,16 @@ def _fixed_clock(monkeypatch) -> None:
             monkeypatch.setattr(f"{mod}.{name}", fn, raising=False)
 
 
+@contextlib.contextmanager
+def _storing(monkeypatch, store):  # noqa: ANN001, ANN202
+    """Imports store through ``store`` (the record-by-record reference or the batch), with
+    ids and times fixed so that two runs give the same rows."""
+    with monkeypatch.context() as m:
+        _fixed_clock(m)
+        m.setattr(importer, "store_items", store)
+        yield
+
+
 def _dump(db: Path | str) -> dict[str, list[tuple]]:
     conn = open_db(db)
     if is_postgres(conn):
@@ -111,9 +122,7 @@ def _dump(db: Path | str) -> dict[str, list[tuple]]:
 
 
 def _run(tmp_path: Path, monkeypatch, db: Path | str, store) -> tuple[dict[str, list[tuple]], list[tuple]]:  # noqa: ANN001
-    with monkeypatch.context() as m:
-        _fixed_clock(m)
-        m.setattr(importer, "store_items", store)
+    with _storing(monkeypatch, store):
         conn = open_db(db)
         counts = []
         for path, text, opts in _inputs(tmp_path / "in"):   # same paths both runs
@@ -168,9 +177,7 @@ def test_an_initial_entity_is_confirmed_by_a_later_batch(new_db, tmp_path, monke
         {"id": "4", "text": "Rome again, with Alice Smith."}]))
     kinds = []
     for name, store in (("old", _record_by_record), ("new", store_batch.store_items)):
-        with monkeypatch.context() as m:
-            _fixed_clock(m)
-            m.setattr(importer, "store_items", store)
+        with _storing(monkeypatch, store):
             conn = open_db(new_db(name))
             import_path(conn, src, ImportOptions(namespace="kb", batch_size=1))
             kinds.append(dict(conn.execute("SELECT key, kind FROM entities").fetchall()))
@@ -202,9 +209,7 @@ def test_chat_exports_saved_in_several_folders_both_ways(new_db, tmp_path, monke
     results = []
     for name, store in (("old", _record_by_record), ("new", store_batch.store_items)):
         for size in (1, 500):
-            with monkeypatch.context() as m:
-                _fixed_clock(m)
-                m.setattr(importer, "store_items", store)
+            with _storing(monkeypatch, store):
                 db = new_db(f"{name}{size}")
                 conn = open_db(db)
                 out = []
@@ -257,9 +262,7 @@ def test_moved_and_emptied_files_both_ways(new_db, tmp_path, monkeypatch):
             for rel, text in first.items():
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
                 (root / rel).write_text(text)
-            with monkeypatch.context() as m:
-                _fixed_clock(m)
-                m.setattr(importer, "store_items", store)
+            with _storing(monkeypatch, store):
                 db = new_db(f"{name}{size}")
                 conn = open_db(db)
                 out = []
