@@ -4,8 +4,9 @@ Security (reliability.md R13, CWE-22): every file is resolved and must stay insi
 resolved root; a symlink that leaves the root is rejected, never followed.  A file
 larger than ``max_bytes`` is rejected with a reason; the rest of the import goes on.
 Text is UTF-8, else the encoding given (``--encoding``), else UTF-16 or UTF-32 named by a
-byte-order mark, else the one charset-normalizer
-detects (recorded in the record's meta: ``decode_text``); a file nothing decodes is
+byte-order mark, else the one detected (``memo.ingest.legacy_text``: a Windows code page whose
+reading is one Latin-script language's text, else charset-normalizer's guess; recorded in the
+record's meta: ``decode_text``); a file nothing decodes is
 rejected.  Files of other types, and empty (or whitespace-only) files, are ignored, each
 with its reason (``why_ignored``).  A file imported with part of it left out (a front
 matter ``date`` memo cannot read) carries a notice saying so (``notices``).
@@ -36,6 +37,7 @@ from typing import BinaryIO
 
 from memo.errors import ValidationError
 from memo.ingest.front_matter import with_front_matter
+from memo.ingest.legacy_text import detect_encoding
 from memo.ingest.markdown_parse import first_heading, front_matter
 from memo.ingest.split import MARKDOWN_EXTENSIONS
 from memo.ingest.split_code import CODE_EXTENSIONS
@@ -291,7 +293,7 @@ def decode_text(data: bytes, encoding: str | None = None) -> tuple[str, dict[str
     mended = _mostly_utf8(data)
     if mended is not None:
         return mended
-    name = _detect_encoding(data)
+    name = detect_encoding(data)
     if name is None:
         return (f"not UTF-8 text (byte {first_bad}) and no other encoding fits; "
                 "pass --encoding NAME (e.g. latin-1) if you know it")
@@ -331,23 +333,6 @@ def _bom_encoding(data: bytes) -> str | None:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     return None
-
-
-def _detect_encoding(data: bytes) -> str | None:
-    """charset-normalizer's best guess (its first match); among guesses it ranks equal
-    (same chaos and coherence: short Western text often fits cp1250, cp1252 and cp1257
-    alike) cp1252 wins, the most common legacy encoding (what browsers read "latin-1" as)."""
-    from charset_normalizer import from_bytes
-    # UTF-16/32 without NUL bytes (a NUL rejects the file as binary before this) is a
-    # misreading of a few high bytes as CJK: 'caf\xe9' came back as utf_16_be.
-    matches = [m for m in from_bytes(data) if m.encoding and not m.encoding.startswith(("utf_16", "utf_32"))]
-    if not matches:
-        return None
-    best = matches[0]
-    for m in matches:
-        if (m.chaos, m.coherence) == (best.chaos, best.coherence) and "cp1252" in (m.encoding, *m.could_be_from_charset):
-            return "cp1252"
-    return codecs.lookup(best.encoding).name
 
 
 def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes: int,
