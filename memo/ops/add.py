@@ -13,6 +13,7 @@ from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.chat_versions import LiveConversations
 from memo.ops.file_moves import Walked
 from memo.ops.guard import store_errors
+from memo.ops.hand_edits import imported_before, kept_note, replaced_note
 from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
 from memo.ops.store_batch import PreparedItem, prepare_item
@@ -165,7 +166,12 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
         if decision is not None:
             replaced, note = tuple(v.id for v in decision.replaces), decision.note
         elif (previous := find_previous_version(conn, draft)) is not None:
+            edited = imported_before(conn, previous)   # written by hand (memo.ops.hand_edits)
+            if edited is not None and edited[1] == chash:
+                return AddReport(status="skipped", record_id=previous, passages=0,
+                                 note=kept_note(previous, draft.import_path or ""))
             replaced = (previous,)
+            note = replaced_note(previous) if edited is not None else None
     recorded = utc_now()
     whens = [(utc_now(), old) for old in replaced]
     # The replaced versions leave the dedup index before the insert: a moved file's new

@@ -9,6 +9,7 @@ from memo.errors import ConfirmationRequired, NotFound, ValidationError
 from memo.ops.add import mark_superseded, prepare, storable_nul
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.guard import store_errors
+from memo.ops.hand_edits import hand_edit_meta
 from memo.ops.paging import check_page
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
 from memo.store.connect import write_tx
@@ -99,7 +100,8 @@ def supersede(conn: sqlite3.Connection, old_id: str, body: str, *, background: E
     draft = RecordDraft(body=body, kind=old.kind, namespace=old.namespace, title=old.title,  # type: ignore[arg-type]
                         source=old.source, library=old.library, version=old.version, tags=old.tags,
                         event_at=old.event_at, trust=old.trust, author=old.author,
-                        import_path=old.import_path, ext_id=old.ext_id, meta=old.meta)
+                        import_path=old.import_path, ext_id=old.ext_id,
+                        meta=hand_edit_meta(old.meta, old.import_path))
     draft = replace(draft, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
     passages = prepare(draft, nul_ok=storable_nul(conn))
     with write_tx(conn):

@@ -7,7 +7,8 @@ or earlier in this batch) -> skipped with that record's id; a chat export's conv
 with a current version from another file -> superseded or skipped as
 ``memo.ops.chat_versions`` says (the rule both paths call); a current record at the same
 import path and external id (stored before, or earlier in this batch) -> superseded by
-the new one ('updated'); else added.  A text whose record this batch supersedes is new
+the new one ('updated'), unless that record was written by hand over the text the item
+holds (``memo.ops.hand_edits``: skipped, with a note); else added.  A text whose record this batch supersedes is new
 again for the items after it (JSONL lines shifted by one).  What differs is the number of statements: one
 SELECT per 500 keys for the duplicates and one for the earlier versions, then one
 ``executemany`` per table (``memo.store.records.insert_records``), instead of three
@@ -44,6 +45,7 @@ from dataclasses import dataclass, replace
 from memo.dc_pickle import by_fields
 from memo.ops.chat_versions import LiveConversations
 from memo.ops.file_moves import Walked
+from memo.ops.hand_edits import imported_before, kept_note, replaced_note
 from memo.ops.reports import AddReport
 from memo.store.facts import carry_evidence
 from memo.store.records import (
@@ -219,6 +221,12 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
         if dup is not None:
             reports.append(AddReport(status="skipped", record_id=dup, passages=0))
             continue
+        previous_here = versions.get((d.namespace, d.import_path, d.ext_id)) if d.import_path and moved is None else None
+        edited = imported_before(conn, previous_here[0]) if previous_here is not None else None
+        if edited is not None and edited[1] == it.content_hash:     # the file is as imported: the hand edit stays
+            reports.append(AddReport(status="skipped", record_id=previous_here[0], passages=0,
+                                     note=kept_note(previous_here[0], d.import_path or "")))
+            continue
         drafts = tuple(p.draft for p in it.passages)
         # A chat conversation with a live version from another export file (memo.ops.chat_versions).
         decision = conversations.decide(d, drafts) if moved is None else None
@@ -259,7 +267,7 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
             if moved is not None and walked is not None:
                 note = walked.moved_note(moved, held[moved][1] or "", previous)
             elif note is None and previous is not None:
-                note = _labels_note(conn, previous, old_hash, d)
+                note = replaced_note(previous) if edited is not None else _labels_note(conn, previous, old_hash, d)
             reports.append(AddReport(status="updated", record_id=rid, passages=len(it.passages),
                                      superseded=replaced[0][0], note=note))
     # Replaced versions leave the dedup index before the inserts (a new record may hold the
