@@ -34,6 +34,8 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 
 # The Windows code pages for Latin scripts, the most common first (ties go to the first).
 LATIN_CODE_PAGES = ("cp1252", "cp1250", "cp1254", "cp1257")
@@ -73,8 +75,12 @@ TYPOGRAPHY = frozenset("\u00a0¡¢£¤¥¦§¨©ª«¬\u00ad®¯°±²³´µ¶·
 # Typography that does sit inside words: apostrophes, the Catalan middle dot (l·l), a soft
 # hyphen, dashes written without spaces.
 WORD_JOINERS = frozenset("’‘·\u00ad–—")
-_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
+# A word holding a character beyond ASCII (letters and such characters around it): only
+# these differ between the code pages, so each distinct one is read once per code page.
+_WORDS = re.compile(rb"[A-Za-z\x80-\xff]*[\x80-\xff][A-Za-z\x80-\xff]*")
+_TEXT_WORDS = re.compile(r"[A-Za-z\u0080-\U0010ffff]*[^\x00-\x7f][A-Za-z\u0080-\U0010ffff]*")
 _ASCII_LETTERS = re.compile(r"[A-Za-z]")
+_ASCII_LETTER_BYTES = bytes(range(65, 91)) + bytes(range(97, 123))
 
 MAX_ACCENTED_SHARE = 0.5    # of a reading's letters: the Latin languages above stay under ~0.1 (a word alone, "été", may not); a non-Latin script read as Latin nears 1
 MIN_COVERAGE = 0.95         # of a reading's accented letters, held by one language's alphabet
@@ -89,13 +95,15 @@ def latin_reading(data: bytes) -> str | None:
     whose only accent is "è" reads as French in cp1252 and as Slovene ("č") in cp1250 alike,
     and deferring to charset-normalizer there got fewer of such lines right over 28
     languages' translated messages (docs/results-log.md "Legacy encodings")."""
+    words = Counter(_WORDS.findall(data))
+    ascii_letters = len(data) - len(data.translate(None, _ASCII_LETTER_BYTES))
     best, best_score = None, 0.0
     for name in LATIN_CODE_PAGES:
         try:
-            text = data.decode(name)
+            read = [(word.decode(name), n) for word, n in words.items()]
         except UnicodeDecodeError:
             continue
-        score = coverage(text)
+        score = _score(read, ascii_letters)
         if score is not None and score > best_score:
             best, best_score = name, score
     return best if best_score >= MIN_COVERAGE else None
@@ -107,25 +115,32 @@ def coverage(text: str) -> float | None:
     writing: a character beyond ASCII that is neither a Latin letter nor typography, a
     symbol inside a word, too many accented letters, an accented capital after a small
     letter."""
+    return _score(Counter(_TEXT_WORDS.findall(text)).items(), len(_ASCII_LETTERS.findall(text)))
+
+
+def _score(words: Iterable[tuple[str, int]], ascii_letters: int) -> float | None:
+    """``coverage`` of a text given as its words holding a character beyond ASCII (each with
+    how many times it occurs) and its count of ASCII letters."""
     counts: dict[str, int] = {}
-    for m in _BEYOND_ASCII.finditer(text):
-        i, ch = m.start(), m.group()
-        before = text[i - 1] if i else ""
-        if ch in TYPOGRAPHY:
-            after = text[i + 1:i + 2]
-            if ch not in WORD_JOINERS and before.isalpha() and after.isalpha():
-                return None                 # "za¿ó³æ": a symbol between two letters
-            continue
-        if not ch.isalpha() or not unicodedata.name(ch, "").startswith("LATIN "):
-            return None
-        if ch.isupper() and before.isalpha() and before.islower():
-            return None                     # "cafŽ"
-        low = ch.lower()
-        counts[low] = counts.get(low, 0) + 1
+    for word, n in words:
+        for i, ch in enumerate(word):
+            if ch.isascii():
+                continue
+            before = word[i - 1] if i else ""
+            if ch in TYPOGRAPHY:
+                if ch not in WORD_JOINERS and before.isalpha() and word[i + 1:i + 2].isalpha():
+                    return None             # "za¿ó³æ": a symbol between two letters
+                continue
+            if not ch.isalpha() or not unicodedata.name(ch, "").startswith("LATIN "):
+                return None
+            if ch.isupper() and before.isalpha() and before.islower():
+                return None                 # "cafŽ"
+            low = ch.lower()
+            counts[low] = counts.get(low, 0) + n
     accented = sum(counts.values())
     if not accented:
         return 1.0
-    if accented > MAX_ACCENTED_SHARE * (accented + len(_ASCII_LETTERS.findall(text))):
+    if accented > MAX_ACCENTED_SHARE * (accented + ascii_letters):
         return None
     held = max(sum(n for c, n in counts.items() if c in alphabet) for alphabet in ALPHABETS.values())
     return held / accented
