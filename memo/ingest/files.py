@@ -29,6 +29,7 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -43,6 +44,7 @@ from memo.ingest.split import MARKDOWN_EXTENSIONS
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import looks_like_markdown
 from memo.stored import RecordDraft
+from memo.text.when import event_date
 from memo.types import TURN_KINDS
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -243,6 +245,21 @@ def _title(text: str, path: Path, kind: str, front: bool) -> str:
     return path.name
 
 
+# A file named by its date: Obsidian's daily notes ("2024-03-05.md"), Jekyll's posts
+# ("2024-03-05-launch.md"), journals ("2024-03-05 standup.txt").  The date starts the name
+# and ends at its end or at a character that is not a digit.
+_NAME_DATE = re.compile(r"(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
+
+
+def date_in_name(name: str) -> str | None:
+    """The calendar date a file's name starts with, as ISO 8601 (``2024-03-05``), else None
+    (no date there, or not a real day: ``2024-02-30``).  A file without a date of its own
+    (none given, none in its front matter) is dated by its name: a daily note says nothing
+    of its day but its name."""
+    m = _NAME_DATE.match(name)
+    return event_date("-".join(m.groups())) if m else None
+
+
 def _resolve(path: Path) -> tuple[Path | None, str | None]:
     try:
         return path.resolve(), None
@@ -399,6 +416,8 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if front:                       # the caller's title and date win, its tags come first
         draft, front_notices = with_front_matter(draft)
         notices += front_notices
+    if not draft.event_at and kind != "code" and (named := date_in_name(path.name)) is not None:
+        draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
     if not draft.title:
         draft = replace(draft, title=_title(text, path, kind, front))
     return FileItem(rel, draft=draft, notices=notices)
