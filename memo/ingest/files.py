@@ -409,6 +409,10 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     draft = replace(template, body=text, kind=kind, import_path=rel, ext_id=None,  # type: ignore[arg-type]
                     meta={**template.meta, **provenance} if provenance else template.meta)
     front = reads_front_matter(path, kind)
+    if front and not front_matter(text)[1].strip():
+        # An Obsidian placeholder or a template's stub: nothing to search, as an empty file
+        # (it was rejected, so every import of the folder exited 5).
+        return FileItem(rel, ignored=True, why_ignored="only front matter (no text to import)", empty=True)
     notices: tuple[str, ...] = ()
     mended = str(provenance.get("encoding_source", "")) if provenance.get("encoding") == "utf-8" else ""
     if mended:

@@ -116,3 +116,14 @@ def test_utf16_and_utf32_text_is_not_binary(tmp_path: Path):
     assert "binary" in _items(tmp_path)["le.txt"].rejected
     named = _items(tmp_path, encoding="utf_16_le")["le.txt"]
     assert named.draft.body == text and named.draft.meta["encoding_source"] == "--encoding"
+
+
+def test_a_note_of_front_matter_alone_is_ignored_not_rejected(tmp_path: Path):
+    """An Obsidian placeholder (title, tags, aliases and no text) was rejected ("empty after
+    splitting"), so every import of the vault exited 5; it is ignored as an empty file is."""
+    (tmp_path / "placeholder.md").write_text("---\ntitle: Inbox placeholder\ntags: [inbox]\n---\n")
+    (tmp_path / "real.md").write_text("---\ntitle: Real\n---\nA real note.\n")
+    items = _items(tmp_path)
+    held = items["placeholder.md"]
+    assert held.ignored and held.empty and held.why_ignored == "only front matter (no text to import)"
+    assert items["real.md"].draft.body.endswith("A real note.\n")
