@@ -96,8 +96,12 @@ def split_markdown(text: str, title: str | None = None) -> list[PassageDraft]:
             continue
         # A heading followed at once by a sibling heading (``### f(a)`` then ``### f(a, b)``
         # and one body, as API docs list overloads) is not lost: its text opens the
-        # sibling's section.
+        # sibling's section.  A run of them opens the last one's only: the section of the
+        # one before held the run so far, and gives it up (three empty headings put the
+        # first one's text in two passages).
         if empty and empty[-1].level == b.level:
+            if len(empty) > 1:
+                sections[-2][1].clear()
             sections[-1][1].extend(empty)
         nxt = blocks[k + 1] if k + 1 < len(blocks) else None
         empty = [*empty, b] if nxt is not None and nxt.heading and nxt.level == b.level else []

@@ -323,3 +323,13 @@ def test_a_long_item_and_a_long_plain_paragraph_are_cut_to_the_window():
     plain = split_paragraphs(prose + "\n\n" + "!" * 3000, section="NEWS")
     assert all(passage_pieces(p.section, p.text) <= WINDOW for p in plain)
     assert "".join("".join(p.text.split()) for p in plain) == "".join(prose.split()) + "!" * 3000
+
+
+def test_a_run_of_empty_headings_opens_the_last_section_once():
+    """Three sibling headings and one body: each signature is in the last section, once (the
+    first was also a passage of its own under the second heading: a note's empty "Agenda"
+    and "Outcome" headings gave "Agenda" twice)."""
+    parts = split_markdown("# Util\n\n## `f(a)`\n## `f(a, b)`\n## `f(a, b, c)`\n\nThe body.\n")
+    assert [(p.section, p.text) for p in parts] == [("Util > f(a, b, c)", "f(a)\n\nf(a, b)\n\nThe body.")]
+    note = split_markdown("# Meeting\n\n## Agenda\n\n## Outcome\n\n## Action items\n\nCall Bruno.\n")
+    assert " ".join(p.text for p in note).split().count("Agenda") == 1
