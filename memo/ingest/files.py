@@ -44,6 +44,8 @@ from memo.ingest.split import MARKDOWN_EXTENSIONS
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import looks_like_markdown
 from memo.stored import RecordDraft
+from memo.text.limits import MAX_TAGS
+from memo.text.tags import inline_tags
 from memo.text.when import event_date
 from memo.types import TURN_KINDS
 
@@ -420,6 +422,11 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if front:                       # the caller's title and date win, its tags come first
         draft, front_notices = with_front_matter(draft)
         notices += front_notices
+    if path.suffix.lower() in MARKDOWN_EXTENSIONS and kind != "code":    # Obsidian's #tags in the text
+        room = MAX_TAGS - len(draft.tags)
+        found = [t for t in inline_tags(text) if t not in draft.tags][:max(0, room)]
+        if found:
+            draft = replace(draft, tags=(*draft.tags, *found))
     if not draft.event_at and kind != "code" and (named := date_in_name(path.name)) is not None:
         draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
     if not draft.title:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from memo.ingest.markdown_parse import front_matter
 from memo.stored import RecordDraft
+from memo.text.tags import tag_form
 from memo.text.when import event_date
 
 
@@ -46,7 +47,7 @@ def read_front_matter(text: str, stored_as: str = "imported") -> FrontMatter:
     when = event_date(value) if isinstance(value, str) and value else None
     notice = _date_notice(value, stored_as) if value and when is None else None  # "date:" alone: no date
     return FrontMatter(title=title if isinstance(title, str) and title else None,
-                       tags=tuple(dict.fromkeys(str(t).lstrip("#") for t in tags or () if str(t).strip("# "))),
+                       tags=tuple(dict.fromkeys(tag_form(str(t)) for t in tags or () if tag_form(str(t)))),
                        event_at=when, date_notice=notice)
 
 

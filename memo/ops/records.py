@@ -19,6 +19,7 @@ from memo.store.mentions import drop_record_mentions
 from memo.store.records import find_live_duplicate, get_record, insert_record, record_hash, utc_now
 from memo.stored import Record, RecordDraft
 from memo.text.limits import MAX_IDS, check_list
+from memo.text.tags import tag_form
 from memo.types import KINDS
 
 
@@ -71,7 +72,7 @@ def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tup
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    for tag in dict.fromkeys(t.strip() for t in flt.tags):     # stored stripped, as search reads them
+    for tag in dict.fromkeys(tag_form(t) for t in flt.tags):     # the form tags are stored in
         where.append("EXISTS (SELECT 1 FROM record_tags t WHERE t.record_id = r.id AND t.tag = ?)")
         params.append(tag)
     sql = ("SELECT r.*, (SELECT count(*) FROM passages p WHERE p.record_id = r.id) AS n_passages, "

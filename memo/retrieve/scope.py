@@ -24,6 +24,7 @@ from memo.retrieve.conn_cache import conn_cache
 from memo.store import kw_postings
 from memo.store.dialect import is_postgres
 from memo.text.folding import has_surrogates
+from memo.text.tags import tag_form
 from memo.text.when import date_only, period, stamp
 from memo.types import KINDS, Scope
 
@@ -145,7 +146,7 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
     if scope.version is not None:
         where.append("r.version = ?")
         params.append(_check_text("version", scope.version))
-    tags = tuple(dict.fromkeys(t.strip() for t in _texts("tag", scope.tags)))
+    tags = tuple(dict.fromkeys(tag_form(t) for t in _texts("tag", scope.tags)))
     if tags:
         # Every listed tag: count the record's tags among them.
         where.append(f"(SELECT COUNT(*) FROM record_tags t WHERE t.record_id = r.id"

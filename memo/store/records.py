@@ -26,6 +26,7 @@ from memo.stored import CURRENT, Passage, PassageDraft, Record, RecordDraft
 from memo.text.entities import EntityMention
 from memo.text.limits import MAX_BODY_CHARS, MAX_ENTITIES, MAX_TAGS, check_list
 from memo.text.namespaces import check_namespace
+from memo.text.tags import tag_form
 from memo.text.tokens import count_tokens
 from memo.text.when import stored_when
 from memo.types import KINDS
@@ -81,8 +82,8 @@ def validate_draft(draft: RecordDraft) -> None:
     check_namespace(draft.namespace)
     check_list("tags", draft.tags, MAX_TAGS)
     for tag in draft.tags:
-        if not tag.strip():
-            raise ValidationError("a tag is empty")
+        if not tag_form(tag):
+            raise ValidationError("a tag is empty" if not tag.strip() else f"tag {tag!r} is empty without its '#'")
     check_list("entities", explicit_entities(draft.meta), MAX_ENTITIES,
                hint=f"name at most {MAX_ENTITIES} entities (--entity, entities, meta.entities) per record; "
                     "names in the text are found without being listed")
@@ -243,7 +244,7 @@ def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> in
           r.superseded_at, float(d.trust), d.author, d.import_path, d.ext_id, r.content_hash, d.body,
           json.dumps(d.meta, sort_keys=True)) for r in records for d in (r.draft,)])
     conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
-                     [(r.id, t.strip()) for r in records for t in r.draft.tags])
+                     [(r.id, tag_form(t)) for r in records for t in r.draft.tags])
     first = int(conn.execute("SELECT ifnull(max(pk), 0) + 1 FROM passages").fetchone()[0])
     rows, terms, found = [], [], []
     pk = first
