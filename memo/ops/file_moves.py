@@ -1,5 +1,6 @@
 """Which records of an imported folder have lost their file, and the rule that makes a
-record follow its text when the file was renamed or moved inside the folder.
+record follow its text when the file was renamed or moved inside the folder, or the whole
+folder was moved.
 
 A record belongs to the folder when it was imported from a file under it: no external id
 (data set records and chat export conversations are addressed by id, not by file) and an
@@ -9,7 +10,8 @@ decisions here and by ``memo.ops.import_missing``'s report of deleted files).
 
 **Moved** (``memo.ops.store_batch.store_items`` and ``memo.ops.add.store_draft`` both ask
 ``Walked.gone``): a file of the walk whose text is that of a live record of the namespace
-whose file is gone is that file renamed or moved, so its draft becomes the record's new
+whose file is gone (the folder's, or one under another folder no longer on disk: the vault
+was moved to a new place) is that file renamed or moved, so its draft becomes the record's new
 version ('updated': the new import path and title, a code file's sections split anew from
 its new module name; facts citing its passages follow, ``memo.store.facts.carry_evidence``)
 instead of being skipped as a duplicate of a record that names a deleted file.  A record
@@ -47,11 +49,15 @@ class Walked:
         return cls(folder_prefix(root), seen)
 
     def gone(self, import_path: str | None, ext_id: str | None) -> bool:
-        """A record with this import path and external id is the folder's and its file is
-        gone: not listed, not on disk.  The disk check keeps records the walk skips on
+        """A record with this import path and external id came from a file that is gone:
+        the folder's, not listed and not on disk; or another folder's (an absolute path
+        outside this one), not on disk: the whole folder was moved or renamed, and its
+        files' records follow them here.  The disk check keeps records the walk skips on
         purpose (a file in a hidden folder imported on its own) and JSONL lines
         (``<file>.jsonl:<line>``) whose file is still there."""
-        if import_path is None or ext_id is not None or not import_path.startswith(self.prefix):
+        if import_path is None or ext_id is not None:
+            return False
+        if not import_path.startswith(self.prefix) and not os.path.isabs(import_path):
             return False
         if import_path in self.seen or os.path.lexists(import_path):
             return False

@@ -371,3 +371,28 @@ def test_prune_refuses_a_folder_that_lists_no_files(fresh_db, tmp_path):
     with pytest.raises(ValidationError, match="lists no files"):
         _imp(fresh_db, root, prune=True)
     assert all(ops.get(fresh_db, i).forgotten_at is None for i in ids)
+
+
+def test_a_moved_folder_takes_its_records_along(fresh_db, tmp_path):
+    """The vault moved to a new place: its files' records follow them (they were skipped as
+    duplicates, kept naming the old paths, and an edit then added a second live record)."""
+    old = _write(tmp_path / "old", {"hugo.md": "Hugo is my manager.\n", "garden.md": "Tomatoes need sun.\n"})
+    first = _imp(fresh_db, old)
+    new = old.rename(tmp_path / "new")
+    moved = _imp(fresh_db, new)
+    assert (moved.added, moved.updated, moved.skipped) == (0, 2, 0)
+    assert all(n.reason.startswith(f"moved from {_abs(tmp_path)}/old/") for n in moved.notices)
+    (new / "hugo.md").write_text("Hugo is my manager. He prefers Slack.\n")
+    edited = _imp(fresh_db, new, prune=True)
+    assert (edited.added, edited.updated) == (0, 1)
+    live = [r for r in ops.list_records(fresh_db, ops.ListFilter(limit=10))]
+    assert sorted(r.import_path for r in live) == [_abs(new / "garden.md"), _abs(new / "hugo.md")]
+    assert {r.id for r in live}.isdisjoint(first.record_ids)
+
+
+def test_a_copied_folder_moves_nothing(fresh_db, tmp_path):
+    old = _write(tmp_path / "old", {"hugo.md": "Hugo is my manager.\n"})
+    _imp(fresh_db, old)
+    copy = _write(tmp_path / "copy", {"hugo.md": "Hugo is my manager.\n"})
+    rep = _imp(fresh_db, copy)
+    assert (rep.added, rep.updated, rep.skipped, rep.notices) == (0, 0, 1, ())
