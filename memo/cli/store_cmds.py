@@ -199,6 +199,10 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                 "--workers", min=0, max=MAX_IMPORT_WORKERS,
                 help="Processes preparing records beside the one writing (0: none); default: one per core "
                      f"after the first, at most {MAX_WORKERS}, for inputs of {PARALLEL_MIN_ITEMS:,} records or more.")] = None,
+            exclude: Annotated[list[str] | None, typer.Option(
+                "--exclude", help="Folder import: leave out files and folders matching this pattern (repeat): "
+                                  "a name anywhere (Templates, '*.canvas') or a path from the folder "
+                                  "('Daily/2023-*').")] = None,
             prune: Annotated[bool, typer.Option(
                 "--prune", help="Folder import: forget the records of files deleted from the folder or emptied.")] = False,
             progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
@@ -215,7 +219,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                          source=source, library=library, version=version,
                          trust=1.0 if trust is None else trust, author=author, max_bytes=max_bytes,
                          batch_size=batch_size, root=root, prune=prune, encoding=encoding,
-                         workers=workers)
+                         workers=workers, exclude=tuple(exclude or ()))
     conn = open_db(db)
     with _progress_bar(progress and not as_json) as update:
         report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]

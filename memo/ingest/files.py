@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import fnmatch
 import os
 import re
 import stat
@@ -158,14 +159,26 @@ def _os_reason(exc: OSError) -> str:
     return f"cannot read: {exc.strerror or exc}"
 
 
+def excluded_by(rel: str, name: str, patterns: tuple[str, ...]) -> str | None:
+    """The first of ``patterns`` (``memo import --exclude``) that leaves out the file or folder
+    at ``rel`` (relative to the root, POSIX) named ``name``: a pattern without ``/`` matches a
+    name anywhere (``Templates``, ``*.canvas``), one with ``/`` the path from the root
+    (``Daily/2023-*``; a folder's match leaves out everything under it)."""
+    for pat in patterns:
+        if fnmatch.fnmatchcase(rel if "/" in pat else name, pat.strip("/")):
+            return pat
+    return None
+
+
 def list_files(root: Path, errors: list[tuple[str, str]] | None = None,
-               passed: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
+               passed: list[tuple[str, str]] | None = None, exclude: tuple[str, ...] = ()) -> list[tuple[Path, str]]:
     """(path, path relative to root) of every file, symlink or other non-folder entry,
     sorted; hidden files and folders and tool folders are passed over, each added to
     ``passed`` as (path relative to root, why) so the import lists it with the ignored
     files (a folder once, not its contents); symlinked directories are reported as files
     so the caller rejects (outside) or ignores (inside: avoids loops) them.
     A FIFO, socket or device is listed too (never opened here): ``read_file`` rejects it.
+    ``exclude``: files and folders ``excluded_by`` leaves out, passed over with the pattern.
 
     The walk is iterative.  A folder that is not walked is added to ``errors`` as
     (folder relative to root, reason) so a caller can tell an incomplete listing from
@@ -200,6 +213,9 @@ def list_files(root: Path, errors: list[tuple[str, str]] | None = None,
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
+            if exclude and (pat := excluded_by(path.relative_to(root).as_posix(), name, exclude)) is not None:
+                pass_over(path, f"excluded (--exclude {pat!r})")
+                continue
             if name.startswith("."):
                 pass_over(path, "hidden folder: not walked (import it by its own path to include it)" if is_dir
                           else "hidden file: not imported (import it by its own path to include it)")

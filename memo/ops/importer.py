@@ -103,6 +103,7 @@ class ImportOptions:
     encoding: str | None = None       # files: decode with this codec; None/'auto' = UTF-8, else detected
     workers: int | None = None        # processes preparing records beside the writer; None: by size and cores
     facts: bool = True                # False: records only (no LoCoMo observations / JSONL fact lines)
+    exclude: tuple[str, ...] = ()     # folder import: files and folders left out (memo.ingest.files.excluded_by)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +235,7 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
     if fmt == "files":
         errors: list[tuple[str, str]] = []
         passed: list[tuple[str, str]] = []
-        files = list_files(real, errors, passed)
+        files = list_files(real, errors, passed, opts.exclude)
         gen = (_read_one(p, rel, real, template, opts) for p, rel in files)
         walk = None
         if real.is_dir():

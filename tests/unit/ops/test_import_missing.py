@@ -396,3 +396,22 @@ def test_a_copied_folder_moves_nothing(fresh_db, tmp_path):
     copy = _write(tmp_path / "copy", {"hugo.md": "Hugo is my manager.\n"})
     rep = _imp(fresh_db, copy)
     assert (rep.added, rep.updated, rep.skipped, rep.notices) == (0, 0, 1, ())
+
+
+def test_excluded_files_and_folders_are_left_out_and_not_missing(fresh_db, tmp_path):
+    """``--exclude``: an Obsidian vault's Templates folder and canvas files (templates were
+    stored as notes titled ``{{title}}`` and ranked above the real ones, and a forgotten
+    template came back at the next import)."""
+    root = _write(tmp_path / "vault", {"Templates/meeting.md": "# {{title}}\n\n## Agenda\n",
+                                        "Notes/m.md": "We chose Postgres.\n", "Notes/board.canvas": "{}",
+                                        "Daily/2023-01-01.md": "Old day.\n", "Daily/2024-01-01.md": "New day.\n"})
+    rep = _imp(fresh_db, root, exclude=("Templates", "*.canvas", "Daily/2023-*"))
+    assert rep.added == 2
+    assert {(r.path, r.reason) for r in rep.ignored_files} >= {
+        ("Templates", "excluded (--exclude 'Templates')"),
+        ("Notes/board.canvas", "excluded (--exclude '*.canvas')"),
+        ("Daily/2023-01-01.md", "excluded (--exclude 'Daily/2023-*')")}
+    everything = _imp(fresh_db, root)                  # without it: the templates come in
+    assert everything.added == 2
+    again = _imp(fresh_db, root, exclude=("Templates",), prune=True)
+    assert (again.missing, again.pruned) == ((), 0)    # still on disk: not missing, not pruned
