@@ -95,6 +95,7 @@ SEARCH_FIELDS: tuple[SearchField, ...] = (
                 iso_time=True),
 )
 SCOPE_FIELDS: tuple[SearchField, ...] = tuple(f for f in SEARCH_FIELDS if f.scope)
+FIELD_HELP: dict[str, str] = {f.name: f.help for f in SEARCH_FIELDS}   # also ``memo list --from/--to``
 
 
 def scope_from(values: Mapping[str, object]) -> Scope:

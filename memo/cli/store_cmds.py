@@ -53,6 +53,7 @@ from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
 from memo.store.db import open_db
 from memo.stored import RecordDraft
+from memo.types import FIELD_HELP
 
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (a separate collection).")]
 KindOpt = Annotated[str | None, typer.Option("--kind", "-k", help="note, conversation, doc or code.")]
@@ -326,6 +327,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
           source: Annotated[list[str] | None, typer.Option("--source", help="Repeatable.")] = None,
           library: LibraryOpt = None, version: VersionOpt = None,
           tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Must carry every tag.")] = None,
+          date_from: Annotated[str | None, typer.Option("--from", help=FIELD_HELP["date_from"])] = None,
+          date_to: Annotated[str | None, typer.Option("--to", help=FIELD_HELP["date_to"])] = None,
           include_forgotten: Annotated[bool, typer.Option("--include-forgotten")] = False,
           include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
           limit: Annotated[int, typer.Option("--limit", help="At most this many records.")] = 50,
@@ -334,6 +337,7 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
     """List records, newest first (live ones unless --include-forgotten / --include-superseded)."""
     flt = ops.ListFilter(namespaces=tuple(namespace or ()), kinds=tuple(kind or ()), sources=tuple(source or ()),
                          library=library, version=version, tags=tuple(tag or ()),
+                         date_from=date_from, date_to=date_to,
                          include_forgotten=include_forgotten, include_superseded=include_superseded,
                          limit=limit, offset=offset)
     conn = open_db(db, write=False)

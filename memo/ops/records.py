@@ -12,6 +12,7 @@ from memo.ops.guard import store_errors
 from memo.ops.hand_edits import hand_edit_meta
 from memo.ops.paging import check_page
 from memo.ops.reports import ForgetReport, PurgeReport, RecordSummary, SupersedeReport
+from memo.retrieve.scope import date_range
 from memo.store.connect import write_tx
 from memo.store.derived import unindex_passages
 from memo.store.facts import facts_of_record, facts_without_live_evidence, purge_fact_rows
@@ -39,6 +40,8 @@ class ListFilter:
     library: str | None = None
     version: str | None = None
     tags: tuple[str, ...] = ()        # every listed tag
+    date_from: str | None = None      # a passage's event date (else the record's, else recorded) on or after
+    date_to: str | None = None        # ... on or before (a bare date: the whole day; a month, a year)
     include_forgotten: bool = False
     include_superseded: bool = False
     limit: int = 50
@@ -72,6 +75,10 @@ def list_records(conn: sqlite3.Connection, flt: ListFilter | None = None) -> tup
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
+    dates, bounds = date_range(flt.date_from, flt.date_to)      # as a search's --from / --to
+    if dates:
+        where.append(f"EXISTS (SELECT 1 FROM passages p WHERE p.record_id = r.id AND {' AND '.join(dates)})")
+        params.extend(bounds)
     for tag in dict.fromkeys(tag_form(t) for t in flt.tags):     # the form tags are stored in
         where.append("EXISTS (SELECT 1 FROM record_tags t WHERE t.record_id = r.id AND t.tag = ?)")
         params.append(tag)

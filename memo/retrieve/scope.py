@@ -73,6 +73,23 @@ FIRST_MOMENT = datetime.min.replace(tzinfo=UTC)
 LAST_MOMENT = datetime.max.replace(tzinfo=UTC)
 
 
+def date_range(date_from: str | None, date_to: str | None) -> tuple[list[str], list[str]]:
+    """The SQL conditions and parameters of ``--from`` / ``--to`` on a passage's event date
+    (else its record's, else when it was recorded): aliases ``p`` (passages) and ``r``
+    (records).  One reading for search scopes and ``memo list``; an empty range is an error."""
+    where: list[str] = []
+    params: list[str] = []
+    if date_from:
+        where.append(f"{_WHEN} >= ?")
+        params.append(_date_bound(date_from, end=False, field="from"))
+    if date_to:
+        where.append(f"{_WHEN} <= ?")
+        params.append(_date_bound(date_to, end=True, field="to"))
+    if date_from and date_to and params[0] > params[1]:
+        raise ValidationError(f"date range is empty: from {date_from} is after to {date_to}")
+    return where, params
+
+
 def _date_bound(text: str, *, end: bool, field: str) -> str:
     """A bound comparable with stored event_at strings (a date, or a UTC moment in
     ``memo.text.when``'s shape; older databases may hold other ISO shapes): compare on
@@ -152,14 +169,9 @@ def build_scope_sql(scope: Scope) -> ScopeSQL:
         where.append(f"(SELECT COUNT(*) FROM record_tags t WHERE t.record_id = r.id"
                      f" AND t.tag IN ({','.join('?' * len(tags))})) = ?")
         params += [*tags, len(tags)]
-    if scope.date_from:
-        where.append(f"{_WHEN} >= ?")
-        params.append(_date_bound(scope.date_from, end=False, field="from"))
-    if scope.date_to:
-        where.append(f"{_WHEN} <= ?")
-        params.append(_date_bound(scope.date_to, end=True, field="to"))
-    if scope.date_from and scope.date_to and params[-2] > params[-1]:
-        raise ValidationError(f"date range is empty: from {scope.date_from} is after to {scope.date_to}")
+    dates, bounds = date_range(scope.date_from, scope.date_to)
+    where += dates
+    params += bounds
     if scope.min_trust is not None:
         try:
             trust = float(scope.min_trust)

@@ -79,7 +79,7 @@ from memo.text.limits import (
     MAX_PAGE_ROWS,
     MAX_TAGS,
 )
-from memo.types import MODE_HELP, MODES, SEARCH_FIELDS, SearchField
+from memo.types import FIELD_HELP, MODE_HELP, MODES, SEARCH_FIELDS, SearchField
 
 log = logging.getLogger("memo.serve.mcp")     # one logger for the command, whichever module writes
 
@@ -773,6 +773,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         library: Annotated[OptStr, Field(description="Only this library.")] = None,
         version: Annotated[OptStr, Field(description="Only this library version.")] = None,
         tags: Tags = None,
+        date_from: Annotated[OptStr, Field(description=FIELD_HELP["date_from"])] = None,
+        date_to: Annotated[OptStr, Field(description=FIELD_HELP["date_to"])] = None,
         include_forgotten: bool = False, include_superseded: bool = False,
         limit: page_limit("Records") = 50,  # type: ignore[valid-type]
         offset: Annotated[int, Field(ge=0)] = 0,
@@ -782,7 +784,8 @@ def build_server(tools: MemoTools, *, backfill: bool = True, log_level: str = "W
         page, null when this page is the last."""
         return run_tool("memory_list", lambda: tools.list_records(
             namespaces=namespaces or (), kinds=kinds or (), sources=sources or (), library=library,
-            version=version, tags=tags or (), include_forgotten=include_forgotten,
+            version=version, tags=tags or (), date_from=date_from, date_to=date_to,
+            include_forgotten=include_forgotten,
             include_superseded=include_superseded, limit=limit, offset=offset), quoted=True)
 
     @tool("memory_supersede", ToolAnnotations(

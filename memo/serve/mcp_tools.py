@@ -263,12 +263,14 @@ class MemoTools:
 
     def list_records(self, *, namespaces: Sequence[str] = (), kinds: Sequence[str] = (), sources: Sequence[str] = (),
              library: str | None = None, version: str | None = None, tags: Sequence[str] = (),
+             date_from: str | None = None, date_to: str | None = None,
              include_forgotten: bool = False, include_superseded: bool = False,
              limit: int = 50, offset: int = 0) -> dict[str, Any]:
         preload()
         from memo import ops  # deferred: start-up (module docstring)
         flt = ops.ListFilter(namespaces=tuple(namespaces), kinds=tuple(kinds), sources=tuple(sources),
                              library=library, version=version, tags=tuple(tags),
+                             date_from=date_from, date_to=date_to,
                              include_forgotten=include_forgotten, include_superseded=include_superseded,
                              limit=limit, offset=offset)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 
-from tests.integration.test_mcp_stdio import doc, run_session
+from tests.integration.test_mcp_stdio import doc, error_line, run_session
 
 NOTES = ("The build cache lives in /var/cache/build-farm.", "Payroll runs on the last Friday of the month.",
          "The VPN gateway is vpn1.example.net.", "Printer PR-7 needs A4 paper only.",
@@ -56,5 +56,17 @@ def test_list_tools_say_when_more_rows_exist(tmp_path: Path) -> None:
         walked = await pages(s, "memory_fact_list", "facts", 1)
         assert [len(p) for p in walked] == [1, 1, 1]
         assert sorted(sum(walked, [])) == sorted(fids)
+
+    run_session(tmp_path, scenario)
+
+
+def test_memory_list_takes_a_date_range(tmp_path: Path) -> None:
+    async def scenario(s: ClientSession) -> None:
+        day = {d: doc(await s.call_tool("memory_add", {"text": f"Worked on the ingest service, day {d}.",
+                                                       "event_at": f"2024-03-0{d}"}))["record_id"] for d in (4, 5)}
+        got = doc(await s.call_tool("memory_list", {"date_from": "2024-03-05", "date_to": "2024-03-05"}))
+        assert [r["id"] for r in got["records"]] == [day[5]], got
+        bad = await s.call_tool("memory_list", {"date_from": "2024-03-06", "date_to": "2024-03-05"})
+        assert "date range is empty" in error_line(bad)
 
     run_session(tmp_path, scenario)
