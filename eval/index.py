@@ -22,7 +22,8 @@ Cache layout (``memo_eval.cache.cache_root()``: ``$MEMO_CACHE/eval`` if set, els
   build never leaves a half-built file under the final name (``memo eval cache --prune``
   deletes a dead build's temp files, and the indexes other code built: ``memo_eval.cache_files``).
 * Passage vectors are keyed by a hash of the exact texts the model embeds, so an index
-  rebuild (schema bump) reuses them: only a change of text or model re-embeds.
+  rebuild (schema bump) reuses them: only a change of text or model re-embeds, and then
+  only the texts no earlier cache file of the set holds (``memo_eval.vector_cache``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from memo.store.dialect import is_postgres
 from memo.store.facts import fact_hash, find_live_fact, insert_fact, resolve_evidence
 from memo.store.migrations import LATEST
 from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
+from memo_eval import vector_cache
 from memo_eval.cache import cache_root
 from memo_eval.datasets import EvalSet, fileset
 
@@ -287,9 +289,11 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
         if have >= len(rows):
             return {"model_id": spec.id, "source": "index", "vectors": have}
         h = hashlib.sha256(spec.id.encode())
-        for _, sec, txt in rows:
-            h.update(passage_text(sec, txt).encode("utf-8", "surrogatepass") + b"\x1e")
-        cache = (root or cache_root()) / "vectors" / f"{_safe(es_name)}-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
+        texts = [passage_text(sec, txt) for _, sec, txt in rows]
+        for t in texts:
+            h.update(t.encode("utf-8", "surrogatepass") + b"\x1e")
+        folder = (root or cache_root()) / "vectors"
+        cache = folder / f"{_safe(es_name)}-{_safe(spec.id)}-{h.hexdigest()[:16]}.npy"
         if not cache.exists():
             # The same passages under another data set's name (codesearch and codesearch-nl
             # share one corpus): the file is keyed by the texts, so its vectors are these.
@@ -303,7 +307,18 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
                     conn.execute("PRAGMA synchronous=OFF")
                 for s in range(0, len(pks), 4096):
                     write_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
+                vector_cache.save_keys(cache, vector_cache.text_keys(texts))
                 return {"model_id": spec.id, "source": "cache", "vectors": len(pks), "file": str(cache)}
+        # Text by text: rows whose text an earlier cache file of this set holds take its vector.
+        keys = vector_cache.text_keys(texts)
+        known = vector_cache.known_vectors(folder, _safe(es_name), _safe(spec.id), keys, spec.dimensions)
+        if known:
+            if not is_postgres(conn):
+                conn.execute("PRAGMA synchronous=OFF")
+            rows_known = sorted(known)
+            for s in range(0, len(rows_known), 4096):
+                part = rows_known[s:s + 4096]
+                write_vectors(conn, spec.id, [pks[i] for i in part], np.stack([known[i] for i in part]))
         report = backfill(conn, spec.id, progress=progress, on_progress=on_progress)
         if is_postgres(conn):   # embedded into the server; the .npy cache is written from SQLite runs
             return {"model_id": spec.id, "source": "embedded", "vectors": vector_count(conn, spec.id),
@@ -313,12 +328,9 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
         if [int(r[0]) for r in got] != pks:
             raise DatasetError(f"embedding left {len(pks) - len(got)} passages without a vector")
         vecs = np.frombuffer(b"".join(r[1] for r in got), dtype="<f4").reshape(len(got), spec.dimensions)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(cache.stem + f".tmp{os.getpid()}.npy")
-        np.save(tmp, vecs)
-        os.replace(tmp, cache)
+        vector_cache.save(cache, vecs, keys)
         return {"model_id": spec.id, "source": "embedded", "vectors": len(pks), "file": str(cache),
-                "seconds": report.seconds, "per_second": report.per_second}
+                "reused": len(known), "seconds": report.seconds, "per_second": report.per_second}
     finally:
         conn.close()
 
