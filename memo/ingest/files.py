@@ -255,12 +255,14 @@ def reads_front_matter(path: Path, kind: str) -> bool:
 
 def _title(text: str, path: Path, kind: str, front: bool) -> str:
     """A title for a file whose front matter (``front``: read) names none: a markdown
-    text's first heading, else the file's name."""
+    text's first heading, else the file's name; a markdown file's without its extension
+    (a note is known by its name: "Marta Nowak", not "Marta Nowak.md", as Obsidian shows it)."""
     if front:
         _, text = front_matter(text)
+    name = path.stem if path.suffix.lower() in MARKDOWN_EXTENSIONS and path.stem else path.name
     if kind != "code" and looks_like_markdown(text):
-        return first_heading(text) or path.name
-    return path.name
+        return first_heading(text) or name
+    return name
 
 
 # A file named by its date: Obsidian's daily notes ("2024-03-05.md"), Jekyll's posts

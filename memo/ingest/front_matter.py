@@ -7,8 +7,9 @@ block is parsed by ``memo.ingest.markdown_parse.front_matter`` and never indexed
 the splitters drop it (``split_markdown``, ``split_conversation``).
 
 * ``title``: the record's title, unless the caller gave one;
-* ``date``: the event date (``memo.text.when.event_date``: ISO 8601, or the month by
-  name), unless the caller gave one; a date memo cannot read is a notice for the caller's
+* ``date`` (else ``created``, as Obsidian writes it): the event date
+  (``memo.text.when.event_date``: ISO 8601, or the month by name; a link to a daily note,
+  ``"[[2024-03-05]]"``, is its date), unless the caller gave one; a date memo cannot read is a notice for the caller's
   report, not an error: the text is stored, without an event date;
 * ``tags``: a list or words, after the caller's tags (a leading ``#`` dropped).
 """
@@ -43,9 +44,10 @@ def read_front_matter(text: str, stored_as: str = "imported") -> FrontMatter:
     tags = meta.get("tags")
     if isinstance(tags, str):
         tags = [t for t in tags.replace(",", " ").split() if t]
-    value = meta.get("date")
+    key = "date" if meta.get("date") else "created"    # Obsidian's notes often carry only when they were created
+    value = _linked(meta.get(key))
     when = event_date(value) if isinstance(value, str) and value else None
-    notice = _date_notice(value, stored_as) if value and when is None else None  # "date:" alone: no date
+    notice = _date_notice(value, stored_as, key) if value and when is None else None  # "date:" alone: no date
     return FrontMatter(title=title if isinstance(title, str) and title else None,
                        tags=tuple(dict.fromkeys(tag_form(str(t)) for t in tags or () if tag_form(str(t)))),
                        event_at=when, date_notice=notice)
@@ -69,10 +71,25 @@ def with_front_matter(draft: RecordDraft, fm: FrontMatter | None = None,
     return replace(draft, **fields), (fm.date_notice,) if fm.date_notice else ()  # type: ignore[arg-type]
 
 
-def _date_notice(value: str | list[str], stored_as: str) -> str:
+def _linked(value: object) -> object:
+    """A date written as a link to its daily note (``date: "[[2024-03-05]]"``; unquoted, YAML
+    reads ``[[2024-03-05]]`` as a list holding ``'[2024-03-05]'``) as the date it links to."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+    if isinstance(value, str):
+        stripped = value.strip()
+        while stripped.startswith("[") and stripped.endswith("]"):
+            stripped = stripped[1:-1].strip()
+        return stripped.split("|", 1)[0].strip()       # [[2024-03-05|Tuesday]]
+    return value
+
+
+def _date_notice(value: str | list[str], stored_as: str, key: str = "date") -> str:
     """What the report says of a front matter date memo cannot read."""
     shown = ", ".join(value) if isinstance(value, list) else value
     what = "file was imported" if stored_as == "imported" else f"text was {stored_as}"
-    return (f"front matter 'date' value {shown[:80]!r} is not a date memo reads, so the {what} "
+    return (f"front matter {key!r} value {shown[:80]!r} is not a date memo reads, so the {what} "
             "without an event date; write an ISO 8601 date or date-time (2024-03-03, 2024-03-03T14:30:00Z) "
             "or the month by name (March 3, 2024 or 3 March 2024)")

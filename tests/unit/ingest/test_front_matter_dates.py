@@ -56,3 +56,17 @@ def test_no_notice_without_a_date_or_when_the_caller_gives_the_date(tmp_path: Pa
 def test_front_matter_dates_only_in_markdown(tmp_path: Path):
     item = _item(tmp_path, "date: someday", name="n.txt")
     assert item.notices == () and item.draft.event_at is None
+
+
+def test_obsidian_dates_linked_or_created() -> None:
+    """A date written as a link to its daily note, or only as ``created:``, dates the note
+    (both were left undated; the unquoted link was misquoted in the notice as '[2024-03-05]')."""
+    from memo.ingest.front_matter import read_front_matter
+
+    for block in ("date: [[2024-03-05]]", 'date: "[[2024-03-05]]"', 'date: "[[2024-03-05|Tuesday]]"',
+                  "created: 2024-03-05", "created: 2024-03-05\ndate: 2024-03-05"):
+        fm = read_front_matter(f"---\n{block}\n---\ntext\n")
+        assert (fm.event_at, fm.date_notice) == ("2024-03-05", None), block
+    assert read_front_matter("---\ndate: 2024-01-01\ncreated: 2023-01-01\n---\nx\n").event_at == "2024-01-01"
+    bad = read_front_matter("---\ncreated: someday\n---\nx\n")
+    assert bad.event_at is None and bad.date_notice.startswith("front matter 'created' value 'someday'")

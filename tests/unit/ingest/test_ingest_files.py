@@ -127,3 +127,14 @@ def test_a_note_of_front_matter_alone_is_ignored_not_rejected(tmp_path: Path):
     held = items["placeholder.md"]
     assert held.ignored and held.empty and held.why_ignored == "only front matter (no text to import)"
     assert items["real.md"].draft.body.endswith("A real note.\n")
+
+
+def test_a_markdown_note_without_a_heading_is_titled_by_its_name(tmp_path: Path):
+    """Obsidian shows "Marta Nowak", not "Marta Nowak.md"; other files keep their extension."""
+    (tmp_path / "Marta Nowak.md").write_text("Frontend engineer.\n")
+    (tmp_path / "notes.txt").write_text("Plain text.\n")
+    (tmp_path / "Headed.md").write_text("# The heading\n\nText.\n")
+    items = _items(tmp_path)
+    assert items["Marta Nowak.md"].draft.title == "Marta Nowak"
+    assert items["notes.txt"].draft.title == "notes.txt"
+    assert items["Headed.md"].draft.title == "The heading"
