@@ -3,7 +3,9 @@
 Two rules, in this order:
 
 1. **Weak semantic candidate** (seed section 5): a candidate whose ONLY evidence is a
-   semantic similarity below the model's ``semantic_floor`` is dropped.  A fact arm vote
+   semantic similarity below the model's ``semantic_floor`` is dropped.  A candidate dated
+   in a period the query names (``memo.retrieve.dated``: the extra ``dates``) has that date
+   as evidence too, and stays.  A fact arm vote
    counts as semantic evidence only when every voting fact was matched by meaning alone:
    then it is weak when each of those cosines is below the floor.  With no bands for the
    model (unknown model id), nothing is dropped.  Why: a nearest neighbour always exists,
@@ -53,8 +55,11 @@ from typing import Any
 from memo.retrieve.arms import ARMS
 from memo.retrieve.arms import weigh as registered_weigh
 from memo.retrieve.arms.base import VoteEvidence
+from memo.retrieve.dated import RESCORER as _DATES_RESCORER
 from memo.retrieve.evidence import KeywordEvidence
 from memo.retrieve.types import Candidate
+
+DATES = _DATES_RESCORER.name
 
 # (passage pks with a keyword vote, fact ids with a keyword vote) -> (passage evidence,
 # fact evidence); called at most once per search, only when rule 2 needs it.
@@ -77,6 +82,7 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
         except KeyError:
             pass
         else:
+            keeps = [keep or _dated_then(c) for c, keep in zip(ranked, keeps, strict=True)]
             return ([c for c, keep in zip(ranked, keeps, strict=True) if keep],
                     [c.pk for c, keep in zip(ranked, keeps, strict=True) if not keep])
     floor = semantic_floor
@@ -108,13 +114,21 @@ def abstain(ranked: Sequence[Candidate], semantic_floor: float | None,
             if not weak:
                 keep = True
                 break
-        if keep:
+        if known is not None:
+            known[c.pk] = keep      # the arms' verdict: the factors may differ in the next run
+        if keep or _dated_then(c):
             kept.append(c)
         else:
             dropped.append(c.pk)
-        if known is not None:
-            known[c.pk] = keep
     return kept, dropped
+
+
+def _dated_then(c: Candidate) -> bool:
+    """The candidate is dated in a period the query names (the dates rescorer lifted it):
+    evidence beside its similarity.  "What did I do on March 5 2024?" shares no word and
+    little meaning with "Worked on the ingest service", yet that day's notes are its answer:
+    every one was dropped as weakly similar, and the search said "not in the knowledge base"."""
+    return c.factor(DATES) > 1.0
 
 
 # Arms whose declared evidence (``Arm.evidence``) holds no similarity: their votes are never

@@ -5,7 +5,14 @@ the date is the question's sharpest filter, yet a conversation turn or a note ra
 repeats its own date, so neither arm can use it.  The passage's date is the one recency
 uses (``Meta.when``: the passage's event_at, else its record's, else recorded_at); only
 kinds whose dates mean something are considered: ``recency.aging_kinds`` (note,
-conversation), the same definition recency uses.  Documents and code are never boosted.
+conversation), the same definition recency uses, and a passage of another kind that has an
+event date of its own (``Meta.dated``: a meeting note or a daily note imported from a
+markdown folder is a ``doc`` with a front matter date or a dated file name).  Undated
+documents and code are never boosted.
+
+A candidate lifted here has its date as evidence: abstention's rule 1 keeps it however weak
+its similarity (``memo.retrieve.abstention``): "what did I do on March 5 2024?" is answered
+by that day's notes, whatever they say.
 
 Rules (pure; the periods come from ``memo.text.periods.query_periods``):
 
@@ -48,7 +55,7 @@ class Dates:
         dated = 0
         for c in cands:
             m = inp.meta.get(c.pk)
-            if m is None or m.kind not in kinds:
+            if m is None or (m.kind not in kinds and not m.dated):
                 continue
             dated += 1
             if m.when in label_of:

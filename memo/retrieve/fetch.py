@@ -55,7 +55,8 @@ class PassageRow(NamedTuple):
 
 _META_SQL = (
     "SELECT p.pk, r.kind, r.namespace, r.source, p.tokens,"
-    " COALESCE(p.event_at, r.event_at, r.recorded_at), p.speaker, p.section, p.record_id"
+    " COALESCE(p.event_at, r.event_at, r.recorded_at), p.speaker, p.section, p.record_id,"
+    " (p.event_at IS NOT NULL OR r.event_at IS NOT NULL)"
     " FROM passages p JOIN records r ON r.id = p.record_id"
     " WHERE p.pk IN (SELECT value FROM json_each(?))")
 

@@ -104,6 +104,7 @@ class Meta(NamedTuple):
     speaker: str | None = None  # who said it (a conversation turn's speaker)
     section: str = ""           # section path (headings joined by " > "; a code symbol's qualified name)
     record: str = ""            # its record's id (stage 4e: passages of one record share a context)
+    dated: bool = False         # the passage or its record has an event date (``when`` is not recorded_at)
 
 
 @dataclass(frozen=True, slots=True)
