@@ -17,7 +17,9 @@ text a person wrote in one language:
   the euro sign...), and no such symbol sits inside a word ("za¿ó³æ" is Polish read as
   cp1252);
 * the accented letters are few among the letters (at most ``MAX_ACCENTED_SHARE``):
-  Cyrillic, Greek or CJK bytes read as Latin give words made of accented letters only;
+  Cyrillic, Greek or CJK bytes read as Latin give words made of accented letters only; in a
+  text of fewer than ``SHORT_LETTERS`` letters (a name alone: "Łódź") the share says nothing,
+  and one alphabet must hold every accented letter instead;
 * no accented capital follows a small letter inside a word ("cafŽ" is Mac Roman read as
   cp1252);
 * one language's alphabet (``ALPHABETS``) holds its accented letters: the share of them
@@ -84,6 +86,7 @@ _ASCII_LETTER_BYTES = bytes(range(65, 91)) + bytes(range(97, 123))
 
 MAX_ACCENTED_SHARE = 0.5    # of a reading's letters: the Latin languages above stay under ~0.1 (a word alone, "été", may not); a non-Latin script read as Latin nears 1
 MIN_COVERAGE = 0.95         # of a reading's accented letters, held by one language's alphabet
+SHORT_LETTERS = 12          # a text of fewer letters ("Łódź", "Zażółć") is judged by its alphabet alone
 
 
 def latin_reading(data: bytes) -> str | None:
@@ -140,9 +143,13 @@ def _score(words: Iterable[tuple[str, int]], ascii_letters: int) -> float | None
     accented = sum(counts.values())
     if not accented:
         return 1.0
+    held = max(sum(n for c, n in counts.items() if c in alphabet) for alphabet in ALPHABETS.values())
+    if accented + ascii_letters < SHORT_LETTERS:
+        # A word or two: their share of accented letters says nothing ("Łódź" is 3 of 4), so one
+        # alphabet must hold every one of them; Cyrillic read as Latin ("Ìîñêâà") fits none.
+        return 1.0 if held == accented else None
     if accented > MAX_ACCENTED_SHARE * (accented + ascii_letters):
         return None
-    held = max(sum(n for c, n in counts.items() if c in alphabet) for alphabet in ALPHABETS.values())
     return held / accented
 
 
