@@ -447,6 +447,9 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
             draft = replace(draft, tags=(*draft.tags, *found))
     if not draft.event_at and kind != "code" and (named := date_in_name(path.name)) is not None:
         draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
+        # The front matter's unreadable date left the file dated by its name, not undated.
+        notices = tuple(n.replace("so the file was imported without an event date",
+                                  f"so the file is dated by its name ({named})") for n in notices)
     if not draft.title:
         draft = replace(draft, title=_title(text, path, kind, front))
     return FileItem(rel, draft=draft, notices=notices)

@@ -42,3 +42,11 @@ def test_a_daily_note_is_dated_by_its_name(tmp_path: Path) -> None:
     assert items["2024-03-06.md"].draft.event_at == "2024-01-01"
     assert "event_at_source" not in items["2024-03-06.md"].draft.meta
     assert items["2024-03-07.py"].draft.event_at is None          # code is not dated by its name
+
+
+def test_an_unreadable_front_matter_date_says_the_name_dates_the_file(tmp_path: Path) -> None:
+    (tmp_path / "2024-03-14.md").write_text("---\ndate: 13/03/2024\n---\nA note.\n")
+    item = _items(tmp_path)["2024-03-14.md"]
+    assert item.draft.event_at == "2024-03-14"
+    (notice,) = item.notices
+    assert "'13/03/2024' is not a date memo reads, so the file is dated by its name (2024-03-14)" in notice
