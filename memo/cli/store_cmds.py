@@ -348,7 +348,8 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
     for r in rows:
         states = states_of(r.superseded_at, r.forgotten_at)
         state = f" [{states}]" if states else ""
-        echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}  ({r.passages} passages)")
+        dated = f"  dated {r.event_at}" if r.event_at and r.event_at not in (r.title or "") else ""
+        echo(f"{r.id}  {r.namespace}/{r.kind}  {r.title or ''}{state}{dated}  ({r.passages} passages)")
     if next_offset is not None:
         echo(f"-- records {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "
              f"for the next page, or a larger --limit")

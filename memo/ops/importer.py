@@ -398,6 +398,16 @@ def _walk(items: Iterator[FileItem], real: Path, base: Path, batcher: _Batcher, 
     return done
 
 
+def _unused_excludes(patterns: tuple[str, ...], passed: list[Rejection]) -> list[Rejection]:
+    """A notice per ``--exclude`` pattern that left out nothing: a typo (``templates`` for
+    ``Templates``, ``./Templates``) left the files in without a word."""
+    used = {r.reason for r in passed}
+    return [Rejection(f"--exclude {pat}", "matched no file or folder, so nothing was left out by it (a pattern "
+                      "matches names case-sensitively, a pattern with '/' the path from the imported folder: "
+                      "'Daily/2023-*')")
+            for pat in dict.fromkeys(patterns) if f"excluded (--exclude {pat!r})" not in used]
+
+
 def _workers(opts: ImportOptions, total: int | None) -> int:
     """Processes preparing records beside this one: none for a small or uncounted input
     (a worker's start, ~0.5 s of imports, would cost more than it saves) unless asked."""
@@ -434,7 +444,7 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     nul_ok = storable_nul(conn)
     rejected: list[Rejection] = list(walk.errors) if walk else []
     ignored: list[Rejection] = list(walk.passed) if walk else []
-    notices: list[Rejection] = []
+    notices: list[Rejection] = _unused_excludes(opts.exclude, ignored) if walk else []
     emptied: set[str] = set()
     try:
         read = _walk(items, real, base, batcher, nul_ok, rejected, ignored, notices, emptied, total, progress,

@@ -71,3 +71,16 @@ def test_a_period_with_no_memory_is_said(tmp_path: Path):
     assert "note: the query names 2023-05; none of the" in res.stderr and "results come from other dates" in res.stderr
     doc = json.loads(_run("search", "What did Caroline paint in July 2023?", "--mode", "keyword", "--db", db, "--json"))
     assert not any("other dates" in n for n in doc["trace"]["notes"])       # July holds them: nothing to say
+
+
+def test_list_shows_a_records_date_unless_its_title_does(tmp_path: Path):
+    """``memo list`` printed the title alone: a daily note titled 2024-03-06 but dated
+    2024-02-20 by its front matter was listed under --from 2024-02 with nothing saying why."""
+    db = str(tmp_path / "m.db")
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "2024-03-05.md").write_text("Fixed the garden hose.\n")
+    (tmp_path / "v" / "2024-03-06.md").write_text("---\ndate: 2024-02-20\n---\nCalled the plumber.\n")
+    _run("import", str(tmp_path / "v"), "--db", db, "--no-embed")
+    lines = _run("list", "--db", db).splitlines()
+    assert any("2024-03-06  dated 2024-02-20  (1 passages)" in line for line in lines), lines
+    assert any(line.endswith("2024-03-05  (1 passages)") for line in lines), lines

@@ -415,3 +415,11 @@ def test_excluded_files_and_folders_are_left_out_and_not_missing(fresh_db, tmp_p
     assert everything.added == 2
     again = _imp(fresh_db, root, exclude=("Templates",), prune=True)
     assert (again.missing, again.pruned) == ((), 0)    # still on disk: not missing, not pruned
+
+
+def test_an_exclude_pattern_that_matches_nothing_says_so(fresh_db, tmp_path):
+    root = _write(tmp_path / "vault", {"Templates/meeting.md": "# {{title}}\n\nAgenda\n", "a.md": "A note.\n"})
+    rep = _imp(fresh_db, root, exclude=("templates", "Templates"))
+    assert rep.added == 1
+    assert [(n.path, n.reason.split(",")[0]) for n in rep.notices] == [
+        ("--exclude templates", "matched no file or folder")]
