@@ -120,7 +120,7 @@ KEYS: tuple[Key, ...] = (
     Key("recency.aging_kinds", "kinds", "kinds whose passages age (and may be dated by a query)"),
     Key("speaker.boost", "float", "a passage whose speaker the query names scores x (1 + boost); 0 = off",
         0.0, 100.0, extra="speaker"),
-    Key("dates.boost", "float", "a note or turn dated in a period the query names scores x (1 + boost); 0 = off",
+    Key("dates.boost", "float", "a note, a turn or a dated document in a period the query names scores x (1 + boost), and its date keeps it against abstention rule 1; 0 = off",
         0.0, 100.0, extra="dates"),
     Key("dates.window_days", "int", "a named day also covers this many days before and after", 0, 366,
         extra="dates"),
