@@ -307,7 +307,8 @@ def ensure_passage_vectors(db_path: Path, es_name: str, model_id: str | None = N
                     conn.execute("PRAGMA synchronous=OFF")
                 for s in range(0, len(pks), 4096):
                     write_vectors(conn, spec.id, pks[s:s + 4096], vecs[s:s + 4096])
-                vector_cache.save_keys(cache, vector_cache.text_keys(texts))
+                if not vector_cache.keys_path(cache).exists():     # a file written before sidecars
+                    vector_cache.save_keys(cache, vector_cache.text_keys(texts))
                 return {"model_id": spec.id, "source": "cache", "vectors": len(pks), "file": str(cache)}
         # Text by text: rows whose text an earlier cache file of this set holds take its vector.
         keys = vector_cache.text_keys(texts)

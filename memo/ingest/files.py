@@ -159,6 +159,11 @@ def _os_reason(exc: OSError) -> str:
     return f"cannot read: {exc.strerror or exc}"
 
 
+def excluded_reason(pattern: str) -> str:
+    """Why a file or folder ``pattern`` left out is listed with the ignored ones."""
+    return f"excluded (--exclude {pattern!r})"
+
+
 def excluded_by(rel: str, name: str, patterns: tuple[str, ...]) -> str | None:
     """The first of ``patterns`` (``memo import --exclude``) that leaves out the file or folder
     at ``rel`` (relative to the root, POSIX) named ``name``: a pattern without ``/`` matches a
@@ -214,7 +219,7 @@ def list_files(root: Path, errors: list[tuple[str, str]] | None = None,
             except OSError:
                 is_dir = False
             if exclude and (pat := excluded_by(path.relative_to(root).as_posix(), name, exclude)) is not None:
-                pass_over(path, f"excluded (--exclude {pat!r})")
+                pass_over(path, excluded_reason(pat))
                 continue
             if name.startswith("."):
                 pass_over(path, "hidden folder: not walked (import it by its own path to include it)" if is_dir
@@ -437,19 +442,17 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     mended = str(provenance.get("encoding_source", "")) if provenance.get("encoding") == "utf-8" else ""
     if mended:
         notices = (f"not valid UTF-8 in places: {mended}; the rest of the text is imported as written",)
+    named = date_in_name(path.name) if kind != "code" and not draft.event_at else None
     if front:                       # the caller's title and date win, its tags come first
-        draft, front_notices = with_front_matter(draft)
+        draft, front_notices = with_front_matter(draft, dated_by=f"its name ({named})" if named else None)
         notices += front_notices
     if path.suffix.lower() in MARKDOWN_EXTENSIONS and kind != "code":    # Obsidian's #tags in the text
         room = MAX_TAGS - len(draft.tags)
         found = [t for t in inline_tags(text) if t not in draft.tags][:max(0, room)]
         if found:
             draft = replace(draft, tags=(*draft.tags, *found))
-    if not draft.event_at and kind != "code" and (named := date_in_name(path.name)) is not None:
+    if named and not draft.event_at:
         draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
-        # The front matter's unreadable date left the file dated by its name, not undated.
-        notices = tuple(n.replace("so the file was imported without an event date",
-                                  f"so the file is dated by its name ({named})") for n in notices)
     if not draft.title:
         draft = replace(draft, title=_title(text, path, kind, front))
     return FileItem(rel, draft=draft, notices=notices)

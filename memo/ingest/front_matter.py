@@ -34,9 +34,10 @@ class FrontMatter:
     date_notice: str | None = None    # the 'date' memo could not read, said for the report
 
 
-def read_front_matter(text: str, stored_as: str = "imported") -> FrontMatter:
+def read_front_matter(text: str, stored_as: str = "imported", dated_by: str | None = None) -> FrontMatter:
     """The record fields ``text``'s front matter gives; ``stored_as`` is the verb the
-    notice of an unreadable date uses ("the file was imported without an event date")."""
+    notice of an unreadable date uses ("the file was imported without an event date");
+    ``dated_by``: what dates the text instead ("its name (2024-03-14)"), for that notice."""
     meta, _ = front_matter(text)
     if not meta:
         return FrontMatter()
@@ -47,18 +48,18 @@ def read_front_matter(text: str, stored_as: str = "imported") -> FrontMatter:
     key = "date" if meta.get("date") else "created"    # Obsidian's notes often carry only when they were created
     value = _linked(meta.get(key))
     when = event_date(value) if isinstance(value, str) and value else None
-    notice = _date_notice(value, stored_as, key) if value and when is None else None  # "date:" alone: no date
+    notice = _date_notice(value, stored_as, key, dated_by) if value and when is None else None  # "date:" alone: no date
     return FrontMatter(title=title if isinstance(title, str) and title else None,
                        tags=tuple(dict.fromkeys(tag_form(str(t)) for t in tags or () if tag_form(str(t)))),
                        event_at=when, date_notice=notice)
 
 
-def with_front_matter(draft: RecordDraft, fm: FrontMatter | None = None,
-                      stored_as: str = "imported") -> tuple[RecordDraft, tuple[str, ...]]:
+def with_front_matter(draft: RecordDraft, fm: FrontMatter | None = None, stored_as: str = "imported",
+                      dated_by: str | None = None) -> tuple[RecordDraft, tuple[str, ...]]:
     """``draft`` with its body's front matter applied (``fm``, else read from the body):
     the caller's title and date win, its tags come first.  Returns the notices for the
     report (none when the caller gave the date: the front matter's is not used)."""
-    fm = fm if fm is not None else read_front_matter(draft.body, stored_as)
+    fm = fm if fm is not None else read_front_matter(draft.body, stored_as, dated_by)
     fields: dict[str, object] = {}
     if fm.title and not draft.title:
         fields["title"] = fm.title
@@ -86,10 +87,10 @@ def _linked(value: object) -> object:
     return value
 
 
-def _date_notice(value: str | list[str], stored_as: str, key: str = "date") -> str:
+def _date_notice(value: str | list[str], stored_as: str, key: str = "date", dated_by: str | None = None) -> str:
     """What the report says of a front matter date memo cannot read."""
     shown = ", ".join(value) if isinstance(value, list) else value
     what = "file was imported" if stored_as == "imported" else f"text was {stored_as}"
-    return (f"front matter {key!r} value {shown[:80]!r} is not a date memo reads, so the {what} "
-            "without an event date; write an ISO 8601 date or date-time (2024-03-03, 2024-03-03T14:30:00Z) "
+    outcome = f"the file is dated by {dated_by}" if dated_by else f"the {what} without an event date"
+    return (f"front matter {key!r} value {shown[:80]!r} is not a date memo reads, so {outcome}; write an ISO 8601 date or date-time (2024-03-03, 2024-03-03T14:30:00Z) "
             "or the month by name (March 3, 2024 or 3 March 2024)")

@@ -142,7 +142,8 @@ def judge(new: Messages, best: LiveVersion, old: Messages, others: Sequence[Live
                                     f"`memo forget {best.id}` and import it again")
 
 
-def _meta(value: object) -> dict[str, object] | None:
+def meta_of(value: object) -> dict[str, object] | None:
+    """A record's ``meta`` as a dict (SQLite gives JSON text, PostgreSQL a dict); None when it is not one."""
     if isinstance(value, dict):
         return value
     try:
@@ -178,7 +179,7 @@ class LiveConversations:
         for ns, _, rid, path, ext, chash, kind, meta in rows:
             # The same ext_id on a record that is no chat conversation (a JSONL line's id)
             # is not this conversation.
-            if ext is not None and conversation_key(kind, ext, _meta(meta)) == ext:
+            if ext is not None and conversation_key(kind, ext, meta_of(meta)) == ext:
                 self.live.setdefault((ns, ext), []).append(LiveVersion(rid, path, chash))
         self.messages: dict[str, Messages] = {}
 

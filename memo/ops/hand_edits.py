@@ -15,8 +15,9 @@ import of its file
 
 from __future__ import annotations
 
-import json
 import sqlite3
+
+from memo.ops.chat_versions import meta_of
 
 # The meta key and value of a version written by hand over a record imported from a file.
 HAND_EDIT_KEY = "written_by"
@@ -32,18 +33,8 @@ def hand_edit_meta(meta: dict[str, object], import_path: str | None) -> dict[str
     return {**meta, HAND_EDIT_KEY: HAND_EDIT}
 
 
-def _meta(value: object) -> dict[str, object]:
-    if isinstance(value, dict):
-        return value
-    try:
-        loaded = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
 def _is_hand_edit(meta: object) -> bool:
-    return _meta(meta).get(HAND_EDIT_KEY) == HAND_EDIT
+    return (meta_of(meta) or {}).get(HAND_EDIT_KEY) == HAND_EDIT
 
 
 def imported_before(conn: sqlite3.Connection, record_id: str) -> tuple[str, str] | None:

@@ -54,6 +54,7 @@ from memo.ingest.files import (
     DEFAULT_MAX_BYTES,
     FileItem,
     check_encoding,
+    excluded_reason,
     inside,
     is_valid_name,
     list_files,
@@ -405,7 +406,7 @@ def _unused_excludes(patterns: tuple[str, ...], passed: list[Rejection]) -> list
     return [Rejection(f"--exclude {pat}", "matched no file or folder, so nothing was left out by it (a pattern "
                       "matches names case-sensitively, a pattern with '/' the path from the imported folder: "
                       "'Daily/2023-*')")
-            for pat in dict.fromkeys(patterns) if f"excluded (--exclude {pat!r})" not in used]
+            for pat in dict.fromkeys(patterns) if excluded_reason(pat) not in used]
 
 
 def _workers(opts: ImportOptions, total: int | None) -> int:

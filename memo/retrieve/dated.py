@@ -71,7 +71,7 @@ class Dates:
             # "What did Caroline do in May 2023?" over turns of July only: the results come
             # from other dates, and nothing said so.
             note = (f"the query names {', '.join(labels)}; none of the {dated} dated candidates "
-                    f"({', '.join(kinds)}) is dated then: the results come from other dates")
+                    "is dated then: the results come from other dates")
         return Rescored(given, labels, note)
 
 
