@@ -18,7 +18,8 @@ from memo import dc_code_cache as _dc_code_cache  # noqa: E402
 
 _dc_code_cache.install()
 
-__version__ = "0.1.0"
+from memo.version import __version__  # noqa: E402
+
 __all__ = ["search", "__version__"]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 # The order is `memo --help`'s: typer lists commands, then groups; the plugin slots come last.
 # Lazy for start-up cost only (the modules import each other freely; no cycle is hidden here).
 COMMAND_MODULES: dict[str, str] = {
-    **dict.fromkeys(("add", "import", "get", "list", "supersede", "forget", "purge", "stats", "reindex",
+    **dict.fromkeys(("add", "import", "export", "get", "list", "supersede", "forget", "purge", "stats", "reindex",
                      "backup", "restore"), "store_cmds"),
     "search": "search_cmds",
     "backfill": "embed_cmds",

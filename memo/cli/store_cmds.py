@@ -1,4 +1,4 @@
-"""Store commands: add, import, get, list, supersede, forget, purge, stats, reindex, backup, restore.
+"""Store commands: add, import, export, get, list, supersede, forget, purge, stats, reindex, backup, restore.
 
 Each command parses its options, calls one function of ``memo.ops`` and prints the
 returned report (``--json``: one JSON document, schemas in docs/cli-json.md).
@@ -39,6 +39,7 @@ from memo.cli.common import (
 from memo.errors import ImportRejected, ValidationError
 from memo.ingest.files import DEFAULT_MAX_BYTES
 from memo.ops.after_commit import embed_pending, import_vectors, pending_elsewhere
+from memo.ops.export import export_db
 from memo.ops.importer import (
     BATCH_CHARS,
     DEFAULT_BATCH,
@@ -146,7 +147,9 @@ PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is 
 
 
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[object]:
+def _progress_bar(enabled: bool, label: str = "importing") -> Iterator[object]:
+    """A bar on stderr (a terminal), plain lines (a log), or nothing; ``update(p)`` takes
+    anything with ``done``, ``total`` and ``current`` (an import's or an export's progress)."""
     if not enabled:
         yield None
         return
@@ -155,13 +158,13 @@ def _progress_bar(enabled: bool) -> Iterator[object]:
         # plain line every PLAIN_PROGRESS_EVERY seconds of a long import instead.
         start = last = time.monotonic()
 
-        def line(p: ImportProgress) -> None:
+        def line(p: ImportProgress) -> None:  # or an ExportProgress
             nonlocal last
             now = time.monotonic()
             if now - last >= PLAIN_PROGRESS_EVERY:
                 last = now
                 total = f"/{p.total:,}" if p.total else ""
-                echo(f"importing: {p.done:,}{total} after {now - start:.0f} s ({p.current[-60:]})", err=True)
+                echo(f"{label}: {p.done:,}{total} after {now - start:.0f} s ({p.current[-60:]})", err=True)
 
         yield line
         return
@@ -170,7 +173,7 @@ def _progress_bar(enabled: bool) -> Iterator[object]:
     columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[current]}", markup=False)]
     with Progress(*columns, console=_err, transient=True) as bar:
-        task = bar.add_task("importing", total=None, current="")
+        task = bar.add_task(label, total=None, current="")
 
         def update(p: ImportProgress) -> None:
             bar.update(task, completed=p.done, total=p.total, current=visible(p.current[-40:]))
@@ -210,7 +213,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             embed: Annotated[bool, typer.Option("--embed/--no-embed",
                                                 help="Embed the new passages after the import (else `memo backfill`).")] = True,
             db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus or LoCoMo.
+    """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus, LoCoMo, or a `memo export` file.
 
     Same content is skipped; a changed file at the same path supersedes its old version, and
     a renamed or moved one the record of the file it was; files deleted from a folder, or
@@ -299,6 +302,32 @@ def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:
         echo(f"  {'now empty' if rel in emptied else 'gone'} {rel}")
     if n > shown:
         echo(f"  ... and {n - shown} more (--json lists all)")
+
+
+@handle_errors
+def export(dest: Annotated[Path, typer.Argument(help="The file to write (gzip when it ends in .gz).")],
+           namespace: Annotated[list[str] | None, typer.Option(
+               "--namespace", "-n", help="Only these namespaces (repeatable); default every one.")] = None,
+           include_forgotten: Annotated[bool, typer.Option(
+               "--include-forgotten", help="Forgotten records and facts too (left out by default, as purge would).")] = False,
+           vectors: Annotated[bool, typer.Option(
+               "--vectors/--no-vectors", help="Carry the vectors (else the importing memo embeds every passage).")] = True,
+           force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+           progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+           db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Write every record and fact, with their versions, passages and vectors, to one file that
+    `memo import` reads back into any database, SQLite or PostgreSQL."""
+    conn = open_db(db, write=False)
+    with _progress_bar(progress and not as_json, "exporting") as update:
+        report = export_db(conn, dest, namespaces=tuple(namespace or ()), include_forgotten=include_forgotten,
+                           vectors=vectors, overwrite=force, progress=update)  # type: ignore[arg-type]
+    if as_json:
+        print_json(report)
+        return
+    models = ", ".join(f"{n:,} of {m}" for m, n in report.vectors.items()) or "none"
+    echo(f"exported {report.records:,} records ({report.passages:,} passages) and {report.facts:,} facts to "
+         f"{report.path}: {report.size_bytes:,} bytes, {report.seconds:.1f}s; vectors: {models}")
+    echo(f"`memo import {report.path}` reads it back (into a SQLite file or a postgresql:// database)")
 
 
 @handle_errors
@@ -471,6 +500,7 @@ def restore(backup_file: Annotated[Path, typer.Argument(help="A file written by 
 def register(app: typer.Typer) -> None:
     app.command("add")(add)
     app.command("import")(import_)
+    app.command("export")(export)
     app.command("get")(get)
     app.command("list")(handle_errors(list_))
     app.command("supersede")(supersede)

@@ -62,7 +62,9 @@ from memo.ingest.files import (
     safe_name,
 )
 from memo.ingest.jsonl import READ_ERRORS, iter_jsonl, open_lines, read_lines
+from memo.ops import export_lines
 from memo.ops.add import storable_nul
+from memo.ops.export_restore import import_export
 from memo.ops.facts import FactImportReport, import_facts
 from memo.ops.file_moves import Walked
 from memo.ops.import_missing import check_missing
@@ -74,7 +76,7 @@ from memo.store.connect import write_tx
 from memo.stored import FactDraft, RecordDraft
 from memo.text.namespaces import check_namespace
 
-FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat")
+FORMATS = ("auto", "files", "jsonl", "beir", "locomo", "chat", "memo-export")
 DEFAULT_BATCH = 500
 # Text of one batch at most (records' bodies): a batch of typical records (~1 KB) is cut by
 # count, one of large records by this.  Its prepared passages, mentions and FTS5's pending
@@ -156,6 +158,8 @@ def _detect(real: Path, fmt: str) -> str:
     # told by its first 64 KiB: memo.ingest.chat_exports.detect.
     if real.is_file() and real.suffix.lower() in (".json", ".jsonl", ".gz") and chat_exports.detect(real):
         return "chat"
+    if real.is_file() and real.name.lower().endswith((".jsonl", ".jsonl.gz")) and export_lines.is_export(real):
+        return "memo-export"     # `memo export`'s file: records and facts as they were (memo.ops.export_restore)
     if real.is_file() and real.name.lower().endswith((".jsonl", ".jsonl.gz")):
         return "jsonl"
     return "files"
@@ -433,6 +437,10 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
     started = time.monotonic()
     real = _resolve(Path(path), opts)
     fmt = _detect(real, opts.format)
+    if fmt == "memo-export":
+        return import_export(conn, real, batch_size=opts.batch_size, given=_not_for_exports(opts),
+                             progress=None if progress is None else
+                             lambda done, total, what: progress(Progress(done=done, total=total, current=what)))
     if opts.prune and not (fmt == "files" and real.is_dir()):
         raise ValidationError("--prune only applies to a folder imported as files",
                               hint="drop --prune, or import the folder that held the files")
@@ -480,6 +488,15 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
                         facts_added=facts.added, facts_skipped=facts.skipped,
                         facts_near_duplicates=facts.near_duplicates,
                         seconds=round(time.monotonic() - started, 3))
+
+
+def _not_for_exports(opts: ImportOptions) -> tuple[str, ...]:
+    """The options asked for that an export's records cannot take (they keep their own)."""
+    given = {"--namespace": opts.namespace is not None, "--kind": opts.kind is not None, "--tag": bool(opts.tags),
+             "--source": opts.source is not None, "--library": opts.library is not None,
+             "--version": opts.version is not None, "--trust": opts.trust != 1.0, "--author": opts.author is not None,
+             "--prune": opts.prune, "--exclude": bool(opts.exclude), "--encoding": opts.encoding is not None}
+    return tuple(name for name, on in given.items() if on)
 
 
 def _import_facts(conn: sqlite3.Connection, real: Path, fmt: str, opts: ImportOptions,

@@ -28,7 +28,7 @@ from memo.store.write_queue import SUFFIX as WRITER_LOCK_SUFFIX
 
 SIDECARS = ("-wal", "-shm", "-journal")                # SQLite's own files beside a database
 DB_FILES = (*SIDECARS, WRITER_LOCK_SUFFIX)              # ... and memo's writers' queue lock
-TEMP_TAGS = ("backup", "restore", "safety")            # safety: restore's snapshot of the live file
+TEMP_TAGS = ("backup", "restore", "safety", "export")  # safety: restore's snapshot of the live file; export: memo export's file
 
 _TEMP_NAME = re.compile(r"\.(?P<target>.+)\.(?P<tag>{tags})-(?P<pid>[0-9]{{1,10}})-[0-9a-f]{{8}}(?:{sidecars})?".format(
     tags="|".join(TEMP_TAGS), sidecars="|".join(re.escape(s) for s in DB_FILES)))

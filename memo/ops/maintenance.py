@@ -357,7 +357,8 @@ def _prepare_parent(parent: Path) -> None:
 
 
 def check_backup_dest(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = False) -> Path:
-    """Validate a backup destination; return the real path the copy will be written to.
+    """Validate a backup's (or an export's) destination; return the real path the copy
+    will be written to.
 
     Refused whatever ``overwrite`` says: the source database or any of its -wal/-shm/-journal
     files (also through symlinks and hard links), another SQLite database's sidecar, a
@@ -372,7 +373,8 @@ def check_backup_dest(conn: sqlite3.Connection, dest: str | Path, *, overwrite: 
     if dest.is_dir():
         raise ValidationError(f"{dest} is a folder: give a file path inside it",
                               hint=f"e.g. {dest / 'memo-backup.db'}")
-    _refuse_live_files(conn, dest)
+    if not is_postgres(conn):      # an export from PostgreSQL has no database file to overwrite
+        _refuse_live_files(conn, dest)
     real = Path(os.path.realpath(dest))
     if os.path.lexists(dest):
         if real.exists() and not real.is_file():

@@ -80,7 +80,8 @@ def prepare_item(draft: RecordDraft, passages: Sequence[PassageDraft]) -> Prepar
     return PreparedItem(draft, record_hash(draft), derive_passages(draft, passages))
 
 
-def _chunks(items: list, size: int = _CHUNK):  # noqa: ANN202 - a generator of list slices
+def chunks(items: list, size: int = _CHUNK):  # noqa: ANN202 - a generator of list slices
+    """``items`` in slices of at most ``size``: an IN (...) list each, under SQLite's bound-parameter limit."""
     for s in range(0, len(items), size):
         yield items[s:s + size]
 
@@ -93,7 +94,7 @@ def live_duplicates(conn: sqlite3.Connection, keys: set[tuple[str, str]]) -> dic
     for ns, h in keys:
         by_ns.setdefault(ns, []).append(h)
     for ns, hashes in by_ns.items():
-        for chunk in _chunks(hashes):
+        for chunk in chunks(hashes):
             out.update(((ns, h), rid) for h, rid in conn.execute(
                 f"SELECT content_hash, id FROM records WHERE namespace = ? AND content_hash IN "
                 f"({','.join('?' * len(chunk))}) AND {_LIVE}", (ns, *chunk)))
@@ -117,12 +118,12 @@ def live_versions(conn: sqlite3.Connection,
     out: dict[tuple[str, str, str | None], tuple[str, str]] = {}
     rows: list[tuple[str, str, str | None, str, str, str]] = []
     for ns, exts in with_ext.items():
-        for chunk in _chunks(sorted(set(exts))):
+        for chunk in chunks(sorted(set(exts))):
             rows.extend(conn.execute(
                 f"SELECT namespace, import_path, ext_id, id, recorded_at, content_hash FROM records INDEXED BY records_ext "
                 f"WHERE namespace = ? AND ext_id IN ({','.join('?' * len(chunk))}) AND {_LIVE}", (ns, *chunk)))
     for ns, paths in no_ext.items():
-        for chunk in _chunks(sorted(set(paths))):
+        for chunk in chunks(sorted(set(paths))):
             rows.extend(conn.execute(
                 f"SELECT namespace, import_path, ext_id, id, recorded_at, content_hash FROM records INDEXED BY records_import "
                 f"WHERE namespace = ? AND import_path IN ({','.join('?' * len(chunk))}) AND ext_id IS NULL "
@@ -138,7 +139,7 @@ def live_versions(conn: sqlite3.Connection,
 def _identities(conn: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, str | None, str | None]]:
     """record id -> (kind, import path, external id)."""
     out: dict[str, tuple[str, str | None, str | None]] = {}
-    for chunk in _chunks(sorted(ids)):
+    for chunk in chunks(sorted(ids)):
         out.update((rid, (kind, path, ext)) for rid, kind, path, ext in conn.execute(
             f"SELECT id, kind, import_path, ext_id FROM records WHERE id IN ({','.join('?' * len(chunk))})",
             chunk))

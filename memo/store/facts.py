@@ -51,7 +51,10 @@ def fact_hash(text: str, passage_ids: Iterable[str]) -> str:
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def validate_fact(draft: FactDraft) -> None:
+def validate_fact(draft: FactDraft, *, carried: bool = False) -> None:
+    """A new fact's checks; ``carried``: a fact an export carried keeps the evidence that
+    survived (none once its records were purged, or more than a new fact may cite once
+    ``carry_evidence`` added the new versions' passages)."""
     if not draft.text or not draft.text.strip():
         raise ValidationError("fact text is empty")
     check_namespace(draft.namespace)
@@ -61,11 +64,14 @@ def validate_fact(draft: FactDraft) -> None:
         raise ValidationError(f"trust {draft.trust!r} is not a number") from None
     if not (0.0 <= trust <= 1.0):
         raise ValidationError(f"trust {draft.trust} is outside 0..1")
-    if not draft.evidence:
+    if carried:
+        pass
+    elif not draft.evidence:
         raise ValidationError("a fact needs at least one evidence passage",
                               hint="pass --evidence ID (a passage id '<record>:<n>', a record id or an ext_id)")
-    check_list("evidence ids", draft.evidence, MAX_EVIDENCE_IDS,
-               hint=f"cite at most {MAX_EVIDENCE_IDS} passages, records or ext_ids: the ones that support the fact")
+    else:
+        check_list("evidence ids", draft.evidence, MAX_EVIDENCE_IDS,
+                   hint=f"cite at most {MAX_EVIDENCE_IDS} passages, records or ext_ids: the ones that support the fact")
     if draft.event_at is not None:
         check_event_date(draft.event_at)
 
@@ -171,23 +177,32 @@ def find_live_fact(conn: sqlite3.Connection, namespace: str, chash: str) -> str 
 
 
 def insert_fact(conn: sqlite3.Connection, draft: FactDraft, evidence: Sequence[tuple[int, str]], *,
-                recorded_at: str | None = None, fact_id: str | None = None) -> tuple[str, int]:
+                recorded_at: str | None = None, fact_id: str | None = None,
+                superseded_at: str | None = None, forgotten_at: str | None = None,
+                content_hash: str | None = None, carried: bool = False) -> tuple[str, int]:
     """Insert one fact and its evidence rows (facts_fts follows by trigger).  The caller
     has resolved the evidence (``resolve_evidence``), re-checked it (``recheck_evidence``)
-    and checked for duplicates inside its write transaction."""
-    validate_fact(draft)
+    and checked for duplicates inside its write transaction.  ``superseded_at`` /
+    ``forgotten_at``: an earlier or forgotten version an export carried
+    (``memo.ops.export_restore``), written out of the dedup index and without mentions
+    (those follow live facts only), with the ``content_hash`` it was written with (its
+    evidence then, which ``carry_evidence`` may have grown since), ``carried`` (its evidence
+    as it survived: ``validate_fact``)."""
+    validate_fact(draft, carried=carried)
     fid = fact_id or new_fact_id()
     cur = conn.execute(
         """INSERT INTO facts (id, namespace, text, subject, predicate, object, event_at, recorded_at,
-               trust, author, source, content_hash, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               superseded_at, forgotten_at, trust, author, source, content_hash, meta)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (fid, draft.namespace, draft.text.strip(), draft.subject, draft.predicate, draft.object,
          stored_when(draft.event_at),
-         recorded_at or utc_now(), float(draft.trust), draft.author, draft.source,
-         fact_hash(draft.text, (pid for _, pid in evidence)), json.dumps(draft.meta, sort_keys=True)))
+         recorded_at or utc_now(), superseded_at, forgotten_at, float(draft.trust), draft.author, draft.source,
+         content_hash or fact_hash(draft.text, (pid for _, pid in evidence)), json.dumps(draft.meta, sort_keys=True)))
     pk = int(cur.lastrowid)
     conn.executemany("INSERT OR IGNORE INTO fact_evidence(fact_pk, passage_pk) VALUES (?, ?)",
                      [(pk, ppk) for ppk, _ in evidence])
-    index_fact_mentions(conn, pk)   # its subject, object and names, on its evidence passages
+    if superseded_at is None and forgotten_at is None:
+        index_fact_mentions(conn, pk)   # its subject, object and names, on its evidence passages
     return fid, pk
 
 

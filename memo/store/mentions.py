@@ -203,13 +203,17 @@ def write_passage_mentions(conn: sqlite3.Connection,
 def index_fact_mentions(conn: sqlite3.Connection, fact_pk: int, passages: Collection[int] | None = None) -> int:
     """A fact names its subject, object and the names in its text; each of its evidence
     passages (or those of ``passages`` only: evidence added later, ``facts.carry_evidence``)
-    gets those as mentions tagged with the fact (caller's transaction)."""
+    gets those as mentions tagged with the fact (caller's transaction).  A passage of a
+    forgotten record gets none: ``forget`` dropped its mentions for good, and ``memo
+    reindex`` (or an import of an export) wrote them back for a live fact citing it."""
     row = conn.execute("SELECT text, subject, object FROM facts WHERE pk = ?", (fact_pk,)).fetchone()
     if row is None:
         return 0
     found = extract(row[0], fact_terms=[t for t in (row[1], row[2]) if t])
     ppks = [int(r[0]) for r in conn.execute(
-        "SELECT passage_pk FROM fact_evidence WHERE fact_pk = ? ORDER BY passage_pk", (fact_pk,))
+        "SELECT e.passage_pk FROM fact_evidence e JOIN passages p ON p.pk = e.passage_pk "
+        "JOIN records r ON r.id = p.record_id WHERE e.fact_pk = ? AND r.forgotten_at IS NULL "
+        "ORDER BY e.passage_pk", (fact_pk,))
             if passages is None or int(r[0]) in passages]
     if not found or not ppks:
         return 0

@@ -213,7 +213,9 @@ def derive_passages(draft: RecordDraft, passages: Sequence[PassageDraft]) -> tup
 class NewRecord:
     """One record of a bulk insert: its id and recorded_at chosen by the caller;
     ``superseded_at`` set when a later record of the same batch replaces it (it goes in
-    out of the dedup index; the caller points ``superseded_by`` at its successor after)."""
+    out of the dedup index; the caller points ``superseded_by`` at its successor after);
+    ``forgotten_at`` set for a forgotten version an export carried (``memo.ops.export_restore``:
+    its passages get no mentions, as ``forget`` drops them)."""
 
     id: str
     draft: RecordDraft
@@ -221,6 +223,7 @@ class NewRecord:
     recorded_at: str
     passages: tuple[DerivedPassage, ...]
     superseded_at: str | None = None
+    forgotten_at: str | None = None
 
 
 def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> int:
@@ -238,10 +241,10 @@ def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> in
         return 0
     conn.executemany(
         """INSERT INTO records (id, namespace, kind, title, source, library, version, event_at,
-               recorded_at, superseded_at, trust, author, import_path, ext_id, content_hash, body, meta)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               recorded_at, superseded_at, forgotten_at, trust, author, import_path, ext_id, content_hash, body, meta)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         [(r.id, d.namespace, d.kind, d.title, d.source, d.library, d.version, stored_when(d.event_at), r.recorded_at,
-          r.superseded_at, float(d.trust), d.author, d.import_path, d.ext_id, r.content_hash, d.body,
+          r.superseded_at, r.forgotten_at, float(d.trust), d.author, d.import_path, d.ext_id, r.content_hash, d.body,
           json.dumps(d.meta, sort_keys=True)) for r in records for d in (r.draft,)])
     conn.executemany("INSERT OR IGNORE INTO record_tags(record_id, tag) VALUES (?, ?)",
                      [(r.id, tag_form(t)) for r in records for t in r.draft.tags])
@@ -254,7 +257,7 @@ def insert_records(conn: sqlite3.Connection, records: Sequence[NewRecord]) -> in
             rows.append((pk, f"{r.id}:{ord_}", r.id, ord_, p.section, p.text, p.speaker,
                          stored_when(p.event_at or r.draft.event_at), p.ext_id, dp.tokens))
             terms.append(dp.terms)
-            found.append((pk, dp.mentions))
+            found.append((pk, () if r.forgotten_at else dp.mentions))
             pk += 1
     conn.executemany(
         """INSERT INTO passages (pk, id, record_id, ord, section, text, speaker, event_at, ext_id, tokens)

@@ -114,3 +114,19 @@ def test_mentions_written_rebuilt_and_removed(fresh_db):
     assert not any(pid.startswith(a) for pid, _ in mentions(conn))
     purge(conn)
     assert mentions(conn) == {(f"{b}:0", "bob"), (f"{b}:0", "berlin")}
+
+
+def test_reindex_gives_a_forgotten_records_passages_no_fact_mentions(fresh_db):
+    """A live fact citing a record forgotten since: ``forget`` dropped the fact's mentions on
+    that record's passages, and ``memo reindex`` wrote them back (a forgotten text named in
+    the entity graph again), as did an import of an export holding both."""
+    conn = fresh_db
+    a = add_record(conn, RecordDraft(body="Bob moved to Berlin.")).record_id
+    b = add_record(conn, RecordDraft(body="Bob works in an office near the river.")).record_id
+    add_fact(conn, FactDraft(text="Bob works for Initech", evidence=(f"{a}:0", f"{b}:0"), subject="Bob",
+                             object="Initech"), embed=False)
+    forget(conn, [a])
+    after_forget = mentions(conn)
+    assert not any(pid.startswith(a) for pid, _ in after_forget) and (f"{b}:0", "initech") in after_forget
+    reindex(conn)
+    assert mentions(conn) == after_forget
