@@ -14,6 +14,7 @@ them.  docs/eval.md describes every command.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.util import find_spec
@@ -46,6 +47,11 @@ ProfileOpt = Annotated[list[str] | None, typer.Option("--profile", "-p", help="P
                                                                             "run: default the search default, $MEMO_PROFILE or zscore).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=V1,V2,... grid over a constant (repeat: "
                                                                       "cartesian product).")]
+EvalDbOpt = Annotated[str | None, typer.Option(
+    "--db", help="Your memo database, for your own queries .jsonl (default: $MEMO_DB, else memo's default "
+                 "database, as `memo search` finds it); data sets with a corpus use a cached index.  A "
+                 "PostgreSQL URL (postgresql://...): your database there, or for a data set with a corpus "
+                 "its index built in that database (once) and replayed against the server.")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", min=1, help="Worker processes (default: all "
                                                                              "cores).")]
 LimitOpt = Annotated[int | None, typer.Option("--limit-queries", min=1, help="Only the first N queries.")]
@@ -228,6 +234,8 @@ def _abstention_line(metrics: dict[str, Any], width: int = 80) -> str:
 def _print_runs(res: dict[str, Any]) -> None:
     """80 columns: per run its label, its full id on its own line, then the metrics."""
     typer.echo(f"{res['dataset']} / {res['split']}: {res['queries']} queries")
+    if (where := database_line(res.get("index") or {})):
+        typer.echo(where)
     for r in res["runs"]:
         typer.echo(f"{r['label']}\n  {r['run_id']}\n{_metric_line(r['metrics'])}")
         cats = r.get("by_category")
@@ -251,13 +259,26 @@ def _print_runs(res: dict[str, Any]) -> None:
     unknown = res.get("notes", {}).get("unknown_relevant")
     if unknown:
         typer.echo(unknown_relevant_line(unknown, res["queries"]))
+    shadowed = res.get("notes", {}).get("shadowed_labels")
+    if shadowed:
+        some = "; ".join(f"{k!r} (taken by {v!r})" for k, v in list(shadowed.items())[:3])
+        more = f"; and {len(shadowed) - 3} more (--json: notes.shadowed_labels)" if len(shadowed) > 3 else ""
+        typer.echo(textwrap.fill(f"note: {len(shadowed)} label(s) name passages another label names first, so they "
+                                 f"can never be found: {some}{more}; name each record one way", width=80,
+                                 subsequent_indent="  "))
+
+
+def database_line(index: dict[str, Any]) -> str | None:
+    """Which of your databases a set of your own labels searched (``--db``, ``$MEMO_DB`` or
+    memo's default): said, since a run over the wrong one scores 0 for no visible reason."""
+    if index.get("source") != "user database":
+        return None
+    return textwrap.fill(f"database: {index['path']} ({index.get('state')})", width=80, subsequent_indent="  ")
 
 
 def unknown_relevant_line(unknown: dict[str, list[str]], n_queries: int, shown: int = 3) -> str:
     """The run's note on labels no passage of the database maps to (``notes.unknown_relevant``),
     wrapped to 80 columns: how many queries, the first few with their ids."""
-    import textwrap
-
     some = "; ".join(f"{q}: {', '.join(ids)}" for q, ids in list(unknown.items())[:shown])
     more = f"; and {len(unknown) - shown} more (--json: notes.unknown_relevant)" if len(unknown) > shown else ""
     text = (f"note: {len(unknown)} of {n_queries} queries label ids that are in no passage of the database "
@@ -269,10 +290,7 @@ def unknown_relevant_line(unknown: dict[str, list[str]], n_queries: int, shown: 
 def run(dataset: DatasetOpt, split: Annotated[str, typer.Option("--split", help="Split to replay.")] = "test",
         profile: ProfileOpt = None, set_: SetOpt = None,
         mode: Annotated[str, typer.Option("--mode", help="auto | keyword | exact | semantic.")] = "auto",
-        db: Annotated[str | None, typer.Option(
-            "--db", help="Your memo database (for your own queries .jsonl); data sets with a corpus use a cached "
-                         "index.  A PostgreSQL URL (postgresql://...): the data set's index is built in that "
-                         "database (once) and replayed against the server.")] = None,
+        db: EvalDbOpt = None,
         model: Annotated[str | None, typer.Option("--model", help="Embedding model id (default: registry's).")] = None,
         limit_queries: LimitOpt = None,
         workers: WorkersOpt = None, out: RunsDirOpt = None,
@@ -404,7 +422,12 @@ def report(runs: Annotated[list[str], typer.Argument(help="Runs or batches (ids,
 
 
 @handle_errors
-def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetOpt = None,
+def tune(dataset: DatasetOpt = "scifact",
+         profile: Annotated[list[str] | None, typer.Option(
+             "--profile", "-p", help="Profile to tune (repeat; default rrf and minmax, the seed's).  Each is a "
+                                     "candidate as it is, and the default `memo search` uses is replayed beside "
+                                     "them as a reference.")] = None,
+         set_: SetOpt = None,
          metric: Annotated[str, typer.Option("--metric", help="Metric to maximise on the tuning split.")] = "ndcg_10",
          mode: Annotated[str, typer.Option("--mode", help="auto | keyword | exact | semantic.")] = "auto",
          samples: Annotated[int | None, typer.Option("--samples", help="Random search: this many points.")] = None,
@@ -416,7 +439,7 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
          test_split: Annotated[str | None, typer.Option("--test-split", help="Split to report the winner on (default: the data set's held-out split: test; dev for LoCoMo-format sets).")] = None,
          out_profile: Annotated[Path | None, typer.Option("--out-profile", help="Profile TOML to write "
                                                                                "(default tuned-<dataset>.toml in the user profile folder, docs/profiles.md).")] = None,
-         limit_queries: LimitOpt = None,
+         limit_queries: LimitOpt = None, db: EvalDbOpt = None,
          workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
          as_json: JsonOption = False) -> None:
     """Search constants on the train split, evaluate the winner on test, write a tuned profile."""
@@ -427,22 +450,33 @@ def tune(dataset: DatasetOpt = "scifact", profile: ProfileOpt = None, set_: SetO
     opts = TuneOptions(dataset=dataset, profiles=tuple(profile or ("rrf", "minmax")), sets=tuple(set_ or ()),
                        mode=mode, metric=metric, tune_split=tune_split, test_split=test_split, samples=samples, seed=seed,
                        method=method, trials=trials,
-                       out_profile=out_profile, workers=workers, limit_queries=limit_queries, out=out)
+                       out_profile=out_profile, workers=workers, limit_queries=limit_queries, out=out, db=db)
     with _interruptible(), _progress(not quiet) as (status, ticks):
         res = run_tune(opts, status=status, tick_factory=ticks)
     if as_json:
         print_json(res)
         return
+    if (where := database_line(res.get("index") or {})):
+        typer.echo(where)
+    if res.get("notes", {}).get("unknown_relevant"):
+        typer.echo(unknown_relevant_line(res["notes"]["unknown_relevant"], res["train"]["queries"]))
     sr = res.get("search", {})
     typer.echo(f"search: {sr.get('method')}, {res['points']} points replayed of {sr.get('grid_points')} in the grid"
                f" in {sr.get('seconds')} s ({sr.get('trials_per_s')} trials/s)")
-    typer.echo(f"winner ({metric} {res['train']['best']:.4f} on {tune_split}):\n  {res['winner']}")
-    typer.echo(f"{res['test_split']}: tuned {_fmt(res['test']['tuned'].get(metric))}")
-    for k, v in res["test"]["baselines"].items():
-        typer.echo(f"  {k}: {_fmt(v.get(metric))}")
+    typer.echo(f"winner ({metric} {res['train']['best']:.4f} on {tune_split}):")
+    typer.echo(textwrap.fill(res["winner"], width=80, initial_indent="  ", subsequent_indent="    ",
+                             break_on_hyphens=False))
+    split = res["test_split"]
+    typer.echo(f"  {metric:<48}{tune_split:>10}{split:>10}")
+    typer.echo(f"  {'tuned':<48}{res['train']['best']:>10.4f}{_fmt(res['test']['tuned'].get(metric)):>10}")
+    for ref in res["untuned"]:
+        name = ("untuned " + ref["label"]) + (" (memo search's default)" if ref["default"] else "")
+        typer.echo(f"  {name[:48]:<48}{ref[tune_split]:>10.4f}{ref[split]:>10.4f}")
     for a in res["test"].get("anchors", []):
         delta = "" if a["delta"] is None else f" ({a['delta']:+.4f})"
         typer.echo(f"  vs {a['name']}: {a['anchor']:.3f}{delta}")
+    for w in res["warnings"]:
+        typer.echo(textwrap.fill(f"note: {w}", width=80, subsequent_indent="  "), err=True)
     typer.echo(f"profile written:\n  {res['profile_path']}")
 
 
@@ -459,6 +493,7 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
                                                                                     "reference rankings from this "
                                                                                     "run (after a deliberate "
                                                                                     "change).")] = False,
+            db: EvalDbOpt = None,
             workers: WorkersOpt = None, out: RunsDirOpt = None, quiet: QuietOpt = False,
             as_json: JsonOption = False) -> None:
     """Replay the committed checks; exit 1 when a metric falls below expected - tolerance."""
@@ -467,7 +502,8 @@ def regress(fast: Annotated[bool, typer.Option("--fast", help="Only the fast che
 
     with _interruptible(), _progress(not quiet) as (status, ticks):
         res = run_regress(fast=fast, files=expected, only=check or (), workers=workers, out=out,
-                          status=status, tick_factory=ticks, update_rankings=update_rankings, nightly=nightly)
+                          status=status, tick_factory=ticks, update_rankings=update_rankings, nightly=nightly,
+                          db=db)
     if as_json:
         print_json(res)
     else:

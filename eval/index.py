@@ -172,7 +172,7 @@ def build_index(es: EvalSet, *, root: Path | None = None, rebuild: bool = False,
     """The cached index of ``es``'s corpus, built if missing (or ``rebuild``)."""
     import time
 
-    if es.corpus is None and es.corpus_format is None:
+    if not es.has_corpus:
         raise DatasetError(f"data set {es.name!r} has no corpus file: pass the memo database with --db")
     path = index_path(es, root)
     if path.exists() and not rebuild:
@@ -227,7 +227,7 @@ def build_index_on_server(es: EvalSet, url: str, *, rebuild: bool = False,
     other index code: rebuilt); a database of someone's own records is refused."""
     import time
 
-    if es.corpus is None and es.corpus_format is None:
+    if not es.has_corpus:
         raise DatasetError(f"data set {es.name!r} has no corpus file to build an index from")
     marker = f"{es.name}:{es.corpus_hash[:12]}:{_code_hash()[:8]}"
     conn = open_db(url, write=True)
@@ -428,22 +428,40 @@ def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
         sql = ("SELECT p.pk, r.namespace || '#' || COALESCE(p.ext_id, p.id) "
                "FROM passages p JOIN records r ON r.id = p.record_id")
         return {int(pk): str(k) for pk, k in conn.execute(sql)}
-    # auto (a user's own labels): whichever identifier the labels use, else the record's
-    # import path (the same in every build; staged files without the machine's part), else
-    # its id.  Either way an unlabelled record's passages are one unit, as before.
+    return _auto_keys(conn, es)[0]
+
+
+def shadowed_labels(conn: sqlite3.Connection, es: EvalSet) -> dict[str, str]:
+    """Labels that name passages another label names first (``unit_keys``' order: passage
+    id, ext_id, record id, import path, section, trailing path): label -> the label that
+    takes them.  Such a label can never be found: name each record one way."""
+    return _auto_keys(conn, es)[1] if es.unit == "auto" else {}
+
+
+def _auto_keys(conn: sqlite3.Connection, es: EvalSet) -> tuple[dict[int, str], dict[str, str]]:
+    """auto (a user's own labels): whichever identifier the labels use, else the record's
+    import path (the same in every build; staged files without the machine's part), else
+    its id.  Either way an unlabelled record's passages are one unit, as before.  Also the
+    labels a passage matched after the one it answers to (``shadowed_labels``)."""
     labels = {k for rel in es.qrels.values() for k in rel}
     by_path = _section_labels(labels)
     out: dict[int, str] = {}
-    sql = ("SELECT p.pk, p.id, r.id, r.ext_id, r.import_path, p.section FROM passages p "
+    taken: dict[str, str] = {}
+    sql = ("SELECT p.pk, p.id, r.id, r.ext_id, r.import_path, p.section, r.kind FROM passages p "
            "JOIN records r ON r.id = p.record_id")
-    for pk, pid, rid, ext, imp, section in conn.execute(sql):
-        key = next((k for k in (pid, ext, rid, imp) if k is not None and k in labels), None)
-        if key is None and imp is not None and by_path:
-            key = _section_label(imp, section or "", by_path)
-        if key is None and imp is not None:
-            key = _path_label(imp, labels)
+    for pk, pid, rid, ext, imp, section, kind in conn.execute(sql):
+        found = [k for k in (pid, ext, rid, imp) if k is not None and k in labels]
+        if imp is not None and by_path:
+            found.append(_section_label(imp, section or "", by_path, code=kind == "code"))
+        if imp is not None:
+            found.append(_path_label(imp, labels))
+        found = [k for k in dict.fromkeys(found) if k is not None]
+        key = found[0] if found else None
+        for other in found[1:]:
+            taken.setdefault(other, key)
         out[int(pk)] = key or (_stable_path(imp) if imp else rid)
-    return out
+    used = set(out.values())
+    return out, {label: first for label, first in taken.items() if label not in used}
 
 
 def _norm_heading(text: str) -> str:
@@ -460,25 +478,32 @@ def _section_labels(labels: set[str]) -> dict[str, list[tuple[str, list[str]]]]:
     return out
 
 
-def section_matches(section: str, want: list[str]) -> bool:
+def section_matches(section: str, want: list[str], *, code: bool = False) -> bool:
     """Does a passage's section (heading path ``A > B > C`` or a code symbol) end with the
     label's headings ``want`` (normalised: no backticks, case or repeated spaces)?  The last
     label heading may stop before a ``(``: ``fs.readFile`` names the heading
-    ``fs.readFile(path[, options], callback)``, not ``fs.readFileSync(...)``."""
+    ``fs.readFile(path[, options], callback)``, not ``fs.readFileSync(...)``.  ``code``: a
+    code symbol is a dotted path whose module part comes from where the file was imported
+    from (``pystd.copy.deepcopy`` for ``pystd/copy.py``), so ``copy.deepcopy`` and ``deepcopy``
+    name it too, whole dotted parts only (not ``mydeepcopy``)."""
     have = [_norm_heading(s) for s in section.split(" > ")]
     if len(have) < len(want) or have[len(have) - len(want):-1] != want[:-1]:
         return False
     last = have[-1]
+    if code and last.endswith("." + want[-1]):
+        return True
     return last == want[-1] or last.startswith(want[-1] + "(")
 
 
-def _section_label(import_path: str, section: str, by_path: dict[str, list[tuple[str, list[str]]]]) -> str | None:
-    """The ``<path suffix>#<section>`` label naming this passage (a file's section: labels
-    that survive a change of splitter, unlike passage ids)."""
+def _section_label(import_path: str, section: str, by_path: dict[str, list[tuple[str, list[str]]]], *,
+                   code: bool = False) -> str | None:
+    """The ``<path>#<section>`` label naming this passage, the path whole (absolute, as
+    ``memo get`` shows it) or a trailing part of it (a file's section: labels that survive a
+    change of splitter, unlike passage ids)."""
     parts = import_path.split("/")
-    for i in range(1, len(parts)):
+    for i in range(len(parts)):
         for label, want in by_path.get("/".join(parts[i:]), ()):
-            if section_matches(section, want):
+            if section_matches(section, want, code=code):
                 return label
     return None
 

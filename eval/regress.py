@@ -17,6 +17,11 @@ A check fails when ``measured < expected - tolerance``.  ``measured > expected +
 passes but is flagged ``improved`` (update the file so the gain is locked in).  Checks
 that share (data set, split, query limit) replay in one batch.
 
+Your own checks: ``dataset`` may be your labels file (a relative path is read from the
+TOML's folder first), replayed against your memo database: the check's ``db`` (``$VARS``
+expanded, relative to the TOML's folder, or a ``postgresql://`` URL), else ``--db``, else
+``$MEMO_DB`` / memo's default database, as ``memo search`` finds it.
+
 Metric paths: ``ndcg_10`` ... (run aggregates), ``by_category.<cat>.<metric>`` and
 ``by_arm.<arm>.{ran,top10,share}`` (``memo_eval.run.arm_coverage``: how often an arm ran, how
 often it voted for a top-10 result, its share of the top-10 fused score).
@@ -102,6 +107,7 @@ class Check:
     limit_queries: int | None = None
     source: str = ""
     rankings: Path | None = None                 # reference ranking (pinned), see the module doc
+    db: str | None = None                        # your memo database (a set of your own labels), see the module doc
 
 
 @dataclass
@@ -120,7 +126,8 @@ class Outcome:
 # is a string, not false).  Required: name, dataset, metrics.
 _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "name": (str,), "dataset": (str,), "split": (str,), "profile": (str,), "mode": (str,), "overrides": (dict,),
-    "fast": (bool,), "nightly": (bool,), "limit_queries": (int,), "rankings": (str,), "metrics": (dict,)}
+    "fast": (bool,), "nightly": (bool,), "limit_queries": (int,), "rankings": (str,), "db": (str,),
+    "metrics": (dict,)}
 _REQUIRED = ("name", "dataset", "metrics")
 _ENTRY_KEYS = ("expected", "tolerance", "spread")
 _TYPE_WORDS = {str: "a string", dict: "a table", bool: "true or false", int: "an integer"}
@@ -215,11 +222,39 @@ def _check(c: Any, where: str, source: Path) -> Check:
         key = "overrides" if spec.overrides else "profile"
         raise CheckError(f"{where}: {key}: {exc}") from None
     rankings = source.parent / c["rankings"] if c.get("rankings") else None
+    db = _db_of(c["db"], source, where) if c.get("db") is not None else None
     if RANKING_METRIC in metrics and rankings is None:
         raise CheckError(f"{where}: {RANKING_METRIC} needs rankings = <file>")
-    return Check(name=c["name"], dataset=c["dataset"], split=c.get("split", "test"), spec=spec, metrics=metrics,
-                 fast=c.get("fast", False), nightly=c.get("nightly", False), limit_queries=limit,
-                 source=str(source), rankings=rankings)
+    return Check(name=c["name"], dataset=_dataset_of(c["dataset"], source), split=c.get("split", "test"), spec=spec,
+                 metrics=metrics, fast=c.get("fast", False), nightly=c.get("nightly", False), limit_queries=limit,
+                 source=str(source), rankings=rankings, db=db)
+
+
+def _db_of(value: str, source: Path, where: str) -> str:
+    """A check's ``db``: ``$VARS`` and ``~`` expanded (a CI job's ``db = "$MEMO_DB"``), a
+    relative path read from the TOML's folder, a PostgreSQL URL as it is."""
+    import os
+
+    from memo.store.dialect import is_db_url
+
+    expanded = os.path.expandvars(value).strip()
+    if not expanded or "$" in expanded:
+        raise CheckError(f"{where}: db = {value!r} names no database (an unset variable?)",
+                         hint="set the variable, or give the database's path")
+    if is_db_url(expanded):
+        return expanded
+    path = Path(expanded).expanduser()
+    return str(path if path.is_absolute() else source.parent / path)
+
+
+def _dataset_of(value: str, source: Path) -> str:
+    """A check's data set: a name as it is; a relative path from the TOML's folder when it
+    is there (your own checks beside your labels), else as ``suite.resolve_dataset`` reads
+    it (the working folder, then the checkout's root: the committed checks)."""
+    if "/" not in value and not value.endswith((".jsonl", ".json")):
+        return value
+    beside = source.parent / value
+    return str(beside) if not Path(value).is_absolute() and beside.exists() else value
 
 
 def load_checks(paths: Sequence[Path] | None = None) -> list[Check]:
@@ -328,9 +363,13 @@ def ranking_agreement(run: dict[str, list[str]], ref: dict[str, list[str]]) -> f
 
 def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Sequence[str] = (),
             workers: int | None = None, out: Path | None = None, status: Callable[[str], None] | None = None,
-            tick_factory=None, update_rankings: bool = False, nightly: bool = False) -> dict[str, Any]:
+            tick_factory=None, update_rankings: bool = False, nightly: bool = False,
+            db: str | None = None) -> dict[str, Any]:
     """``fast``: the per-push checks; ``nightly``: the nightly gate's checks (every suite
-    domain, default profile), never in the other two sets; neither: every other check."""
+    domain, default profile), never in the other two sets; neither: every other check.
+    ``db``: the memo database of the checks that name none (``--db``); a set of your own
+    labels without one is replayed against memo's database (``$MEMO_DB``, else the
+    default: ``memo_eval.run.user_database``)."""
     loaded = load_checks(files)
     unknown = [n for n in only if n not in {c.name for c in loaded}]
     if unknown:
@@ -346,12 +385,12 @@ def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Se
     writable_runs_dir(out)
     groups: dict[tuple, list[Check]] = {}
     for c in checks:
-        groups.setdefault((c.dataset, c.split, c.limit_queries), []).append(c)
+        groups.setdefault((c.dataset, c.split, c.limit_queries, c.db or db), []).append(c)
     # Every group's data set is read, and every check held against it, before the first
     # replay: a check that cannot be measured there is the file's error (exit 8), not a
     # FAIL found after minutes of replay.
     sets = {}
-    for (dataset, split, limit), group in groups.items():
+    for (dataset, split, limit, _), group in groups.items():
         es = sets[dataset, split, limit] = load_eval_set(resolve_dataset(dataset), split, limit=limit)
         for c in group:
             if (why := _unmeasurable(c, es)) is not None:
@@ -359,11 +398,12 @@ def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Se
                                  hint="drop that metric from the check or check it on a set that has them")
     outcomes: list[Outcome] = []
     batches = []
-    for (dataset, split, limit), group in groups.items():
+    for (dataset, split, limit, group_db), group in groups.items():
         specs = list(dict.fromkeys(c.spec for c in group))
         semantic = any(s.mode in ("auto", "semantic") for s in specs)
         res = run_eval(EvalOptions(dataset=resolve_dataset(dataset), split=split, specs=specs, limit_queries=limit,
-                                   workers=workers, out=out, semantic=semantic, eval_set=sets[dataset, split, limit]),
+                                   workers=workers, out=out, semantic=semantic, eval_set=sets[dataset, split, limit],
+                                   db=group_db),
                        status=status, tick_factory=tick_factory)
         batches.append({"batch_id": res["batch_id"], "dataset": dataset, "split": split,
                         "qps": res["replay"]["qps"], "index": res["index"]})

@@ -105,7 +105,14 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status,
             tick_factory: TickFactory | None = None) -> tuple[ReplayConfig, dict[str, Any]]:
     info: dict[str, Any] = {}
     on_server = is_db_url(opts.db)
-    if on_server:
+    if not es.has_corpus:
+        # A set of labels without a corpus (your own queries over your own notes) is
+        # replayed against your memo database: --db, else memo's own (``$MEMO_DB``, else
+        # the default file), as every memo command finds it.  SQLite or PostgreSQL.
+        db_path = user_database(opts.db)
+        info["index"] = {"path": redact(str(db_path)), "built": False, "source": "user database",
+                         "state": database_state(db_path)}
+    elif on_server:
         # A PostgreSQL database given to the harness is its index: built there from the
         # data set's corpus when it does not hold it yet (memo_eval.index.build_index_on_server).
         status("index")
@@ -115,8 +122,11 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status,
                          "passages": built.passages, "duplicates_skipped": built.duplicates,
                          "facts": built.facts, "seconds": built.seconds, "source": "postgresql"}
     elif opts.db is not None:
-        db_path = Path(opts.db)
-        info["index"] = {"path": str(db_path), "built": False, "source": "user database"}
+        # A SQLite file given with a data set that has its own corpus: searched as it is
+        # (a database the user built from that corpus).
+        db_path = user_database(opts.db)
+        info["index"] = {"path": str(db_path), "built": False, "source": "user database",
+                         "state": database_state(db_path)}
     else:
         status("index")
         records = counter(tick_factory, "records")
@@ -128,7 +138,7 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status,
                          "facts": built.facts, "seconds": built.seconds}
     model_id, qvecs = None, None
     if opts.semantic and _uses_semantic(opts.specs):
-        if opts.db is None or on_server:
+        if info["index"].get("source") != "user database":   # a user's vectors are the user's
             status("passage vectors")
             # "locomo-obs" has the same passages as "locomo": share their vector cache.
             # The count goes to the CLI's own progress (a bar on a terminal, plain lines
@@ -143,6 +153,41 @@ def prepare(opts: EvalOptions, es: EvalSet, status: Status,
         model_id, qvecs = query_vectors(es, opts.model_id)
     info["model_id"] = model_id
     return ReplayConfig(db_path=db_path, unit_keys=None, es=es, model_id=model_id, query_vecs=qvecs), info
+
+
+def user_database(db: Any) -> Path | str:
+    """The memo database a set without a corpus is replayed against: ``db``, else memo's
+    (``$MEMO_DB``, else the default file); a file that is not there is refused (a run over
+    an empty new database would score 0 and say nothing)."""
+    from memo.errors import DatasetError
+    from memo.store.db import named_db, resolve_db_path
+
+    named = named_db(db)
+    if is_db_url(named):
+        return named       # type: ignore[return-value] - a PostgreSQL URL: the server says if it is there
+    path = resolve_db_path(named)
+    if not path.exists():
+        where = "--db" if db is not None else "$MEMO_DB" if named is not None else "memo's default database"
+        raise DatasetError(f"no memo database at {path} ({where}): your labelled queries are replayed against the "
+                           "database holding your notes",
+                           hint="pass --db PATH (or set MEMO_DB) to the database you imported them into")
+    return path
+
+
+def database_state(db_path: Path | str) -> str:
+    """What a run over a user's database searched: its live records and passages and its
+    newest write, so two runs over different (or since changed) databases are told apart
+    (``memo eval compare`` notes it)."""
+    from memo.store.db import open_db
+
+    conn = open_db(db_path, write=False)
+    try:
+        rec, newest = conn.execute("SELECT count(*), max(recorded_at) FROM records "
+                                   "WHERE superseded_at IS NULL AND forgotten_at IS NULL").fetchone()
+        pas = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+    finally:
+        conn.close()
+    return f"{rec} records, {pas} passages, newest {newest or 'none'}"
 
 
 def score_run(es: EvalSet, out: RunOutput) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
@@ -227,19 +272,33 @@ def unknown_relevant(db_path: Any, es: EvalSet) -> dict[str, list[str]]:
     (``memo_eval.index.unit_keys``: the keys results are graded by): a typo, or a record not
     in this database.  Such a label can never be found: the query's recall cannot reach 1."""
     from memo.store.db import open_db
-    from memo_eval.index import unit_keys
+    from memo_eval.index import shadowed_labels, unit_keys
 
     conn = open_db(db_path, write=False)
     try:
         keys = set(unit_keys(conn, es).values())
+        shadowed = shadowed_labels(conn, es)
     finally:
         conn.close()
     out = {}
     for q in es.queries:
-        missing = [k for k in es.qrels.get(q.qid, {}) if k not in keys]
+        missing = [k for k in es.qrels.get(q.qid, {}) if k not in keys and k not in shadowed]
         if missing:
             out[q.qid] = missing
     return out
+
+
+def label_overlaps(db_path: Any, es: EvalSet) -> dict[str, str]:
+    """Labels naming passages another label names first (``memo_eval.index.shadowed_labels``):
+    a query labelled with one can never find it."""
+    from memo.store.db import open_db
+    from memo_eval.index import shadowed_labels
+
+    conn = open_db(db_path, write=False)
+    try:
+        return shadowed_labels(conn, es)
+    finally:
+        conn.close()
 
 
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
@@ -258,6 +317,8 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
     notes = dict(es.notes)
     if (unknown := unknown_relevant(cfg.db_path, es)):
         notes["unknown_relevant"] = unknown
+    if (overlaps := label_overlaps(cfg.db_path, es)):
+        notes["shadowed_labels"] = overlaps
     version = code_version()
     stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
     batch_id = f"{stamp}-{es.name}-{es.split}"
@@ -281,6 +342,8 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
             "profile_source": profile.source, "mode": out.spec.mode,
             "overrides": {k: v for k, v in out.spec.overrides},
             "dataset": es.name, "split": es.split, "dataset_hash": dataset_hash, "corpus_hash": es.corpus_hash,
+            # the database searched: a user's (path and state), else the data set's cached index
+            "db": str(info["index"]["path"]), "db_state": info["index"].get("state"),
             "model_id": cfg.model_id, **version, "started_at": started.isoformat(timespec="seconds"),
             "n_queries": len(es.queries), "busy_seconds": round(busy, 3),
             "qps_per_worker": round(len(es.queries) / busy, 1) if busy > 0 else None,

@@ -11,9 +11,12 @@
    Tuning on a test split is refused (``test``, ``all``, or the evaluation split itself),
    and so is an evaluation split that holds any question of the tuning split (compared by
    query id: a LoCoMo-format set's ``test`` is every question, ``train`` included).
-3. Replay the winner, and the untuned base profiles, on the evaluation split (default the
+3. The untuned base profiles are candidates too (a grid without their own values could
+   never pick them), and they and the default ``memo search`` uses are replayed on both
+   splits as references.  Replay the winner and those on the evaluation split (default the
    data set's held-out split, ``held_out_split``: ``test``; LoCoMo-format sets ``dev``).
-   The evaluation split is never looked at while choosing.
+   The evaluation split is never looked at while choosing; a winner below a reference
+   there is reported (``warnings``), not hidden.
 4. Write the winner as a profile TOML whose header comments record the provenance:
    data set, splits, metric, date, code version, the search space and both scores.
 """
@@ -30,6 +33,7 @@ from typing import Any
 
 from memo.errors import ExtraMissing, ValidationError
 from memo.profile import LIST_KEYS, load_profile, user_profile_dir
+from memo.types import default_profile
 from memo_eval.anchors import against
 from memo_eval.datasets import EvalSet, load_eval_set
 from memo_eval.datasets.locomo import HELD_OUT
@@ -83,6 +87,7 @@ class TuneOptions:
     workers: int | None = None
     limit_queries: int | None = None
     out: Path | None = None                # runs dir
+    db: str | Path | None = None           # your memo database (a set of your own labels): memo_eval.run.user_database
 
 
 def held_out_split(tuning: EvalSet) -> str:
@@ -162,7 +167,7 @@ def search_space(opts: TuneOptions) -> list[RunSpec]:
 def _replay(opts: TuneOptions, specs: Sequence[RunSpec], status, tick_factory) -> dict[str, Any]:
     semantic = opts.mode in ("auto", "semantic")
     return run_eval(EvalOptions(dataset=opts.dataset, split=opts.tune_split, specs=list(specs), semantic=semantic,
-                                limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
+                                limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out, db=opts.db),
                     status=status, tick_factory=tick_factory)
 
 
@@ -274,15 +279,27 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
     search["seconds"] = round(time.perf_counter() - t_search, 2)
     search["trials_per_s"] = round(len(specs) / search["seconds"], 3) if search["seconds"] > 0 else None
     semantic = opts.mode in ("auto", "semantic")
-    ranked = sorted(train["runs"], key=lambda r: -_metric(r, opts.metric))
-    best_run = ranked[0]
-    best = next(s for s in specs if s.label == best_run["label"])
-    status(f"best on {opts.tune_split}: {best.label} {opts.metric}={_metric(best_run, opts.metric):.4f}")
+    # The profiles as they are, and the default memo search uses, on the tuning split too:
+    # a base is a candidate (a grid that leaves out its own values could never pick it, and
+    # a tuned profile below its base on train is no gain), the default the reference.
     bases = [RunSpec(p, mode=opts.mode) for p in dict.fromkeys(opts.profiles)]
-    test = run_eval(EvalOptions(dataset=opts.dataset, split=test_split, specs=[best, *bases], semantic=semantic,
-                                limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out),
+    default = RunSpec(default_profile(), mode=opts.mode)
+    references = list(dict.fromkeys([*bases, default]))
+    status(f"the untuned profiles on {opts.tune_split}")
+    untuned = _replay(opts, references, status, tick_factory)
+    untuned_by = {r["label"]: r for r in untuned["runs"]}
+    candidates = [*train["runs"], *(untuned_by[b.label] for b in bases)]
+    ranked = sorted(candidates, key=lambda r: -_metric(r, opts.metric))
+    best_run = ranked[0]
+    best = next(s for s in [*specs, *bases] if s.label == best_run["label"])
+    status(f"best on {opts.tune_split}: {best.label} {opts.metric}={_metric(best_run, opts.metric):.4f}")
+    test = run_eval(EvalOptions(dataset=opts.dataset, split=test_split,
+                                specs=list(dict.fromkeys([best, *references])), semantic=semantic,
+                                limit_queries=opts.limit_queries, workers=opts.workers, out=opts.out, db=opts.db),
                     status=status, tick_factory=tick_factory)
-    test_best, test_bases = test["runs"][0], test["runs"][1:]
+    test_by = {r["label"]: r for r in test["runs"]}
+    test_best = test_by[best.label]
+    test_bases = [test_by[r.label] for r in references]
     now = datetime.now(UTC).isoformat(timespec="seconds")
     out_profile = opts.out_profile or user_profile_dir() / f"tuned-{train['dataset']}.toml"
     name = opts.name or out_profile.stem
@@ -305,6 +322,13 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
         + "(" + ", ".join(f"{b['label']} {_metric(b, opts.metric):.4f}" for b in test_bases) + ").",
         "Runs: tune batch " + train["batch_id"] + ", test batch " + test["batch_id"] + ".",
     ]
+    reference = [{"label": r.label, "default": r == default,
+                  opts.tune_split: _metric(untuned_by[r.label], opts.metric),
+                  test_split: _metric(test_by[r.label], opts.metric)} for r in references]
+    warnings = [f"on {test_split} the tuned profile scores below {ref['label']}"
+                f"{' (memo search default)' if ref['default'] else ''}: {_metric(test_best, opts.metric):.4f} < "
+                f"{ref[test_split]:.4f}; its gain on {opts.tune_split} did not hold"
+                for ref in reference if ref[test_split] > _metric(test_best, opts.metric) + 1e-12]
     profile = best.load()
     out_profile.parent.mkdir(parents=True, exist_ok=True)
     out_profile.write_text(profile_toml(profile, header), encoding="utf-8")
@@ -318,7 +342,11 @@ def tune(opts: TuneOptions, *, status: Callable[[str], None] | None = None,
         "points": len(specs), "tune_split": opts.tune_split, "test_split": test_split, "search": search,
         "train": {"best": _metric(best_run, opts.metric),
                   "top": [{"label": r["label"], opts.metric: _metric(r, opts.metric)} for r in ranked[:10]],
-                  "batch_id": train["batch_id"], "qps": train["replay"]["qps"]},
+                  "batch_id": train["batch_id"], "qps": train["replay"]["qps"], "queries": train["queries"]},
+        "index": train.get("index"),             # the database searched (your own: its path and state)
+        "notes": train.get("notes") or {},       # the tuning split's label notes (labels naming nothing...)
+        "untuned": reference,       # the base profiles and the default, on both splits
+        "warnings": warnings,       # the tuned profile below an untuned one on the evaluation split
         "test": {"tuned": test_best["metrics"],
                  "baselines": {b["label"]: b["metrics"] for b in test_bases},
                  "batch_id": test["batch_id"],

@@ -57,6 +57,12 @@ class EvalSet:
                 h.update(f"\x1d{key}={grade}".encode())
         return h.hexdigest()
 
+    @property
+    def has_corpus(self) -> bool:
+        """False for a set of labels alone (your own queries): it is replayed against a memo
+        database, the user's (``memo_eval.run.user_database``)."""
+        return self.corpus is not None or self.corpus_format is not None
+
     def by_id(self) -> dict[str, EvalQuery]:
         return {q.qid: q for q in self.queries}
 

@@ -93,6 +93,12 @@ def parse_line(obj: object, where: str) -> tuple[EvalQuery, dict[str, int], str 
         raise DatasetError(f"{where}: 'unanswerable' must be true or false (got {_kind(unanswerable)})")
     if not labels and not unanswerable:
         raise DatasetError(f"{where}: no relevant ids (mark it \"unanswerable\": true if nothing should match)")
+    if labels and unanswerable:
+        # Both cannot hold: its labels would be ignored (an unanswerable query is scored by
+        # whether memo abstains) without a word.
+        raise DatasetError(f"{where}: \"unanswerable\": true and relevant ids {', '.join(sorted(labels))}: "
+                           "it is one or the other",
+                           hint="drop \"relevant\" if nothing in your notes answers it, else drop \"unanswerable\"")
     now = _text(obj, "now", where)
     if now is not None:
         from memo.retrieve.scope import parse_when
@@ -131,10 +137,19 @@ def load_custom(path: Path, split: str = "test") -> EvalSet:
             raise DatasetError(f"{path}:{lines[i]}: query id {q.qid!r} is already used on line {lines[j]}{splits}",
                                hint="give every query its own id")
     has_splits = any(s is not None for _, _, s in rows)
+    unsplit = [lines[i] for i, (_, _, s) in enumerate(rows) if s is None]
+    if has_splits and unsplit:
+        # A line without a split in a file whose other lines have one is in neither train
+        # nor test: it was never replayed, and nothing said so.
+        shown = ", ".join(map(str, unsplit[:5])) + (f" and {len(unsplit) - 5} more" if len(unsplit) > 5 else "")
+        raise DatasetError(f"{path}: line(s) {shown} have no \"split\" while others do: they would be in no split",
+                           hint="give every line a split (train or test), or none of them")
     if split != "all" and has_splits:
+        rows_all = rows
         rows = [r for r in rows if r[2] == split]
         if not rows:
-            raise DatasetError(f"{path}: no query has split {split!r}")
+            names = sorted({str(r[2]) for r in rows_all})
+            raise DatasetError(f"{path}: no query has split {split!r} (its splits: {', '.join(names)}, or all)")
     qrels = {q.qid: labels for q, labels, _ in rows if labels}
     return EvalSet(name=path.stem, split=split if has_splits else "all",
                    corpus_hash=hashlib.sha256(raw).hexdigest(), unit="auto",

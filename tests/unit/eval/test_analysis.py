@@ -75,8 +75,10 @@ def test_tune_keyword(tiny, tmp_path):
         3 / res["search"]["seconds"], rel=0.01)
     text = out.read_text()
     assert "Tuned on: tiny split train (5 queries)" in text and "Search space" in text
-    assert load_profile(str(out)).cutoff.gap in (0.05, 0.5, 1.0)
-    assert set(res["test"]["baselines"]) == {"rrf[keyword]"}
+    # the untuned base is a candidate too (its own gap), and the search default a reference
+    assert load_profile(str(out)).cutoff.gap in (0.05, 0.5, 1.0, load_profile("rrf").cutoff.gap)
+    assert set(res["test"]["baselines"]) == {"rrf[keyword]", "zscore[keyword]"}
+    assert [(r["label"], r["default"]) for r in res["untuned"]] == [("rrf[keyword]", False), ("zscore[keyword]", True)]
 
 
 def test_regress_pass_and_fail(tiny, tmp_path):
