@@ -34,6 +34,7 @@ from rich.progress import (
 
 from memo.cli.common import JsonOption, handle_errors, print_json
 from memo.errors import ExtraMissing, MemoError
+from memo.progress import PLAIN_PROGRESS_EVERY
 from memo.types import default_profile
 
 # Mounted under `memo` (memo/cli/plugins.py): no completion options of its own, as memo's root.
@@ -88,7 +89,6 @@ def need_eval_extra() -> None:
         raise ExtraMissing(f"memo eval needs the eval extra, not installed here (missing: {', '.join(missing)})")
 
 
-PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is not a terminal
 
 
 @contextmanager

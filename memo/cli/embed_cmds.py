@@ -66,7 +66,8 @@ def register(app: typer.Typer) -> None:
         try:
             from memo.embed.backfill import backfill
 
-            report = backfill(conn, model, progress=True, batch_size=batch_size)
+            # --json: its document alone, as `memo import --json` (no bar, no progress lines)
+            report = backfill(conn, model, progress=not as_json, batch_size=batch_size)
         finally:
             conn.close()
         if as_json:

@@ -52,6 +52,7 @@ from memo.ops.importer import Progress as ImportProgress
 from memo.ops.paging import fetch_page
 from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
+from memo.progress import PLAIN_PROGRESS_EVERY
 from memo.store.db import open_db
 from memo.stored import RecordDraft
 from memo.types import FIELD_HELP
@@ -143,7 +144,6 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
 # less rejected every file.
 MAX_IMPORT_BYTES = 1_000_000_000
 
-PLAIN_PROGRESS_EVERY = 30.0     # seconds between progress lines when stderr is not a terminal
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from memo.embed.service import load_model
 from memo.embed.vectors import pending_batch, pending_count, vector_count, write_vectors
 from memo.errors import MemoError
 from memo.profile import load_profile
+from memo.progress import PLAIN_PROGRESS_EVERY
 from memo.store.db import default_db_path, open_db
 from memo.store.dialect import is_postgres
 from memo.store.postgres.vectors import build_ann_index
@@ -52,20 +54,66 @@ class BackfillReport:
     reused: int = 0        # of ``embedded``: copied from an earlier version's passage of the same text
 
 
-def _progress(total: int, enabled: bool):
-    """A rich progress bar on stderr (stdout belongs to CLI output / the MCP protocol)."""
+def _progress(total: int, enabled: bool) -> _Bar | _Lines | None:
+    """Embedding's progress on stderr (stdout belongs to CLI output / the MCP protocol): a
+    rich bar on a terminal, plain lines on a log or a pipe (``_Lines``), nothing when off."""
     if not enabled or total == 0:
         return None
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
     if not console.is_terminal:
         # A log or a pipe: no live bar (its transient clean-up leaves a blank line there:
         # `memo import` printed one before its report in a new-user run, issue 32.7).
-        return None
-    return Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=console, transient=True)
+        return _Lines(total)
+    return _Bar(total, console)
+
+
+class _Bar:
+    """A transient rich bar; ``advance(n)`` after each step, ``stop()`` at the end."""
+
+    def __init__(self, total: int, console) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._bar = Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                             console=console, transient=True)
+        self._task = self._bar.add_task("embed", total=total)
+        self._bar.start()
+
+    def advance(self, n: int) -> None:
+        self._bar.update(self._task, advance=n)
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
+class _Lines:
+    """stderr no terminal (a log, a pipe, CI): one plain line at most every
+    ``PLAIN_PROGRESS_EVERY`` seconds, as the import's batches print theirs; a run shorter
+    than that prints none.  A line that cannot be written is dropped: progress never fails
+    the embedding."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.start = self.last = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        if n <= 0:          # nothing copied from a window (all to compute): no news yet
+            return
+        self.done += n
+        now = time.monotonic()
+        if now - self.last < PLAIN_PROGRESS_EVERY:
+            return
+        self.last = now
+        try:
+            if sys.stderr is not None:
+                sys.stderr.write(f"embedding: {self.done:,}/{self.total:,} passages after {now - self.start:.0f} s\n")
+                sys.stderr.flush()
+        except (OSError, ValueError):     # stderr closed or gone (a broken pipe)
+            pass
+
+    def stop(self) -> None:
+        pass
 
 
 def backfill(conn_or_path: sqlite3.Connection | str | Path, model_id: str | None = None, progress: bool = True,
@@ -117,9 +165,6 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
     embedded = skipped = done = reused = 0
     after_pk = 0
     bar = _progress(target, progress)
-    task = bar.add_task("embed", total=target) if bar else None
-    if bar:
-        bar.start()
     try:
         while done < target:
             window = pending_batch(conn, mid, after_pk, min(batch_size * WINDOW_BATCHES, target - done))
@@ -134,7 +179,7 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
                 reused += copied
                 done += copied
                 if bar:
-                    bar.update(task, advance=copied)
+                    bar.advance(copied)
                 if on_progress is not None:
                     on_progress(done, target)
             if not todo:
@@ -150,7 +195,7 @@ def _run(conn, embedder, mid: str, progress: bool, batch_size: int, limit: int |
                 skipped += len(pks) - added
                 done += len(pks)
                 if bar:
-                    bar.update(task, advance=len(pks))
+                    bar.advance(len(pks))
                 if on_progress is not None:
                     on_progress(done, target)
     finally:
@@ -224,10 +269,7 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
             "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model_id = ? AND v.passage_pk = p.pk) "
             "ORDER BY p.pk", (*chunk, mid)).fetchall()
     bar = _progress(len(rows), progress)
-    task = bar.add_task("embed", total=len(rows)) if bar else None
     embedded = done = reused = 0
-    if bar:
-        bar.start()
     try:
         window = batch_size * WINDOW_BATCHES
         for w in range(0, len(rows), window):
@@ -240,7 +282,7 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
             embedded += copied
             reused += copied
             if bar:
-                bar.update(task, advance=len(whole) - len(part))
+                bar.advance(len(whole) - len(part))
             if not part:
                 continue
             vecs = embed_unique(embedder, [passage_text(r[1], r[2]) for r in part], batch_size)
@@ -250,7 +292,7 @@ def embed_records(conn: sqlite3.Connection, record_ids, model_id: str | None = N
                 embedded += write_vectors(conn, mid, pks, vecs[s:s + batch_size],
                                           keys=key_rows(mid, pks, [(r[1], r[2]) for r in batch]))
                 if bar:
-                    bar.update(task, advance=len(part[s:s + batch_size]))
+                    bar.advance(len(batch))
     finally:
         if bar:
             bar.stop()

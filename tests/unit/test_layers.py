@@ -10,7 +10,7 @@ depends on the packages above its target too (except the two root packages, ``me
 Layers, lowest first (a module may import its own layer or a lower one):
 
     0  memo.types, memo.stored, memo.errors, memo.text, memo.profile (+ _keys, _docs), memo.serialize, memo.metrics,
-       memo.download, memo.deferred, memo.dc_code_cache, memo.dc_pickle, memo.spawn, memo.version
+       memo.download, memo.deferred, memo.dc_code_cache, memo.dc_pickle, memo.spawn, memo.version, memo.progress
                                                  values, vocabulary, pure functions
     1  memo.store, memo.ingest, memo.embed       storage, splitters, vectors
     2  memo.graph                                graphs over the store
@@ -40,7 +40,7 @@ ROOTS = set(PACKAGES)
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (0, ("memo.types", "memo.stored", "memo.errors", "memo.text", "memo.profile", "memo.profile_keys", "memo.profile_docs",
          "memo.serialize", "memo.metrics",
-         "memo.download", "memo.deferred", "memo.dc_code_cache", "memo.dc_pickle", "memo.spawn", "memo.version")),
+         "memo.download", "memo.deferred", "memo.dc_code_cache", "memo.dc_pickle", "memo.spawn", "memo.version", "memo.progress")),
     (1, ("memo.store", "memo.ingest", "memo.embed", "memo.models")),
     (2, ("memo.graph",)),
     (3, ("memo.retrieve",)),
