@@ -11,6 +11,11 @@ of MB each for SciFact or LoCoMo).  Each file of the cache root is one of:
   texts it was computed from come back, and they are small), fetched data sets.  Kept.
 * ``stale``: an index built by other code or another schema, with its -wal, -shm and
   writer lock.  Pruned.
+
+  memo's derived files beside a database (the mention graph's sidecar and its title and
+  section indexes, ``<db>-graph*.bin``; vector sidecars, ``<db>-vectors-*.bin``) count
+  with their database: current beside a current index, stale beside a stale one, and
+  stale when the database itself is gone (nothing reads them again).
 * ``orphan``: a build's temporary file (``<name>.tmp<pid>...``) whose process is gone
   (a crash or an interrupt mid-build).  Pruned.  One whose process is alive is
   ``building`` and kept.
@@ -26,7 +31,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memo.embed import sidecar as vector_sidecar
+from memo.graph import sidecar as graph_sidecar
 from memo.ops.maintenance import DB_FILES  # the files SQLite and memo keep beside a database
+from memo.store.temp_names import TEMP_PID
 from memo_eval.cache import cache_root
 from memo_eval.index import index_suffix
 
@@ -63,11 +71,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _derived_names() -> tuple[re.Pattern[str], ...]:
+    """The names memo gives the files it derives from a database, as patterns capturing the
+    database's name.  Built from memo's own naming functions (a placeholder database and
+    subject name in, the file name out), so the pattern lives in memo alone."""
+    db, any_name = "\x00", "\x01"          # no file name holds either
+    made = (graph_sidecar.sidecar_path(db), graph_sidecar.subject_path(db, any_name),
+            vector_sidecar.sidecar_path(db, any_name))
+    return tuple(re.compile(re.escape(p.name).replace(re.escape(db), "(.+)").replace(re.escape(any_name), "[^/]+"))
+                 for p in made)
+
+
+_DERIVED = _derived_names()
+
+
 def _main_name(name: str) -> str:
-    """A database's name without its sidecar suffix (``x.db-wal`` -> ``x.db``)."""
+    """A database's name without its sidecar suffix (``x.db-wal`` -> ``x.db``,
+    ``x.db-graph-titles.bin`` -> ``x.db``)."""
     for side in DB_FILES:
         if name.endswith(side):
             return name[: -len(side)]
+    for pattern in _DERIVED:
+        m = pattern.fullmatch(name)
+        if m is not None:
+            return m.group(1)
     return name
 
 
@@ -83,11 +110,12 @@ def scan(root: Path | None = None) -> list[CacheEntry]:
         for f in sorted(folder.iterdir()):
             groups.setdefault(_main_name(f.name) if folder.name == "index" else f.name, []).append(f)
         for name, files in groups.items():
-            tmp = _TMP.search(name)
+            tmp = _TMP.search(name) or TEMP_PID.search(name)    # a build's, or a sidecar's being written
             if tmp:
                 status = "building" if _alive(int(tmp.group(1))) else "orphan"
             elif folder.name == "index":
-                status = "current" if name.endswith(suffix) else "stale"
+                # without the database itself, its sidecars are never read again
+                status = "current" if name.endswith(suffix) and folder / name in files else "stale"
             else:
                 status = "current"
             out.append(CacheEntry(folder.name, f"{folder.name}/{name}", status, _size(files), tuple(files)))

@@ -360,6 +360,10 @@ def _print_comparison(res: dict[str, Any], metric: str) -> None:
                    f"{_p(r['t_p']):>9}{_p(r['wilcoxon_p']):>9}  {'yes' if r['significant'] else 'no'}")
     if not res["same_query_set"]:
         typer.echo("note: the runs used different query sets or qrels; compared on the shared queries")
+    if res.get("same_database") is False:
+        typer.echo(textwrap.fill(f"note: A searched {res['a_db']}, B {res['b_db']}: not the same knowledge base "
+                                 "(another database, or one changed between the runs)", width=80,
+                                 subsequent_indent="  "))
     if res["movers"]:
         typer.echo(f"biggest movers ({metric}): qid, A, B, delta, 1st relevant rank A -> B, query")
         for mv in res["movers"]:

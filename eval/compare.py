@@ -42,8 +42,14 @@ def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
         # Identical runs: no evidence of any difference.
         out.update(t_stat=None, t_p=1.0 if n else None, wilcoxon_stat=None, wilcoxon_p=1.0 if n else None)
         return out
-    t = stats.ttest_rel(b, a)
-    out.update(t_stat=_p(t.statistic), t_p=_p(t.pvalue))
+    if max(diffs) - min(diffs) <= TIE_EPS * max(1.0, abs(out["delta"])):
+        # B - A the same on every query (B = A + c): the differences have no spread, the
+        # t statistic divides by zero and is undefined (scipy warns of catastrophic
+        # cancellation and returns a meaningless huge t); the Wilcoxon test still ranks them.
+        out.update(t_stat=None, t_p=None)
+    else:
+        t = stats.ttest_rel(b, a)
+        out.update(t_stat=_p(t.statistic), t_p=_p(t.pvalue))
     try:
         w = stats.wilcoxon(b, a, zero_method="wilcox")
         out.update(wilcoxon_stat=_p(w.statistic), wilcoxon_p=_p(w.pvalue))
@@ -55,7 +61,7 @@ def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
 _SHOWN = ("run_id", "label", "dataset", "split", "dataset_hash")    # what the result says of each run
 # Besides: the query count (the refusal names it), the batch and the run's place in it (the
 # report's replay order: ``memo_eval.report.replay_order``).
-_INFO = (*_SHOWN, "n_queries", "batch_id", "batch_position")
+_INFO = (*_SHOWN, "n_queries", "batch_id", "batch_position", "db", "db_state")
 
 
 def run_info(folder: Path) -> dict[str, Any]:
@@ -82,6 +88,21 @@ def same_questions(a: dict[str, Any], b: dict[str, Any]) -> None:
     if not same:
         raise DatasetError(f"A ran {_described(a)}, B ran {_described(b)}: not the same questions",
                            hint="compare runs of one data set and split, replayed with the same --limit-queries")
+
+
+def _same_database(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
+    """Did both runs search the same database in the same state (``db``, ``db_state``: a
+    user's database; a data set's own cached index has no state)?  None for runs that do
+    not record it."""
+    if not a.get("db") or not b.get("db"):
+        return None
+    return (a["db"], a.get("db_state")) == (b["db"], b.get("db_state"))
+
+
+def _db_text(info: dict[str, Any]) -> str | None:
+    if not info.get("db"):
+        return None
+    return f"{info['db']} ({info['db_state']})" if info.get("db_state") else str(info["db"])
 
 
 def compare_runs(run_a: Path, run_b: Path, *, metric: str = "ndcg_10", movers: int = 10,
@@ -115,6 +136,10 @@ def compare_runs(run_a: Path, run_b: Path, *, metric: str = "ndcg_10", movers: i
     return {
         "a": {k: a[k] for k in _SHOWN}, "b": {k: b[k] for k in _SHOWN},
         "same_query_set": True,         # always, since same_questions (kept for readers of the JSON)
+        # The same questions over another knowledge base (your own labels over two databases,
+        # or one changed between the runs): compared all the same, and said (None: unknown).
+        "same_database": _same_database(a, b),
+        "a_db": _db_text(a), "b_db": _db_text(b),
         "paired_queries": len(recs), "metric": metric, "alpha": alpha, "metrics": per_metric,
         "movers": [{"qid": r["qid"], "query": r["query"], "category": r["category"],
                     "a": r[f"a_{metric}"], "b": r[f"b_{metric}"], "delta": r[f"b_{metric}"] - r[f"a_{metric}"],

@@ -3,10 +3,13 @@
 ``--set fusion.k=20,60,100 --set weights.semantic=0.3,0.5,0.7`` gives 9 points; with two
 ``--profile`` s, 18 runs.  Values are parsed as int, float, bool or string, in that order;
 an integer key takes integer literals only (``fusion.k=1e2`` is refused, not read as 100).
+An empty value (``0.5,,0.7``) is refused, not dropped; an unknown key is refused with the
+nearest known ones (``fusion.kk``: did you mean fusion.k?).
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
@@ -17,7 +20,7 @@ from typing import Any
 from memo import profile_keys
 from memo.errors import ProfileError, ValidationError
 from memo.profile import LIST_KEYS, load_profile
-from memo.types import default_profile
+from memo.types import ARM_NAMES, default_profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +65,18 @@ def parse_set(option: str) -> tuple[str, list[Any]]:
     key = key.strip()
     if not sep or not key or not values.strip():
         raise ValidationError(f"--set {option!r}: expected KEY=V1[,V2...]", hint="e.g. --set fusion.k=20,60,100")
+    _check_key(option, key)
     # List keys (aging_kinds, relational_cues, context.kinds) are themselves comma lists: take them whole.
-    vals = [values.strip()] if key in LIST_KEYS else [parse_value(v) for v in values.split(",") if v.strip()]
+    if key in LIST_KEYS:
+        vals = [values.strip()]
+    else:
+        parts = values.split(",")
+        empty = [i for i, v in enumerate(parts, 1) if not v.strip()]
+        if empty:
+            kept = ",".join(v.strip() for v in parts if v.strip())
+            raise ValidationError(f"--set {option!r}: value {empty[0]} of {len(parts)} is empty",
+                                  hint=f"drop the extra comma: --set {key}={kept}")
+        vals = [parse_value(v) for v in parts]
     # The profile schema takes 100.0 for an integer key (a TOML file may say so); on the
     # command line a float literal for one (1e2, 2.0) is a slip, refused like 1.5 is.
     kind = _KINDS.get(profile_keys.RENAMED.get(key, key))
@@ -75,6 +88,23 @@ def parse_set(option: str) -> tuple[str, list[Any]]:
 
 
 _KINDS = {k.name: k.kind for k in profile_keys.KEYS}
+
+
+def _check_key(option: str, key: str) -> None:
+    """A ProfileError for a key no profile has, with the nearest known keys (``fusion.kk``:
+    did you mean fusion.k?), before any profile is loaded.  ``models.<id>.<band>`` keys are
+    left to the profile's own check (any model id may be given a band)."""
+    known = [*(k.name for k in profile_keys.KEYS), *profile_keys.RENAMED, *(f"weights.{a}" for a in ARM_NAMES)]
+    if key in known or key.startswith("models."):
+        return
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.8)
+    if close:
+        hint = f"did you mean {' or '.join(close)}? docs/profiles.md lists every key"
+    elif key.startswith("weights."):
+        hint = f"weights.<arm> takes an arm: {', '.join(ARM_NAMES)}"
+    else:
+        hint = ProfileError.hint
+    raise ProfileError(f"--set {option!r}: unknown key {key}", hint=hint)
 
 
 # Modes that run no semantic arm (so no model band or semantic weight can matter).

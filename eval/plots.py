@@ -13,8 +13,22 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 DPI = 110
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` with its canvas fitted to what it draws (``bbox_inches="tight"``): long
+    run labels and a legend outside the axes widen the picture instead of squeezing the axes.
+    ``fig.tight_layout()`` did the squeezing in a fixed canvas, and warned "Tight layout not
+    applied" (leaving labels cut off) whenever the labels were wider than the canvas allows;
+    constrained layout gives up the same way.  Cropping at save time always fits."""
+    try:
+        fig.savefig(path, dpi=DPI, bbox_inches="tight", pad_inches=0.1)
+    finally:
+        plt.close(fig)
+    return path
 
 
 def metric_vs_constant(path: Path, constant: str, series: Mapping[str, Sequence[tuple[float, float]]],
@@ -33,10 +47,7 @@ def metric_vs_constant(path: Path, constant: str, series: Mapping[str, Sequence[
     if many:
         # Outside the axes: with a dozen series an inside legend hides the lines.
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def arm_contribution(path: Path, runs: Sequence[str], arms: Sequence[str],
@@ -60,10 +71,7 @@ def arm_contribution(path: Path, runs: Sequence[str], arms: Sequence[str],
     ax.set_xlim(0, 1.25)
     ax.set_title(title or "per-arm contribution")
     ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def latency(path: Path, data: Mapping[str, Sequence[float]]) -> Path:
@@ -81,10 +89,7 @@ def latency(path: Path, data: Mapping[str, Sequence[float]]) -> Path:
     ax.set_xscale("log")
     ax.set_title("latency distribution (whiskers p5-p95)")
     ax.grid(alpha=0.3, axis="x")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def natural_key(label: str) -> list[object]:
@@ -125,10 +130,7 @@ def metric_bars(path: Path, metric: str, rows: Sequence[tuple[str, float, float,
     ax.set_xlabel(f"{metric}: mean over queries, whiskers 95% bootstrap CI", fontsize=9)
     ax.set_title(f"{metric} per run" + (f" (axis starts at {left:.2f})" if left > 0 else ""))
     ax.grid(alpha=0.3, axis="x")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def query_deltas(path: Path, metric: str, baseline: str, deltas: Mapping[str, Sequence[float]]) -> Path:
@@ -158,10 +160,7 @@ def query_deltas(path: Path, metric: str, baseline: str, deltas: Mapping[str, Se
         ax.set_xlabel(f"{metric} - baseline, per query\n(box p25-p75, whiskers p5-p95, triangle: mean)", fontsize=8)
     ax.set_title(f"per-query {metric} against the baseline\n{baseline}", fontsize=9)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def weight_gain(path: Path, metric: str, baseline: str, points: Mapping[str, Sequence[tuple[float, float]]]) -> Path:
@@ -194,10 +193,7 @@ def weight_gain(path: Path, metric: str, baseline: str, points: Mapping[str, Seq
                  "(dots: queries; line: mean per multiplier bin)", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def recall_curves(path: Path, curves: Mapping[str, Sequence[tuple[int, float]]]) -> Path:
@@ -223,10 +219,7 @@ def recall_curves(path: Path, curves: Mapping[str, Sequence[tuple[int, float]]])
     ax.set_title("recall@k")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=6 if len(order) > 10 else 7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _recall_table(path: Path, order: Sequence[str], curves: Mapping[str, Sequence[tuple[int, float]]]) -> Path:
@@ -246,10 +239,7 @@ def _recall_table(path: Path, order: Sequence[str], curves: Mapping[str, Sequenc
     ax.set_yticklabels(order, fontsize=fs)
     ax.set_title("recall@k (rows sorted by recall@10)")
     fig.colorbar(im, ax=ax, fraction=0.03)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def category_bars(path: Path, metric: str, values: Mapping[str, Mapping[str, float]]) -> Path:
@@ -270,7 +260,4 @@ def category_bars(path: Path, metric: str, values: Mapping[str, Mapping[str, flo
     ax.set_title(f"{metric} per category")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=fs - 1, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

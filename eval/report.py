@@ -72,7 +72,7 @@ def summary(con, order: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One row per run: in ``order`` (run ids: ``replay_order``), the others after them by
     data set, split and id."""
     cols = _columns(con, "runs")
-    wanted = ["run_id", "label", "dataset", "split", "model_id", "n_queries", "batch_qps", "workers",
+    wanted = ["run_id", "label", "dataset", "split", "dataset_hash", "model_id", "n_queries", "batch_qps", "workers",
               *[m for m in SUMMARY_METRICS if m in cols]]
     sel = ", ".join(f'"{c}"' if c in cols else f"NULL AS {c}" for c in wanted)
     rows = con.execute(f"SELECT {sel} FROM runs ORDER BY dataset, split, run_id").fetchall()
@@ -367,8 +367,11 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
     cis = A.bootstrap_ci(frame, main_metric)
     if cis.height:
         rows = [(labels[r["run_id"]], r["mean"], r["ci_low"], r["ci_high"]) for r in cis.iter_rows(named=True)]
-        anchors = ([(a.name, a.value) for a in anchors_for(groups[0][0], groups[0][1], main_metric)]
-                   if len(groups) == 1 else [])
+        # Published figures for a whole split only, as the anchor table below: a labels file
+        # of your own that happens to be named scifact.jsonl is not SciFact.
+        counts = {s["n_queries"] for s in summ}
+        anchors = ([(a.name, a.value) for a in anchors_for(groups[0][0], groups[0][1], main_metric, counts.pop())]
+                   if len(groups) == 1 and len(counts) == 1 else [])
         name = f"{main_metric}_bars.png"
         plots.metric_bars(out_dir / name, main_metric, rows, anchors)
         figures.append(name)
@@ -378,7 +381,14 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
                _table(["label", "queries", main_metric, "95% CI low", "95% CI high"],
                       [[labels[r["run_id"]], r["n"], r["mean"], r["ci_low"], r["ci_high"]] for r in ordered]),
                "", f"![{main_metric} per run]({name})", ""]
-    if base_id is not None and len(summ) > 1:
+    question_sets = {s.get("dataset_hash") for s in summ}
+    if base_id is not None and len(summ) > 1 and len(question_sets) > 1:
+        # Query ids of two data sets name different questions: no per-query pairing (memo
+        # eval compare refuses them too).
+        md += ["## Per query against the baseline", "",
+               "Not drawn: the runs replayed different question sets (data set, split or labels); "
+               "per-query differences pair the same questions only.", ""]
+    elif base_id is not None and len(summ) > 1:
         deltas = A.query_deltas(frame, main_metric, base_id)
         per_run = {labels[rid]: part["delta"].to_list()
                    for (rid,), part in deltas.group_by(["run_id"], maintain_order=True)}

@@ -42,6 +42,7 @@ import numpy as np
 
 from memo.embed.quantise import CHUNK_ROWS, quantise_rows
 from memo.store.migrations import VECTOR_COUNTS_FROM, user_version
+from memo.store.temp_names import temp_beside
 
 MAGIC = b"MEMOVEC1"
 FORMAT = 1
@@ -122,7 +123,7 @@ def write(path: Path, *, model_id: str, dims: int, epoch: str, max_seq: int, row
     # samples (filled in after the data) by padding the JSON to a fixed size.
     header_room = 4096
     layout = _layout(rows, dims, header_room)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    tmp = temp_beside(path)
     try:
         with open(tmp, "wb") as fh:
             fh.truncate(layout["end"][0])

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memo.store.temp_names import temp_beside
+
 MAGIC = b"MEMOGRF1"
 FORMAT = 1
 _ALIGN = 4096
@@ -83,7 +85,7 @@ def write_arrays(path: Path, magic: bytes, header: dict, arrays: dict[str, np.nd
     head = json.dumps({**header, "layout": layout}).encode()
     if len(head) > room:
         raise ValueError("graph sidecar header too long")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    tmp = temp_beside(path)
     try:
         with open(tmp, "wb") as fh:
             fh.write(magic + struct.pack("<I", len(head)) + head)

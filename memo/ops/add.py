@@ -16,7 +16,7 @@ from memo.ops.guard import store_errors
 from memo.ops.hand_edits import imported_before, kept_note, replaced_note
 from memo.ops.near_dup import find_near_duplicate
 from memo.ops.reports import AddReport
-from memo.ops.store_batch import PreparedItem, prepare_item
+from memo.ops.store_batch import PreparedItem, identities, prepare_item, same_text_note
 from memo.profile import Profile, load_profile
 from memo.store.connect import write_tx
 from memo.store.dialect import is_postgres
@@ -146,7 +146,8 @@ def store_draft(conn: sqlite3.Connection, draft: RecordDraft, passages: tuple[Pa
         if walked.gone(row[0], row[1]):
             moved, dup = (dup, row[0]), None
     if dup is not None:
-        return AddReport(status="skipped", record_id=dup, passages=0)
+        note = same_text_note(draft, dup, identities(conn, {dup})) if replace_previous and draft.import_path else None
+        return AddReport(status="skipped", record_id=dup, passages=0, note=note)
     if not replace_previous:
         older = _older_version(conn, draft.namespace, chash)
         if older is not None:

@@ -165,17 +165,32 @@ def _where(spaces: tuple[str, ...], include_forgotten: bool) -> tuple[str, tuple
 
 
 def _pages(conn: Any, table: str, where: str, params: tuple[str, ...]) -> Iterator[list[Any]]:
-    """The table's rows in (recorded_at, id) order, a page at a time (keyset: no OFFSET, no
-    cursor left open across the other queries, on either backend)."""
-    after: tuple[str, str] | None = None
+    """The table's rows in the order they were written, a page at a time (keyset: no
+    OFFSET, no cursor left open across the other queries, on either backend): facts by
+    pk; records by their first passage's pk (records have no such key of their own on
+    PostgreSQL, as ``memo.store.mentions.rebuild_mentions`` says), so an import writes them,
+    and derives their entity rows, in the order the source did."""
+    after = 0
     while True:
-        keyset = " AND (recorded_at, id) > (?, ?)" if after else ""
-        rows = conn.execute(f"SELECT * FROM {table} WHERE {where}{keyset} ORDER BY recorded_at, id LIMIT {PAGE}",
-                            (*params, *(after or ()))).fetchall()
-        if not rows:
+        if table == "facts":
+            rows = conn.execute(f"SELECT * FROM facts WHERE {where} AND pk > ? ORDER BY pk LIMIT {PAGE}",
+                                (*params, after)).fetchall()
+            if not rows:
+                return
+            after = int(rows[-1]["pk"])
+            yield rows
+            continue
+        firsts = conn.execute(f"SELECT pk, record_id FROM passages WHERE pk > ? AND ord = 0 ORDER BY pk LIMIT {PAGE}",
+                              (after,)).fetchall()
+        if not firsts:
             return
-        yield rows
-        after = (rows[-1]["recorded_at"], rows[-1]["id"])
+        after = int(firsts[-1][0])
+        ids = [r[1] for r in firsts]
+        got = {r["id"]: r for r in conn.execute(
+            f"SELECT * FROM records WHERE {where} AND id IN ({','.join('?' * len(ids))})", (*params, *ids))}
+        rows = [got[i] for i in ids if i in got]
+        if rows:
+            yield rows
 
 
 def _vectors_of(conn: Any, table: str, key: str, pks: Sequence[int]) -> dict[int, dict[str, str]]:

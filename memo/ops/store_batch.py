@@ -136,7 +136,7 @@ def live_versions(conn: sqlite3.Connection,
     return out
 
 
-def _identities(conn: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, str | None, str | None]]:
+def identities(conn: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, str | None, str | None]]:
     """record id -> (kind, import path, external id)."""
     out: dict[str, tuple[str, str | None, str | None]] = {}
     for chunk in chunks(sorted(ids)):
@@ -151,6 +151,21 @@ def _rekind_note(draft: RecordDraft, dup: str, held: tuple[str, str | None, str 
     where = f" (from {path})" if path else ""
     return (f"its text is already stored as a {kind}, record {dup}{where}, so it was not stored as a "
             f"{draft.kind}; to re-split it, `memo forget {dup}` and import it again")
+
+
+def same_text_note(draft: RecordDraft, dup: str, held: dict[str, tuple[str, str | None, str | None]]) -> str | None:
+    """A file skipped because another file's record holds its text: said, naming that file
+    (a folder of identical READMEs kept one; a label or a search for the others found
+    nothing, and the import said only "skipped 5").  None for the input's own record (an
+    unchanged file imported again, a conversation saved in another export) and for inputs
+    without a path."""
+    if not draft.import_path or dup not in held:
+        return None
+    _, path, ext = held[dup]
+    if path == draft.import_path or (draft.ext_id is not None and ext == draft.ext_id):
+        return None             # its own record (a chat export's conversation is known by its id)
+    other = f"{path}'s record {dup}" if path else f"record {dup}"
+    return f"the same text as {other}: stored once, there"
 
 
 def _labels(conn: sqlite3.Connection, record_id: str) -> tuple[str | None, str | None]:
@@ -197,8 +212,10 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
     versions = live_versions(conn, {(it.draft.namespace, it.draft.import_path, it.draft.ext_id)
                                     for it in items if it.draft.import_path})
     conversations = LiveConversations(conn, (it.draft for it in items))
-    identify = rekind or walked is not None
-    held = _identities(conn, set(dups.values())) if identify and dups else {}
+    # A file's text stored already from another file is named (the notice below): who the
+    # duplicates' records are is read for any batch of files, not only a re-kinding one.
+    identify = rekind or walked is not None or any(it.draft.import_path for it in items)
+    held = identities(conn, set(dups.values())) if identify and dups else {}
     reports: list[AddReport] = []
     new: list[NewRecord] = []
     superseded: list[tuple[str, str, str]] = []      # (when, new id, old id)
@@ -220,7 +237,7 @@ def store_items(conn: sqlite3.Connection, items: Sequence[PreparedItem], *, reki
         if dup is None and (d.library is not None or d.version is not None) and d.import_path:
             dup = _stored_unversioned(conn, versions.get((d.namespace, d.import_path, d.ext_id)), d)
         if dup is not None:
-            reports.append(AddReport(status="skipped", record_id=dup, passages=0))
+            reports.append(AddReport(status="skipped", record_id=dup, passages=0, note=same_text_note(d, dup, held)))
             continue
         previous_here = versions.get((d.namespace, d.import_path, d.ext_id)) if d.import_path and moved is None else None
         edited = imported_before(conn, previous_here[0]) if previous_here is not None else None

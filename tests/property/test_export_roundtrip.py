@@ -19,7 +19,7 @@ from memo.ops.facts import add_fact, forget_facts, supersede_fact
 from memo.store.db import open_db
 from memo.stored import FactDraft, RecordDraft
 from tests.fast_examples import examples
-from tests.unit.ops.export_rows import canonical
+from tests.unit.ops.export_rows import CANONICAL, DERIVED, canonical
 
 WORDS = ("Alice", "Bruno", "Kestrel", "backups", "run", "on", "Friday", "Monday", "the", "pump", "at",
          "40", "psi", "Lighthouse", "project", "joined", "in", "March", "café", "Zürich")
@@ -36,8 +36,10 @@ op_st = st.one_of(
 
 
 def _live(conn, table: str) -> list[str]:
+    """The current rows in the order they were written (ids hold a random tail: ordering by
+    them made an operation's target differ between runs of the same example)."""
     return [r[0] for r in conn.execute(
-        f"SELECT id FROM {table} WHERE superseded_at IS NULL AND forgotten_at IS NULL ORDER BY id")]
+        f"SELECT id FROM {table} WHERE superseded_at IS NULL AND forgotten_at IS NULL ORDER BY rowid")]
 
 
 def _apply(conn, op: tuple) -> None:
@@ -76,10 +78,19 @@ def test_an_export_brings_back_what_was_stored(history: list[tuple]) -> None:
         export_db(src, folder / "kept.jsonl.gz")
         everything = open_db(folder / "all.db")
         ops.import_path(everything, folder / "all.jsonl")
-        assert canonical(everything) == canonical(src)
+        # Canonical rows as they are; the entity rows as ``memo reindex`` derives them from
+        # those (a source's depend on its history: a record forgotten since named an entity
+        # first, and the import, as reindex, never sees its mentions).
+        stored = canonical(src)
+        ops.reindex(src)
+        derived = canonical(src)
+        got = canonical(everything)
+        assert {k: got[k] for k in CANONICAL} == {k: stored[k] for k in CANONICAL}
+        assert {k: got[k] for k in DERIVED} == {k: derived[k] for k in DERIVED}
         kept = open_db(folder / "kept.db")
         ops.import_path(kept, folder / "kept.jsonl.gz")
         ops.purge(src, confirm=True)
+        ops.reindex(src)
         assert canonical(kept) == canonical(src)
         for conn in (src, everything, kept):
             conn.close()

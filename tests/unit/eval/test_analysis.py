@@ -163,7 +163,7 @@ def test_anchors_file_has_the_issue_references():
 def test_report_compares_runs_with_anchors(two_runs, tmp_path, monkeypatch):
     from memo_eval import report
     from memo_eval.anchors import Anchor
-    monkeypatch.setattr(report, "anchors_for", lambda d, s, m=None: [
+    monkeypatch.setattr(report, "anchors_for", lambda d, s, m=None, n=None: [
         a for a in [Anchor(d, s, "recall_100", "a made-up baseline", 0.25, 4)] if m in (None, a.metric)])
     build_report(two_runs, tmp_path / "rep")
     md = (tmp_path / "rep" / "report.md").read_text()

@@ -14,10 +14,11 @@ import pytest
 from memo import ops
 from memo.errors import DatasetError
 from memo.store.db import open_db
+from memo.stored import RecordDraft
 from memo_eval.datasets import load_eval_set
+from memo_eval.grid import RunSpec
 from memo_eval.regress import CheckError, regress
 from memo_eval.run import EvalOptions, run_eval
-from memo_eval.grid import RunSpec
 from memo_eval.tune import TuneOptions, tune
 
 NOTES = {
@@ -134,3 +135,22 @@ def test_two_labels_for_one_record_are_said(mine) -> None:
                                semantic=False))
     assert res["notes"]["shadowed_labels"] == {"keys.md": rid}
     assert "unknown_relevant" not in res["notes"]
+
+
+def test_compare_says_when_two_runs_searched_different_databases(mine, tmp_path) -> None:
+    """The same labels over another database: compared (the questions are the same), and
+    said; before, a run over a database of one note paired silently with one over the
+    user's notes (a user probe)."""
+    from memo_eval.compare import compare_runs
+
+    db, labels = mine
+    other = tmp_path / "other.db"
+    conn = open_db(other)
+    ops.add_record(conn, RecordDraft(body="A single unrelated note."))
+    conn.close()
+    runs = [run_eval(EvalOptions(dataset=str(labels), split="test", specs=[RunSpec("zscore", mode="keyword")],
+                                 semantic=False, db=str(d)))["runs"][0]["path"] for d in (db, db, other)]
+    same = compare_runs(Path(runs[0]), Path(runs[1]))
+    assert same["same_database"] is True
+    differ = compare_runs(Path(runs[0]), Path(runs[2]))
+    assert differ["same_database"] is False and str(other) in differ["b_db"]

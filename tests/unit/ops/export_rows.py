@@ -9,6 +9,9 @@ import numpy as np
 
 from memo.store.dialect import is_postgres
 
+DERIVED = ("entities", "mentions")     # written again by an import, as memo reindex writes them
+CANONICAL = ("records", "tags", "passages", "facts", "evidence", "vectors", "fact_vectors")
+
 
 def canonical(conn) -> dict[str, list]:
     """Everything an export must reproduce, keyed by public ids (pks differ between bases)."""

@@ -173,8 +173,11 @@ def test_a_duplicate_of_a_file_still_there_is_not_moved(fresh_db, tmp_path):
     first = _imp(fresh_db, root)
     assert (first.added, first.skipped) == (1, 1)
     rep = _imp(fresh_db, root)
-    assert (rep.added, rep.updated, rep.skipped, rep.missing, rep.notices) == (0, 0, 2, (), ())
-    assert ops.get(fresh_db, first.record_ids[0]).import_path == _abs(root / "a" / "x.py")
+    assert (rep.added, rep.updated, rep.skipped, rep.missing) == (0, 0, 2, ())
+    rid = first.record_ids[0]        # b/x.py's text is a/x.py's record: said at every import
+    assert [(n.path, n.reason) for n in rep.notices] == [
+        ("b/x.py", f"the same text as {_abs(root / 'a' / 'x.py')}'s record {rid}: stored once, there")]
+    assert ops.get(fresh_db, rid).import_path == _abs(root / "a" / "x.py")
 
 
 def test_prune_after_deleting_one_of_two_identical_files_follows_the_survivor(fresh_db, tmp_path):
@@ -276,6 +279,7 @@ def test_an_emptied_file_whose_text_another_file_holds_keeps_its_record(fresh_db
     rep = _imp(fresh_db, root, prune=True)
     assert (rep.missing, rep.emptied, rep.pruned) == ((), (), 0)
     assert [(n.path, n.reason) for n in rep.notices] == [
+        ("b.md", f"the same text as {_abs(root / 'a.md')}'s record {rid}: stored once, there"),
         ("a.md", f"now empty, but b.md has the same text (skipped as a duplicate of record {rid}), so {rid} "
                  f"stays live under this path; to store it from b.md, `memo forget {rid}` and import again")]
     assert _found(fresh_db, "twin pelican") == {rid}
@@ -395,7 +399,8 @@ def test_a_copied_folder_moves_nothing(fresh_db, tmp_path):
     _imp(fresh_db, old)
     copy = _write(tmp_path / "copy", {"hugo.md": "Hugo is my manager.\n"})
     rep = _imp(fresh_db, copy)
-    assert (rep.added, rep.updated, rep.skipped, rep.notices) == (0, 0, 1, ())
+    assert (rep.added, rep.updated, rep.skipped) == (0, 0, 1)
+    assert [n.reason.split("'s record")[0] for n in rep.notices] == [f"the same text as {_abs(old / 'hugo.md')}"]
 
 
 def test_excluded_files_and_folders_are_left_out_and_not_missing(fresh_db, tmp_path):

@@ -271,7 +271,7 @@ def test_moved_and_emptied_files_both_ways(new_db, tmp_path, monkeypatch):
                         edit(root)
                     rep = import_path(conn, root, ImportOptions(batch_size=size, prune=prune))
                     out.append((rep.added, rep.updated, rep.skipped, rep.missing, rep.emptied, rep.pruned,
-                                [(n.path, n.reason) for n in rep.notices]))
+                                [(n.path, n.reason.replace(str(run), "")) for n in rep.notices]))
                 conn.close()
             dump = _dump(db)
             dump["records"] = [tuple(str(v).replace(str(run), "") for v in r) for r in dump["records"]]
