@@ -247,6 +247,7 @@ def _print_runs(res: dict[str, Any]) -> None:
                 f"{_fmt(e.get(k)):>7}" for k in ("recall_10", "ndcg_10", "abstain_precision", "abstain_recall")))
         if any(e.get(k) is None for e in cats.values() for k in ("abstain_precision", "abstain_recall")):
             typer.echo("  -: abstR without unanswerable queries, abstP without abstentions")
+    ranked_runs_lines(res["runs"], "recall_10" if str(res["dataset"]).startswith("locomo") else "ndcg_10")
     rp = res["replay"]
     typer.echo(f"replay: {rp['searches']} searches in {rp['seconds']} s = {rp['qps']} queries/s "
                f"on {rp['workers']} worker(s); traces in\n  {res['out_dir']}")
@@ -266,6 +267,22 @@ def _print_runs(res: dict[str, Any]) -> None:
         typer.echo(textwrap.fill(f"note: {len(shadowed)} label(s) name passages another label names first, so they "
                                  f"can never be found: {some}{more}; name each record one way", width=80,
                                  subsequent_indent="  "))
+
+
+RANKED_SHOWN = 10     # a grid's best runs listed again at its end
+
+
+def ranked_runs_lines(runs: list[dict[str, Any]], metric: str = "ndcg_10") -> None:
+    """After a grid of more than three runs, its best ``RANKED_SHOWN`` by ``metric`` on one
+    line each (a 24-point grid printed ~240 lines and no winner: a user probe)."""
+    scored = [r for r in runs if r["metrics"].get(metric) is not None]
+    if len(scored) <= 3:
+        return
+    scored.sort(key=lambda r: -r["metrics"][metric])
+    typer.echo(f"best {min(RANKED_SHOWN, len(scored))} of {len(runs)} runs by {metric}:")
+    for r in scored[:RANKED_SHOWN]:
+        line = f"  {r['metrics'][metric]:.4f}  {r['label']}"
+        typer.echo(line if len(line) <= 80 else line[:79] + "…")
 
 
 def database_line(index: dict[str, Any]) -> str | None:

@@ -441,8 +441,9 @@ def build_report(runs: Sequence[Path], out_dir: Path, *, title: str = "memo eval
             md += ["A constant is plotted when some runs differ in it and in nothing else (a grid axis); "
                    "one line per group of such runs.", ""]
         else:
-            md += ["No plot: no constant differs between runs that are otherwise the same "
-                   "(a grid axis: `memo eval run --set KEY=V1,V2`).", ""]
+            md += ["No plot: no numeric constant alone tells runs apart that are otherwise the same (a grid "
+                   "axis: `memo eval run --set KEY=V1,V2`); a setting such as `fusion.method` is told "
+                   "by the runs' labels in the tables above.", ""]
         for const in consts:
             lines = constant_series(con, const, ignore=[c for c, why in left_out.items() if why != TOGETHER])
             for metric in METRIC_COLUMNS:

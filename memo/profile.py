@@ -37,7 +37,7 @@ import platformdirs
 from memo import profile_keys
 from memo.errors import ProfileError
 from memo.profile_keys import BAND_KEYS, FUSION_METHODS, KEYWORD_INDEXES, WEIGHT_RANGE, Key
-from memo.types import ARM_NAMES, KINDS, default_profile
+from memo.types import ARM_NAMES, KINDS, PROFILE_ENV, default_profile
 
 __all__ = ["FUSION_METHODS", "KEYWORD_INDEXES", "LIST_KEYS", "BASE", "ModelBands", "Profile", "diff_profiles",
            "load_profile", "profile_dirs", "profile_names", "resolve_profile_path", "shipped_profile_dir",
@@ -463,8 +463,13 @@ def resolve_profile_path(name_or_path: str | Path, *, relative_to: Path | None =
         path = d / f"{text}.toml"
         if _is_file(path, f"profile name {text[:40]!r}{'…' if len(text) > 40 else ''}"):
             return path
-    raise ProfileError(f"no profile named {text!r} (known: {', '.join(profile_names()) or 'none'})",
-                       hint=f"put NAME.toml in {user_profile_dir()} or pass a path (docs/profiles.md)")
+    # A name no command gave came from $MEMO_PROFILE (memo.types.default_profile): say so, or a
+    # typo there reads as a missing profile the user never asked for.
+    env = os.environ.get(PROFILE_ENV)
+    origin = f" (from ${PROFILE_ENV})" if env and env == text else ""
+    raise ProfileError(f"no profile named {text!r}{origin} (known: {', '.join(profile_names()) or 'none'})",
+                       hint=(f"fix or unset ${PROFILE_ENV}" if origin else
+                             f"put NAME.toml in {user_profile_dir()} or pass a path (docs/profiles.md)"))
 
 
 _CACHE: dict[tuple, Profile] = {}

@@ -154,3 +154,24 @@ def test_compare_says_when_two_runs_searched_different_databases(mine, tmp_path)
     assert same["same_database"] is True
     differ = compare_runs(Path(runs[0]), Path(runs[2]))
     assert differ["same_database"] is False and str(other) in differ["b_db"]
+
+
+def test_a_grid_ends_with_its_best_runs(mine, capsys) -> None:
+    from memo_eval.cli import ranked_runs_lines
+
+    runs = [{"label": f"p{i}", "metrics": {"ndcg_10": i / 10}} for i in range(5)]
+    ranked_runs_lines(runs)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "best 5 of 5 runs by ndcg_10:" and out[1] == "  0.4000  p4"
+    ranked_runs_lines(runs[:3])
+    assert capsys.readouterr().out == ""        # three runs are read at a glance
+
+
+def test_a_profile_named_by_memo_profile_says_so(monkeypatch) -> None:
+    from memo.errors import ProfileError
+    from memo.profile import load_profile
+
+    monkeypatch.setenv("MEMO_PROFILE", "zscroe")
+    with pytest.raises(ProfileError, match=r"no profile named 'zscroe' \(from \$MEMO_PROFILE\)") as err:
+        load_profile("zscroe")
+    assert "unset $MEMO_PROFILE" in (err.value.hint or "")

@@ -45,7 +45,7 @@ def test_profiles_compared_give_no_constant_plot(tiny, tmp_path):
     res = build_report(runs, tmp_path / "rep")
     assert not [n for n in _figures(res) if "_vs_" in n]
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "No plot: no constant differs between runs that are otherwise the same" in md
+    assert "No plot: no numeric constant alone tells runs apart that are otherwise the same" in md
 
 
 def test_grid_axis_is_plotted_and_an_idle_arm_constant_is_not(tiny, tmp_path):
