@@ -260,6 +260,11 @@ def _print_runs(res: dict[str, Any]) -> None:
     unknown = res.get("notes", {}).get("unknown_relevant")
     if unknown:
         typer.echo(unknown_relevant_line(unknown, res["queries"]))
+    absent = res.get("notes", {}).get("absent_namespaces")
+    if absent:
+        typer.echo(textwrap.fill("note: queries search namespaces the database does not hold, so they find "
+                                 "nothing: " + ", ".join(f"{ns!r} ({n} queries)" for ns, n in absent.items()),
+                                 width=80, subsequent_indent="  "))
     shadowed = res.get("notes", {}).get("shadowed_labels")
     if shadowed:
         some = "; ".join(f"{k!r} (taken by {v!r})" for k, v in list(shadowed.items())[:3])

@@ -288,6 +288,27 @@ def unknown_relevant(db_path: Any, es: EvalSet) -> dict[str, list[str]]:
     return out
 
 
+def absent_namespaces(db_path: Any, es: EvalSet) -> dict[str, int]:
+    """Namespaces the queries search that hold no record of the database -> how many
+    queries name each: such a query finds nothing (a typo in the labels' namespace)."""
+    from memo.store.db import open_db
+
+    wanted: dict[str, int] = {}
+    for q in es.queries:
+        if q.namespace:
+            wanted[q.namespace] = wanted.get(q.namespace, 0) + 1
+    if not wanted:
+        return {}
+    conn = open_db(db_path, write=False)
+    try:
+        names = list(wanted)
+        held = {r[0] for r in conn.execute(
+            f"SELECT DISTINCT namespace FROM records WHERE namespace IN ({','.join('?' * len(names))})", names)}
+    finally:
+        conn.close()
+    return {ns: n for ns, n in wanted.items() if ns not in held}
+
+
 def label_overlaps(db_path: Any, es: EvalSet) -> dict[str, str]:
     """Labels naming passages another label names first (``memo_eval.index.shadowed_labels``):
     a query labelled with one can never find it."""
@@ -319,6 +340,8 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
         notes["unknown_relevant"] = unknown
     if (overlaps := label_overlaps(cfg.db_path, es)):
         notes["shadowed_labels"] = overlaps
+    if (absent := absent_namespaces(cfg.db_path, es)):
+        notes["absent_namespaces"] = absent
     version = code_version()
     stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
     batch_id = f"{stamp}-{es.name}-{es.split}"

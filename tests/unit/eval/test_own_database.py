@@ -175,3 +175,13 @@ def test_a_profile_named_by_memo_profile_says_so(monkeypatch) -> None:
     with pytest.raises(ProfileError, match=r"no profile named 'zscroe' \(from \$MEMO_PROFILE\)") as err:
         load_profile("zscroe")
     assert "unset $MEMO_PROFILE" in (err.value.hint or "")
+
+
+def test_a_namespace_the_database_lacks_is_said(mine) -> None:
+    db, labels = mine
+    typo = labels.with_name("ns.jsonl")
+    typo.write_text(json.dumps({"id": "n1", "query": "nightly backup", "relevant": ["backups.md"],
+                                "namespace": "defualt"}) + "\n")
+    res = run_eval(EvalOptions(dataset=str(typo), split="all", specs=[RunSpec("zscore", mode="keyword")],
+                               semantic=False))
+    assert res["notes"]["absent_namespaces"] == {"defualt": 1}
