@@ -328,6 +328,8 @@ def export(dest: Annotated[Path, typer.Argument(help="The file to write (gzip wh
     echo(f"exported {report.records:,} records ({report.passages:,} passages) and {report.facts:,} facts to "
          f"{report.path}: {report.size_bytes:,} bytes, {report.seconds:.1f}s; vectors: {models}")
     echo(f"`memo import {report.path}` reads it back (into a SQLite file or a postgresql:// database)")
+    for ns in report.empty_namespaces:
+        echo(f"note: namespace {ns!r} holds nothing to export (`memo stats` lists the namespaces)", err=True)
 
 
 @handle_errors

@@ -50,6 +50,7 @@ class ExportReport:
     facts: int
     vectors: dict[str, int] = field(default_factory=dict)   # model id -> passage and fact vectors written
     namespaces: tuple[str, ...] = ()                         # () = every namespace
+    empty_namespaces: tuple[str, ...] = ()                   # of those asked for, the ones holding nothing exported
     include_forgotten: bool = False
     size_bytes: int = 0
     seconds: float = 0.0
@@ -78,6 +79,7 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
     tmp = temp_path_beside(real, "export")
     counts = {"records": 0, "passages": 0, "facts": 0}
     written: dict[str, int] = {}
+    seen: set[str] = set()
     try:
         with read_tx(conn), _open(tmp, real.name) as out:
             where, params = _where(spaces, include_forgotten)
@@ -86,6 +88,7 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
             _write(out, fmt.header(exported_at=utc_now(), memo_version=__version__, schema=LATEST,
                                    namespaces=spaces, include_forgotten=include_forgotten, vectors=vectors))
             for line in _records(conn, where, params, include_forgotten, vectors):
+                seen.add(line["namespace"])
                 _write(out, line)
                 counts["records"] += 1
                 counts["passages"] += len(line["passages"])
@@ -93,6 +96,7 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
                 if progress is not None and counts["records"] % 100 == 0:
                     progress(ExportProgress(counts["records"], total, "records"))
             for line in _facts(conn, where, params, include_forgotten, vectors):
+                seen.add(line["namespace"])
                 _write(out, line)
                 counts["facts"] += 1
                 _count_vectors(written, line.get("vectors", {}))
@@ -112,6 +116,7 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
         tmp.unlink(missing_ok=True)
     return ExportReport(path=str(real), records=counts["records"], passages=counts["passages"], facts=counts["facts"],
                         vectors=dict(sorted(written.items())), namespaces=spaces,
+                        empty_namespaces=tuple(ns for ns in spaces if ns not in seen),
                         include_forgotten=include_forgotten, size_bytes=real.stat().st_size,
                         seconds=round(time.monotonic() - started, 3))
 

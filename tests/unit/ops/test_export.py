@@ -126,6 +126,8 @@ def test_a_namespace_alone(tmp_path, db_path) -> None:
     target = open_db(db_path)
     ops.import_path(target, tmp_path / "work.jsonl")
     assert [r[0] for r in target.execute("SELECT namespace FROM records")] == ["work"]
+    typo = export_db(src, tmp_path / "typo.jsonl", namespaces=["work", "wrok"])
+    assert typo.records == 1 and typo.empty_namespaces == ("wrok",)
 
 
 def test_merged_into_a_base_holding_the_same_text(tmp_path, db_path) -> None:
