@@ -39,6 +39,7 @@ from typing import BinaryIO
 
 from memo.errors import ValidationError
 from memo.ingest.front_matter import with_front_matter
+from memo.ingest.html_text import HTML_EXTENSIONS, html_to_markdown
 from memo.ingest.legacy_text import detect_encoding
 from memo.ingest.markdown_parse import first_heading, front_matter
 from memo.ingest.split import MARKDOWN_EXTENSIONS
@@ -245,7 +246,7 @@ def kind_for(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in CODE_EXTENSIONS:
         return "code"
-    if suffix in TEXT_EXTENSIONS:
+    if suffix in TEXT_EXTENSIONS or suffix in HTML_EXTENSIONS:
         return "doc"
     return None
 
@@ -297,7 +298,7 @@ def _resolve(path: Path) -> tuple[Path | None, str | None]:
 def _ignored(rel: str, path: Path) -> FileItem:
     suffix = path.suffix.lower()
     what = f"'{suffix}' files" if suffix else "files with this name"
-    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text and code are; "
+    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML and code are; "
                                                    "--kind does not change which files are read)")
 
 
@@ -426,6 +427,15 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         return FileItem(rel, rejected="binary file (contains NUL characters)")
     if bom is not None:
         provenance = {"encoding": bom, "encoding_source": "byte-order mark"}
+    page_title = None
+    if path.suffix.lower() in HTML_EXTENSIONS:
+        # A page is read as the markdown of its text (memo.ingest.html_text): its headings
+        # give the passages' sections, as a markdown file's do.
+        page_title, text = html_to_markdown(text)
+        provenance = {**provenance, "converted_from": "html"}
+        if not text.strip():
+            return FileItem(rel, ignored=True, why_ignored="HTML page without text (only markup, scripts or "
+                                                           "navigation)", empty=True)
     if not text.strip():
         # Skipped, not rejected: a package's empty __init__.py is not a failed input, and a
         # rejection would make a whole folder import exit 5 (issue 32).
@@ -454,7 +464,7 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if named and not draft.event_at:
         draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
     if not draft.title:
-        draft = replace(draft, title=_title(text, path, kind, front))
+        draft = replace(draft, title=page_title or _title(text, path, kind, front))
     return FileItem(rel, draft=draft, notices=notices)
 
 
