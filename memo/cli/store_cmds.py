@@ -225,8 +225,14 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                          batch_size=batch_size, root=root, prune=prune, encoding=encoding,
                          workers=workers, exclude=tuple(exclude or ()))
     conn = open_db(db)
-    with _progress_bar(progress and not as_json) as update:
-        report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
+    try:
+        with _progress_bar(progress and not as_json) as update:
+            report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        # Said, not a silent exit 130: what is stored stays, and the same command finishes it.
+        echo("interrupted: the batches committed before it are stored; run the same import again to finish "
+             "(what is stored is skipped)", err=True)
+        raise typer.Exit(130) from None
     # Embedding runs after every batch has committed, outside any transaction: this import's
     # passages only (those of earlier --no-embed imports stay queued for `memo backfill`).
     embedded = (embed_pending(conn, report.record_ids + report.skipped_record_ids, progress=progress and not as_json,
@@ -304,6 +310,26 @@ def _echo_missing(report: ImportReport, path: Path, shown: int = 10) -> None:
         echo(f"  ... and {n - shown} more (--json lists all)")
 
 
+@contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``timeout``, systemd, a CI job cancelled) as Ctrl-C for the block: the export's
+    clean-up runs and no hidden half-written file stays beside its destination."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:          # not the main thread: leave the signal as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @handle_errors
 def export(dest: Annotated[Path, typer.Argument(help="The file to write (gzip when it ends in .gz).")],
            namespace: Annotated[list[str] | None, typer.Option(
@@ -318,7 +344,7 @@ def export(dest: Annotated[Path, typer.Argument(help="The file to write (gzip wh
     """Write every record and fact, with their versions, passages and vectors, to one file that
     `memo import` reads back into any database, SQLite or PostgreSQL."""
     conn = open_db(db, write=False)
-    with _progress_bar(progress and not as_json, "exporting") as update:
+    with _progress_bar(progress and not as_json, "exporting") as update, _terminated_as_interrupt():
         report = export_db(conn, dest, namespaces=tuple(namespace or ()), include_forgotten=include_forgotten,
                            vectors=vectors, overwrite=force, progress=update)  # type: ignore[arg-type]
     if as_json:
@@ -328,8 +354,12 @@ def export(dest: Annotated[Path, typer.Argument(help="The file to write (gzip wh
     echo(f"exported {report.records:,} records ({report.passages:,} passages) and {report.facts:,} facts to "
          f"{report.path}: {report.size_bytes:,} bytes, {report.seconds:.1f}s; vectors: {models}")
     echo(f"`memo import {report.path}` reads it back (into a SQLite file or a postgresql:// database)")
-    for ns in report.empty_namespaces:
-        echo(f"note: namespace {ns!r} holds nothing to export (`memo stats` lists the namespaces)", err=True)
+    gone = [f"{n:,} forgotten {t}" for t, n in report.left_out.items() if n]
+    if gone:
+        echo(f"left out: {' and '.join(gone)} (--include-forgotten exports them)")
+    if report.without_vectors:
+        echo(f"note: {report.without_vectors:,} passage(s) have no vector here"
+             + (" (--no-vectors)" if not vectors else "") + ": `memo import` embeds them", err=True)
 
 
 @handle_errors

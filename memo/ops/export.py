@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from memo.errors import DiskFull, StoreError
+from memo.errors import DiskFull, StoreError, ValidationError
 from memo.ops import export_lines as fmt
 from memo.ops.guard import store_errors
 from memo.ops.leftovers import clean_leftovers, temp_path_beside
@@ -50,7 +50,8 @@ class ExportReport:
     facts: int
     vectors: dict[str, int] = field(default_factory=dict)   # model id -> passage and fact vectors written
     namespaces: tuple[str, ...] = ()                         # () = every namespace
-    empty_namespaces: tuple[str, ...] = ()                   # of those asked for, the ones holding nothing exported
+    left_out: dict[str, int] = field(default_factory=dict)  # forgotten records / facts not exported
+    without_vectors: int = 0                                 # exported passages with no vector (embedded on import)
     include_forgotten: bool = False
     size_bytes: int = 0
     seconds: float = 0.0
@@ -74,12 +75,16 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
     spaces = tuple(dict.fromkeys(namespaces))
     for ns in spaces:
         check_namespace(ns)
-    real = check_backup_dest(conn, dest, overwrite=overwrite)   # the same refusals as memo backup's
+    if str(dest).strip() in ("", "-"):
+        raise ValidationError("give the export a file path (it is not written to stdout)",
+                              hint="e.g. memo export kb.jsonl.gz")
+    real = check_backup_dest(conn, dest, overwrite=overwrite, example="memo-export.jsonl.gz")
+    left_out = _check_namespaces(conn, spaces, include_forgotten)
     clean_leftovers(real.parent)
     tmp = temp_path_beside(real, "export")
     counts = {"records": 0, "passages": 0, "facts": 0}
     written: dict[str, int] = {}
-    seen: set[str] = set()
+    passages_with_vectors = 0
     try:
         with read_tx(conn), _open(tmp, real.name) as out:
             where, params = _where(spaces, include_forgotten)
@@ -88,15 +93,14 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
             _write(out, fmt.header(exported_at=utc_now(), memo_version=__version__, schema=LATEST,
                                    namespaces=spaces, include_forgotten=include_forgotten, vectors=vectors))
             for line in _records(conn, where, params, include_forgotten, vectors):
-                seen.add(line["namespace"])
                 _write(out, line)
                 counts["records"] += 1
+                passages_with_vectors += sum(1 for p in line["passages"] if p.get("vectors"))
                 counts["passages"] += len(line["passages"])
                 _count_vectors(written, (v for p in line["passages"] for v in p.get("vectors", {})))
                 if progress is not None and counts["records"] % 100 == 0:
                     progress(ExportProgress(counts["records"], total, "records"))
             for line in _facts(conn, where, params, include_forgotten, vectors):
-                seen.add(line["namespace"])
                 _write(out, line)
                 counts["facts"] += 1
                 _count_vectors(written, line.get("vectors", {}))
@@ -116,9 +120,28 @@ def export_db(conn: Any, dest: str | Path, *, namespaces: Sequence[str] = (), in
         tmp.unlink(missing_ok=True)
     return ExportReport(path=str(real), records=counts["records"], passages=counts["passages"], facts=counts["facts"],
                         vectors=dict(sorted(written.items())), namespaces=spaces,
-                        empty_namespaces=tuple(ns for ns in spaces if ns not in seen),
+                        left_out=left_out, without_vectors=counts["passages"] - passages_with_vectors,
                         include_forgotten=include_forgotten, size_bytes=real.stat().st_size,
                         seconds=round(time.monotonic() - started, 3))
+
+
+def _check_namespaces(conn: Any, spaces: tuple[str, ...], include_forgotten: bool) -> dict[str, int]:
+    """A namespace asked for that holds nothing to export is an error before anything is
+    written (a typo in a nightly job's --namespace wrote an empty export, exit 0, every
+    night); and what the export leaves out: the forgotten records and facts."""
+    where, params = _where(spaces, True)
+    held = {r[0] for r in conn.execute(f"SELECT DISTINCT namespace FROM records WHERE {where}", params)}
+    held |= {r[0] for r in conn.execute(f"SELECT DISTINCT namespace FROM facts WHERE {where}", params)}
+    empty = [ns for ns in spaces if ns not in held]
+    if empty:
+        names = sorted(r[0] for r in conn.execute("SELECT DISTINCT namespace FROM records"))
+        raise ValidationError(f"namespace {empty[0]!r} holds no record or fact; nothing was written",
+                              hint=f"namespaces here: {', '.join(names[:20]) or 'none'} (--namespace names one "
+                                   "exactly: 'eng' is not 'eng/backend')")
+    if include_forgotten:
+        return {}
+    return {t: int(conn.execute(f"SELECT count(*) FROM {t} WHERE {where} AND forgotten_at IS NOT NULL",
+                                params).fetchone()[0]) for t in ("records", "facts")}
 
 
 class _Out:
@@ -145,7 +168,9 @@ class _Out:
 
 
 def _open(tmp: Path, name: str) -> _Out:
-    raw = open(tmp, "xb")  # noqa: SIM115 - closed by _Out
+    # Readable by its owner only: an export holds the whole knowledge base (0644 let every
+    # user of the machine read it).
+    raw = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")  # noqa: SIM115 - closed by _Out
     zipped = gzip.GzipFile(filename=name.removesuffix(".gz"), mode="wb", fileobj=raw, mtime=0) \
         if name.endswith(".gz") else None
     return _Out(raw, zipped)

@@ -38,11 +38,13 @@ from typing import Any
 
 from memo.errors import MemoError, StoreError, ValidationError
 from memo.ops import export_lines as fmt
+from memo.ops.add import storable_nul
 from memo.ops.reports import ImportReport, Rejection
 from memo.ops.store_batch import chunks, live_duplicates
 from memo.store import kw_postings
 from memo.store.connect import write_tx
 from memo.store.facts import find_live_fact, insert_fact
+from memo.store.mentions import drop_fact_mentions, drop_record_mentions
 from memo.store.records import DerivedPassage, NewRecord, derive_passages, insert_records, record_hash
 from memo.stored import FactDraft, PassageDraft, RecordDraft
 
@@ -67,6 +69,8 @@ class _State:
     links: dict[str, str] = field(default_factory=dict)     # version id -> the id of its successor, not linked yet
     dims: dict[str, int | None] = field(default_factory=dict)   # model id -> vector length here (None: refused)
     bulk: bool = False
+    nul_ok: bool = True                  # the database stores U+0000 (SQLite); else NULs are dropped, said
+    models: frozenset[str] = frozenset()  # the models this memo knows: only their vectors are copied
 
     def notice(self, where: str, what: str) -> None:
         if len(self.notices) < NOTICES_MAX:
@@ -84,9 +88,13 @@ def import_export(conn: Any, real: Path, *, batch_size: int, progress: Callable[
                               f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply",
                               hint="import it without those options (its records keep their own namespaces, "
                                    "kinds and tags)")
+    if not real.is_file():
+        raise ValidationError(f"{real} is not a file: a memo export is one file (`memo export` writes it)")
     started = time.monotonic()
     scanned = fmt.scan(real)
-    st = _State(real.name)
+    from memo.embed.registry import load_registry
+
+    st = _State(real.name, nul_ok=storable_nul(conn), models=frozenset(load_registry().models))
     total = scanned.records + scanned.facts
     meta = kw_postings.read_meta(conn)
     base_rows = None if meta is None else (meta.rows if meta.built else 0)
@@ -96,6 +104,8 @@ def import_export(conn: Any, real: Path, *, batch_size: int, progress: Callable[
         chars = 0
         facts: list[tuple[int, dict[str, Any]]] = []
         for lineno, obj in fmt.lines(real):
+            if not st.nul_ok and obj["type"] != "end":
+                obj = _without_nul(st, lineno, obj)
             if obj["type"] == "record":
                 batch.append((lineno, obj))
                 chars += len(obj["body"])
@@ -132,6 +142,32 @@ def import_export(conn: Any, real: Path, *, batch_size: int, progress: Callable[
                         skipped_record_ids=tuple(sorted(st.matched)), facts_added=st.facts_added,
                         facts_skipped=st.facts_skipped, notices=tuple(st.notices),
                         seconds=round(time.monotonic() - started, 3))
+
+
+def _without_nul(st: _State, lineno: int, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with every U+0000 removed from its text (PostgreSQL's text cannot hold one;
+    SQLite stores it, so a base moved there refused the whole import half way), said once
+    per record or fact: a NUL is never a character a reader sees."""
+    found = False
+
+    def clean(value: Any) -> Any:
+        nonlocal found
+        if isinstance(value, str):
+            if "\x00" in value:
+                found = True
+                return value.replace("\x00", "")
+            return value
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: (v if k == "vectors" else clean(v)) for k, v in value.items()}
+        return value
+
+    out = clean(obj)
+    if found:
+        st.notice(f"{st.name}:{lineno}", f"{obj['type']} {obj.get('id')}: NUL characters (U+0000) removed, "
+                                         "which this database cannot store")
+    return out
 
 
 def _tell(progress: Callable[[int, int | None, str], None] | None, done: int, total: int, what: str) -> None:
@@ -175,10 +211,11 @@ def _records(conn: Any, st: _State, batch: list[tuple[int, dict[str, Any]]], bas
                 rid = obj["id"]
                 if rid in held:
                     st.skipped += 1
-                    if held[rid] != chash:
+                    if held[rid][0] != chash:
                         st.notice(f"{st.name}:{lineno}", f"record {rid} holds other text here; kept as it is")
                     else:
                         st.matched.add(rid)
+                        _later_state(conn, st, "records", f"{st.name}:{lineno}", obj, held[rid][1:])
                     continue
                 dup = dups.get((draft.namespace, chash)) if _is_current(obj) else None
                 if dup is not None:
@@ -217,12 +254,35 @@ def _is_current(obj: dict[str, Any]) -> bool:
     return not obj.get("superseded_at") and not obj.get("forgotten_at")
 
 
-def _held_records(conn: Any, ids: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _held_records(conn: Any, ids: list[str]) -> dict[str, tuple[str, str | None, str | None]]:
+    """id -> (content hash, superseded_at, forgotten_at) of the records this database holds."""
+    out: dict[str, tuple[str, str | None, str | None]] = {}
     for chunk in chunks(ids):
-        out.update((r[0], r[1]) for r in conn.execute(
-            f"SELECT id, content_hash FROM records WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)))
+        out.update((r[0], (r[1], r[2], r[3])) for r in conn.execute(
+            f"SELECT id, content_hash, superseded_at, forgotten_at FROM records WHERE id IN "
+            f"({','.join('?' * len(chunk))})", tuple(chunk)))
     return out
+
+
+def _later_state(conn: Any, st: _State, table: str, where: str, obj: dict[str, Any],
+                 here: tuple[str | None, str | None]) -> None:
+    """A version held here that the export says was superseded or forgotten since (a
+    colleague's export merged back): that state is taken, never the other way (a version
+    current in the export but superseded or forgotten here stays so).  Said in a notice."""
+    superseded, forgotten = here
+    what = "record" if table == "records" else "fact"
+    if obj.get("superseded_at") and superseded is None and forgotten is None:
+        conn.execute(f"UPDATE {table} SET superseded_at = ? WHERE id = ?", (obj["superseded_at"], obj["id"]))
+        if obj.get("superseded_by"):
+            st.links[obj["id"]] = obj["superseded_by"]
+        st.notice(where, f"{what} {obj['id']}: superseded by {obj.get('superseded_by') or 'a version not exported'}, "
+                         "as the export says")
+        if table == "facts":
+            drop_fact_mentions(conn, [obj["id"]])
+    if obj.get("forgotten_at") and forgotten is None:
+        conn.execute(f"UPDATE {table} SET forgotten_at = ? WHERE id = ?", (obj["forgotten_at"], obj["id"]))
+        (drop_record_mentions if table == "records" else drop_fact_mentions)(conn, [obj["id"]])
+        st.notice(where, f"{what} {obj['id']}: forgotten, as the export says")
 
 
 def _map_passages(conn: Any, st: _State, rid: str, obj: dict[str, Any], dup: str) -> None:
@@ -276,6 +336,14 @@ def _copy_vectors(conn: Any, st: _State, of: str, items: list[tuple[str, dict[st
         return
     table, key = ("passages", "id") if of == "passage" else ("facts", "id")
     for model, rows in sorted(by_model.items()):
+        if model not in st.models:
+            # Vectors of a model this memo does not run would stay "pending" for it forever
+            # (memo stats, doctor) and no search would read them.
+            if model not in st.dims:
+                st.dims[model] = None
+                st.notice(st.name, f"vectors of {model} left out: it is no model this memo knows "
+                                   "(`memo models list`); add it to your models file and import again to keep them")
+            continue
         dim = _dim(conn, st, model, len(rows[0][1]) // 4)
         good = [r for r in rows if dim is not None and len(r[1]) == 4 * dim]
         if len(good) < len(rows) and dim is not None:
@@ -339,6 +407,7 @@ def _facts(conn: Any, st: _State, batch: list[tuple[int, dict[str, Any]]]) -> No
                 fid = obj["id"]
                 if fid in held:
                     st.facts_skipped += 1
+                    _later_state(conn, st, "facts", where, obj, held[fid])
                     continue
                 wanted = [st.moved.get(e, e) for e in obj.get("evidence") or ()]
                 evidence = [(found[e], e) for e in dict.fromkeys(wanted) if e in found]
@@ -370,11 +439,13 @@ def _facts(conn: Any, st: _State, batch: list[tuple[int, dict[str, Any]]]) -> No
     _copy_vectors(conn, st, "fact", stored)
 
 
-def _held_facts(conn: Any, ids: list[str]) -> set[str]:
-    out: set[str] = set()
+def _held_facts(conn: Any, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """id -> (superseded_at, forgotten_at) of the facts this database holds."""
+    out: dict[str, tuple[str | None, str | None]] = {}
     for chunk in chunks(ids):
-        out.update(r[0] for r in conn.execute(
-            f"SELECT id FROM facts WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)))
+        out.update((r[0], (r[1], r[2])) for r in conn.execute(
+            f"SELECT id, superseded_at, forgotten_at FROM facts WHERE id IN ({','.join('?' * len(chunk))})",
+            tuple(chunk)))
     return out
 
 

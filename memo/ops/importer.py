@@ -154,12 +154,14 @@ def _detect(real: Path, fmt: str) -> str:
         raise ValidationError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     if fmt != "auto":
         return fmt
+    if real.is_file() and export_lines.is_export(real):
+        # `memo export`'s file, whatever it is named (a rotation script's kb.1.gz, a .txt):
+        # told by its header line (memo.ops.export_restore)
+        return "memo-export"
     # A chat export (ChatGPT's or Claude's conversations.json, a JSONL of messages) is
     # told by its first 64 KiB: memo.ingest.chat_exports.detect.
     if real.is_file() and real.suffix.lower() in (".json", ".jsonl", ".gz") and chat_exports.detect(real):
         return "chat"
-    if real.is_file() and real.name.lower().endswith((".jsonl", ".jsonl.gz")) and export_lines.is_export(real):
-        return "memo-export"     # `memo export`'s file: records and facts as they were (memo.ops.export_restore)
     if real.is_file() and real.name.lower().endswith((".jsonl", ".jsonl.gz")):
         return "jsonl"
     return "files"

@@ -356,7 +356,8 @@ def _prepare_parent(parent: Path) -> None:
                               hint="choose a path in a folder you can write")
 
 
-def check_backup_dest(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = False) -> Path:
+def check_backup_dest(conn: sqlite3.Connection, dest: str | Path, *, overwrite: bool = False,
+                      example: str = "memo-backup.db") -> Path:
     """Validate a backup's (or an export's) destination; return the real path the copy
     will be written to.
 
@@ -372,7 +373,7 @@ def check_backup_dest(conn: sqlite3.Connection, dest: str | Path, *, overwrite: 
     dest = dest.absolute()
     if dest.is_dir():
         raise ValidationError(f"{dest} is a folder: give a file path inside it",
-                              hint=f"e.g. {dest / 'memo-backup.db'}")
+                              hint=f"e.g. {dest / example}")
     if not is_postgres(conn):      # an export from PostgreSQL has no database file to overwrite
         _refuse_live_files(conn, dest)
     real = Path(os.path.realpath(dest))

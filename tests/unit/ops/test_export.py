@@ -126,8 +126,9 @@ def test_a_namespace_alone(tmp_path, db_path) -> None:
     target = open_db(db_path)
     ops.import_path(target, tmp_path / "work.jsonl")
     assert [r[0] for r in target.execute("SELECT namespace FROM records")] == ["work"]
-    typo = export_db(src, tmp_path / "typo.jsonl", namespaces=["work", "wrok"])
-    assert typo.records == 1 and typo.empty_namespaces == ("wrok",)
+    with pytest.raises(ValidationError, match="namespace 'wrok' holds no record or fact; nothing was written"):
+        export_db(src, tmp_path / "typo.jsonl", namespaces=["work", "wrok"])
+    assert not (tmp_path / "typo.jsonl").exists()
 
 
 def test_merged_into_a_base_holding_the_same_text(tmp_path, db_path) -> None:
@@ -243,3 +244,72 @@ def test_a_full_disk_leaves_nothing_and_a_killed_exports_file_is_cleaned(tmp_pat
         export_db(src, tmp_path / "kb.jsonl")
     assert not (tmp_path / "kb.jsonl").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_colleagues_changes_to_records_both_hold_are_taken(tmp_path, db_path) -> None:
+    """A merge takes the later state of a version both bases hold: superseded or forgotten
+    in the export, current here, becomes superseded or forgotten here (a probe merged a
+    colleague's export back and kept two current versions of a record)."""
+    src = _source(tmp_path)
+    export_db(src, tmp_path / "mine.jsonl")
+    theirs = open_db(db_path)
+    ops.import_path(theirs, tmp_path / "mine.jsonl")
+    fs = src.execute("SELECT id FROM records WHERE title = 'fs'").fetchone()[0]
+    alice = src.execute("SELECT id FROM records WHERE namespace = 'work'").fetchone()[0]
+    newer = ops.supersede(theirs, fs, "fs.readFile reads a whole file into memory.").new_id
+    ops.forget(theirs, [alice])
+    export_db(theirs, tmp_path / "theirs.jsonl", include_forgotten=True)
+    got = ops.import_path(src, tmp_path / "theirs.jsonl")
+    assert got.added == 1
+    notes = {n.reason for n in got.notices}
+    assert f"record {fs}: superseded by {newer}, as the export says" in notes
+    assert f"record {alice}: forgotten, as the export says" in notes
+    row = src.execute("SELECT superseded_by FROM records WHERE id = ?", (fs,)).fetchone()
+    assert row[0] == newer
+    assert src.execute("SELECT forgotten_at FROM records WHERE id = ?", (alice,)).fetchone()[0] is not None
+    current = [r[0] for r in src.execute("SELECT id FROM records WHERE title = 'fs' AND superseded_at IS NULL "
+                                          "AND forgotten_at IS NULL")]
+    assert current == [newer]
+
+
+def test_an_export_is_known_by_its_header_whatever_its_name(tmp_path, fresh_db) -> None:
+    src = _source(tmp_path)
+    export_db(src, tmp_path / "kb.jsonl.gz")
+    for name in ("kb.1.gz", "kb-nightly", "kb.txt"):
+        (tmp_path / name).write_bytes((tmp_path / "kb.jsonl.gz").read_bytes() if name.endswith(".gz")
+                                      else gzip.decompress((tmp_path / "kb.jsonl.gz").read_bytes()))
+        assert ops.import_path(fresh_db, tmp_path / name).format == "memo-export"
+    with pytest.raises(ValidationError, match="is not a file"):
+        ops.import_path(fresh_db, tmp_path / "notes", ops.ImportOptions(format="memo-export"))
+    with pytest.raises(ValidationError, match="give the export a file path"):
+        export_db(src, "-")
+    assert (tmp_path / "kb.jsonl.gz").stat().st_mode & 0o077 == 0     # the owner's alone
+
+
+def test_vectors_of_a_model_this_memo_does_not_know_are_left_out(tmp_path, fresh_db) -> None:
+    src = _source(tmp_path)
+    export_db(src, tmp_path / "out.jsonl")
+    text = (tmp_path / "out.jsonl").read_text().replace("all-minilm-l6-v2-int8", "some-other-model")
+    (tmp_path / "other.jsonl").write_text(text)
+    got = ops.import_path(fresh_db, tmp_path / "other.jsonl")
+    assert any("vectors of some-other-model left out" in n.reason for n in got.notices)
+    assert fresh_db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 0
+
+
+def test_a_nul_character_is_kept_where_it_can_be_and_dropped_where_it_cannot(tmp_path, db_path) -> None:
+    """SQLite stores U+0000; PostgreSQL cannot: the import into it dropped the whole move
+    half way.  Now the character is removed there, and said, and nothing else changes."""
+    src = open_db(tmp_path / "nul.db")
+    rid = ops.add_record(src, RecordDraft(body="A line with a \x00 NUL inside.", title="t\x00itle")).record_id
+    ops.add_record(src, RecordDraft(body="A plain note."))
+    export_db(src, tmp_path / "nul.jsonl")
+    target = open_db(db_path)
+    got = ops.import_path(target, tmp_path / "nul.jsonl")
+    assert got.added == 2
+    body, title = target.execute("SELECT body, title FROM records WHERE id = ?", (rid,)).fetchone()
+    if is_db_url(db_path):
+        assert (body, title) == ("A line with a  NUL inside.", "title")
+        assert [n.reason for n in got.notices] == [
+            f"record {rid}: NUL characters (U+0000) removed, which this database cannot store"]
+    else:
+        assert "\x00" in body and got.notices == ()
