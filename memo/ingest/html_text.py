@@ -47,6 +47,7 @@ class _Reader(HTMLParser):
         self.pre: list[str] | None = None
         self.lists = 0
         self.item = ""                     # a list item's "- " prefix, until its first line is out
+        self.code = 0                      # inline <code> elements open
         self.row: list[str] | None = None
         self.link_at: list[int] = []
         self.title: list[str] | None = None
@@ -100,6 +101,7 @@ class _Reader(HTMLParser):
         elif tag in _BLOCKS:
             self._flush()
         elif tag == "code":
+            self.code += 1
             self.line.append("`")
         elif tag == "a":
             self.link_at.append(len(self.line))
@@ -149,6 +151,7 @@ class _Reader(HTMLParser):
         elif tag in _BLOCKS:
             self._flush(main=main)
         elif tag == "code":
+            self.code = max(0, self.code - 1)
             self.line.append("`")
         elif tag == "a" and self.link_at:
             at = self.link_at.pop()
@@ -162,8 +165,12 @@ class _Reader(HTMLParser):
             return
         if self.pre is not None:
             self.pre.append(data)
-        else:
+        elif self.code:
             self.line.append(data)
+        else:
+            # A page's escaped "&lt;div&gt;" is text: escaped again for the markdown splitter,
+            # which reads "<div>" as markup and dropped the word (code spans keep it as is).
+            self.line.append(data.replace("<", "\\<"))
 
     # --- output ------------------------------------------------------------------------------
     def _cell(self) -> None:

@@ -38,9 +38,9 @@ def test_a_page_reads_as_its_markdown() -> None:
         "The `node:fs` module enables interacting with the file system & more.", "",
         "```", "import * as fs from 'node:fs';", "const fs = require('node:fs');", "```", "",
         "### `fs.readFile(path[, options], callback)`", "",
-        "- `path` <string> filename", "",
+        "- `path` \\<string> filename", "",
         "  - `encoding` Default: `null`", "",
-        "- `callback` <Function>", "",
+        "- `callback` \\<Function>", "",
         "Version | Changes", "",
         "v18.0.0 | Throws `ERR_INVALID_ARG_TYPE`."]
 
@@ -77,3 +77,15 @@ def test_an_html_file_is_imported_as_a_document(fresh_db, tmp_path: Path) -> Non
     assert (rec.kind, rec.title, rec.meta["converted_from"]) == ("doc", "File system | Docs", "html")
     assert {p.section for p in rec.passages} == {"File system", "File system > fs.readFile(path[, options], callback)"}
     assert all("Table of contents entry" not in p.text and "hidden words" not in p.text for p in rec.passages)
+
+
+def test_escaped_markup_in_a_page_stays_text(fresh_db, tmp_path: Path) -> None:
+    """``&lt;div&gt;`` is a word the page shows: the markdown splitter read it as markup and
+    dropped it, with headings or without."""
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "a.html").write_text("<h1>Tags</h1><p>Wrap it in a &lt;div&gt; element, or <code>&lt;T&gt;</code>.</p>")
+    (folder / "b.html").write_text("<p>No heading: the &lt;span&gt; element.</p>")
+    rep = ops.import_path(fresh_db, folder)
+    texts = sorted(p.text for rid in rep.record_ids for p in ops.get(fresh_db, rid).passages)
+    assert texts == ["No heading: the <span> element.", "Wrap it in a <div> element, or <T>."]
