@@ -431,11 +431,12 @@ def unit_keys(conn: sqlite3.Connection, es: EvalSet) -> dict[int, str]:
     return _auto_keys(conn, es)[0]
 
 
-def shadowed_labels(conn: sqlite3.Connection, es: EvalSet) -> dict[str, str]:
-    """Labels that name passages another label names first (``unit_keys``' order: passage
-    id, ext_id, record id, import path, section, trailing path): label -> the label that
-    takes them.  Such a label can never be found: name each record one way."""
-    return _auto_keys(conn, es)[1] if es.unit == "auto" else {}
+def keys_and_shadowed(conn: sqlite3.Connection, es: EvalSet) -> tuple[dict[int, str], dict[str, str]]:
+    """``unit_keys`` and, for a set of a user's own labels, the labels that name passages
+    another label names first (``unit_keys``' order: passage id, ext_id, record id, import
+    path, section, trailing path): label -> the label that takes them.  Such a label can
+    never be found: name each record one way.  One walk over the passages for both."""
+    return _auto_keys(conn, es) if es.unit == "auto" else (unit_keys(conn, es), {})
 
 
 def _auto_keys(conn: sqlite3.Connection, es: EvalSet) -> tuple[dict[int, str], dict[str, str]]:

@@ -267,59 +267,41 @@ def check_options(opts: EvalOptions) -> None:
         raise ValidationError(f"workers must be 1 or more, got {opts.workers}")
 
 
-def unknown_relevant(db_path: Any, es: EvalSet) -> dict[str, list[str]]:
-    """Per query, the relevant ids that no passage of the index maps to
-    (``memo_eval.index.unit_keys``: the keys results are graded by): a typo, or a record not
-    in this database.  Such a label can never be found: the query's recall cannot reach 1."""
+def label_notes(db_path: Any, es: EvalSet) -> dict[str, Any]:
+    """What the labels say that the database cannot answer, from one walk over its passages
+    (``memo_eval.index.keys_and_shadowed``), each a note of the run when not empty:
+
+    * ``unknown_relevant``: per query, the relevant ids no passage maps to (a typo, a record
+      not in this database): the query's recall cannot reach 1;
+    * ``shadowed_labels``: labels naming passages another label names first (label -> that
+      label): a query labelled with one can never find it;
+    * ``absent_namespaces``: namespaces the queries search that hold no record -> how many
+      queries name each: such a query finds nothing."""
     from memo.store.db import open_db
-    from memo_eval.index import shadowed_labels, unit_keys
-
-    conn = open_db(db_path, write=False)
-    try:
-        keys = set(unit_keys(conn, es).values())
-        shadowed = shadowed_labels(conn, es)
-    finally:
-        conn.close()
-    out = {}
-    for q in es.queries:
-        missing = [k for k in es.qrels.get(q.qid, {}) if k not in keys and k not in shadowed]
-        if missing:
-            out[q.qid] = missing
-    return out
-
-
-def absent_namespaces(db_path: Any, es: EvalSet) -> dict[str, int]:
-    """Namespaces the queries search that hold no record of the database -> how many
-    queries name each: such a query finds nothing (a typo in the labels' namespace)."""
-    from memo.store.db import open_db
+    from memo_eval.index import keys_and_shadowed
 
     wanted: dict[str, int] = {}
     for q in es.queries:
         if q.namespace:
             wanted[q.namespace] = wanted.get(q.namespace, 0) + 1
-    if not wanted:
-        return {}
     conn = open_db(db_path, write=False)
     try:
+        keys, shadowed = keys_and_shadowed(conn, es)
         names = list(wanted)
         held = {r[0] for r in conn.execute(
-            f"SELECT DISTINCT namespace FROM records WHERE namespace IN ({','.join('?' * len(names))})", names)}
+            f"SELECT DISTINCT namespace FROM records WHERE namespace IN ({','.join('?' * len(names))})", names)
+                } if names else set()
     finally:
         conn.close()
-    return {ns: n for ns, n in wanted.items() if ns not in held}
-
-
-def label_overlaps(db_path: Any, es: EvalSet) -> dict[str, str]:
-    """Labels naming passages another label names first (``memo_eval.index.shadowed_labels``):
-    a query labelled with one can never find it."""
-    from memo.store.db import open_db
-    from memo_eval.index import shadowed_labels
-
-    conn = open_db(db_path, write=False)
-    try:
-        return shadowed_labels(conn, es)
-    finally:
-        conn.close()
+    known = set(keys.values())
+    unknown = {}
+    for q in es.queries:
+        missing = [k for k in es.qrels.get(q.qid, {}) if k not in known and k not in shadowed]
+        if missing:
+            unknown[q.qid] = missing
+    notes = {"unknown_relevant": unknown, "shadowed_labels": shadowed,
+             "absent_namespaces": {ns: n for ns, n in wanted.items() if ns not in held}}
+    return {k: v for k, v in notes.items() if v}
 
 
 def run_eval(opts: EvalOptions, *, status: Status | None = None,
@@ -336,12 +318,7 @@ def run_eval(opts: EvalOptions, *, status: Status | None = None,
     except KeyboardInterrupt:
         raise Interrupted("interrupted while preparing the index and vectors; no run was written") from None
     notes = dict(es.notes)
-    if (unknown := unknown_relevant(cfg.db_path, es)):
-        notes["unknown_relevant"] = unknown
-    if (overlaps := label_overlaps(cfg.db_path, es)):
-        notes["shadowed_labels"] = overlaps
-    if (absent := absent_namespaces(cfg.db_path, es)):
-        notes["absent_namespaces"] = absent
+    notes.update(label_notes(cfg.db_path, es))
     version = code_version()
     stamp = started.strftime("%Y%m%dT%H%M%S") + secrets.token_hex(2)
     batch_id = f"{stamp}-{es.name}-{es.split}"

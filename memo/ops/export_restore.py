@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,67 +201,73 @@ def _records(conn: Any, st: _State, batch: list[tuple[int, dict[str, Any]]], bas
             raise ValidationError(f"{st.name} line {lineno}: record {obj['id']} cannot be stored: {exc}") from exc
         prepared.append((lineno, obj, draft, record_hash(draft), derived))
     ids = [obj["id"] for _, obj, *_ in prepared]
-    try:
-        with write_tx(conn):
-            held = _held_records(conn, ids)
-            current = {(d.namespace, h) for _, obj, d, h, _ in prepared if _is_current(obj)}
-            dups = live_duplicates(conn, current)
-            new: list[NewRecord] = []
-            kept: list[dict[str, Any]] = []
-            for lineno, obj, draft, chash, derived in prepared:
-                rid = obj["id"]
-                if rid in held:
-                    st.skipped += 1
-                    if held[rid][0] != chash:
-                        st.notice(f"{st.name}:{lineno}", f"record {rid} holds other text here; kept as it is")
-                    else:
-                        st.matched.add(rid)
-                        _later_state(conn, st, "records", f"{st.name}:{lineno}", obj, held[rid][1:])
-                    continue
-                dup = dups.get((draft.namespace, chash)) if _is_current(obj) else None
-                if dup is not None:
-                    st.skipped += 1
-                    st.matched.add(dup)
-                    st.notice(f"{st.name}:{lineno}", f"record {rid}: its text is here already, as record {dup}; "
-                                                     "facts citing it cite that record")
-                    _map_passages(conn, st, rid, obj, dup)
-                    continue
-                new.append(NewRecord(id=rid, draft=draft, content_hash=chash, recorded_at=obj["recorded_at"],
-                                     passages=derived, superseded_at=obj.get("superseded_at"),
-                                     forgotten_at=obj.get("forgotten_at")))
-                kept.append(obj)
-            if not st.bulk and base_rows is not None and st.passages + sum(len(r.passages) for r in new) > base_rows:
-                st.bulk = True
-            if st.bulk:
-                kw_postings.hold_bulk(conn)
-            st.passages += insert_records(conn, new)
-            for obj in kept:
-                if obj.get("superseded_by"):
-                    st.links[obj["id"]] = obj["superseded_by"]
-            _link(conn, "records", st)
-    except MemoError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a database or value error: that batch rolled back
-        raise StoreError(f"import stopped in batch {st.batches + 1}: {exc}; that batch was rolled back, "
-                         f"{st.added} records from earlier batches are stored",
-                         hint="fix the cause and re-run the import; stored records are skipped") from exc
+    with _batch(st, f"in batch {st.batches + 1}"), write_tx(conn):
+        held = _held(conn, "records", "content_hash, superseded_at, forgotten_at", ids)
+        current = {(d.namespace, h) for _, obj, d, h, _ in prepared if _is_current(obj)}
+        dups = live_duplicates(conn, current)
+        new: list[NewRecord] = []
+        kept: list[dict[str, Any]] = []
+        for lineno, obj, draft, chash, derived in prepared:
+            rid = obj["id"]
+            if rid in held:
+                st.skipped += 1
+                if held[rid][0] != chash:
+                    st.notice(f"{st.name}:{lineno}", f"record {rid} holds other text here; kept as it is")
+                else:
+                    st.matched.add(rid)
+                    _later_state(conn, st, "records", f"{st.name}:{lineno}", obj, held[rid][1:])
+                continue
+            dup = dups.get((draft.namespace, chash)) if _is_current(obj) else None
+            if dup is not None:
+                st.skipped += 1
+                st.matched.add(dup)
+                st.notice(f"{st.name}:{lineno}", f"record {rid}: its text is here already, as record {dup}; "
+                                                 "facts citing it cite that record")
+                _map_passages(conn, st, rid, obj, dup)
+                continue
+            new.append(NewRecord(id=rid, draft=draft, content_hash=chash, recorded_at=obj["recorded_at"],
+                                 passages=derived, superseded_at=obj.get("superseded_at"),
+                                 forgotten_at=obj.get("forgotten_at")))
+            kept.append(obj)
+        if not st.bulk and base_rows is not None and st.passages + sum(len(r.passages) for r in new) > base_rows:
+            st.bulk = True
+        if st.bulk:
+            kw_postings.hold_bulk(conn)
+        st.passages += insert_records(conn, new)
+        for obj in kept:
+            if obj.get("superseded_by"):
+                st.links[obj["id"]] = obj["superseded_by"]
+        _link(conn, "records", st)
     st.batches += 1
     st.added += len(new)
     st.ids.extend(r.id for r in new)
     _copy_vectors(conn, st, "passage", [(f"{obj['id']}:{k}", p) for obj in kept for k, p in enumerate(obj["passages"])])
 
 
+@contextmanager
+def _batch(st: _State, where: str) -> Iterator[None]:
+    """A database or value error inside a batch's write transaction (rolled back) as the
+    import's StoreError, saying what earlier batches stored; memo's own errors as they are."""
+    try:
+        yield
+    except MemoError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a database or value error: that batch rolled back
+        raise StoreError(f"import stopped {where}: {exc}; that batch was rolled back, {st.added} records and "
+                         f"{st.facts_added} facts from earlier batches are stored",
+                         hint="fix the cause and re-run the import; what is stored is skipped") from exc
+
+
 def _is_current(obj: dict[str, Any]) -> bool:
     return not obj.get("superseded_at") and not obj.get("forgotten_at")
 
 
-def _held_records(conn: Any, ids: list[str]) -> dict[str, tuple[str, str | None, str | None]]:
-    """id -> (content hash, superseded_at, forgotten_at) of the records this database holds."""
-    out: dict[str, tuple[str, str | None, str | None]] = {}
+def _held(conn: Any, table: str, columns: str, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    """id -> ``columns`` of the rows of ``table`` (records or facts) this database holds."""
+    out: dict[str, tuple[Any, ...]] = {}
     for chunk in chunks(ids):
-        out.update((r[0], (r[1], r[2], r[3])) for r in conn.execute(
-            f"SELECT id, content_hash, superseded_at, forgotten_at FROM records WHERE id IN "
-            f"({','.join('?' * len(chunk))})", tuple(chunk)))
+        out.update((r[0], tuple(r[1:])) for r in conn.execute(
+            f"SELECT id, {columns} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)))
     return out
 
 
@@ -399,54 +406,37 @@ def _facts(conn: Any, st: _State, batch: list[tuple[int, dict[str, Any]]]) -> No
         found.update((r[0], int(r[1])) for r in conn.execute(
             f"SELECT id, pk FROM passages WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)))
     stored: list[tuple[str, dict[str, Any]]] = []
-    try:
-        with write_tx(conn):
-            held = _held_facts(conn, [obj["id"] for _, obj in batch])
-            for lineno, obj in batch:
-                where = f"{st.name}:{lineno}"
-                fid = obj["id"]
-                if fid in held:
-                    st.facts_skipped += 1
-                    _later_state(conn, st, "facts", where, obj, held[fid])
-                    continue
-                wanted = [st.moved.get(e, e) for e in obj.get("evidence") or ()]
-                evidence = [(found[e], e) for e in dict.fromkeys(wanted) if e in found]
-                if len(evidence) < len(wanted):
-                    st.notice(where, f"fact {fid}: {len(wanted) - len(evidence)} of its {len(wanted)} evidence "
-                                     "passages are not here; imported with the others" if evidence else
-                                     f"fact {fid}: none of its evidence passages is here; imported without evidence")
-                draft = _fact_draft(obj, tuple(e for _, e in evidence))
-                current = not obj.get("superseded_at") and not obj.get("forgotten_at")
-                chash = obj.get("content_hash")
-                if current and chash and (dup := find_live_fact(conn, draft.namespace, chash)) is not None:
-                    st.facts_skipped += 1
-                    st.notice(where, f"fact {fid}: the same fact is here already, as {dup}")
-                    continue
-                insert_fact(conn, draft, evidence, recorded_at=obj["recorded_at"], fact_id=fid,
-                            superseded_at=obj.get("superseded_at"), forgotten_at=obj.get("forgotten_at"),
-                            content_hash=chash, carried=True)
-                if obj.get("superseded_by"):
-                    st.links[fid] = obj["superseded_by"]
-                stored.append((fid, obj))
-            _link(conn, "facts", st)
-    except MemoError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a database or value error: that batch rolled back
-        raise StoreError(f"import stopped at the facts: {exc}; that batch was rolled back, "
-                         f"{st.added} records and {st.facts_added} facts are stored",
-                         hint="fix the cause and re-run the import; stored records and facts are skipped") from exc
+    with _batch(st, "at the facts"), write_tx(conn):
+        held = _held(conn, "facts", "superseded_at, forgotten_at", [obj["id"] for _, obj in batch])
+        for lineno, obj in batch:
+            where = f"{st.name}:{lineno}"
+            fid = obj["id"]
+            if fid in held:
+                st.facts_skipped += 1
+                _later_state(conn, st, "facts", where, obj, held[fid])
+                continue
+            wanted = [st.moved.get(e, e) for e in obj.get("evidence") or ()]
+            evidence = [(found[e], e) for e in dict.fromkeys(wanted) if e in found]
+            if len(evidence) < len(wanted):
+                st.notice(where, f"fact {fid}: {len(wanted) - len(evidence)} of its {len(wanted)} evidence "
+                                 "passages are not here; imported with the others" if evidence else
+                                 f"fact {fid}: none of its evidence passages is here; imported without evidence")
+            draft = _fact_draft(obj, tuple(e for _, e in evidence))
+            current = not obj.get("superseded_at") and not obj.get("forgotten_at")
+            chash = obj.get("content_hash")
+            if current and chash and (dup := find_live_fact(conn, draft.namespace, chash)) is not None:
+                st.facts_skipped += 1
+                st.notice(where, f"fact {fid}: the same fact is here already, as {dup}")
+                continue
+            insert_fact(conn, draft, evidence, recorded_at=obj["recorded_at"], fact_id=fid,
+                        superseded_at=obj.get("superseded_at"), forgotten_at=obj.get("forgotten_at"),
+                        content_hash=chash, carried=True)
+            if obj.get("superseded_by"):
+                st.links[fid] = obj["superseded_by"]
+            stored.append((fid, obj))
+        _link(conn, "facts", st)
     st.facts_added += len(stored)
     _copy_vectors(conn, st, "fact", stored)
-
-
-def _held_facts(conn: Any, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
-    """id -> (superseded_at, forgotten_at) of the facts this database holds."""
-    out: dict[str, tuple[str | None, str | None]] = {}
-    for chunk in chunks(ids):
-        out.update((r[0], (r[1], r[2])) for r in conn.execute(
-            f"SELECT id, superseded_at, forgotten_at FROM facts WHERE id IN ({','.join('?' * len(chunk))})",
-            tuple(chunk)))
-    return out
 
 
 def _fact_draft(obj: dict[str, Any], evidence: tuple[str, ...]) -> FactDraft:
