@@ -17,6 +17,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,7 +33,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from memo.cli.common import JsonOption, handle_errors, print_json
+from memo.cli.common import handle_errors, print_json, typer_annotation
+from memo.cli.options import JSON
 from memo.errors import ExtraMissing, MemoError
 from memo.progress import PLAIN_PROGRESS_EVERY
 from memo.types import default_profile
@@ -60,6 +62,10 @@ RunsDirOpt = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs 
                                                                      "else a checkout's runs/, else the user "
                                                                      "cache dir's memo-eval/runs).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+# memo's --json, but its help names where the eval documents are described: docs/cli-json.md
+# only sends readers on to docs/eval.md.
+JsonOption = typer_annotation(replace(JSON, help="Print one JSON document (schema in docs/eval.md, section "
+                                                 "`memo eval run`)."))
 
 # What the harness imports from its dependencies (eval/pyproject.toml, memo's `eval` extra).
 EVAL_EXTRA_MODULES = ("duckdb", "polars", "pyarrow", "scipy", "matplotlib", "pytrec_eval")
@@ -129,14 +135,17 @@ def _plain_progress(every: float | None = None
                     ) -> Iterator[tuple[Callable[[str], None], Callable[..., Callable[[int], None]]]]:
     """Progress as plain stderr lines (a rich bar draws nothing there): one when each stage
     starts, one every ``every`` seconds (``PLAIN_PROGRESS_EVERY``) while nothing else was
-    said (a first index build or embedding runs for minutes without a status), one at the end."""
+    said (a first index build or embedding runs for minutes without a status), one at the end.
+    A count also gets a line with its last count when it completes or its stage ends: a
+    stage shorter than ``every`` showed only its ``0/N`` line, as if nothing was done."""
     import threading
     import time
 
     every = PLAIN_PROGRESS_EVERY if every is None else every
     start = time.monotonic()
     lock = threading.Lock()
-    state: dict[str, Any] = {"label": "preparing", "done": 0, "total": None, "unit": "searches", "last": start}
+    state: dict[str, Any] = {"label": "preparing", "done": 0, "total": None, "unit": "searches", "last": start,
+                             "said": 0}
 
     def say(text: str) -> None:            # with the lock held
         now = time.monotonic()
@@ -147,20 +156,29 @@ def _plain_progress(every: float | None = None
         total = state["total"]
         return state["label"] if total is None else f"{state['label']}: {state['done']:,}/{total:,} {state['unit']}"
 
+    def say_count() -> None:               # with the lock held: the count, unless already said
+        if state["total"] is not None and state["done"] != state["said"]:
+            state["said"] = state["done"]
+            say(where())
+
     def status(label: str) -> None:
         with lock:
             if label != state["label"] or state["total"] is not None:
+                say_count()
                 state.update(label=label, done=0, total=None)
                 say(f"{label}...")
 
     def tick_factory(total: int, unit: str = "searches") -> Callable[[int], None]:
         with lock:
-            state.update(done=0, total=total, unit=unit)
+            say_count()
+            state.update(done=0, total=total, unit=unit, said=0)
             say(where())
 
         def tick(n: int) -> None:
             with lock:
                 state["done"] += n
+                if state["total"] is not None and state["done"] >= state["total"]:
+                    say_count()
         return tick
 
     stop = threading.Event()
@@ -181,6 +199,7 @@ def _plain_progress(every: float | None = None
         stop.set()
         thread.join()
     with lock:
+        say_count()
         say("done")
 
 

@@ -107,7 +107,8 @@ def _import_corpus(conn: sqlite3.Connection, es: EvalSet, progress: Progress | N
     from memo.ops.importer import ImportOptions, import_path
 
     def tick(p) -> None:
-        if progress and p.done % 250 == 0:
+        # the last item too: a count that stops at 250/300 never says the import finished
+        if progress and (p.done % 250 == 0 or p.done == p.total):
             progress("index", p.done, p.total or 0)
 
     if es.corpus_format == fileset.FORMAT:

@@ -405,7 +405,9 @@ def regress(*, fast: bool = False, files: Sequence[Path] | None = None, only: Se
                                    workers=workers, out=out, semantic=semantic, eval_set=sets[dataset, split, limit],
                                    db=group_db),
                        status=status, tick_factory=tick_factory)
-        batches.append({"batch_id": res["batch_id"], "dataset": dataset, "split": split,
+        # the split replayed, not the one asked for: a labels file without splits is replayed
+        # whole ("all", as its run ids say) whatever the check's split
+        batches.append({"batch_id": res["batch_id"], "dataset": dataset, "split": res["split"],
                         "qps": res["replay"]["qps"], "index": res["index"]})
         by_label = {r["label"]: r for r in res["runs"]}
         for c in group:

@@ -94,8 +94,11 @@ def list_(namespace: Annotated[list[str] | None, typer.Option("--namespace", "-n
     if next_offset is not None:
         echo(f"-- facts {offset + 1:,}-{next_offset:,} shown, more exist: --offset {next_offset} "
              f"for the next page, or a larger --limit")
-    elif not facts and offset:
-        echo(f"no facts past --offset {offset}")
+    elif not facts:
+        # as `memo list`: an empty page says so, and which facts it left out
+        echo(f"no facts past --offset {offset}" if offset else
+             "no facts match these filters" if namespace or evidence else
+             "no facts" if all_ else "no live facts (--all lists the superseded and forgotten ones)")
 
 
 @fact_app.command("get")

@@ -47,17 +47,28 @@ def profiles_show(
     as_json: JsonOption = False,
 ) -> None:
     """Show a profile's constants (or list the profiles)."""
-    from memo.profile import load_profile, profile_names  # here: `memo search` does not need it yet
+    # here: `memo search` does not need them yet
+    from memo.errors import ProfileError
+    from memo.profile import load_profile, profile_names, resolve_profile_path
 
     if name is None:
-        names = profile_names()
-        doc: Any = {"profiles": [{"name": n, "source": str(load_profile(n).source)} for n in names]}
+        doc: Any = {"profiles": [], "invalid": []}
+        for n in profile_names():
+            # One broken file in the profile folder must not hide the others: the list goes
+            # on, the file is named apart with its error (naming it still fails: exit 2).
+            try:
+                doc["profiles"].append({"name": n, "source": str(load_profile(n).source)})
+            except ProfileError as err:
+                doc["invalid"].append({"name": n, "path": str(resolve_profile_path(n)), "error": str(err)})
         if as_json:
             print_json(doc)
         else:
             width = max((len(e["name"]) for e in doc["profiles"]), default=0)   # names of any length
             for entry in doc["profiles"]:
                 echo(f"{entry['name']:<{width}}  {entry['source']}")
+            for bad in doc["invalid"]:
+                where = "" if bad["path"] in bad["error"] else f" ({bad['path']})"
+                echo(f"warning: profile {bad['name']} is not usable{where}: {bad['error']}", err=True)
         return
     prof = load_profile(Path(name) if name.endswith(".toml") else name)
     flat = prof.flat()

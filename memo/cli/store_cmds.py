@@ -120,7 +120,7 @@ def add(text: Annotated[str | None, typer.Argument(help="The text; omit or '-' t
         db: DbOption = None, as_json: JsonOption = False) -> None:
     """Add one record (a note, a conversation, a doc or code). The same text twice is stored once.
     Front matter at the top (---, title:, date:, tags:, ---) gives the title, date and tags
-    the options do not, as `memo import` reads it."""
+    the options do not, as `memo import` reads it; a markdown text's inline #tags are tags too."""
     draft = RecordDraft(body=_text_arg(text), kind=kind or "note", namespace=namespace,  # type: ignore[arg-type]
                         title=title, source=source, library=library, version=version,
                         tags=tuple(tag or ()), event_at=event_date,

@@ -84,7 +84,11 @@ def parse_line(obj: object, template: RecordDraft, rel: str, lineno: int) -> Rec
         raise ValueError("line is not a JSON object")
     unknown = sorted(set(obj) - KNOWN_FIELDS)
     if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+        # A BEIR corpus read as memo's JSONL (no --format): every line is rejected, so say how
+        # to read it instead of only what is wrong with it.
+        beir = "; a BEIR corpus line (_id, text)? import the file with --format beir" \
+            if "_id" in obj and "text" in obj else ""
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}{beir}")
     if obj.get("type", "record") != "record":
         raise ValueError(f"type {obj.get('type')!r} is not 'record' or 'fact'")
     text = obj.get("text", obj.get("body"))

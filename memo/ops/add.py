@@ -8,7 +8,9 @@ from dataclasses import replace
 
 from memo.errors import ValidationError
 from memo.ingest.front_matter import with_front_matter
+from memo.ingest.markdown_parse import front_matter
 from memo.ingest.split import split_record
+from memo.ingest.split_markdown import looks_like_markdown
 from memo.ops.after_commit import EmbedQueue, after_commit
 from memo.ops.chat_versions import LiveConversations
 from memo.ops.file_moves import Walked
@@ -35,6 +37,7 @@ from memo.store.records import (
 from memo.stored import PassageDraft, RecordDraft
 from memo.text.folding import has_surrogates
 from memo.text.json_value import json_problem
+from memo.text.tags import with_inline_tags
 from memo.text.when import check_event_date
 from memo.types import default_profile
 
@@ -218,7 +221,7 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
                profile: Profile | str | None = None) -> AddReport:
     """Add one record (``memo add``).  A text that starts with front matter gets the title,
     date and tags it gives, where the draft has none (``memo.ingest.front_matter``; a date
-    memo cannot read is said in ``note``).  Adding the same text twice stores it once; a text
+    memo cannot read is said in ``note``); a markdown text's inline ``#tags`` are tags too.  Adding the same text twice stores it once; a text
     near-identical to a live record of its namespace is linked to it or skipped, as the
     profile's ``index.near_duplicates`` says (``memo.ops.near_dup``; ``profile`` None: the
     default profile).  Once committed the add is reported as done; ``vectors`` says whether
@@ -230,6 +233,10 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
     notices: tuple[str, ...] = ()
     if draft.kind != "code":
         draft, notices = with_front_matter(draft, stored_as="added")
+        # A markdown note's Obsidian #tags are its tags, as `memo import note.md` reads them;
+        # with no file name, markdown is a text with front matter or headings (split_record).
+        if front_matter(draft.body)[0] or looks_like_markdown(draft.body):
+            draft = replace(draft, tags=with_inline_tags(draft.tags, draft.body))
     # Token counts, exact terms and entity mentions are worked out here, before the
     # writers' queue: with several writers the lock is the queue everyone waits in, so it
     # is held for the inserts only (the soak's ack p99, docs/reliability.md section 9).

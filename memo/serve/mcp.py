@@ -101,7 +101,8 @@ def run_backfill(db: str | None, model: str | None, batch_size: int) -> int:
     try:
         if not 1 <= batch_size <= 1024:
             raise ValidationError(f"--batch-size {batch_size} is outside 1..1024")
-        conn = open_db(db, write=True)
+        # create=False as `memo backfill`: a mistyped --db is refused (exit 6), not made empty
+        conn = open_db(db, write=True, create=False)
         try:
             report = backfill(conn, model, progress=True, batch_size=batch_size)
         finally:

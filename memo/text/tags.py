@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from memo.text.limits import MAX_TAGS
+
 _CODE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|`[^`\n]*`", re.MULTILINE | re.DOTALL)
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d][\w/-]*)", re.MULTILINE)
 MAX_INLINE_TAGS = 50    # of one note: the rest of a text full of "#words" is not read as tags
@@ -30,3 +32,12 @@ def inline_tags(markdown: str) -> tuple[str, ...]:
     text = _CODE.sub(" ", markdown)
     found = dict.fromkeys(m.group(1).rstrip("/-") for m in _INLINE_TAG.finditer(text))
     return tuple(t for t in found if t)[:MAX_INLINE_TAGS]
+
+
+def with_inline_tags(tags: tuple[str, ...], markdown: str) -> tuple[str, ...]:
+    """``tags``, then the inline tags of ``markdown`` not among them, as many as a record has
+    room for (``MAX_TAGS``: the given and the front matter's tags come first).  One rule for
+    ``memo add`` (memo.ops.add) and a markdown file's import."""
+    room = MAX_TAGS - len(tags)
+    found = [t for t in inline_tags(markdown) if t not in tags][:max(0, room)]
+    return (*tags, *found) if found else tags

@@ -133,6 +133,17 @@ def test_a_command_on_a_missing_database_creates_none(cmd: list[str], tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_memo_mcp_backfill_on_a_missing_database_creates_none(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`memo-mcp backfill` is `memo backfill --json`: a mistyped --db is exit 6, not a new empty database."""
+    from memo.serve.mcp import run_backfill
+
+    missing = tmp_path / "mistyped.db"
+    assert run_backfill(str(missing), None, 64) == 6
+    out = capsys.readouterr()
+    assert out.out == "" and f"no database at {missing}" in out.err, out
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_add_still_creates_the_database(tmp_path: Path) -> None:
     new = tmp_path / "new.db"
     code, doc = invoke("add", "the first note", "--db", str(new))

@@ -75,6 +75,17 @@ def test_fact_list_text_says_how_to_see_more(seven: str) -> None:
     assert run("fact", "list", "--offset", "7", "--db", seven).stdout == "no facts past --offset 7\n"
 
 
+def test_fact_list_text_says_when_there_are_none(seven: str, tmp_path: Path) -> None:
+    """An empty list prints a line, as `memo list` and `memo entities list` do (not nothing)."""
+    empty = str(tmp_path / "empty.db")
+    js("add", "a note without facts", "--db", empty)
+    assert run("fact", "list", "--db", empty).stdout == \
+        "no live facts (--all lists the superseded and forgotten ones)\n"
+    assert run("fact", "list", "--all", "--db", empty).stdout == "no facts\n"
+    assert run("fact", "list", "--namespace", "elsewhere", "--db", seven).stdout == "no facts match these filters\n"
+    assert js("fact", "list", "--db", empty) == {"facts": [], "count": 0, "next_offset": None}
+
+
 def test_entities_list_json_pages_with_next_offset(seven: str) -> None:
     everything = js("entities", "list", "--db", seven)
     total = len(everything["entities"])

@@ -129,6 +129,26 @@ def test_profiles_show_keeps_long_names_apart_from_their_path() -> None:
     assert [line.split()[1] for line in lines] == [p["source"] for p in listed]
 
 
+def test_profiles_show_lists_the_valid_profiles_beside_an_invalid_file(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One broken TOML file in $MEMO_PROFILES_DIR was exit 2 and no list at all."""
+    monkeypatch.setenv("MEMO_PROFILES_DIR", str(tmp_path))
+    (tmp_path / "mine.toml").write_text('extends = "zscore"\n')
+    (tmp_path / "broken.toml").write_text("this is = = not toml\n")
+    doc = js("profiles", "show")
+    names = [p["name"] for p in doc["profiles"]]
+    assert "mine" in names and "zscore" in names and "broken" not in names
+    assert [(b["name"], b["path"]) for b in doc["invalid"]] == [("broken", str(tmp_path / "broken.toml"))]
+    assert "not valid TOML" in doc["invalid"][0]["error"]
+    res = run("profiles", "show")
+    assert [line.split()[0] for line in res.stdout.splitlines()] == names
+    assert res.stderr.startswith("warning: profile broken is not usable: ") and str(tmp_path / "broken.toml") in \
+        res.stderr and "not valid TOML" in res.stderr, res.stderr
+    assert js("profiles", "show", "mine")["name"] == "mine"                 # a valid one still shows
+    err = js("profiles", "show", "broken", code=2)                        # the invalid one: its error
+    assert err["error"] == "ProfileError" and "not valid TOML" in err["message"]
+
+
 # --- issue 4: import options -----------------------------------------------------------------
 @pytest.mark.parametrize("option", [("--batch-size", "0"), ("--batch-size", "-1"), ("--max-bytes", "0"),
                                     ("--max-bytes", "-1"), ("--max-bytes", str(10**20))], ids=" ".join)

@@ -113,6 +113,9 @@ def test_mcp_answers_initialize_before_importing_the_search_stack(tmp_path: Path
 
 def test_mcp_backfill_never_imports_the_sdk(tmp_path: Path) -> None:
     """`memo-mcp backfill` embeds and exits: the command imports the SDK only to serve."""
+    from memo.store.db import open_db
+
+    open_db(tmp_path / "m.db").close()          # an existing database: a missing one is exit 6
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "memo.serve.mcp", "backfill", "--db",
                            str(tmp_path / "m.db")], cwd=REPO, capture_output=True, timeout=120,
                           env=dict(os.environ, MEMO_ONNX_CACHE="off"))

@@ -109,6 +109,28 @@ def test_your_own_check_names_its_database(mine, tmp_path, monkeypatch) -> None:
         regress(files=[checks / "unset.toml"])
 
 
+def test_regress_says_the_split_it_replayed(mine, tmp_path) -> None:
+    """A labels file without splits is replayed whole ("all", as its run ids say): `memo eval
+    regress` printed the check's default split, "split test", under a run id with -all-."""
+    from typer.testing import CliRunner
+
+    from memo.cli import app
+
+    db, labels = mine
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    (checks / "my.jsonl").write_text("".join(json.dumps({k: v for k, v in x.items() if k != "split"}) + "\n"
+                                             for x in LABELS))
+    (checks / "mine.toml").write_text(
+        f'[[check]]\nname = "my-notes"\ndataset = "my.jsonl"\ndb = "{db}"\nprofile = "zscore"\nmode = "keyword"\n'
+        '[check.metrics]\nrecall_100 = { expected = 0.5, tolerance = 0.002 }\n')
+    out = regress(files=[checks / "mine.toml"])
+    assert [b["split"] for b in out["batches"]] == ["all"] and "-all-" in out["checks"][0]["run_id"]
+    res = CliRunner().invoke(app, ["eval", "regress", "--expected", str(checks / "mine.toml"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "split all: " in res.stdout and "split test" not in res.stdout, res.stdout
+
+
 def test_labels_that_contradict_themselves_are_refused(tmp_path) -> None:
     both = tmp_path / "both.jsonl"
     both.write_text(json.dumps({"id": "q", "query": "x", "relevant": ["a.md"], "unanswerable": True}) + "\n")

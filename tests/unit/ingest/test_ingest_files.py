@@ -93,6 +93,18 @@ def test_jsonl_lines_fields_and_rejections(tmp_path: Path):
     assert "invalid JSON" in rej["r.jsonl:3"] and "unknown field" in rej["r.jsonl:6"]
 
 
+def test_a_beir_corpus_read_as_jsonl_says_to_use_format_beir(tmp_path: Path):
+    """A BEIR corpus.jsonl imported without --format beir was rejected line by line with no hint."""
+    f = tmp_path / "corpus.jsonl"
+    f.write_text('{"_id": "d1", "title": "T", "text": "one", "metadata": {}}\n'
+                 '{"_id": "d2", "body": "two"}\n{"text": "x", "bogus": 1}\n')
+    rej = {i.rel: i.rejected for i in iter_jsonl(f, "corpus.jsonl", T, max_bytes=1000)}
+    assert rej["corpus.jsonl:1"] == ("unknown field(s) _id, metadata; a BEIR corpus line (_id, text)? "
+                                     "import the file with --format beir")
+    assert rej["corpus.jsonl:2"] == "unknown field(s) _id"          # no text: not a BEIR line
+    assert rej["corpus.jsonl:3"] == "unknown field(s) bogus"
+
+
 def test_front_matter_title_and_jsonl_bom(tmp_path: Path):
     (tmp_path / "n.md").write_text("---\ntitle: From front matter\n---\n# Heading\ntext\n")
     assert _items(tmp_path)["n.md"].draft.title == "From front matter"

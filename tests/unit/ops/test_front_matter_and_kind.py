@@ -39,6 +39,35 @@ def test_add_says_when_the_front_matter_date_is_not_read(fresh_db):
     assert "text was added without an event date" in rep.note
 
 
+def test_add_takes_inline_tags_from_a_markdown_text_as_an_import_does(fresh_db, tmp_path):
+    """`memo import note.md` took a note's inline #tags; `memo add` of the same text did not."""
+    note = "---\ntags: [trip]\n---\nWe leave on Friday #travel #trip, see issue #123.\n"
+    rec = ops.get(fresh_db, ops.add_record(fresh_db, RecordDraft(body=note, tags=("mine",))).record_id)
+    assert sorted(rec.tags) == ["mine", "travel", "trip"]       # given, front matter, then inline: once each
+    (tmp_path / "note.md").write_text(note)
+    imported = ops.import_path(fresh_db, tmp_path / "note.md", ImportOptions(namespace="files"))
+    assert sorted(ops.get(fresh_db, imported.record_ids[0]).tags) == ["travel", "trip"]
+    headed = "# Plans\n\nCall Ana #todo\n"
+    assert ops.get(fresh_db, ops.add_record(fresh_db, RecordDraft(body=headed)).record_id).tags == ("todo",)
+    # a text that does not look like markdown keeps its words, as a .txt file's import does
+    plain = ops.add_record(fresh_db, RecordDraft(body="call Ana about the #todo list"))
+    assert ops.get(fresh_db, plain.record_id).tags == ()
+    code = ops.add_record(fresh_db, RecordDraft(body="# Plans\n\nx = 1  #note\n", kind="code"))
+    assert ops.get(fresh_db, code.record_id).tags == ()
+
+
+def test_inline_tags_fill_only_the_room_the_tag_limit_leaves(fresh_db):
+    from memo.text.limits import MAX_TAGS
+    from memo.text.tags import with_inline_tags
+
+    given = tuple(f"t{i}" for i in range(MAX_TAGS - 1))
+    assert with_inline_tags(given, "#t0 #one #two") == (*given, "one")
+    assert with_inline_tags(given + ("x",), "#one") == (*given, "x")
+    body = "---\ntitle: Full\n---\n#one #two\n"
+    rec = ops.get(fresh_db, ops.add_record(fresh_db, RecordDraft(body=body, tags=given)).record_id)
+    assert sorted(rec.tags) == sorted((*given, "one"))
+
+
 def test_add_of_code_leaves_its_dashes_alone(fresh_db):
     rec = ops.get(fresh_db, ops.add_record(fresh_db, RecordDraft(body="---\ntitle: x\n---\n", kind="code")).record_id)
     assert rec.title is None
