@@ -42,12 +42,12 @@ from memo.ingest.front_matter import with_front_matter
 from memo.ingest.html_text import HTML_EXTENSIONS, html_to_markdown
 from memo.ingest.legacy_text import detect_encoding
 from memo.ingest.markdown_parse import first_heading, front_matter
+from memo.ingest.pdf_text import PDF_BYTES_PER_TEXT_BYTE, PDF_EXTENSIONS, PdfUnread, pdf_to_markdown
 from memo.ingest.split import MARKDOWN_EXTENSIONS
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import looks_like_markdown
 from memo.stored import RecordDraft
-from memo.text.limits import MAX_TAGS
-from memo.text.tags import inline_tags
+from memo.text.tags import with_inline_tags
 from memo.text.when import event_date
 from memo.types import TURN_KINDS
 
@@ -246,7 +246,7 @@ def kind_for(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in CODE_EXTENSIONS:
         return "code"
-    if suffix in TEXT_EXTENSIONS or suffix in HTML_EXTENSIONS:
+    if suffix in TEXT_EXTENSIONS or suffix in HTML_EXTENSIONS or suffix in PDF_EXTENSIONS:
         return "doc"
     return None
 
@@ -298,7 +298,7 @@ def _resolve(path: Path) -> tuple[Path | None, str | None]:
 def _ignored(rel: str, path: Path) -> FileItem:
     suffix = path.suffix.lower()
     what = f"'{suffix}' files" if suffix else "files with this name"
-    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML and code are; "
+    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML, PDF and code are; "
                                                    "--kind does not change which files are read)")
 
 
@@ -401,33 +401,48 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         return FileItem(rel, rejected=not_regular_reason(st.st_mode))
     if kind is None:
         return _ignored(rel, path)
-    cap = f"over the {max_bytes}-byte cap (--max-bytes)"
-    if st.st_size > max_bytes:
+    pdf = path.suffix.lower() in PDF_EXTENSIONS
+    # A PDF's bytes are mostly fonts and images: --max-bytes caps the text it gives.
+    file_cap = max_bytes * PDF_BYTES_PER_TEXT_BYTE if pdf else max_bytes
+    cap = f"over the {file_cap}-byte cap (--max-bytes{f' x {PDF_BYTES_PER_TEXT_BYTE} for a PDF' if pdf else ''})"
+    if st.st_size > file_cap:
         return FileItem(rel, rejected=f"file is {st.st_size} bytes, {cap}")
     try:
         with open_regular(real) as fh:
-            data = fh.read(max_bytes + 1)
+            data = fh.read(file_cap + 1)
     except NotRegularFile as exc:
         return FileItem(rel, rejected=str(exc))
     except OSError as exc:
         return FileItem(rel, rejected=_os_reason(exc))
-    if len(data) > max_bytes:
-        return FileItem(rel, rejected=f"file grew past {max_bytes} bytes while read, {cap}")
-    # UTF-16 and UTF-32 text is full of NUL bytes: with --encoding, or a byte-order mark
-    # that names one of them (Windows tools write such files), decode first and call the
-    # file binary only for a NUL character in the decoded text.
-    bom = _bom_encoding(data) if encoding is None else None
-    if b"\x00" in data and encoding is None and bom is None:
-        return FileItem(rel, rejected="binary file (contains NUL bytes)")
-    decoded = decode_text(data, encoding or bom)
-    if isinstance(decoded, str):
-        return FileItem(rel, rejected=decoded)
-    text, provenance = decoded
-    if "\x00" in text:
-        return FileItem(rel, rejected="binary file (contains NUL characters)")
-    if bom is not None:
-        provenance = {"encoding": bom, "encoding_source": "byte-order mark"}
+    if len(data) > file_cap:
+        return FileItem(rel, rejected=f"file grew past {file_cap} bytes while read, {cap}")
     page_title = None
+    pdf_notices: tuple[str, ...] = ()
+    if pdf:
+        read = pdf_to_markdown(data)
+        if isinstance(read, PdfUnread):     # scanned pages are as an empty file: not a failed input
+            return (FileItem(rel, ignored=True, why_ignored=read.reason, empty=True) if read.empty
+                    else FileItem(rel, rejected=read.reason))
+        text, page_title, pdf_notices = read.markdown, read.title, read.notices
+        provenance: dict[str, object] = {"converted_from": "pdf", "pages": read.pages}
+        if len(text.encode()) > max_bytes:
+            return FileItem(rel, rejected=f"PDF's text is {len(text.encode())} bytes, over the {max_bytes}-byte "
+                                          "cap (--max-bytes)")
+    else:
+        # UTF-16 and UTF-32 text is full of NUL bytes: with --encoding, or a byte-order mark
+        # that names one of them (Windows tools write such files), decode first and call the
+        # file binary only for a NUL character in the decoded text.
+        bom = _bom_encoding(data) if encoding is None else None
+        if b"\x00" in data and encoding is None and bom is None:
+            return FileItem(rel, rejected="binary file (contains NUL bytes)")
+        decoded = decode_text(data, encoding or bom)
+        if isinstance(decoded, str):
+            return FileItem(rel, rejected=decoded)
+        text, provenance = decoded
+        if "\x00" in text:
+            return FileItem(rel, rejected="binary file (contains NUL characters)")
+        if bom is not None:
+            provenance = {"encoding": bom, "encoding_source": "byte-order mark"}
     if path.suffix.lower() in HTML_EXTENSIONS:
         # A page is read as the markdown of its text (memo.ingest.html_text): its headings
         # give the passages' sections, as a markdown file's do.
@@ -448,7 +463,7 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         # An Obsidian placeholder or a template's stub: nothing to search, as an empty file
         # (it was rejected, so every import of the folder exited 5).
         return FileItem(rel, ignored=True, why_ignored="only front matter (no text to import)", empty=True)
-    notices: tuple[str, ...] = ()
+    notices: tuple[str, ...] = pdf_notices
     mended = str(provenance.get("encoding_source", "")) if provenance.get("encoding") == "utf-8" else ""
     if mended:
         notices = (f"not valid UTF-8 in places: {mended}; the rest of the text is imported as written",)
@@ -457,10 +472,7 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         draft, front_notices = with_front_matter(draft, dated_by=f"its name ({named})" if named else None)
         notices += front_notices
     if path.suffix.lower() in MARKDOWN_EXTENSIONS and kind != "code":    # Obsidian's #tags in the text
-        room = MAX_TAGS - len(draft.tags)
-        found = [t for t in inline_tags(text) if t not in draft.tags][:max(0, room)]
-        if found:
-            draft = replace(draft, tags=(*draft.tags, *found))
+        draft = replace(draft, tags=with_inline_tags(draft.tags, text))
     if named and not draft.event_at:
         draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
     if not draft.title:
