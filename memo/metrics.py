@@ -13,7 +13,7 @@ the web UI alike) calls ``observe_search``.  The values live in this process's r
 
 | metric | type | labels |
 |---|---|---|
-| ``memo_searches_total`` | counter | ``profile`` |
+| ``memo_searches_total`` | counter | ``profile`` (``known_profiles()`` at zero from the start) |
 | ``memo_search_degraded_total`` | counter | ``reason``: ``arm_unavailable`` (an arm that should run could not: no model), ``vectors_pending`` (some in-scope passages have no vector yet) |
 | ``memo_search_empty_total`` | counter | ``cause`` (memo.retrieve.empty.EMPTY_CAUSES) |
 | ``memo_search_latency_seconds`` | histogram | ``mode`` |
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from memo.types import ARM_NAMES, MODES
@@ -104,6 +105,10 @@ def _load() -> None:
                                 "(memo backfill embeds them).", ["model"])
         # Every known series starts at zero, so a scrape (and ``memo stats --json``) lists them
         # all before the first search, and rate() sees the first increment.
+        for profile in known_profiles():
+            SEARCHES.labels(profile=profile)
+        for cause in _empty_causes():
+            SEARCH_EMPTY.labels(cause=cause)
         for reason in DEGRADED_REASONS:
             SEARCH_DEGRADED.labels(reason=reason)
         for mode in MODES:
@@ -116,6 +121,27 @@ def _load() -> None:
             _observe(**waiting)
         _PENDING.clear()
         _LOADED = True
+
+
+def known_profiles() -> tuple[str, ...]:
+    """The ``profile`` values of ``memo_searches_total`` that exist at zero from the start: the
+    default profile (``$MEMO_PROFILE``, else zscore) then every shipped profile.  Another
+    profile (a user's file, a path) gets its series when a search counts one."""
+    from memo.profile import shipped_profile_dir
+    from memo.types import default_profile
+
+    default = default_profile()
+    if default.endswith(".toml") or "/" in default or "\\" in default:   # a path: the profile is named by its stem
+        default = PurePath(default).stem
+    return tuple(dict.fromkeys([default, *sorted(p.stem for p in shipped_profile_dir().glob("*.toml"))]))
+
+
+def _empty_causes() -> tuple[str, ...]:
+    # Deferred: memo.retrieve's package imports the pipeline, which imports this module (every
+    # process that searches has loaded it already).
+    from memo.retrieve.empty import EMPTY_CAUSES
+
+    return tuple(EMPTY_CAUSES)
 
 
 # Labelled children, resolved once: ``Metric.labels`` validates and locks on every call, and

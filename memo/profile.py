@@ -13,7 +13,8 @@
   ``<user config dir>/memo/profiles``) if it is there, else from the profiles shipped inside
   the package (``memo/profiles``, the folder beside this module).  A path is read as
   is.  Cached by (path, mtime) of every file of the chain.
-* Unknown keys and bad values raise ``ProfileError`` naming the file and the dotted key.
+* Unknown keys and bad values raise ``ProfileError`` naming the file that holds them (a
+  parent: with the files whose ``extends`` reached it) and the dotted key.
 * ``profile.with_overrides({"fusion.k": 20})`` returns a new, validated profile;
   ``profile.flat()`` returns ``{dotted key: scalar}``; ``profile.without_extra("context")``
   switches one extra off (its keys at base's values).
@@ -536,12 +537,32 @@ def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    doc: dict[str, Any] = {}
-    for p, d in reversed(chain):
-        doc = _merge(doc, _normalise(d, str(p)))
-    profile = _build(doc, name=path.stem, source=str(path), extends=tuple(p.stem for p, _ in chain[1:]))
+    # From the root (base) down: levels[j] = (the j-th file, its name in errors, base .. it merged)
+    levels: list[tuple[Path, str, dict[str, Any]]] = []
+    for i in reversed(range(len(chain))):
+        p, where = chain[i][0], _where(chain, i)
+        levels.append((p, where, _merge(levels[-1][2] if levels else {}, _normalise(chain[i][1], where))))
+    try:
+        profile = _build(levels[-1][2], name=path.stem, source=str(path),
+                         extends=tuple(p.stem for p, _ in chain[1:]))
+    except ProfileError:
+        # Name the file that made the profile invalid (the first, from base, whose keys over
+        # its parents' give an invalid profile), not the file asked for: a bad key in the file
+        # a child extends was reported in the child.
+        for p, where, doc in levels[:-1]:
+            _build(doc, name=p.stem, source=where)
+        raise
     _CACHE[key] = profile
     return profile
+
+
+def _where(chain: list[tuple[Path, dict[str, Any]]], i: int) -> str:
+    """How errors name the i-th file of a chain (nearest first): its path, and for a parent the
+    files whose ``extends`` led to it."""
+    path = str(chain[i][0])
+    if i == 0:
+        return path
+    return f"{path} (reached through 'extends' of {' -> '.join(p.name for p, _ in chain[:i])})"
 
 
 def diff_profiles(a: Profile, b: Profile) -> dict[str, tuple[Any, Any]]:

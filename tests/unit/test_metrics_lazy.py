@@ -5,6 +5,7 @@ would have been; a process that only searches (``memo search``) never imports it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -58,3 +59,37 @@ def test_a_process_that_stops_recording_counts_no_later_search() -> None:
     snap = _run(5, stop_after=2)["snap"]
     assert _value(snap, "memo_searches_total", profile="zscore") == 2
     assert _value(snap, "memo_arm_runs_total", arm="keyword", outcome="ran") == 2
+
+
+def _stats_metrics(tmp_path, **env: str) -> dict:
+    """``memo stats --json``'s ``metrics`` from a fresh process (no search run)."""
+    from memo.store.db import open_db
+
+    db = tmp_path / "m.db"
+    if not db.exists():
+        open_db(db).close()
+    res = subprocess.run([sys.executable, "-m", "memo", "stats", "--json"], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "MEMO_DB": str(db), **env})
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)["metrics"]
+
+
+def test_every_known_series_is_at_zero_before_the_first_search(tmp_path) -> None:
+    """memo_searches_total (default + shipped profiles) and memo_search_empty_total (every
+    cause) exist at zero like the other counters: `memo stats --json` lists them, rate() sees
+    the first increment."""
+    from memo.profile import shipped_profile_dir
+    from memo.retrieve.empty import EMPTY_CAUSES
+
+    snap = _stats_metrics(tmp_path)
+    shipped = {p.stem for p in shipped_profile_dir().glob("*.toml")}
+    assert {"zscore", "rrf"} <= shipped
+    searches = {s["labels"]["profile"]: s["value"] for s in snap["memo_searches_total"]}
+    assert searches == dict.fromkeys(shipped, 0.0)
+    assert next(iter(searches)) == "zscore"                          # the default profile first
+    assert {s["labels"]["cause"]: s["value"] for s in snap["memo_search_empty_total"]} == \
+        dict.fromkeys(EMPTY_CAUSES, 0.0)
+    # $MEMO_PROFILE's profile (a user's name, or a path: its stem) is known from the start too
+    for chosen, label in (("mine", "mine"), (str(tmp_path / "team.toml"), "team")):
+        snap = _stats_metrics(tmp_path, MEMO_PROFILE=chosen)
+        assert snap["memo_searches_total"][0] == {"labels": {"profile": label}, "value": 0.0}

@@ -232,3 +232,34 @@ def test_a_profile_section_is_frozen_equal_by_value_hashable_and_copyable() -> N
     with pytest.raises(TypeError, match="unknown"):
         cls(**{f: getattr(a.fusion, f) for f in cls._fields}, bogus=1)
     assert a.with_overrides({"fusion.k": 7}).fusion.k == 7 and a.fusion.k != 7
+
+
+def test_a_bad_key_in_an_extended_file_names_that_file(tmp_path, monkeypatch):
+    """child.toml extends bad.toml, which holds the bad value: the error names bad.toml (and
+    that child's 'extends' led there), not child.toml, which holds no bad key."""
+    mine = tmp_path / "profiles"
+    mine.mkdir()
+    monkeypatch.setenv("MEMO_PROFILES_DIR", str(mine))
+    (mine / "bad.toml").write_text("[fusion]\nk = 0\n", encoding="utf-8")
+    (mine / "child.toml").write_text('extends = "bad"\n[limit]\ndefault = 5\n', encoding="utf-8")
+    (mine / "grandchild.toml").write_text('extends = "child"\n', encoding="utf-8")
+    bad = str((mine / "bad.toml").resolve())
+    for name, via in (("child", "child.toml"), ("grandchild", "grandchild.toml -> child.toml")):
+        with pytest.raises(ProfileError) as err:
+            load_profile(name)
+        msg = str(err.value)
+        assert msg.startswith(f"{bad} (reached through 'extends' of {via}): key 'fusion.k'"), msg
+    # a bad parent key the child overrides is no error (as before); a child's own bad key names it
+    # (new files, not rewrites: a parsed file is cached by its mtime)
+    (mine / "fixed.toml").write_text('extends = "bad"\n[fusion]\nk = 20\n', encoding="utf-8")
+    assert load_profile("fixed").fusion.k == 20
+    (mine / "own.toml").write_text('extends = "rrf"\n[fusion]\nk = 0\n', encoding="utf-8")
+    with pytest.raises(ProfileError) as err:
+        load_profile("own")
+    assert str(err.value).startswith(f"{(mine / 'own.toml').resolve()}: key 'fusion.k'")
+    # a cross-key rule broken by the parent (limit.default above limit.max) names the parent too
+    (mine / "limits.toml").write_text("[limit]\ndefault = 40\nmax = 30\n", encoding="utf-8")
+    (mine / "uses.toml").write_text('extends = "limits"\n[fusion]\nk = 20\n', encoding="utf-8")
+    with pytest.raises(ProfileError, match=r"limits\.toml \(reached through 'extends' of uses\.toml\): "
+                                           r"key 'limit.default'"):
+        load_profile("uses")
