@@ -52,13 +52,16 @@ def encodable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def print_json(doc: Any) -> None:
+def print_json(doc: Any, *, line: bool = False) -> None:
+    """One JSON document on stdout; ``line``: on one line (a stream of documents, JSON Lines,
+    as ``memo import --watch`` prints one per import)."""
     value = to_jsonable(doc)
-    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    indent = None if line else 2
+    text = json.dumps(value, ensure_ascii=False, indent=indent) + "\n"
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:          # a lone surrogate in a value: JSON's \\udXXX escapes are valid
-        text = json.dumps(value, ensure_ascii=True, indent=2) + "\n"
+        text = json.dumps(value, ensure_ascii=True, indent=indent) + "\n"
         data = text.encode("ascii")
     if _json_fd is None:
         sys.stdout.write(text)

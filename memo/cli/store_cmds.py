@@ -6,11 +6,14 @@ returned report (``--json``: one JSON document, schemas in docs/cli-json.md).
 
 from __future__ import annotations
 
+import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -52,6 +55,8 @@ from memo.ops.importer import Progress as ImportProgress
 from memo.ops.paging import fetch_page
 from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
+from memo.ops.watch import DEFAULT_INTERVAL, MAX_INTERVAL, MIN_INTERVAL, Waiting
+from memo.ops.watch import watch as watch_folder
 from memo.progress import PLAIN_PROGRESS_EVERY
 from memo.store.db import open_db
 from memo.stored import RecordDraft
@@ -212,12 +217,19 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
             progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
             embed: Annotated[bool, typer.Option("--embed/--no-embed",
                                                 help="Embed the new passages after the import (else `memo backfill`).")] = True,
+            watch: Annotated[bool, typer.Option(
+                "--watch", help="Files and folders: stay running and import again whenever a file changes, is added, "
+                                "moved or deleted (Ctrl-C stops); --json prints one document per import.")] = False,
+            interval: Annotated[float, typer.Option(
+                "--interval", help=f"--watch: seconds between two looks at the files ({MIN_INTERVAL:g} to "
+                                   f"{MAX_INTERVAL:g}).")] = DEFAULT_INTERVAL,
             db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Import markdown, text and code files (a file or a folder), JSONL, a BEIR corpus, LoCoMo, or a `memo export` file.
+    """Import markdown, text, HTML, PDF and code files (a file or a folder), JSONL, a BEIR corpus, LoCoMo, or a `memo export` file.
 
     Same content is skipped; a changed file at the same path supersedes its old version, and
     a renamed or moved one the record of the file it was; files deleted from a folder, or
-    emptied, are reported (forgotten with --prune).
+    emptied, are reported (forgotten with --prune).  With --watch it keeps the folder
+    imported as it changes.
     Exits 5 when some inputs were rejected (the rest is imported)."""
     opts = ImportOptions(format=format, namespace=namespace, kind=kind, tags=tuple(tag or ()),
                          source=source, library=library, version=version,
@@ -225,14 +237,63 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                          batch_size=batch_size, root=root, prune=prune, encoding=encoding,
                          workers=workers, exclude=tuple(exclude or ()))
     conn = open_db(db)
+    if watch:
+        _watch(conn, path, opts, interval=interval, embed=embed, progress=progress, as_json=as_json)
+        return
     try:
         with _progress_bar(progress and not as_json) as update:
             report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         # Said, not a silent exit 130: what is stored stays, and the same command finishes it.
-        echo("interrupted: the batches committed before it are stored; run the same import again to finish "
-             "(what is stored is skipped)", err=True)
+        echo(INTERRUPTED_IMPORT, err=True)
         raise typer.Exit(130) from None
+    _show_import(conn, report, path, embed=embed, progress=progress, as_json=as_json)
+    if report.rejected:
+        raise typer.Exit(ImportRejected.exit_code)
+
+
+INTERRUPTED_IMPORT = ("interrupted: the batches committed before it are stored; run the same import again to finish "
+                      "(what is stored is skipped)")
+
+
+def _watch(conn: sqlite3.Connection, path: Path, opts: ImportOptions, *, interval: float, embed: bool,
+           progress: bool, as_json: bool) -> None:
+    """``memo import --watch`` (memo.ops.watch): each import shown as one import is, with
+    its time; Ctrl-C or SIGTERM stops it (exit 0 between imports, 130 during one, as an
+    import stopped by hand)."""
+    stop = threading.Event()
+    busy = [False]
+    imports = [0]
+
+    def started() -> None:
+        busy[0] = True
+
+    def done(report: ImportReport) -> None:
+        imports[0] += 1
+        _show_import(conn, report, path, embed=embed, progress=False, as_json=as_json,
+                     stamp=f"[{datetime.now().strftime('%H:%M:%S')}] ", line=True)
+        busy[0] = False
+
+    def waiting(w: Waiting) -> None:
+        why = ("is gone" if w.state == "gone" else "lists no file now")
+        echo(f"{w.path} {why}: nothing imported (with --prune every record of it would be forgotten); "
+             "waiting for its files", err=True)
+
+    try:
+        with _terminated_as_interrupt():
+            if not as_json:
+                echo(f"watching {path} (every {interval:g}s; Ctrl-C stops)", err=True)
+            watch_folder(conn, path, opts, interval=interval, stop=stop, on_import=done, on_change=started,
+                         on_wait=waiting)
+    except KeyboardInterrupt:
+        if busy[0]:
+            echo(INTERRUPTED_IMPORT, err=True)
+            raise typer.Exit(130) from None
+        echo(f"stopped watching {path} after {imports[0]} import(s)", err=True)
+
+
+def _show_import(conn: sqlite3.Connection, report: ImportReport, path: Path, *, embed: bool, progress: bool,
+                 as_json: bool, stamp: str = "", line: bool = False) -> None:
     # Embedding runs after every batch has committed, outside any transaction: this import's
     # passages only (those of earlier --no-embed imports stay queued for `memo backfill`).
     embedded = (embed_pending(conn, report.record_ids + report.skipped_record_ids, progress=progress and not as_json,
@@ -240,9 +301,9 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     elsewhere = pending_elsewhere(conn, embedded) if embedded is not None else 0
     report = replace(report, vectors=import_vectors(embedded, report.passages))
     if as_json:
-        print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)})
+        print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)}, line=line)
     else:
-        echo(f"imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
+        echo(f"{stamp}imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
                    f"skipped {report.skipped}, rejected {len(report.rejected)}, ignored {report.ignored}; "
                    f"{report.passages} passages in {report.batches} batches, {report.seconds:.1f}s")
         for rej in report.rejected:
@@ -262,8 +323,6 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
     if elsewhere:
         echo(f"note: {elsewhere:,} passage(s) of other records have no vector yet (not this import's); "
              f"`memo backfill` embeds them", err=True)
-    if report.rejected:
-        raise typer.Exit(ImportRejected.exit_code)
 
 
 def _echo_near_facts(report: ImportReport, shown: int = 10) -> None:

@@ -149,6 +149,14 @@ def _resolve(path: Path, opts: ImportOptions) -> Path:
     return real
 
 
+def input_format(path: str | Path, opts: ImportOptions | None = None) -> tuple[Path, str]:
+    """(the resolved path, the format ``import_path`` would read it as: ``files``, ``jsonl``,
+    ``chat``, ``beir``, ``locomo``, ``memo-export``), with the same errors before any read."""
+    opts = opts or ImportOptions()
+    real = _resolve(Path(path), opts)
+    return real, _detect(real, opts.format)
+
+
 def _detect(real: Path, fmt: str) -> str:
     if fmt not in FORMATS:
         raise ValidationError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
