@@ -15,7 +15,7 @@ the web UI alike) calls ``observe_search``.  The values live in this process's r
 |---|---|---|
 | ``memo_searches_total`` | counter | ``profile`` (``known_profiles()`` at zero from the start) |
 | ``memo_search_degraded_total`` | counter | ``reason``: ``arm_unavailable`` (an arm that should run could not: no model), ``vectors_pending`` (some in-scope passages have no vector yet) |
-| ``memo_search_empty_total`` | counter | ``cause`` (memo.retrieve.empty.EMPTY_CAUSES) |
+| ``memo_search_empty_total`` | counter | ``cause`` (memo.types.EMPTY_CAUSES) |
 | ``memo_search_latency_seconds`` | histogram | ``mode`` |
 | ``memo_arm_runs_total`` | counter | ``arm``, ``outcome`` (``ran``, ``skipped``, ``degraded``) |
 | ``memo_arm_latency_seconds`` | histogram | ``arm`` (arms that ran) |
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from memo.types import ARM_NAMES, MODES
+from memo.types import ARM_NAMES, EMPTY_CAUSES, MODES
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -107,7 +107,7 @@ def _load() -> None:
         # all before the first search, and rate() sees the first increment.
         for profile in known_profiles():
             SEARCHES.labels(profile=profile)
-        for cause in _empty_causes():
+        for cause in EMPTY_CAUSES:
             SEARCH_EMPTY.labels(cause=cause)
         for reason in DEGRADED_REASONS:
             SEARCH_DEGRADED.labels(reason=reason)
@@ -134,14 +134,6 @@ def known_profiles() -> tuple[str, ...]:
     if default.endswith(".toml") or "/" in default or "\\" in default:   # a path: the profile is named by its stem
         default = PurePath(default).stem
     return tuple(dict.fromkeys([default, *sorted(p.stem for p in shipped_profile_dir().glob("*.toml"))]))
-
-
-def _empty_causes() -> tuple[str, ...]:
-    # Deferred: memo.retrieve's package imports the pipeline, which imports this module (every
-    # process that searches has loaded it already).
-    from memo.retrieve.empty import EMPTY_CAUSES
-
-    return tuple(EMPTY_CAUSES)
 
 
 # Labelled children, resolved once: ``Metric.labels`` validates and locks on every call, and

@@ -129,3 +129,48 @@ def check_fields(values: Mapping[str, object], where: str) -> None:
     if unknown:
         raise TypeError(f"{where} got unexpected keyword argument(s) {', '.join(unknown)}; "
                         f"search fields: {', '.join(f.name for f in SEARCH_FIELDS)}")
+
+
+# Why a search returned nothing (memo.retrieve.empty decides which; SearchResponse.cause holds
+# the key; docs/cli-json.md "Empty answers"): cause -> (reason, hint), ``{name}`` fields
+# filled from the search.
+NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add the information"
+
+# cause -> (reason, hint); ``{name}`` fields are filled from the search (``describe``).
+EMPTY_CAUSES: dict[str, tuple[str, str]] = {
+    "no_scope": (
+        "no passage is in scope",
+        "the scope filter leaves nothing to search: widen it (namespace, kind, source, library, version, "
+        "tags, dates, min_trust, as_of) or add memories; `memo stats` lists the namespaces and kinds"),
+    "model_unavailable": (
+        "semantic mode needs the embedding model, which is unavailable: {why}",
+        "`memo models check` says what is wrong (`memo models fetch` downloads the model); "
+        "meanwhile search with mode auto or keyword"),
+    "no_vectors": (
+        "semantic mode needs the passages' vectors: {why}",
+        "`memo backfill` embeds the stored passages (the model is ready; a server embeds new ones itself); "
+        "meanwhile search with mode auto or keyword"),
+    "no_searchable_word": (
+        "the query has no word or identifier to search for ({why})",
+        "search with words or identifiers; punctuation and operators alone match nothing"),
+    "no_arm": (
+        "no retrieval arm could run",
+        "trace.arms says why each arm did not run"),
+    "no_match": (
+        "no passage matched the query",
+        "rephrase with other words (or mode semantic to search by meaning), or widen the scope"),
+    "abstained": (
+        "all {candidates} candidates were only weakly similar (below semantic_floor {floor})",
+        NOT_FOUND_HINT),
+    "vectors_pending": (
+        "all {candidates} candidates were only weakly similar, but {pending} of {in_scope} in-scope passages "
+        "have no vector yet and were not compared by meaning",
+        "`memo backfill` embeds them (a server embeds them within moments): search again then; mode keyword "
+        "searches every passage now"),
+    "budget": (
+        "the best result needs {tokens} tokens, more than max_tokens {max_tokens}",
+        "raise max_tokens (--max-tokens) to at least {tokens}, or narrow the search"),
+    "dropped": (
+        "every candidate was dropped",
+        "trace.drops says at which stage and why"),
+}

@@ -15,46 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-NOT_FOUND_HINT = "not in the knowledge base: rephrase, widen the scope, or add the information"
-
-# cause -> (reason, hint); ``{name}`` fields are filled from the search (``describe``).
-EMPTY_CAUSES: dict[str, tuple[str, str]] = {
-    "no_scope": (
-        "no passage is in scope",
-        "the scope filter leaves nothing to search: widen it (namespace, kind, source, library, version, "
-        "tags, dates, min_trust, as_of) or add memories; `memo stats` lists the namespaces and kinds"),
-    "model_unavailable": (
-        "semantic mode needs the embedding model, which is unavailable: {why}",
-        "`memo models check` says what is wrong (`memo models fetch` downloads the model); "
-        "meanwhile search with mode auto or keyword"),
-    "no_vectors": (
-        "semantic mode needs the passages' vectors: {why}",
-        "`memo backfill` embeds the stored passages (the model is ready; a server embeds new ones itself); "
-        "meanwhile search with mode auto or keyword"),
-    "no_searchable_word": (
-        "the query has no word or identifier to search for ({why})",
-        "search with words or identifiers; punctuation and operators alone match nothing"),
-    "no_arm": (
-        "no retrieval arm could run",
-        "trace.arms says why each arm did not run"),
-    "no_match": (
-        "no passage matched the query",
-        "rephrase with other words (or mode semantic to search by meaning), or widen the scope"),
-    "abstained": (
-        "all {candidates} candidates were only weakly similar (below semantic_floor {floor})",
-        NOT_FOUND_HINT),
-    "vectors_pending": (
-        "all {candidates} candidates were only weakly similar, but {pending} of {in_scope} in-scope passages "
-        "have no vector yet and were not compared by meaning",
-        "`memo backfill` embeds them (a server embeds them within moments): search again then; mode keyword "
-        "searches every passage now"),
-    "budget": (
-        "the best result needs {tokens} tokens, more than max_tokens {max_tokens}",
-        "raise max_tokens (--max-tokens) to at least {tokens}, or narrow the search"),
-    "dropped": (
-        "every candidate was dropped",
-        "trace.drops says at which stage and why"),
-}
+# The causes are defined in memo.types (the metrics count one series per cause from the
+# start, and memo.metrics sits below the pipeline).
+from memo.types import EMPTY_CAUSES, NOT_FOUND_HINT  # noqa: F401  (re-exported)
 
 
 def empty_cause(*, in_scope: int, mode: str, runs: Sequence[Any], n_fused: int, n_abstained: int,
