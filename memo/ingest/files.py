@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memo.errors import ValidationError
+from memo.ingest.converted import DOCUMENT_BYTES_PER_TEXT_BYTE, Unread
+from memo.ingest.documents import CONVERTERS, DOCUMENT_EXTENSIONS
 from memo.ingest.front_matter import with_front_matter
 from memo.ingest.html_text import HTML_EXTENSIONS, html_to_markdown
 from memo.ingest.legacy_text import detect_encoding
 from memo.ingest.markdown_parse import first_heading, front_matter
-from memo.ingest.pdf_text import PDF_BYTES_PER_TEXT_BYTE, PDF_EXTENSIONS, PdfUnread, pdf_to_markdown
 from memo.ingest.split import MARKDOWN_EXTENSIONS
 from memo.ingest.split_code import CODE_EXTENSIONS
 from memo.ingest.split_markdown import looks_like_markdown
@@ -246,7 +247,7 @@ def kind_for(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in CODE_EXTENSIONS:
         return "code"
-    if suffix in TEXT_EXTENSIONS or suffix in HTML_EXTENSIONS or suffix in PDF_EXTENSIONS:
+    if suffix in TEXT_EXTENSIONS or suffix in HTML_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS:
         return "doc"
     return None
 
@@ -298,7 +299,7 @@ def _resolve(path: Path) -> tuple[Path | None, str | None]:
 def _ignored(rel: str, path: Path) -> FileItem:
     suffix = path.suffix.lower()
     what = f"'{suffix}' files" if suffix else "files with this name"
-    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML, PDF and code are; "
+    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML, PDF, Word and code are; "
                                                    "--kind does not change which files are read)")
 
 
@@ -401,10 +402,11 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         return FileItem(rel, rejected=not_regular_reason(st.st_mode))
     if kind is None:
         return _ignored(rel, path)
-    pdf = path.suffix.lower() in PDF_EXTENSIONS
-    # A PDF's bytes are mostly fonts and images: --max-bytes caps the text it gives.
-    file_cap = max_bytes * PDF_BYTES_PER_TEXT_BYTE if pdf else max_bytes
-    cap = f"over the {file_cap}-byte cap (--max-bytes{f' x {PDF_BYTES_PER_TEXT_BYTE} for a PDF' if pdf else ''})"
+    convert = CONVERTERS.get(path.suffix.lower())
+    # A PDF's or Word document's bytes are mostly fonts and images: --max-bytes caps its text.
+    file_cap = max_bytes * DOCUMENT_BYTES_PER_TEXT_BYTE if convert else max_bytes
+    cap = (f"over the {file_cap}-byte cap (--max-bytes"
+           f"{f' x {DOCUMENT_BYTES_PER_TEXT_BYTE} for a PDF or Word document' if convert else ''})")
     if st.st_size > file_cap:
         return FileItem(rel, rejected=f"file is {st.st_size} bytes, {cap}")
     try:
@@ -417,17 +419,17 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if len(data) > file_cap:
         return FileItem(rel, rejected=f"file grew past {file_cap} bytes while read, {cap}")
     page_title = None
-    pdf_notices: tuple[str, ...] = ()
-    if pdf:
-        read = pdf_to_markdown(data)
-        if isinstance(read, PdfUnread):     # scanned pages are as an empty file: not a failed input
+    doc_notices: tuple[str, ...] = ()
+    if convert is not None:
+        read = convert(data)
+        if isinstance(read, Unread):     # scanned pages, an empty document: as an empty file, not a failed input
             return (FileItem(rel, ignored=True, why_ignored=read.reason, empty=True) if read.empty
                     else FileItem(rel, rejected=read.reason))
-        text, page_title, pdf_notices = read.markdown, read.title, read.notices
-        provenance: dict[str, object] = {"converted_from": "pdf", "pages": read.pages}
+        text, page_title, doc_notices = read.markdown, read.title, read.notices
+        provenance: dict[str, object] = dict(read.meta)
         if len(text.encode()) > max_bytes:
-            return FileItem(rel, rejected=f"PDF's text is {len(text.encode())} bytes, over the {max_bytes}-byte "
-                                          "cap (--max-bytes)")
+            return FileItem(rel, rejected=f"the document's text is {len(text.encode())} bytes, over the "
+                                          f"{max_bytes}-byte cap (--max-bytes)")
     else:
         # UTF-16 and UTF-32 text is full of NUL bytes: with --encoding, or a byte-order mark
         # that names one of them (Windows tools write such files), decode first and call the
@@ -463,7 +465,7 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
         # An Obsidian placeholder or a template's stub: nothing to search, as an empty file
         # (it was rejected, so every import of the folder exited 5).
         return FileItem(rel, ignored=True, why_ignored="only front matter (no text to import)", empty=True)
-    notices: tuple[str, ...] = pdf_notices
+    notices: tuple[str, ...] = doc_notices
     mended = str(provenance.get("encoding_source", "")) if provenance.get("encoding") == "utf-8" else ""
     if mended:
         notices = (f"not valid UTF-8 in places: {mended}; the rest of the text is imported as written",)

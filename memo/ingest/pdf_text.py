@@ -38,12 +38,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-PDF_EXTENSIONS = frozenset({".pdf"})
+from memo.ingest.converted import Converted, Unread, escape_markdown
 
-# A PDF's bytes are mostly fonts and images: a 300-page manual is ~1.5 MB, a paper with
-# figures 5-20 MB for 60 KB of text.  --max-bytes caps the text a PDF gives; the file
-# itself may be this many times larger before it is refused unread.
-PDF_BYTES_PER_TEXT_BYTE = 20
+PDF_EXTENSIONS = frozenset({".pdf"})
 
 # A line at the top or bottom of this many pages (or more) is the page's furniture.
 RUNNING_MIN_PAGES = 3
@@ -60,28 +57,8 @@ _NOT_WORD = re.compile(r"\W+")
 _SQUASH = re.compile(r"[\W_]+")
 _DIGITS = re.compile(r"\d+")
 _HYPHENATED = re.compile(r"[A-Za-z]{2}-$")
-_MARKDOWN_CHARS = re.compile(r"([\\`*_\[\]<>#&!|~])")
-_RULE = re.compile(r"^[-=+_*\s]{3,}$")
 _SENTENCE_END = (".", ":", "!", "?", ";", ")", '"', "”", "’")
 _DEFAULT_TITLES = ("untitled", "microsoft word", "document", "slide 1", "powerpoint presentation")
-
-
-@dataclass(frozen=True, slots=True)
-class PdfText:
-    title: str | None
-    markdown: str
-    pages: int
-    headings: int           # outline entries placed as headings
-    notices: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PdfUnread:
-    """Why a PDF gives no text: ``empty`` when it has none to give (scanned pages), which
-    an import skips as an empty file, else it is refused (damaged, needs a password)."""
-
-    reason: str
-    empty: bool = False
 
 
 @dataclass(slots=True)
@@ -91,7 +68,7 @@ class _Heading:
     page: int
 
 
-def pdf_to_markdown(data: bytes) -> PdfText | PdfUnread:
+def pdf_to_markdown(data: bytes) -> Converted | Unread:
     """The document's text as markdown (module docstring), or why there is none."""
     # Load-time deferral (not a cycle): pypdf's import is ~90 ms that only a PDF needs.
     from pypdf import PdfReader
@@ -104,15 +81,15 @@ def pdf_to_markdown(data: bytes) -> PdfText | PdfUnread:
                 try:
                     opened = reader.decrypt("")
                 except DependencyError:
-                    return PdfUnread("encrypted PDF whose cipher needs the 'cryptography' package: "
+                    return Unread("encrypted PDF whose cipher needs the 'cryptography' package: "
                                      "pip install cryptography, or save an unencrypted copy")
                 if not opened:
-                    return PdfUnread("encrypted PDF that needs a password: save an unencrypted copy "
+                    return Unread("encrypted PDF that needs a password: save an unencrypted copy "
                                      "(e.g. qpdf --password=... --decrypt in.pdf out.pdf) and import that")
             count = len(reader.pages)
         except (FileNotDecryptedError, PyPdfError, ValueError, KeyError, TypeError, AttributeError,
                 IndexError, RecursionError, OSError) as exc:
-            return PdfUnread(f"not a readable PDF ({_short(exc)})")
+            return Unread(f"not a readable PDF ({_short(exc)})")
         pages: list[list[str]] = []
         unread: list[int] = []
         for n in range(count):
@@ -125,13 +102,13 @@ def pdf_to_markdown(data: bytes) -> PdfText | PdfUnread:
         headings = list(_outline(reader))
         title = _title(reader)
     if not any(ln for page in pages for ln in page):
-        return PdfUnread("PDF without a text layer (scanned pages or images of text): "
+        return Unread("PDF without a text layer (scanned pages or images of text): "
                          "run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) and import the result", empty=True)
     pages = _without_furniture(pages)
     markdown, placed = _markdown(pages, headings)
     notices = (f"{len(unread)} of {count} pages could not be read and were left out "
                f"(pages {_ranges(unread)})",) if unread else ()
-    return PdfText(title, markdown, count, placed, notices)
+    return Converted(title, markdown, {"converted_from": "pdf", "pages": count}, notices)
 
 
 def _line(text: str) -> str:
@@ -280,12 +257,6 @@ def _place(lines: list[tuple[int, str]], headings: list[_Heading]) -> dict[int, 
     return at
 
 
-def _escape(text: str) -> str:
-    if _RULE.match(text):
-        return "\\" + text
-    return _MARKDOWN_CHARS.sub(r"\\\1", text)
-
-
 def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, int]:
     lines = [(n, ln) for n, page in enumerate(pages) for ln in page]
     at = _place(lines, headings)
@@ -306,16 +277,16 @@ def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, in
             para[-1] = (para[-1] if compound else para[-1][:-1]) + text.split(" ", 1)[0]
             rest = text.split(" ", 1)[1] if " " in text else ""
             if rest:
-                para.append(_escape(rest))
+                para.append(escape_markdown(rest))
             return
-        para.append(_escape(text))
+        para.append(escape_markdown(text))
 
     skip = 0
     placed = 0
     for i, (_, line) in enumerate(lines + [(-1, "")]):
         for h, used in at.get(i, ()):
             flush()
-            blocks.append("#" * min(h.level, 6) + " " + _escape(h.title))
+            blocks.append("#" * min(h.level, 6) + " " + escape_markdown(h.title))
             placed += used > 0
             skip = max(skip, used)
         if i == len(lines):

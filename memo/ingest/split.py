@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from memo.errors import ValidationError
+from memo.ingest.documents import DOCUMENT_EXTENSIONS
 from memo.ingest.html_text import HTML_EXTENSIONS
-from memo.ingest.pdf_text import PDF_EXTENSIONS
 from memo.ingest.split_code import split_code
 from memo.ingest.split_markdown import looks_like_markdown, split_markdown
 from memo.ingest.split_text import split_conversation, split_paragraphs
@@ -35,9 +35,9 @@ def split_record(draft: RecordDraft) -> tuple[PassageDraft, ...]:
         out = split_conversation(draft.body, default_date=draft.event_at)
     else:
         suffix = PurePosixPath(draft.import_path or "").suffix.lower()
-        # An HTML page's and a PDF's text is markdown (memo.ingest.html_text, .pdf_text),
-        # headings or not.
-        if (suffix in MARKDOWN_EXTENSIONS or suffix in HTML_EXTENSIONS or suffix in PDF_EXTENSIONS
+        # An HTML page's, a PDF's and a Word document's text is markdown (memo.ingest.html_text,
+        # .documents), headings or not.
+        if (suffix in MARKDOWN_EXTENSIONS or suffix in HTML_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS
                 or looks_like_markdown(draft.body)):
             out = split_markdown(draft.body, title=draft.title)
         else:

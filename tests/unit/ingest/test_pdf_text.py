@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memo import ops
-from memo.ingest.pdf_text import PdfText, PdfUnread, _line, pdf_to_markdown
+from memo.ingest.converted import Converted, Unread
+from memo.ingest.pdf_text import _line, pdf_to_markdown
 from memo.ingest.split import split_record
 from memo.ops.importer import ImportOptions
 from memo.stored import RecordDraft
@@ -22,7 +23,7 @@ FULL = "This line of body text runs as wide as the page allows, as a full justif
 
 def _md(pdf: bytes) -> str:
     got = pdf_to_markdown(pdf)
-    assert isinstance(got, PdfText), got
+    assert isinstance(got, Converted), got
     return got.markdown
 
 
@@ -44,7 +45,7 @@ def test_the_outline_gives_nested_headings_where_the_pages_print_them() -> None:
         ("Usage > Options in depth", "Set the flags."),     # a title wrapped over two lines
     ]
     got = pdf_to_markdown(pdf)
-    assert isinstance(got, PdfText) and (got.pages, got.headings) == (2, 4)
+    assert isinstance(got, Converted) and got.meta == {"converted_from": "pdf", "pages": 2}
 
 
 def test_a_heading_the_page_does_not_print_opens_its_page() -> None:
@@ -102,13 +103,13 @@ def test_the_title_is_the_documents_own_unless_a_generators_default() -> None:
 
 def test_what_cannot_be_read_says_why_and_what_to_do() -> None:
     locked = pdf_to_markdown(make_pdf([["secret"]], password="pw"))
-    assert isinstance(locked, PdfUnread) and not locked.empty and "needs a password" in locked.reason
+    assert isinstance(locked, Unread) and not locked.empty and "needs a password" in locked.reason
     assert "qpdf" in locked.reason
     assert _md(make_pdf([["permissions only"]], empty_password=True)) == "permissions only"
     broken = pdf_to_markdown(b"%PDF-1.4\n1 0 obj <<")
-    assert isinstance(broken, PdfUnread) and broken.reason.startswith("not a readable PDF")
+    assert isinstance(broken, Unread) and broken.reason.startswith("not a readable PDF")
     scanned = pdf_to_markdown(make_pdf([[], []]))
-    assert isinstance(scanned, PdfUnread) and scanned.empty and "OCR" in scanned.reason
+    assert isinstance(scanned, Unread) and scanned.empty and "OCR" in scanned.reason
 
 
 def test_a_damaged_file_prints_no_warnings(capfd) -> None:
@@ -123,7 +124,7 @@ def test_a_damaged_file_prints_no_warnings(capfd) -> None:
                 min_size=1, max_size=4))
 def test_any_pages_convert_and_split_without_an_error(pages: list[list[str]]) -> None:
     got = pdf_to_markdown(make_pdf(pages, outline=[(1, "a", 0)]))
-    if isinstance(got, PdfText):
+    if isinstance(got, Converted):
         split_record(RecordDraft(body=got.markdown, kind="doc", import_path="x.pdf")) if got.markdown.strip(" -#\\") else None
 
 
@@ -155,6 +156,6 @@ def test_max_bytes_caps_a_pdfs_text_not_its_fonts(fresh_db, tmp_path: Path) -> N
     (folder / "long.pdf").write_bytes(pdf)
     assert len(pdf) > 1500
     rep = ops.import_path(fresh_db, folder, ImportOptions(max_bytes=1500))   # the file is larger, its text too
-    assert [r.reason.split(",")[0] for r in rep.rejected] == ["PDF's text is 3279 bytes"]   # 40 lines of 81 characters, joined
+    assert [r.reason.split(",")[0] for r in rep.rejected] == ["the document's text is 3279 bytes"]   # 40 lines of 81 characters, joined
     rep = ops.import_path(fresh_db, folder, ImportOptions(max_bytes=4000))
     assert rep.added == 1
