@@ -224,7 +224,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                 "--interval", help=f"--watch: seconds between two looks at the files ({MIN_INTERVAL:g} to "
                                    f"{MAX_INTERVAL:g}).")] = DEFAULT_INTERVAL,
             db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Import markdown, text, HTML, PDF, Word and code files (a file or a folder), JSONL, a BEIR corpus, LoCoMo, or a `memo export` file.
+    """Import markdown, text, HTML, PDF, Word, EPUB and code files (a file or a folder), JSONL, a BEIR corpus, LoCoMo, or a `memo export` file.
 
     Same content is skipped; a changed file at the same path supersedes its old version, and
     a renamed or moved one the record of the file it was; files deleted from a folder, or

@@ -299,7 +299,7 @@ def _resolve(path: Path) -> tuple[Path | None, str | None]:
 def _ignored(rel: str, path: Path) -> FileItem:
     suffix = path.suffix.lower()
     what = f"'{suffix}' files" if suffix else "files with this name"
-    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML, PDF, Word and code are; "
+    return FileItem(rel, ignored=True, why_ignored=f"{what} are not imported (markdown, text, HTML, PDF, Word, EPUB and code are; "
                                                    "--kind does not change which files are read)")
 
 
@@ -403,10 +403,10 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if kind is None:
         return _ignored(rel, path)
     convert = CONVERTERS.get(path.suffix.lower())
-    # A PDF's or Word document's bytes are mostly fonts and images: --max-bytes caps its text.
+    # A PDF's, Word document's or e-book's bytes are mostly fonts and images: --max-bytes caps its text.
     file_cap = max_bytes * DOCUMENT_BYTES_PER_TEXT_BYTE if convert else max_bytes
     cap = (f"over the {file_cap}-byte cap (--max-bytes"
-           f"{f' x {DOCUMENT_BYTES_PER_TEXT_BYTE} for a PDF or Word document' if convert else ''})")
+           f"{f' x {DOCUMENT_BYTES_PER_TEXT_BYTE} for a PDF, Word document or EPUB' if convert else ''})")
     if st.st_size > file_cap:
         return FileItem(rel, rejected=f"file is {st.st_size} bytes, {cap}")
     try:

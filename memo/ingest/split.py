@@ -35,7 +35,7 @@ def split_record(draft: RecordDraft) -> tuple[PassageDraft, ...]:
         out = split_conversation(draft.body, default_date=draft.event_at)
     else:
         suffix = PurePosixPath(draft.import_path or "").suffix.lower()
-        # An HTML page's, a PDF's and a Word document's text is markdown (memo.ingest.html_text,
+        # An HTML page's, a PDF's, a Word document's and an e-book's text is markdown (memo.ingest.html_text,
         # .documents), headings or not.
         if (suffix in MARKDOWN_EXTENSIONS or suffix in HTML_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS
                 or looks_like_markdown(draft.body)):
