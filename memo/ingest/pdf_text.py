@@ -50,6 +50,8 @@ _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\uf
 _BULLETS = "•◦▪▫●○■□‣⁃∙·–"
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—(\[]?\s*(?:\d{1,4}|[ivx]{1,6})\s*[-–—)\]]?"
                           r"(?:\s+(?:of|/)\s+\d{1,4})?$", re.I)
+_NUMBERED_ENTRY = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*\.?\s+\S.*?)\s+\d{1,4}$")   # "1 Introduction 2"
+_ENTRY_NUMBER = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*\.?)\s")
 _LEADERS = re.compile(r"(?:\.\s?){4,}\s*(?:\d{1,4}|[ivx]{1,6})\s*$", re.I)
 # A section number as _norm leaves it ("2.1." -> "2 1"), with a word before it or not.
 _SECTION_NUMBER = re.compile(r"(?:(?:chapter|section|part|appendix) )?(?:[a-z]|\d{1,3})(?: \d{1,3})*")
@@ -65,7 +67,7 @@ _DEFAULT_TITLES = ("untitled", "microsoft word", "document", "slide 1", "powerpo
 class _Heading:
     level: int
     title: str
-    page: int
+    page: int | None        # None: an entry of the printed contents, placed where its title is printed
 
 
 def pdf_to_markdown(data: bytes) -> Converted | Unread:
@@ -99,12 +101,13 @@ def pdf_to_markdown(data: bytes) -> Converted | Unread:
                 unread.append(n + 1)
                 text = ""
             pages.append([_line(ln) for ln in text.splitlines()])
-        headings = list(_outline(reader))
+        contents = _contents_pages(pages)
+        headings = list(_outline(reader)) or _printed_contents(pages, contents)
         title = _title(reader)
     if not any(ln for page in pages for ln in page):
         return Unread("PDF without a text layer (scanned pages or images of text): "
                          "run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) and import the result", empty=True)
-    pages = _without_furniture(pages)
+    pages = _without_furniture(pages, contents)
     markdown, placed = _markdown(pages, headings)
     notices = (f"{len(unread)} of {count} pages could not be read and were left out "
                f"(pages {_ranges(unread)})",) if unread else ()
@@ -183,7 +186,7 @@ def _key(line: str) -> str:
     return _DIGITS.sub("#", _NOT_WORD.sub(" ", line.lower())).strip()
 
 
-def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
+def _without_furniture(pages: list[list[str]], contents: frozenset[int] = frozenset()) -> list[list[str]]:
     """Each page without its running header and footer lines and bare page numbers, and
     without table-of-contents and index lines (module docstring).  At each edge at most two
     lines go, from the edge inwards: the outermost when it repeats on ``RUNNING_MIN_PAGES``
@@ -196,7 +199,7 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
             ends = page[:2] if edge == "top" else page[::-1][:2]
             seen.update({(edge, k, _key(ln) if k == 0 else ln) for k, ln in enumerate(ends)})
     out: list[list[str]] = []
-    for page in pages:
+    for n, page in enumerate(pages):
         kept = list(page)
         for edge in ("top", "bottom"):
             for k in range(2):
@@ -207,7 +210,8 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
                 if not (_PAGE_NUMBER.match(ln) or repeated):
                     break
                 kept.pop(0 if edge == "top" else -1)
-        out.append([ln for ln in kept if not _LEADERS.search(ln)])
+        on_contents = n in contents
+        out.append([ln for ln in kept if not (_LEADERS.search(ln) or (on_contents and _NUMBERED_ENTRY.match(ln)))])
     return out
 
 
@@ -215,45 +219,94 @@ def _norm(text: str) -> str:
     return _NOT_WORD.sub(" ", text.lower()).strip()
 
 
-def _is_heading_line(line: str, title: str) -> bool:
-    """``line`` is ``title`` as a page prints it: alone, or after its section number
-    ("2.1 Naming", "Chapter 3. Naming", "A.2 Naming" for the entry "Naming")."""
-    got, want = _norm(line), _norm(title)
-    if not want:
-        return False
+def _matches(got: str, want: str) -> bool:
+    """A line (``_norm``-ed) is a heading's title as a page prints it: alone, or after its
+    section number ("2.1 Naming", "Chapter 3. Naming", "A.2 Naming" for the entry "Naming")."""
     if got == want or _SQUASH.sub("", got) == _SQUASH.sub("", want):   # "ignore_missing" / "ignoremissing"
         return True
     return got.endswith(" " + want) and bool(_SECTION_NUMBER.fullmatch(got[: -len(want)].strip()))
 
 
+def _contents_pages(pages: list[list[str]]) -> frozenset[int]:
+    """The pages of the table of contents a PDF prints: the first run of pages holding three
+    lines or more that end in dot leaders and a page number (an index at the end, or a
+    chapter's own contents after its first page, is not it)."""
+    out: list[int] = []
+    for n, page in enumerate(pages):
+        if sum(1 for ln in page if _LEADERS.search(ln)) >= 3:
+            if out and out[-1] != n - 1:
+                break
+            out.append(n)
+        elif out:
+            break
+    return frozenset(out)
+
+
+def _printed_contents(pages: list[list[str]], contents: frozenset[int]) -> list[_Heading]:
+    """A PDF without an outline: the entries of the table of contents it prints (``contents``:
+    lines ending in dot leaders and a page number, and numbered ones ending in a page number),
+    in order, each nested by its number's depth ("3.1.2" is a third level); fewer than three
+    entries are none."""
+    out: list[_Heading] = []
+    for n in sorted(contents):
+        for ln in pages[n]:
+            m = _LEADERS.search(ln)
+            title = ln[: m.start()].strip(" .") if m else ""
+            if not m and (e := _NUMBERED_ENTRY.match(ln)) is not None:
+                title = e.group(1)
+            if title:
+                number = _ENTRY_NUMBER.match(title)
+                level = len(number.group(1).strip(".").split(".")) if number else 1
+                out.append(_Heading(min(level, 6), title, None))
+    return out if len(out) >= 3 else []
+
+
 def _place(lines: list[tuple[int, str]], headings: list[_Heading]) -> dict[int, list[tuple[_Heading, int]]]:
     """Where each heading goes: {line index: [(heading, lines it replaces)]}, 0 = inserted
-    before that line (its title was not found on its page)."""
+    before that line.  An outline entry is looked for on its page and the next, and opens its
+    page when its title is not printed there; an entry of the printed contents (no page) is
+    looked for in the rest of the document and left out when it is not found."""
     first_of: dict[int, int] = {}
     for i, (page, _) in enumerate(lines):
         first_of.setdefault(page, i)
+    norms: list[str | None] = [None] * len(lines)
+
+    def norm(i: int) -> str:
+        got = norms[i]
+        if got is None:
+            got = norms[i] = _norm(lines[i][1])
+        return got
+
     at: dict[int, list[tuple[_Heading, int]]] = {}
     cursor = 0
     for h in headings:
-        start = max(cursor, first_of.get(h.page, cursor))
-        end = start
-        while end < len(lines) and lines[end][0] <= h.page + 1:
-            end += 1
+        want = _norm(h.title)
+        if not want:
+            continue
+        if h.page is None:
+            start, end = cursor, len(lines)
+        else:
+            start = end = max(cursor, first_of.get(h.page, cursor))
+            while end < len(lines) and lines[end][0] <= h.page + 1:
+                end += 1
         found = None
         for i in range(start, end):
-            if _is_heading_line(lines[i][1], h.title):
+            got = norm(i)
+            if _matches(got, want):
                 found = (i, 1)
                 break
-            if i + 1 < end and _is_heading_line(f"{lines[i][1]} {lines[i + 1][1]}", h.title):
+            # a title wrapped over two lines; the contents' titles (numbered) start as the line does
+            if (got and i + 1 < end and (h.page is not None or want.startswith(got))
+                    and _matches(f"{got} {norm(i + 1)}", want)):
                 found = (i, 2)
                 break
-        if found is None:
+        if found is not None:
+            at.setdefault(found[0], []).append((h, found[1]))
+            cursor = found[0] + found[1]
+        elif h.page is not None:
             i = start if start < len(lines) else len(lines)
             at.setdefault(i, []).append((h, 0))
             cursor = i
-        else:
-            at.setdefault(found[0], []).append((h, found[1]))
-            cursor = found[0] + found[1]
     return at
 
 

@@ -159,3 +159,27 @@ def test_max_bytes_caps_a_pdfs_text_not_its_fonts(fresh_db, tmp_path: Path) -> N
     assert [r.reason.split(",")[0] for r in rep.rejected] == ["the document's text is 3279 bytes"]   # 40 lines of 81 characters, joined
     rep = ops.import_path(fresh_db, folder, ImportOptions(max_bytes=4000))
     assert rep.added == 1
+
+
+def test_without_an_outline_the_printed_contents_give_the_headings() -> None:
+    """bzip2's and zlib's CRC manuals have no outline but print their contents: their entries
+    become headings where the body prints them; an index at the end is not contents."""
+    pdf = make_pdf([
+        ["Contents", "1 Introduction 2", "1.1 Scope . . . . . . . . . 2", "2 Usage . . . . . . . . 3",
+         "2.1 Options in depth . . . . . . . . 3"],
+        ["1 Introduction", "What the tool does.", "1.1 Scope", "Small files only."],
+        ["2 Usage", "Run it twice.", "2.1 Options in", "depth", "Flags go first.", "threads"],
+        ["Index", "threads . . . . . . . . 3", "Usage . . . . . . . 3", "scope . . . . . . . 2"],
+    ])
+    assert _sections(pdf) == [
+        ("manual", "Contents"),
+        ("1 Introduction", "What the tool does."),
+        ("1 Introduction > 1.1 Scope", "Small files only."),
+        ("2 Usage", "Run it twice."),
+        ("2 Usage > 2.1 Options in depth", "Flags go first. threads Index"),
+    ]
+
+
+def test_a_few_dot_leader_lines_are_not_contents() -> None:
+    pdf = make_pdf([["Totals . . . . . . . 12", "Body text that says Totals."], ["Totals", "More text."]])
+    assert [s for s, _ in _sections(pdf)] == ["manual"] * len(_sections(pdf))
