@@ -10,7 +10,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -266,13 +266,16 @@ def _watch(conn: sqlite3.Connection, path: Path, opts: ImportOptions, *, interva
     imports = [0]
 
     def started() -> None:
-        busy[0] = True
+        busy[0] = True          # until the import's report is printed: its rows and vectors are stored
 
     def done(report: ImportReport) -> None:
         imports[0] += 1
+
+        def whole() -> None:
+            busy[0] = False
+
         _show_import(conn, report, path, embed=embed, progress=False, as_json=as_json,
-                     stamp=f"[{datetime.now().strftime('%H:%M:%S')}] ", line=True)
-        busy[0] = False
+                     stamp=f"[{datetime.now().strftime('%H:%M:%S')}] ", line=True, embedded_then=whole)
 
     def waiting(w: Waiting) -> None:
         why = ("is gone" if w.state == "gone" else "lists no file now")
@@ -293,13 +296,18 @@ def _watch(conn: sqlite3.Connection, path: Path, opts: ImportOptions, *, interva
 
 
 def _show_import(conn: sqlite3.Connection, report: ImportReport, path: Path, *, embed: bool, progress: bool,
-                 as_json: bool, stamp: str = "", line: bool = False) -> None:
+                 as_json: bool, stamp: str = "", line: bool = False, embedded_then: Callable[[], None] | None = None
+                 ) -> None:
+    """Embed an import's passages, then print its report (``embedded_then`` is called between:
+    the import is whole from there on)."""
     # Embedding runs after every batch has committed, outside any transaction: this import's
     # passages only (those of earlier --no-embed imports stay queued for `memo backfill`).
     embedded = (embed_pending(conn, report.record_ids + report.skipped_record_ids, progress=progress and not as_json,
                               passages=report.passages) if embed else None)
     elsewhere = pending_elsewhere(conn, embedded) if embedded is not None else 0
     report = replace(report, vectors=import_vectors(embedded, report.passages))
+    if embedded_then is not None:
+        embedded_then()
     if as_json:
         print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)}, line=line)
     else:

@@ -4,12 +4,17 @@ import by hand after every edit.
 
 The watch polls: every ``interval`` seconds it lists the folder as the import walks it (the
 same hidden, tool-folder and ``--exclude`` rules) and compares each file's size and
-modification time with the last listing.  Only when something changed does it run the
-import again, the whole of it, so every rule of a folder import holds as it does by hand:
-unchanged text is skipped, a changed file supersedes its record, a moved one takes its
-record along, a deleted or emptied one is reported (forgotten with ``--prune``).  Polling
-needs no platform API and sees network and synced folders, where change notifications are
-unreliable; listing 10,000 files takes ~0.05 s.
+modification time with the last listing.  Only when something changed does it import:
+
+* files added or changed, none gone: those files alone, each imported as the folder import
+  reads it (``--format files``: a ``.jsonl`` in the folder stays a file the folder import
+  ignores), so a folder of PDFs is not read again for one edited note;
+* a file gone (deleted, renamed, moved): the whole folder again, so every rule of a folder
+  import holds as it does by hand: a moved file takes its record along, a deleted or emptied
+  one is reported (forgotten with ``--prune``).
+
+Polling needs no platform API and sees network and synced folders, where change
+notifications are unreliable; listing 10,000 files takes ~0.05 s.
 
 Two states of the folder never run an import, because an import with ``--prune`` would
 forget every record of it: the folder gone (an unmounted disk, a renamed vault) and a
@@ -23,7 +28,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memo.errors import ValidationError
@@ -98,9 +103,13 @@ def watch(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions, *,
             held = state
             continue              # the last listing stays the one to compare with
         held = None
+        changed = sorted(rel for rel, seen in now.items() if last.get(rel) != seen)
+        whole = real.is_file() or any(rel not in now for rel in last)
         last = now
-        if on_change is not None:
-            on_change()
-        on_import(import_path(conn, real, opts))
-        imports += 1
+        one = replace(opts, format="files", prune=False)
+        for target, how in ([(real, opts)] if whole else [(real / rel, one) for rel in changed]):
+            if on_change is not None:
+                on_change()
+            on_import(import_path(conn, target, how))
+            imports += 1
     return imports

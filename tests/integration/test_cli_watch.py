@@ -42,7 +42,8 @@ def test_watch_imports_each_change_and_stops_cleanly(tmp_path: Path, stop: signa
         assert (first["format"], first["added"]) == ("files", 1)
         (vault / "second.md").write_text("# Second\n\nWritten while memo watched.\n")
         second = _lines(proc, 1)[0]
-        assert (second["added"], second["skipped"]) == (1, 1)
+        assert (second["added"], second["skipped"]) == (1, 0)      # the new file alone
+        assert second["root"].endswith("second.md")
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=30)
     finally:

@@ -66,7 +66,8 @@ def test_a_watched_folder_follows_adds_edits_moves_and_deletes(fresh_db, tmp_pat
     try:
         assert w.imports(1).added == 1
         (vault / "beta.md").write_text("Beta arrives while watched.\n")
-        assert w.imports(2).added == 1
+        added = w.imports(2)
+        assert (added.added, added.skipped, Path(added.root).name) == (1, 0, "beta.md")   # that file alone
         (vault / "beta.md").write_text("Beta was edited.\n")
         assert w.imports(3).updated == 1
         (vault / "notes").mkdir()
@@ -108,6 +109,23 @@ def test_an_emptied_or_vanished_folder_runs_no_import(fresh_db, tmp_path: Path) 
     finally:
         w.close()
     assert _titles(fresh_db) == {"a", "b"}
+
+
+def test_a_changed_file_is_read_as_the_folder_import_reads_it(fresh_db, tmp_path: Path) -> None:
+    """A JSONL written into a watched folder stays a file the folder import ignores (imported
+    alone it would be read as records)."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("A note.\n")
+    w = _Watch(fresh_db, vault, ImportOptions())
+    try:
+        w.imports(1)
+        (vault / "records.jsonl").write_text('{"body": "a record from a JSONL file"}\n')
+        got = w.imports(2)
+        assert (got.added, [i.path for i in got.ignored_files]) == (0, ["records.jsonl"])
+    finally:
+        w.close()
+    assert _titles(fresh_db) == {"a"}
 
 
 def test_only_files_and_folders_are_watched(fresh_db, tmp_path: Path) -> None:
