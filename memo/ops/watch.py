@@ -104,7 +104,8 @@ def watch(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions, *,
             continue              # the last listing stays the one to compare with
         held = None
         changed = sorted(rel for rel, seen in now.items() if last.get(rel) != seen)
-        whole = real.is_file() or any(rel not in now for rel in last)
+        # A file gone, or emptied (its record is reported, and forgotten with --prune): the folder.
+        whole = real.is_file() or any(rel not in now for rel in last) or any(now[rel][0] == 0 for rel in changed)
         last = now
         one = replace(opts, format="files", prune=False)
         for target, how in ([(real, opts)] if whole else [(real / rel, one) for rel in changed]):

@@ -79,6 +79,11 @@ def test_a_watched_folder_follows_adds_edits_moves_and_deletes(fresh_db, tmp_pat
         assert (gone.missing, gone.pruned) == (("beta.md",), 1)
         time.sleep(0.3)
         assert len(w.reports) == 5            # nothing changed: no import
+        (vault / "gamma.md").write_text("Gamma, soon emptied.\n")
+        w.imports(6)
+        (vault / "gamma.md").write_text("")
+        emptied = w.imports(7)
+        assert (emptied.emptied, emptied.pruned) == (("gamma.md",), 1)
     finally:
         w.close()
     assert _titles(fresh_db) == {"alpha"}
