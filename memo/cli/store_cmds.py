@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -56,6 +56,7 @@ from memo.ops.paging import fetch_page
 from memo.ops.prepare_pool import MAX_WORKERS
 from memo.ops.reports import ImportReport, VectorStatus
 from memo.ops.watch import DEFAULT_INTERVAL, MAX_INTERVAL, MIN_INTERVAL, Waiting
+from memo.ops.watch import check as check_watch
 from memo.ops.watch import watch as watch_folder
 from memo.progress import PLAIN_PROGRESS_EVERY
 from memo.store.db import open_db
@@ -236,10 +237,13 @@ def import_(path: Annotated[Path, typer.Argument(help="A file or folder (or a BE
                          trust=1.0 if trust is None else trust, author=author, max_bytes=max_bytes,
                          batch_size=batch_size, root=root, prune=prune, encoding=encoding,
                          workers=workers, exclude=tuple(exclude or ()))
-    conn = open_db(db)
     if watch:
-        _watch(conn, path, opts, interval=interval, embed=embed, progress=progress, as_json=as_json)
+        check_watch(path, opts, interval)                   # before any output: a bad --interval, a JSONL
+        _watch(open_db(db), path, opts, interval=interval, embed=embed, progress=progress, as_json=as_json)
         return
+    if interval != DEFAULT_INTERVAL:
+        raise ValidationError("--interval applies to --watch only", hint="add --watch, or drop --interval")
+    conn = open_db(db)
     try:
         with _progress_bar(progress and not as_json) as update:
             report = ops.import_path(conn, path, opts, progress=update)  # type: ignore[arg-type]
@@ -275,12 +279,17 @@ def _watch(conn: sqlite3.Connection, path: Path, opts: ImportOptions, *, interva
             busy[0] = False
 
         _show_import(conn, report, path, embed=embed, progress=False, as_json=as_json,
-                     stamp=f"[{datetime.now().strftime('%H:%M:%S')}] ", line=True, embedded_then=whole)
+                     stamp=f"[{datetime.now().strftime('%H:%M:%S')}] ", line=True, embedded_then=whole, at=_now())
 
     def waiting(w: Waiting) -> None:
-        why = ("is gone" if w.state == "gone" else "lists no file now")
-        echo(f"{w.path} {why}: nothing imported (with --prune every record of it would be forgotten); "
-             "waiting for its files", err=True)
+        if as_json:
+            print_json({"waiting": w.state, "detail": w.detail, "at": _now()}, line=True)
+        elif w.state == "busy":
+            echo(f"[{datetime.now().strftime('%H:%M:%S')}] not imported yet: {w.detail}; trying again", err=True)
+        else:
+            why = "is gone" if w.state == "gone" else "lists no file memo imports now"
+            echo(f"{w.detail} {why}: nothing imported (with --prune every record of it would be forgotten); "
+                 "waiting for its files", err=True)
 
     try:
         with _terminated_as_interrupt():
@@ -295,9 +304,14 @@ def _watch(conn: sqlite3.Connection, path: Path, opts: ImportOptions, *, interva
         echo(f"stopped watching {path} after {imports[0]} import(s)", err=True)
 
 
+def _now() -> str:
+    """UTC now as the JSON documents write times (``2026-12-07T11:20:03Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _show_import(conn: sqlite3.Connection, report: ImportReport, path: Path, *, embed: bool, progress: bool,
-                 as_json: bool, stamp: str = "", line: bool = False, embedded_then: Callable[[], None] | None = None
-                 ) -> None:
+                 as_json: bool, stamp: str = "", line: bool = False, embedded_then: Callable[[], None] | None = None,
+                 at: str | None = None) -> None:
     """Embed an import's passages, then print its report (``embedded_then`` is called between:
     the import is whole from there on)."""
     # Embedding runs after every batch has committed, outside any transaction: this import's
@@ -309,7 +323,8 @@ def _show_import(conn: sqlite3.Connection, report: ImportReport, path: Path, *, 
     if embedded_then is not None:
         embedded_then()
     if as_json:
-        print_json({**to_jsonable(report), "embedding": to_jsonable(embedded)}, line=line)
+        print_json({**to_jsonable(report), "embedding": to_jsonable(embedded), **({"at": at} if at else {})},
+                   line=line)
     else:
         echo(f"{stamp}imported {report.root} ({report.format}): added {report.added}, updated {report.updated}, "
                    f"skipped {report.skipped}, rejected {len(report.rejected)}, ignored {report.ignored}; "

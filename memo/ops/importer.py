@@ -107,6 +107,9 @@ class ImportOptions:
     workers: int | None = None        # processes preparing records beside the writer; None: by size and cores
     facts: bool = True                # False: records only (no LoCoMo observations / JSONL fact lines)
     exclude: tuple[str, ...] = ()     # folder import: files and folders left out (memo.ingest.files.excluded_by)
+    # folder import: only these files (paths relative to the folder), read as the folder import
+    # reads them (its symlink and type rules); nothing is reported missing (memo import --watch)
+    only: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +254,11 @@ def _items(real: Path, fmt: str, opts: ImportOptions) -> tuple[Iterator[FileItem
         errors: list[tuple[str, str]] = []
         passed: list[tuple[str, str]] = []
         files = list_files(real, errors, passed, opts.exclude)
+        if opts.only is not None:
+            files = [(p, rel) for p, rel in files if rel in opts.only]
         gen = (_read_one(p, rel, real, template, opts) for p, rel in files)
         walk = None
-        if real.is_dir():
+        if real.is_dir() and opts.only is None:
             walk = _Walk(real, frozenset((real / rel).as_posix() for _, rel in files), tuple(
                 Rejection(rel, f"{why}; deleted files were not checked") for rel, why in errors),
                 tuple(Rejection(rel, why) for rel, why in passed))
@@ -451,11 +456,13 @@ def import_path(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions 
         return import_export(conn, real, batch_size=opts.batch_size, given=_not_for_exports(opts),
                              progress=None if progress is None else
                              lambda done, total, what: progress(Progress(done=done, total=total, current=what)))
+    if opts.only is not None and (opts.prune or not (fmt == "files" and real.is_dir())):
+        raise ValidationError("only= names files of a folder imported as files, without --prune")
     if opts.prune and not (fmt == "files" and real.is_dir()):
         raise ValidationError("--prune only applies to a folder imported as files",
                               hint="drop --prune, or import the folder that held the files")
     items, total, walk = _items(real, fmt, opts)
-    base = walk.root if walk else real.parent       # what the items' relative paths are under
+    base = walk.root if walk else real if real.is_dir() else real.parent    # what the items' paths are under
     # Moves only on a complete listing: a walk that could not list a folder is not trusted
     # to say which files are gone (as for missing, below).
     walked = Walked.of(walk.root, walk.seen) if walk is not None and not walk.errors else None

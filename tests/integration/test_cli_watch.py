@@ -43,7 +43,7 @@ def test_watch_imports_each_change_and_stops_cleanly(tmp_path: Path, stop: signa
         (vault / "second.md").write_text("# Second\n\nWritten while memo watched.\n")
         second = _lines(proc, 1)[0]
         assert (second["added"], second["skipped"]) == (1, 0)      # the new file alone
-        assert second["root"].endswith("second.md")
+        assert second["at"].endswith("Z")
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -60,6 +60,11 @@ def test_watch_refuses_what_is_imported_once(tmp_path: Path) -> None:
     lines = tmp_path / "records.jsonl"
     lines.write_text('{"body": "a record"}\n')
     env = dict(os.environ, MEMO_DB=str(tmp_path / "kb.db"))
-    out = subprocess.run([*CMD, "import", str(lines), "--watch"], capture_output=True, text=True, env=env, timeout=60)
-    assert out.returncode == 2
-    assert "read as jsonl, which is imported once" in out.stderr and "Traceback" not in out.stderr
+    for args, said in (([str(lines), "--watch"], "read as jsonl, which is imported once"),
+                       ([str(tmp_path), "--watch", "--interval", "0"], "--interval must be 0.1 to 3600"),
+                       ([str(tmp_path), "--watch", "--interval", "nan"], "--interval must be"),
+                       ([str(tmp_path), "--interval", "5"], "--interval applies to --watch only")):
+        out = subprocess.run([*CMD, "import", *args], capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 2, args
+        assert said in out.stderr and "watching" not in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "kb.db").exists()

@@ -67,7 +67,7 @@ def test_a_watched_folder_follows_adds_edits_moves_and_deletes(fresh_db, tmp_pat
         assert w.imports(1).added == 1
         (vault / "beta.md").write_text("Beta arrives while watched.\n")
         added = w.imports(2)
-        assert (added.added, added.skipped, Path(added.root).name) == (1, 0, "beta.md")   # that file alone
+        assert (added.added, added.skipped, added.missing) == (1, 0, ())     # that file alone
         (vault / "beta.md").write_text("Beta was edited.\n")
         assert w.imports(3).updated == 1
         (vault / "notes").mkdir()
@@ -117,20 +117,48 @@ def test_an_emptied_or_vanished_folder_runs_no_import(fresh_db, tmp_path: Path) 
 
 
 def test_a_changed_file_is_read_as_the_folder_import_reads_it(fresh_db, tmp_path: Path) -> None:
-    """A JSONL written into a watched folder stays a file the folder import ignores (imported
-    alone it would be read as records)."""
+    """A symlink out of the folder is refused as the folder import refuses it (the watch
+    imported /etc/passwd through one), and a file of a type the import ignores (a JSONL, which
+    imported alone would be read as records; Thumbs.db) is no change at all."""
     vault = tmp_path / "vault"
     vault.mkdir()
+    outside = tmp_path / "secret.md"
+    outside.write_text("A file outside the watched folder.\n")
     (vault / "a.md").write_text("A note.\n")
     w = _Watch(fresh_db, vault, ImportOptions())
     try:
         w.imports(1)
         (vault / "records.jsonl").write_text('{"body": "a record from a JSONL file"}\n')
+        (vault / "Thumbs.db").write_bytes(b"\0" * 64)
+        time.sleep(0.5)
+        assert len(w.reports) == 1
+        (vault / "link.md").symlink_to(outside)
         got = w.imports(2)
-        assert (got.added, [i.path for i in got.ignored_files]) == (0, ["records.jsonl"])
+        assert (got.added, [(r.path, r.reason) for r in got.rejected]) == (
+            0, [("link.md", "symlink points outside the import root")])
     finally:
         w.close()
     assert _titles(fresh_db) == {"a"}
+
+
+def test_a_save_that_empties_a_file_first_is_seen_whole(fresh_db, tmp_path: Path) -> None:
+    """An editor that truncates a file and writes it again: with --prune the empty moment
+    forgot the record and the next look stored the text under a new id."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    note = vault / "a.md"
+    note.write_text("First version of the note.\n")
+    w = _Watch(fresh_db, vault, ImportOptions(prune=True))
+    try:
+        first = w.imports(1).record_ids[0]
+        note.write_text("")
+        time.sleep(0.12)                   # one look sees it empty, the next one full again
+        note.write_text("Second version of the note.\n")
+        got = w.imports(2)
+        assert (got.updated, got.pruned) == (1, 0)
+    finally:
+        w.close()
+    assert ops.get(fresh_db, first).superseded_by == got.record_ids[0]
 
 
 def test_only_files_and_folders_are_watched(fresh_db, tmp_path: Path) -> None:
@@ -153,3 +181,31 @@ def test_the_listing_is_what_the_import_reads(tmp_path: Path) -> None:
     (tmp_path / "Templates" / "t.md").write_text("t")
     assert set(listing(tmp_path, ("Templates",))) == {"a.md"}
     assert listing(tmp_path / "nowhere") is None
+
+
+def test_an_import_the_write_lock_holds_off_is_tried_again(fresh_db, tmp_path: Path, monkeypatch) -> None:
+    """Another process writing past the busy timeout ended the watch (exit 6)."""
+    from memo.errors import StoreBusy
+    from memo.ops import watch as watch_module
+
+    real_import = watch_module.import_path
+    calls = {"n": 0}
+
+    def busy_once(conn, path, opts):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise StoreBusy("database stayed locked for 30 s")
+        return real_import(conn, path, opts)
+
+    monkeypatch.setattr(watch_module, "import_path", busy_once)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("A note.\n")
+    w = _Watch(fresh_db, vault, ImportOptions())
+    try:
+        w.imports(1)
+        (vault / "b.md").write_text("Written while the lock was held.\n")
+        assert w.imports(2).added == 1
+        assert [x.state for x in w.waits] == ["busy"] and calls["n"] == 3
+    finally:
+        w.close()
