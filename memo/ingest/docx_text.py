@@ -42,6 +42,8 @@ _SPACES = re.compile(r"[ \t]+")
 
 def docx_to_markdown(data: bytes) -> Converted | Unread:
     """The document's text as markdown (module docstring), or why there is none."""
+    if not data.strip():
+        return Unread("empty file (no text to import)", empty=True)
     if data.startswith(_OLE):
         return Unread("a password-protected Word document, or an old binary .doc renamed .docx: save an "
                       "unprotected copy as .docx (File > Save As) and import that")

@@ -32,6 +32,8 @@ _FONT_OBFUSCATION = frozenset({"http://www.idpf.org/2008/embedding", "http://ns.
 
 def epub_to_markdown(data: bytes) -> Converted | Unread:
     """The book's text as markdown (module docstring), or why there is none."""
+    if not data.strip():
+        return Unread("empty file (no text to import)", empty=True)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             if _encrypted(zf, len(data)):

@@ -478,7 +478,10 @@ def read_file(path: Path, rel: str, root: Path, template: RecordDraft, max_bytes
     if named and not draft.event_at:
         draft = replace(draft, event_at=named, meta={**draft.meta, "event_at_source": "file name"})
     if not draft.title:
-        draft = replace(draft, title=page_title or _title(text, path, kind, front))
+        # A document without a title of its own is known by its file's name ("nettle.pdf"):
+        # its first heading is a chapter's ("1. Introduction"), not the document's.
+        fallback = path.name if convert is not None else _title(text, path, kind, front)
+        draft = replace(draft, title=page_title or fallback)
     return FileItem(rel, draft=draft, notices=notices)
 
 

@@ -13,9 +13,11 @@ The text layer is read with pypdf (pure Python, no system libraries), page by pa
   (digits read as one: "Chapter 2: Naming 17" and "... 18" are one line), and a bare
   page number there ("7", "- 7 -", "Page 7 of 40", "vii").
 * **Tables of contents and indexes dropped**: lines ending in dot leaders and a page number
-  ("Naming . . . . . . 5") would put every heading's words in one passage.
+  ("Naming . . . . . . 5") would put every heading's words in one passage (and on the
+  contents' pages their title and numbered entries without leaders).
 * **Lines joined into paragraphs**: a word hyphenated over a line end ("man-" / "agement")
-  is one word again; a paragraph ends at a short line closing a sentence, and a bullet
+  is one word again, a compound keeps its hyphen ("comma-" / "separated" when the document
+  prints "comma-separated" or both words elsewhere, "--show-leak-" / "kinds"); a paragraph ends at a short line closing a sentence, and a bullet
   ("•") starts a list item; a sentence cut by a page break goes on over it.
 * Ligatures ("ﬁ"), soft hyphens and NUL characters are written as the letters they stand
   for, or dropped; markdown's own characters in the text are escaped, so a "# define" or
@@ -34,7 +36,7 @@ import io
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -51,6 +53,7 @@ _BULLETS = "•◦▪▫●○■□‣⁃∙·–"
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—(\[]?\s*(?:\d{1,4}|[ivx]{1,6})\s*[-–—)\]]?"
                           r"(?:\s+(?:of|/)\s+\d{1,4})?$", re.I)
 _NUMBERED_ENTRY = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*\.?\s+\S.*?)\s+\d{1,4}$")   # "1 Introduction 2"
+_CONTENTS_TITLES = frozenset({"contents", "table of contents", "short contents"})
 _ENTRY_NUMBER = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*\.?)\s")
 _LEADERS = re.compile(r"(?:\.\s?){4,}\s*(?:\d{1,4}|[ivx]{1,6})\s*$", re.I)
 # A section number as _norm leaves it ("2.1." -> "2 1"), with a word before it or not.
@@ -59,6 +62,7 @@ _NOT_WORD = re.compile(r"\W+")
 _SQUASH = re.compile(r"[\W_]+")
 _DIGITS = re.compile(r"\d+")
 _HYPHENATED = re.compile(r"[A-Za-z]{2}-$")
+_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 _SENTENCE_END = (".", ":", "!", "?", ";", ")", '"', "”", "’")
 _DEFAULT_TITLES = ("untitled", "microsoft word", "document", "slide 1", "powerpoint presentation")
 
@@ -76,6 +80,11 @@ def pdf_to_markdown(data: bytes) -> Converted | Unread:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
+    if not data.strip():
+        return Unread("empty file (no text to import)", empty=True)
+    if b"%PDF-" not in data[:1024]:
+        return Unread("not a PDF (it does not start with %PDF-): rename it to its real type, "
+                      "or re-save it as PDF")
     with _quiet():
         try:
             reader = PdfReader(io.BytesIO(data), strict=False)
@@ -211,7 +220,8 @@ def _without_furniture(pages: list[list[str]], contents: frozenset[int] = frozen
                     break
                 kept.pop(0 if edge == "top" else -1)
         on_contents = n in contents
-        out.append([ln for ln in kept if not (_LEADERS.search(ln) or (on_contents and _NUMBERED_ENTRY.match(ln)))])
+        out.append([ln for ln in kept if not (_LEADERS.search(ln) or (on_contents and (
+            _NUMBERED_ENTRY.match(ln) or ln.lower().strip(" :") in _CONTENTS_TITLES)))])
     return out
 
 
@@ -310,6 +320,41 @@ def _place(lines: list[tuple[int, str]], headings: list[_Heading]) -> dict[int, 
     return at
 
 
+def _vocabulary(lines: Iterable[str]) -> tuple[set[str], set[str]]:
+    """The document's words and hyphenated compounds as printed inside lines (lowercase; the
+    pieces of a word broken over a line end are not words)."""
+    words: set[str] = set()
+    compounds: set[str] = set()
+    broken = False
+    for ln in lines:
+        found = _WORD.findall(ln.lower())
+        if broken and found:
+            found = found[1:]
+        broken = bool(_HYPHENATED.search(ln))
+        if broken and found:
+            found = found[:-1]
+        for w in found:
+            (compounds if "-" in w else words).add(w)
+    return words, compounds
+
+
+def _keeps_hyphen(head: str, tail: str, words: set[str], compounds: set[str]) -> bool:
+    """A word broken at a line-end hyphen ("head-" / "tail") keeps its hyphen when it is a
+    compound: one already ("day-to-" / "day"), one the document prints whole elsewhere
+    ("comma-separated"), or two words of its own ("tweaked" / "codebook") that it never
+    prints joined; else the hyphen is the typesetter's ("man-" / "agement", "re-" / "turn")."""
+    head, tail = head.lower(), _WORD.match(tail.lower())
+    if tail is None:
+        return False
+    last = head.rsplit("-", 1)[-1]
+    tail_word = tail.group(0)
+    if "-" in head or "-" in tail_word:         # "day-to-" / "day", "per-" / "function-call"
+        return True
+    if f"{last}{tail_word}" in words:
+        return False
+    return f"{last}-{tail_word}" in compounds or (len(last) >= 3 and last in words and tail_word in words)
+
+
 def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, int]:
     lines = [(n, ln) for n, page in enumerate(pages) for ln in page]
     at = _place(lines, headings)
@@ -323,12 +368,14 @@ def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, in
             blocks.append(" ".join(para))
             para.clear()
 
+    words, compounds = _vocabulary(ln for _, ln in lines)
+
     def add(text: str) -> None:
         if para and _HYPHENATED.search(para[-1]) and text[:1].islower():
-            # "man-" / "agement" is one word; "day-to-" / "day" keeps its hyphen (a compound).
-            compound = "-" in para[-1].rsplit(" ", 1)[-1][:-1]
-            para[-1] = (para[-1] if compound else para[-1][:-1]) + text.split(" ", 1)[0]
-            rest = text.split(" ", 1)[1] if " " in text else ""
+            first, rest = (text.split(" ", 1) + [""])[:2]
+            head = para[-1].rsplit(" ", 1)[-1][:-1]
+            para[-1] = (para[-1] if _keeps_hyphen(head, first, words, compounds) else para[-1][:-1]) \
+                + escape_markdown(first)
             if rest:
                 para.append(escape_markdown(rest))
             return

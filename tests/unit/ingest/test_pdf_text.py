@@ -84,6 +84,15 @@ def test_lines_join_into_paragraphs_and_hyphenated_words_into_words() -> None:
     ]
 
 
+def test_a_compound_broken_at_its_hyphen_keeps_it() -> None:
+    """Joining every line-end hyphen made "commaseparated" and valgrind's "--show-leakkinds"."""
+    md = _md(make_pdf([[FULL, "Values are comma-", "separated; a comma-separated list.", FULL,
+                        "Use --show-leak-", "kinds=all, a man-", "agement task and a tweaked", FULL,
+                        "codebook, or a tweaked-", "codebook."]]))
+    assert "comma-separated; a comma-separated" in md and "--show-leak-kinds=all" in md
+    assert "management task" in md and "tweaked-codebook." in md
+
+
 def test_markdown_characters_in_the_text_stay_text() -> None:
     lines = ["# define BUF 64", "#include <stdio.h> and *.txt or *.md files", "[1]: a reference",
              "===", "a | b", "Use __init__ and `ticks` & more."]
@@ -172,7 +181,6 @@ def test_without_an_outline_the_printed_contents_give_the_headings() -> None:
         ["Index", "threads . . . . . . . . 3", "Usage . . . . . . . 3", "scope . . . . . . . 2"],
     ])
     assert _sections(pdf) == [
-        ("manual", "Contents"),
         ("1 Introduction", "What the tool does."),
         ("1 Introduction > 1.1 Scope", "Small files only."),
         ("2 Usage", "Run it twice."),
@@ -183,3 +191,20 @@ def test_without_an_outline_the_printed_contents_give_the_headings() -> None:
 def test_a_few_dot_leader_lines_are_not_contents() -> None:
     pdf = make_pdf([["Totals . . . . . . . 12", "Body text that says Totals."], ["Totals", "More text."]])
     assert [s for s, _ in _sections(pdf)] == ["manual"] * len(_sections(pdf))
+
+
+def test_untitled_documents_are_known_by_their_file_name(fresh_db, tmp_path: Path) -> None:
+    """Not by their first heading: "1. Introduction" titled bzip2's manual and nettle's."""
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    (folder / "bzip2-manual.pdf").write_bytes(make_pdf(
+        [["Title page text.", "1. Introduction", "bzip2 compresses files."]], outline=[(1, "1. Introduction", 0)]))
+    (folder / "empty.pdf").write_bytes(b"")
+    (folder / "notes.pdf").write_text("a text file saved under the wrong name\n")
+    rep = ops.import_path(fresh_db, folder)
+    rec = ops.get(fresh_db, rep.record_ids[0])
+    assert rec.title == "bzip2-manual.pdf"
+    assert [(p.section, p.text) for p in rec.passages][0] == ("bzip2-manual.pdf", "Title page text.")
+    assert [(i.path, i.reason) for i in rep.ignored_files] == [("empty.pdf", "empty file (no text to import)")]
+    assert [(r.path, r.reason.split(":")[0]) for r in rep.rejected] == [
+        ("notes.pdf", "not a PDF (it does not start with %PDF-)")]
