@@ -125,10 +125,15 @@ def default_profile() -> str:
 
 def check_fields(values: Mapping[str, object], where: str) -> None:
     """TypeError for a keyword that is no search field (a typo must not widen a search)."""
-    unknown = sorted(set(values) - {f.name for f in SEARCH_FIELDS})
+    names = [f.name for f in SEARCH_FIELDS]
+    unknown = sorted(set(values) - set(names))
     if unknown:
-        raise TypeError(f"{where} got unexpected keyword argument(s) {', '.join(unknown)}; "
-                        f"search fields: {', '.join(f.name for f in SEARCH_FIELDS)}")
+        import difflib
+
+        near = [m for u in unknown for m in difflib.get_close_matches(u, names, n=1)]
+        mean = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise TypeError(f"{where} got unexpected keyword argument(s) {', '.join(unknown)}{mean}; "
+                        f"search fields: {', '.join(names)}")
 
 
 # Why a search returned nothing (memo.retrieve.empty decides which; SearchResponse.cause holds

@@ -141,13 +141,14 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
     """Soft delete: hidden from every search and from ``list`` (``purge`` removes the rows).
     More than one record needs ``confirm=True`` (mcp-memory-service #353: a bulk delete
     without confirmation erased 87% of a user's memories)."""
-    ids = tuple(dict.fromkeys(record_ids))
+    # One id as a string is that id (a string is also a sequence: of its characters).
+    ids = (record_ids,) if isinstance(record_ids, str) else tuple(dict.fromkeys(record_ids))
     if not ids:
         raise ValidationError("no record ids given")
     check_list("record ids", ids, MAX_IDS)
     if len(ids) > 1 and not confirm:
         raise ConfirmationRequired(f"forgetting {len(ids)} records needs confirmation",
-                                   hint="repeat with --yes to forget all of them")
+                                   hint="repeat with --yes to forget all of them (from Python: confirm=True)")
     when = utc_now()
     with write_tx(conn):
         done, already = forget_rows(conn, ids, when)
