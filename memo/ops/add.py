@@ -231,8 +231,6 @@ def add_record(conn: sqlite3.Connection, draft: RecordDraft, *, background: Embe
     # The text's front matter gives the title, date and tags as a file import's does
     # (memo.ingest.front_matter); code's ``---`` lines are code.
     notices: tuple[str, ...] = ()
-    if isinstance(draft.tags, str):          # one tag as a string: that tag, not its characters
-        draft = replace(draft, tags=(draft.tags,))
     if draft.kind != "code":
         draft, notices = with_front_matter(draft, stored_as="added")
         # A markdown note's Obsidian #tags are its tags, as `memo import note.md` reads them;

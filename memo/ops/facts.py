@@ -162,8 +162,9 @@ def add_fact(conn: sqlite3.Connection, draft: FactDraft, *, embed: bool = True,
     near-identical to a live fact of the namespace is linked to it (stored, named in the
     report and its meta) or skipped (reported), as the profile's ``index.near_duplicates``
     says (``memo.ops.near_dup``; ``profile`` None: the default profile)."""
-    if isinstance(draft.evidence, str):      # one id as a string: that id, not its characters
-        draft = replace(draft, evidence=(draft.evidence,))
+    if isinstance(draft.evidence, str):      # a string is a sequence too: of its characters
+        raise ValidationError("evidence must be a list of ids, not a string",
+                              hint=f"evidence=({draft.evidence[:40]!r},)")
     evidence = _resolve(conn, draft)
     prof = load_profile(default_profile() if profile is None else profile)
     near = _near(conn, draft, prof)

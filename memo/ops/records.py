@@ -141,8 +141,9 @@ def forget(conn: sqlite3.Connection, record_ids: list[str] | tuple[str, ...], *,
     """Soft delete: hidden from every search and from ``list`` (``purge`` removes the rows).
     More than one record needs ``confirm=True`` (mcp-memory-service #353: a bulk delete
     without confirmation erased 87% of a user's memories)."""
-    # One id as a string is that id (a string is also a sequence: of its characters).
-    ids = (record_ids,) if isinstance(record_ids, str) else tuple(dict.fromkeys(record_ids))
+    if isinstance(record_ids, str):          # a string is a sequence too: of its characters
+        raise ValidationError("record ids must be a list, not a string", hint=f"[{record_ids[:40]!r}]")
+    ids = tuple(dict.fromkeys(record_ids))
     if not ids:
         raise ValidationError("no record ids given")
     check_list("record ids", ids, MAX_IDS)

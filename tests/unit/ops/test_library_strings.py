@@ -1,6 +1,6 @@
-"""The library called as a Python user calls it (the library probe): one id, one tag or one
-evidence id given as a string is that one value, not its characters; a misspelled search
-field says which it meant."""
+"""The library called as a Python user calls it (the library probe): a string where a list of
+ids goes is refused (it was read as its characters: "no record with id 'r'"), as tags are
+(tests/unit/ops/test_ops_add_records.py); a misspelled search field says which it meant."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ import pytest
 
 import memo
 from memo import ops
+from memo.errors import ValidationError
 from memo.ops.facts import add_fact
 from memo.stored import FactDraft, RecordDraft
 
 
-def test_one_value_as_a_string_is_that_value(fresh_db) -> None:
-    rid = ops.add_record(fresh_db, RecordDraft(body="Kestrel DB backups run on Fridays.", tags="backup")).record_id
-    assert ops.get(fresh_db, rid).tags == ("backup",)
-    fact = add_fact(fresh_db, FactDraft(text="Backups are weekly", evidence=rid), embed=False)
-    assert fact.status == "added" and fact.evidence == (f"{rid}:0",)
-    assert ops.forget(fresh_db, rid).forgotten == (rid,)
+def test_a_string_where_a_list_of_ids_goes_is_refused(fresh_db) -> None:
+    rid = ops.add_record(fresh_db, RecordDraft(body="Kestrel DB backups run on Fridays.")).record_id
+    with pytest.raises(ValidationError, match="evidence must be a list of ids"):
+        add_fact(fresh_db, FactDraft(text="Backups are weekly", evidence=rid), embed=False)
+    with pytest.raises(ValidationError, match="record ids must be a list"):
+        ops.forget(fresh_db, rid)
+    assert ops.forget(fresh_db, [rid]).forgotten == (rid,)
 
 
 def test_a_misspelled_search_field_names_the_one_meant(tmp_path) -> None:
