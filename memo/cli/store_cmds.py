@@ -282,6 +282,7 @@ def _watch(conn: sqlite3.Connection, path: Path, opts: ImportOptions, *, interva
                      stamp=f"[{datetime.now().strftime('%H:%M:%S')}] ", line=True, embedded_then=whole, at=_now())
 
     def waiting(w: Waiting) -> None:
+        busy[0] = False         # no import under way (one the lock held off: its committed batches stay)
         if as_json:
             print_json({"waiting": w.state, "detail": w.detail, "at": _now()}, line=True)
         elif w.state == "busy":

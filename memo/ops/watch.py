@@ -143,6 +143,13 @@ def watch(conn: sqlite3.Connection, path: str | Path, opts: ImportOptions, *,
             if on_wait is not None:
                 on_wait(Waiting("busy", str(exc)))
             continue              # tried again at the next look
+        except ValidationError:
+            if real.exists():
+                raise
+            if on_wait is not None:             # gone between the look and the import
+                on_wait(Waiting("gone", str(real)))
+            held = "gone"
+            continue
         held, imported, unsettled = None, now, 0
         on_import(report)
         imports += 1

@@ -209,3 +209,31 @@ def test_an_import_the_write_lock_holds_off_is_tried_again(fresh_db, tmp_path: P
         assert [x.state for x in w.waits] == ["busy"] and calls["n"] == 3
     finally:
         w.close()
+
+
+def test_a_folder_gone_between_the_look_and_the_import_is_waited_for(fresh_db, tmp_path: Path, monkeypatch) -> None:
+    from memo.ops import watch as watch_module
+
+    real_import = watch_module.import_path
+    vault = tmp_path / "vault"
+    calls = {"n": 0}
+
+    def vanishing(conn, path, opts):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            vault.rename(tmp_path / "away")
+            raise ValidationError(f"no such file or folder: {vault}")
+        return real_import(conn, path, opts)
+
+    monkeypatch.setattr(watch_module, "import_path", vanishing)
+    vault.mkdir()
+    (vault / "a.md").write_text("A note.\n")
+    w = _Watch(fresh_db, vault, ImportOptions(prune=True))
+    try:
+        w.imports(1)
+        (vault / "b.md").write_text("Another.\n")
+        _until(lambda: len(w.waits) == 1 or w.error is not None)
+        assert w.error is None and w.waits[0].state == "gone"
+    finally:
+        w.close()
+    assert _titles(fresh_db) == {"a"}
