@@ -93,10 +93,10 @@ def pdf_to_markdown(data: bytes) -> Converted | Unread:
                     opened = reader.decrypt("")
                 except DependencyError:
                     return Unread("encrypted PDF whose cipher needs the 'cryptography' package: "
-                                     "pip install cryptography, or save an unencrypted copy")
+                                  "pip install cryptography, or save an unencrypted copy")
                 if not opened:
                     return Unread("encrypted PDF that needs a password: save an unencrypted copy "
-                                     "(e.g. qpdf --password=... --decrypt in.pdf out.pdf) and import that")
+                                  "(e.g. qpdf --password=... --decrypt in.pdf out.pdf) and import that")
             count = len(reader.pages)
         except (FileNotDecryptedError, PyPdfError, ValueError, KeyError, TypeError, AttributeError,
                 IndexError, RecursionError, OSError) as exc:
@@ -113,11 +113,13 @@ def pdf_to_markdown(data: bytes) -> Converted | Unread:
         contents = _contents_pages(pages)
         headings = list(_outline(reader)) or _printed_contents(pages, contents)
         title = _title(reader)
+    if count and len(unread) == count:
+        return Unread(f"not a readable PDF (none of its {count} pages could be read)")
     if not any(ln for page in pages for ln in page):
         return Unread("PDF without a text layer (scanned pages or images of text): "
-                         "run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) and import the result", empty=True)
+                      "run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) and import the result", empty=True)
     pages = _without_furniture(pages, contents)
-    markdown, placed = _markdown(pages, headings)
+    markdown, _ = _markdown(pages, headings)
     notices = (f"{len(unread)} of {count} pages could not be read and were left out "
                f"(pages {_ranges(unread)})",) if unread else ()
     return Converted(title, markdown, {"converted_from": "pdf", "pages": count}, notices)

@@ -208,3 +208,24 @@ def test_untitled_documents_are_known_by_their_file_name(fresh_db, tmp_path: Pat
     assert [(i.path, i.reason) for i in rep.ignored_files] == [("empty.pdf", "empty file (no text to import)")]
     assert [(r.path, r.reason.split(":")[0]) for r in rep.rejected] == [
         ("notes.pdf", "not a PDF (it does not start with %PDF-)")]
+
+
+def test_a_page_that_cannot_be_read_is_named_and_the_rest_kept(monkeypatch) -> None:
+    from pypdf import PageObject
+
+    real = PageObject.extract_text
+    calls = {"n": 0}
+
+    def second_page_breaks(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] % 3 == 2:
+            raise ValueError("damaged content stream")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(PageObject, "extract_text", second_page_breaks)
+    got = pdf_to_markdown(make_pdf([["First page."], ["Second page."], ["Third page."]]))
+    assert isinstance(got, Converted) and got.markdown == "First page. Third page."
+    assert got.notices == ("1 of 3 pages could not be read and were left out (pages 2)",)
+    monkeypatch.setattr(PageObject, "extract_text", lambda self, *a, **k: (_ for _ in ()).throw(ValueError("x")))
+    none = pdf_to_markdown(make_pdf([["a"], ["b"]]))
+    assert isinstance(none, Unread) and none.reason == "not a readable PDF (none of its 2 pages could be read)"
