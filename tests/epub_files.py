@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Sequence
+from urllib.parse import quote
 
 
 def make_epub(chapters: Sequence[tuple[str, str]], *, title: str = "A Book", linear_no: Sequence[str] = (),
@@ -24,7 +25,7 @@ def make_epub(chapters: Sequence[tuple[str, str]], *, title: str = "A Book", lin
         items = ['<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>']
         spine = ['<itemref idref="nav"/>']
         for k, (name, _) in enumerate(chapters):
-            items.append(f'<item id="c{k}" href="text/{name}" media-type="application/xhtml+xml"/>')
+            items.append(f'<item id="c{k}" href="text/{quote(name)}" media-type="application/xhtml+xml"/>')
             linear = ' linear="no"' if name in linear_no else ""
             spine.append(f'<itemref idref="c{k}"{linear}/>')
         zf.writestr("OEBPS/content.opf",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import posixpath
 import zipfile
+from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
 from memo.ingest.converted import DOCUMENT_BYTES_PER_TEXT_BYTE, Converted, Unread
@@ -50,7 +51,8 @@ def epub_to_markdown(data: bytes) -> Converted | Unread:
                     continue
                 if "nav" in (item.get("properties") or "").split():
                     continue
-                href = posixpath.normpath(posixpath.join(base, item.get("href") or ""))
+                # hrefs are URLs: "Chapter%201.xhtml" names "Chapter 1.xhtml", "#id" a place in it
+                href = posixpath.normpath(posixpath.join(base, unquote((item.get("href") or "").split("#")[0])))
                 try:
                     page = _read(zf, href, len(data)).decode("utf-8", errors="replace")
                 except KeyError:

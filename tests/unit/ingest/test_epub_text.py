@@ -13,7 +13,7 @@ from tests.epub_files import make_epub
 BOOK = [
     ("c1.xhtml", "<h1>Chapter One</h1><p>The lighthouse keeper kept a log of every ship.</p>"),
     ("notes.xhtml", "<p>A footnote page read out of the flow.</p>"),
-    ("c2.xhtml", "<h1>Chapter Two</h1><h2>The storm</h2><p>The storm broke the &lt;lamp&gt; at midnight.</p>"),
+    ("chapter 2.xhtml", "<h1>Chapter Two</h1><h2>The storm</h2><p>The storm broke the &lt;lamp&gt; at midnight.</p>"),
 ]
 
 
