@@ -29,7 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from memo.types import ARM_NAMES, EMPTY_CAUSES, MODES
+from memo.profile import shipped_profile_dir
+from memo.types import ARM_NAMES, EMPTY_CAUSES, MODES, default_profile
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -127,9 +128,6 @@ def known_profiles() -> tuple[str, ...]:
     """The ``profile`` values of ``memo_searches_total`` that exist at zero from the start: the
     default profile (``$MEMO_PROFILE``, else zscore) then every shipped profile.  Another
     profile (a user's file, a path) gets its series when a search counts one."""
-    from memo.profile import shipped_profile_dir
-    from memo.types import default_profile
-
     default = default_profile()
     if default.endswith(".toml") or "/" in default or "\\" in default:   # a path: the profile is named by its stem
         default = PurePath(default).stem

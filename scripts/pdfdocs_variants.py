@@ -37,14 +37,14 @@ def _keep_furniture(pages: list[list[str]]) -> list[list[str]]:
     return [[ln for ln in page if ln] for page in pages]
 
 
-def _as_printed(pages: list[list[str]], headings: list[pdf_text._Heading]) -> tuple[str, int]:
+def _as_printed(pages: list[list[str]], headings: list[pdf_text._Heading]) -> str:
     lines = [(n, ln) for n, page in enumerate(pages) for ln in page]
     at = pdf_text._place(lines, headings)
     blocks: list[list[str]] = [[]]
     skip = 0
     for i, (n, line) in enumerate(lines):
         for h, used in at.get(i, ()):
-            blocks.append(["#" * min(h.level, 6) + " " + pdf_text._escape(h.title)])
+            blocks.append(["#" * min(h.level, 6) + " " + pdf_text.escape_markdown(h.title)])
             blocks.append([])
             skip = max(skip, used)
         if skip:
@@ -52,8 +52,8 @@ def _as_printed(pages: list[list[str]], headings: list[pdf_text._Heading]) -> tu
             continue
         if i and lines[i - 1][0] != n:
             blocks.append([])                       # a page is a block
-        blocks[-1].append(pdf_text._escape(line))
-    return "\n\n".join("\n".join(b) for b in blocks if b), 0
+        blocks[-1].append(pdf_text.escape_markdown(line))
+    return "\n\n".join("\n".join(b) for b in blocks if b)
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ read as the markdown memo splits and indexes, or why it gives no text."""
 from __future__ import annotations
 
 import re
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,3 +45,12 @@ def escape_markdown(text: str) -> str:
     if _RULE.match(text):
         return "\\" + text
     return _MARKDOWN_CHARS.sub(r"\\\1", text)
+
+
+def zip_member(zf: zipfile.ZipFile, name: str, size: int) -> bytes:
+    """A member of a document's archive (Word, EPUB) of ``size`` bytes; its unpacked size is
+    bounded (a zip bomb is refused: ValueError).  KeyError when the archive lacks it."""
+    info = zf.getinfo(name)
+    if info.file_size > size * DOCUMENT_BYTES_PER_TEXT_BYTE * 10 + (1 << 20):
+        raise ValueError(f"{name} unpacks to {info.file_size} bytes")
+    return zf.read(name)

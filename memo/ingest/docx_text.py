@@ -26,7 +26,7 @@ import zipfile
 from collections.abc import Iterator
 from xml.etree import ElementTree as ET
 
-from memo.ingest.converted import DOCUMENT_BYTES_PER_TEXT_BYTE, Converted, Unread, escape_markdown
+from memo.ingest.converted import Converted, Unread, escape_markdown, zip_member
 
 DOCX_EXTENSIONS = frozenset({".docx"})
 
@@ -66,16 +66,13 @@ def docx_to_markdown(data: bytes) -> Converted | Unread:
 
 
 def _xml(zf: zipfile.ZipFile, name: str, size: int, *, required: bool = True) -> ET.Element | None:
-    """A part of the archive, parsed; its unpacked size is bounded (a zip bomb is refused)."""
+    """A part of the archive, parsed (``zip_member``: bounded); None for a missing optional one."""
     try:
-        info = zf.getinfo(name)
+        return ET.fromstring(zip_member(zf, name, size))
     except KeyError:
         if required:
             raise KeyError(f"no {name} in the archive") from None
         return None
-    if info.file_size > size * DOCUMENT_BYTES_PER_TEXT_BYTE * 10 + (1 << 20):
-        raise ValueError(f"{name} unpacks to {info.file_size} bytes")
-    return ET.fromstring(zf.read(name))
 
 
 _LIST = 10          # a style that numbers or bullets its paragraphs ("List Bullet"): not a heading

@@ -17,7 +17,7 @@ import zipfile
 from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
-from memo.ingest.converted import DOCUMENT_BYTES_PER_TEXT_BYTE, Converted, Unread
+from memo.ingest.converted import Converted, Unread, zip_member
 from memo.ingest.html_text import html_to_markdown
 
 EPUB_EXTENSIONS = frozenset({".epub"})
@@ -41,7 +41,7 @@ def epub_to_markdown(data: bytes) -> Converted | Unread:
                 return Unread("a DRM-protected e-book (its chapters are encrypted): memo can read only books "
                               "without DRM")
             opf_path = _package_path(zf, len(data))
-            opf = ET.fromstring(_read(zf, opf_path, len(data)))
+            opf = ET.fromstring(zip_member(zf, opf_path, len(data)))
             base = posixpath.dirname(opf_path)
             items = {it.get("id"): it for it in opf.iter(f"{_OPF}item")}
             chapters: list[str] = []
@@ -54,7 +54,7 @@ def epub_to_markdown(data: bytes) -> Converted | Unread:
                 # hrefs are URLs: "Chapter%201.xhtml" names "Chapter 1.xhtml", "#id" a place in it
                 href = posixpath.normpath(posixpath.join(base, unquote((item.get("href") or "").split("#")[0])))
                 try:
-                    page = _read(zf, href, len(data)).decode("utf-8", errors="replace")
+                    page = zip_member(zf, href, len(data)).decode("utf-8", errors="replace")
                 except KeyError:
                     continue                      # a spine entry naming a missing file: the others are read
                 _, text = html_to_markdown(page)
@@ -69,16 +69,8 @@ def epub_to_markdown(data: bytes) -> Converted | Unread:
     return Converted(title or None, "\n\n".join(chapters), {"converted_from": "epub", "chapters": len(chapters)})
 
 
-def _read(zf: zipfile.ZipFile, name: str, size: int) -> bytes:
-    """A member of the archive; its unpacked size is bounded (a zip bomb is refused)."""
-    info = zf.getinfo(name)
-    if info.file_size > size * DOCUMENT_BYTES_PER_TEXT_BYTE * 10 + (1 << 20):
-        raise ValueError(f"{name} unpacks to {info.file_size} bytes")
-    return zf.read(name)
-
-
 def _package_path(zf: zipfile.ZipFile, size: int) -> str:
-    container = ET.fromstring(_read(zf, "META-INF/container.xml", size))
+    container = ET.fromstring(zip_member(zf, "META-INF/container.xml", size))
     for root in container.iter(f"{_CONTAINER}rootfile"):
         if root.get("full-path"):
             return root.get("full-path") or ""
@@ -89,7 +81,7 @@ def _encrypted(zf: zipfile.ZipFile, size: int) -> bool:
     """Chapters encrypted by DRM; font obfuscation (the IDPF and Adobe font algorithms, which
     the same file lists) leaves the text readable."""
     try:
-        enc = ET.fromstring(_read(zf, "META-INF/encryption.xml", size))
+        enc = ET.fromstring(zip_member(zf, "META-INF/encryption.xml", size))
     except KeyError:
         return False
     for data in enc.iter(f"{_ENC}EncryptedData"):

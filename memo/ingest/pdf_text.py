@@ -119,7 +119,7 @@ def pdf_to_markdown(data: bytes) -> Converted | Unread:
         return Unread("PDF without a text layer (scanned pages or images of text): "
                       "run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) and import the result", empty=True)
     pages = _without_furniture(pages, contents)
-    markdown, _ = _markdown(pages, headings)
+    markdown = _markdown(pages, headings)
     notices = (f"{len(unread)} of {count} pages could not be read and were left out "
                f"(pages {_ranges(unread)})",) if unread else ()
     return Converted(title, markdown, {"converted_from": "pdf", "pages": count}, notices)
@@ -357,7 +357,7 @@ def _keeps_hyphen(head: str, tail: str, words: set[str], compounds: set[str]) ->
     return f"{last}-{tail_word}" in compounds or (len(last) >= 3 and last in words and tail_word in words)
 
 
-def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, int]:
+def _markdown(pages: list[list[str]], headings: list[_Heading]) -> str:
     lines = [(n, ln) for n, page in enumerate(pages) for ln in page]
     at = _place(lines, headings)
     lengths = sorted(len(ln) for _, ln in lines if len(ln) >= 10) or [80]
@@ -384,12 +384,10 @@ def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, in
         para.append(escape_markdown(text))
 
     skip = 0
-    placed = 0
     for i, (_, line) in enumerate(lines + [(-1, "")]):
         for h, used in at.get(i, ()):
             flush()
             blocks.append("#" * min(h.level, 6) + " " + escape_markdown(h.title))
-            placed += used > 0
             skip = max(skip, used)
         if i == len(lines):
             break
@@ -406,4 +404,4 @@ def _markdown(pages: list[list[str]], headings: list[_Heading]) -> tuple[str, in
         if len(line) < 0.8 * full and line.endswith(_SENTENCE_END):
             flush()
     flush()
-    return "\n\n".join(b for b in blocks if b.strip(" -")), placed
+    return "\n\n".join(b for b in blocks if b.strip(" -"))
